@@ -1,0 +1,68 @@
+//! The inode layout of large directories, as Tezos defines it.
+//!
+//! A directory with more than [`STABLE_HASH`] entries is hashed as a tree of
+//! inodes. The entry named `s` at depth `d` goes to child
+//! `ocaml_hash(d, s) mod 32`; a subtree with at most [`ENTRIES`] entries is a
+//! "value" inode, a larger one a "tree" inode. The layout is therefore a
+//! function of the set of entries alone, never of the order of operations.
+//!
+//! Encodings (hashed with BLAKE2b-256):
+//! - value: `00 ‖ LEB128 n ‖ [LEB128 len(name) ‖ name ‖ kind ‖ hash]*`, sorted;
+//! - tree: `01 ‖ LEB128 depth ‖ LEB128 total ‖ u8 k ‖ [u8 index ‖ hash]*`.
+
+use crate::hash::Hash;
+use crate::ocaml_hash::ocaml_hash;
+use crate::tezos::Kind;
+use crate::varint::write_u64;
+
+/// Fan-out of a tree inode, and the largest number of entries of a value inode.
+pub const ENTRIES: usize = 32;
+/// Directories with at most this many entries are hashed as flat nodes.
+pub const STABLE_HASH: usize = 256;
+
+/// Child index of `name` at `depth` with a fan-out of `entries`.
+#[inline]
+pub fn index_with(entries: usize, depth: u32, name: &[u8]) -> usize {
+    ocaml_hash(depth, name) as usize % entries
+}
+
+/// Child index of `name` at `depth` in a Tezos inode.
+#[inline]
+pub fn index(depth: u32, name: &[u8]) -> usize {
+    index_with(ENTRIES, depth, name)
+}
+
+/// Appends the encoding of a value inode; `entries` sorted by name.
+pub fn encode_values<'a>(out: &mut Vec<u8>, count: usize, entries: impl Iterator<Item = (&'a [u8], Kind, &'a Hash)>) {
+    out.push(0);
+    write_u64(out, count as u64);
+    let mut previous: Option<&[u8]> = None;
+    let mut seen = 0;
+    for (name, kind, hash) in entries {
+        assert!(previous.is_none_or(|p| p < name), "inode entries must be sorted and unique");
+        previous = Some(name);
+        write_u64(out, name.len() as u64);
+        out.extend_from_slice(name);
+        out.push(kind.inode_tag());
+        out.extend_from_slice(hash.as_bytes());
+        seen += 1;
+    }
+    assert_eq!(seen, count, "inode entry count does not match its entries");
+}
+
+/// Appends the encoding of a tree inode; `pointers` in increasing index order.
+pub fn encode_tree<'a>(out: &mut Vec<u8>, depth: u32, total: u64, pointers: impl ExactSizeIterator<Item = (usize, &'a Hash)>) {
+    out.push(1);
+    write_u64(out, u64::from(depth));
+    write_u64(out, total);
+    let count = pointers.len();
+    assert!(count <= ENTRIES, "a tree inode has at most 32 pointers");
+    out.push(count as u8);
+    let mut previous: Option<usize> = None;
+    for (index, hash) in pointers {
+        assert!(index < ENTRIES && previous.is_none_or(|p| p < index), "pointers sorted by index");
+        previous = Some(index);
+        out.push(index as u8);
+        out.extend_from_slice(hash.as_bytes());
+    }
+}

@@ -1,0 +1,25 @@
+//! pando-core: the pure bottom of pando.
+//!
+//! Everything here is a function of its arguments: Tezos context hashing
+//! (BLAKE2b-256 over the encodings of the Tezos context hash specification),
+//! the OCaml string hash that places entries in inodes, LEB128 integers and
+//! base58check printing. No files, no threads, no global state, so that a
+//! light client can verify hashes with this crate alone.
+//!
+//! Invariants:
+//! - Every function producing a hash is bit-exact with irmin 3.7.2's
+//!   `Irmin_tezos` schema; the tests under `tests/` check the published
+//!   vectors.
+//! - Decoders never panic on any input; they return [`Error`].
+
+pub mod error;
+pub mod hash;
+pub mod inode;
+pub mod ocaml_hash;
+pub mod reference;
+pub mod tezos;
+pub mod varint;
+
+pub use error::Error;
+pub use hash::Hash;
+pub use tezos::{CommitInfo, Kind};
