@@ -1,1 +1,27 @@
-//! placeholder
+//! pando-store: a versioned Merkle store, bit-exact with the Tezos context
+//! hash, on append-only files.
+//!
+//! Module map (dependency order): [`io`] (all file access) → [`format`]
+//! (bytes on disk) → [`tree`] (immutable trees over a loader) → [`pack`],
+//! [`cache`], [`dict`] → [`store`] (open, commit, checkout, recovery).
+//!
+//! Invariants kept across modules:
+//! - A commit that returned is durable under the default sync policy.
+//! - Everything read from disk is checked (record checksum) before use.
+//! - No panic on any bytes read from disk: damage is an [`Error`].
+
+pub mod cache;
+pub mod dict;
+pub mod error;
+pub mod format;
+pub mod io;
+pub mod options;
+pub mod pack;
+pub mod store;
+pub mod tree;
+
+pub use error::{Error, Result};
+pub use options::{Options, SyncPolicy};
+pub use pando_core::{CommitInfo, Hash, Kind};
+pub use store::{Commit, Store, StoreStats};
+pub use tree::{Depth, Order, Tree};

@@ -1,0 +1,62 @@
+//! A bounded cache of decoded records, keyed by pack offset.
+//!
+//! Invariants:
+//! - Its memory is bounded by the byte budget given in the options, whatever
+//!   the size of the store (each entry is weighed by [`Inode::weight`]).
+//! - Cached inodes point to their children by offset only (never to
+//!   in-memory children), so an entry never keeps other nodes alive.
+
+use quick_cache::Weighter;
+use quick_cache::sync::Cache;
+use std::sync::Arc;
+
+use crate::tree::node::{Inode, Value};
+
+#[derive(Clone)]
+pub enum Cached {
+    Inode(Arc<Inode>),
+    Blob(Arc<Value>),
+}
+
+#[derive(Clone)]
+pub struct ByWeight;
+
+impl Weighter<u64, Cached> for ByWeight {
+    fn weight(&self, _offset: &u64, value: &Cached) -> u64 {
+        match value {
+            Cached::Inode(inode) => inode.weight(),
+            Cached::Blob(value) => 64 + value.bytes.len() as u64,
+        }
+    }
+}
+
+pub struct NodeCache {
+    cache: Cache<u64, Cached, ByWeight>,
+}
+
+impl NodeCache {
+    pub fn new(capacity_bytes: u64) -> NodeCache {
+        let estimated_items = (capacity_bytes / 512).max(16) as usize;
+        NodeCache { cache: Cache::with_weighter(estimated_items, capacity_bytes.max(1), ByWeight) }
+    }
+
+    pub fn get(&self, offset: u64) -> Option<Cached> {
+        self.cache.get(&offset)
+    }
+
+    pub fn insert(&self, offset: u64, value: Cached) {
+        self.cache.insert(offset, value);
+    }
+
+    pub fn weight_bytes(&self) -> u64 {
+        self.cache.weight()
+    }
+
+    pub fn len(&self) -> usize {
+        self.cache.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.cache.is_empty()
+    }
+}

@@ -1,0 +1,147 @@
+//! The dictionary of frequent step names.
+//!
+//! Step names that are not hex digits and recur (seen in two commits' writes)
+//! get a small integer id; nodes written afterwards store the id instead of
+//! the name. Unlike irmin's first-come dictionary, one-off names (hashes,
+//! addresses) never enter it: hex steps are stored as binary instead.
+//!
+//! Invariants:
+//! - Ids are dense and assigned in order; an id is never reused or changed.
+//! - An id is used in a node only after the record defining it is in the
+//!   pack (new ids are defined at the end of a commit's batch and used from
+//!   the next commit on), so every durable node can be decoded.
+
+use pando_core::varint;
+use std::collections::HashMap;
+
+use crate::tree::node::Step;
+
+/// Most entries the dictionary takes.
+pub const MAX_ENTRIES: usize = 1 << 20;
+/// Longest step name the dictionary takes.
+pub const MAX_STEP_BYTES: usize = 48;
+/// Bound on the names tracked as candidates.
+const MAX_CANDIDATES: usize = 1 << 20;
+
+#[derive(Default)]
+pub struct Dict {
+    ids: HashMap<Step, u32>,
+    steps: Vec<Step>,
+    candidates: HashMap<Step, u8>,
+}
+
+impl Dict {
+    pub fn len(&self) -> usize {
+        self.steps.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.steps.is_empty()
+    }
+
+    pub fn id_of(&self, step: &[u8]) -> Option<u32> {
+        self.ids.get(step).copied()
+    }
+
+    pub fn step_of(&self, id: u64) -> Option<&Step> {
+        usize::try_from(id).ok().and_then(|i| self.steps.get(i))
+    }
+
+    /// Steps `first_id..` in order.
+    pub fn steps_from(&self, first_id: usize) -> &[Step] {
+        &self.steps[first_id.min(self.steps.len())..]
+    }
+
+    /// Adds a step with the next id.
+    pub fn push(&mut self, step: Step) {
+        assert!(!self.ids.contains_key(&step), "dictionary entries are unique");
+        self.ids.insert(step.clone(), self.steps.len() as u32);
+        self.steps.push(step);
+    }
+
+    /// Notes steps written raw by one commit; returns the ones to promote.
+    pub fn observe(&mut self, written_raw: &[Step]) -> Vec<Step> {
+        let mut promote = Vec::new();
+        if self.candidates.len() > MAX_CANDIDATES {
+            self.candidates.clear();
+        }
+        for step in written_raw {
+            if self.ids.contains_key(step) || step.len() > MAX_STEP_BYTES {
+                continue;
+            }
+            let count = self.candidates.entry(step.clone()).or_insert(0);
+            *count = count.saturating_add(1);
+            if *count == 2 && self.steps.len() + promote.len() < MAX_ENTRIES {
+                promote.push(step.clone());
+            }
+        }
+        for step in &promote {
+            self.candidates.remove(step);
+        }
+        promote.sort();
+        promote.dedup();
+        promote
+    }
+}
+
+/// Payload of a dictionary record: `first_id ‖ count ‖ (len ‖ bytes)*`.
+pub fn encode_record(first_id: usize, steps: &[Step]) -> Vec<u8> {
+    let mut out = Vec::new();
+    varint::write_u64(&mut out, first_id as u64);
+    varint::write_u64(&mut out, steps.len() as u64);
+    for step in steps {
+        varint::write_u64(&mut out, step.len() as u64);
+        out.extend_from_slice(step);
+    }
+    out
+}
+
+/// Decodes a dictionary record payload.
+pub fn decode_record(payload: &[u8]) -> Result<(u64, Vec<Step>), String> {
+    let mut pos = 0;
+    let first_id = varint::read_u64(payload, &mut pos).map_err(|e| e.to_string())?;
+    let count = varint::read_u64(payload, &mut pos).map_err(|e| e.to_string())?;
+    let mut steps = Vec::new();
+    for _ in 0..count {
+        steps.push(read_bytes(payload, &mut pos)?.into());
+    }
+    if pos != payload.len() {
+        return Err("trailing bytes after dictionary entries".into());
+    }
+    Ok((first_id, steps))
+}
+
+/// The dictionary file: a sequence of `len ‖ bytes`.
+pub fn encode_file_entries(steps: &[Step]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for step in steps {
+        varint::write_u64(&mut out, step.len() as u64);
+        out.extend_from_slice(step);
+    }
+    out
+}
+
+pub fn decode_file(bytes: &[u8], expected: u64) -> Result<Vec<Step>, (usize, String)> {
+    let mut pos = 0;
+    let mut steps = Vec::new();
+    while pos < bytes.len() {
+        let at = pos;
+        steps.push(read_bytes(bytes, &mut pos).map_err(|e| (at, e))?.into());
+    }
+    if steps.len() as u64 != expected {
+        return Err((pos, format!("{} entries, the control file says {expected}", steps.len())));
+    }
+    Ok(steps)
+}
+
+/// Reads `LEB128 len ‖ bytes`, refusing lengths past the input.
+pub fn read_bytes<'a>(bytes: &'a [u8], pos: &mut usize) -> Result<&'a [u8], String> {
+    let len = varint::read_u64(bytes, pos).map_err(|e| e.to_string())?;
+    let end = usize::try_from(len).ok().and_then(|l| pos.checked_add(l)).filter(|&end| end <= bytes.len());
+    let Some(end) = end else {
+        return Err(format!("length {len} at byte {} runs past the end", *pos));
+    };
+    let out = &bytes[*pos..end];
+    *pos = end;
+    Ok(out)
+}

@@ -1,0 +1,48 @@
+//! The error type of pando-store.
+//!
+//! Damaged data is always reported with the file and offset where it was
+//! found; nothing here is ever "recovered" by guessing.
+
+use pando_core::Hash;
+use std::io;
+
+/// Errors of the store.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    #[error("I/O error on {file} during {op}: {source}")]
+    Io { file: String, op: &'static str, source: io::Error },
+    #[error("corrupt store: {file} at offset {offset}: {reason}")]
+    Corrupt { file: String, offset: u64, reason: String },
+    #[error("checksum mismatch in {file} at offset {offset}: expected {expected:#010x}, found {found:#010x}")]
+    ChecksumMismatch { file: String, offset: u64, expected: u32, found: u32 },
+    #[error("{file}: format version {found} is not supported (this build reads version {supported})")]
+    UnsupportedVersion { file: String, found: u32, supported: u32 },
+    #[error("{dir} is not a pando store (and is not empty, so it was not initialised)")]
+    NotAStore { dir: String },
+    #[error("unknown commit {0}")]
+    UnknownCommit(Hash),
+    #[error("the store is open read-only")]
+    ReadOnly,
+    #[error("an earlier write or fsync failed; the store refuses further writes (reopen it to recover from disk)")]
+    PreviousIo,
+    #[error("a commit's root must be a directory, not a contents")]
+    RootNotDirectory,
+    #[error("the tree belongs to another store instance")]
+    ForeignTree,
+    #[error("invalid argument: {0}")]
+    Invalid(String),
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    pub(crate) fn io(file: impl Into<String>, op: &'static str) -> impl FnOnce(io::Error) -> Error {
+        let file = file.into();
+        move |source| Error::Io { file, op, source }
+    }
+
+    pub(crate) fn corrupt(file: impl Into<String>, offset: u64, reason: impl Into<String>) -> Error {
+        Error::Corrupt { file: file.into(), offset, reason: reason.into() }
+    }
+}

@@ -1,0 +1,190 @@
+//! The control file: the single source of truth of what is durable.
+//!
+//! The file holds two slots of [`SLOT_SIZE`] bytes, at offsets 0 and
+//! [`SLOT_SIZE`]. A slot is `magic ‖ fields ‖ crc32c`, all integers
+//! little-endian. A new state is written to the slot its sequence number
+//! selects (`seq % 2`), so the other slot always holds the previous state
+//! intact. Opening reads both and takes the valid slot with the highest
+//! sequence number: a torn slot write falls back to the previous state,
+//! whose data was already durable.
+//!
+//! Invariant: a slot is written only after every byte it describes is durable.
+
+use super::FORMAT_VERSION;
+
+/// Bytes per slot; each slot sits in its own 4 KiB page.
+pub const SLOT_SIZE: usize = 4096;
+const MAGIC: &[u8; 8] = b"PANDOCTL";
+/// Bytes of a slot actually used.
+const USED: usize = 8 + 4 + 8 * 12 + 4;
+
+/// What the control file records.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct Control {
+    /// Incremented by every write of the control file.
+    pub seq: u64,
+    /// A new pack chunk is started once the current one reaches this size.
+    pub chunk_target_bytes: u64,
+    /// Logical offset of the first byte of the oldest chunk.
+    pub first_chunk_start: u64,
+    /// Logical pack offset below which every byte is durable and valid.
+    pub durable_end: u64,
+    /// Pack offset up to which the index and dictionary files are complete.
+    pub checkpoint_end: u64,
+    /// Entries in the index file that are valid.
+    pub index_entries: u64,
+    /// Valid bytes of the dictionary file.
+    pub dict_bytes: u64,
+    /// Entries in the dictionary file.
+    pub dict_entries: u64,
+    /// Commits in the store.
+    pub commits: u64,
+    /// Offset of the last commit record, or `u64::MAX` when there is none.
+    pub last_commit: u64,
+    /// Collection generation (bumped by GC).
+    pub generation: u64,
+    /// Reserved for future use; written as zero.
+    pub reserved: u64,
+}
+
+impl Control {
+    /// Offset in the control file of the slot this state is written to.
+    pub fn slot_offset(&self) -> u64 {
+        (self.seq % 2) * SLOT_SIZE as u64
+    }
+
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(SLOT_SIZE);
+        out.extend_from_slice(MAGIC);
+        out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+        for field in [
+            self.seq,
+            self.chunk_target_bytes,
+            self.first_chunk_start,
+            self.durable_end,
+            self.checkpoint_end,
+            self.index_entries,
+            self.dict_bytes,
+            self.dict_entries,
+            self.commits,
+            self.last_commit,
+            self.generation,
+            self.reserved,
+        ] {
+            out.extend_from_slice(&field.to_le_bytes());
+        }
+        let crc = crc32c::crc32c(&out);
+        out.extend_from_slice(&crc.to_le_bytes());
+        assert_eq!(out.len(), USED);
+        out.resize(SLOT_SIZE, 0);
+        out
+    }
+}
+
+/// Why a slot was not usable.
+#[derive(Debug, PartialEq, Eq)]
+pub enum SlotError {
+    /// All zeros: never written.
+    Empty,
+    BadMagic,
+    BadChecksum,
+    UnsupportedVersion(u32),
+    /// The fields contradict each other.
+    Inconsistent(&'static str),
+}
+
+/// Decodes one slot.
+pub fn decode_slot(bytes: &[u8]) -> Result<Control, SlotError> {
+    if bytes.len() < USED {
+        return Err(SlotError::Empty);
+    }
+    if bytes[..USED].iter().all(|&b| b == 0) {
+        return Err(SlotError::Empty);
+    }
+    if &bytes[..8] != MAGIC {
+        return Err(SlotError::BadMagic);
+    }
+    let crc_at = USED - 4;
+    let stored = u32::from_le_bytes(bytes[crc_at..USED].try_into().expect("4 bytes"));
+    if crc32c::crc32c(&bytes[..crc_at]) != stored {
+        return Err(SlotError::BadChecksum);
+    }
+    let version = u32::from_le_bytes(bytes[8..12].try_into().expect("4 bytes"));
+    if version != FORMAT_VERSION {
+        return Err(SlotError::UnsupportedVersion(version));
+    }
+    let field = |i: usize| u64::from_le_bytes(bytes[12 + 8 * i..20 + 8 * i].try_into().expect("8 bytes"));
+    let control = Control {
+        seq: field(0),
+        chunk_target_bytes: field(1),
+        first_chunk_start: field(2),
+        durable_end: field(3),
+        checkpoint_end: field(4),
+        index_entries: field(5),
+        dict_bytes: field(6),
+        dict_entries: field(7),
+        commits: field(8),
+        last_commit: field(9),
+        generation: field(10),
+        reserved: field(11),
+    };
+    if control.checkpoint_end > control.durable_end || control.first_chunk_start > control.durable_end {
+        return Err(SlotError::Inconsistent("offsets out of order"));
+    }
+    if control.chunk_target_bytes == 0 {
+        return Err(SlotError::Inconsistent("zero chunk size"));
+    }
+    if control.last_commit != u64::MAX && control.last_commit >= control.durable_end {
+        return Err(SlotError::Inconsistent("last commit past the durable end"));
+    }
+    Ok(control)
+}
+
+/// Picks the newest valid slot of a control file's bytes. On failure,
+/// returns the errors of both slots.
+pub fn decode(bytes: &[u8]) -> Result<Control, (SlotError, SlotError)> {
+    let first = decode_slot(bytes.get(..SLOT_SIZE).unwrap_or(bytes));
+    let second = decode_slot(bytes.get(SLOT_SIZE..).unwrap_or(&[]));
+    match (first, second) {
+        (Ok(a), Ok(b)) => Ok(if a.seq >= b.seq { a } else { b }),
+        (Ok(a), Err(_)) => Ok(a),
+        (Err(_), Ok(b)) => Ok(b),
+        (Err(a), Err(b)) => Err((a, b)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(seq: u64) -> Control {
+        Control { seq, chunk_target_bytes: 1 << 20, durable_end: 100 + seq, last_commit: u64::MAX, ..Control::default() }
+    }
+
+    #[test]
+    fn newest_valid_slot_wins() {
+        let mut file = vec![0u8; 2 * SLOT_SIZE];
+        for seq in 1..=3 {
+            let c = sample(seq);
+            let at = c.slot_offset() as usize;
+            file[at..at + SLOT_SIZE].copy_from_slice(&c.encode());
+        }
+        assert_eq!(decode(&file).unwrap().seq, 3);
+        // Tear the newest slot: the previous state remains.
+        file[SLOT_SIZE + 20] ^= 0xff;
+        assert_eq!(decode(&file).unwrap().seq, 2);
+        file[20] ^= 0xff;
+        assert!(decode(&file).is_err());
+        assert!(decode(&[]).is_err());
+    }
+
+    #[test]
+    fn every_flipped_bit_is_caught() {
+        let good = sample(7).encode();
+        for bit in 0..USED * 8 {
+            let mut slot = good.clone();
+            slot[bit / 8] ^= 1 << (bit % 8);
+            assert!(decode_slot(&slot).is_err(), "bit {bit}");
+        }
+    }
+}

@@ -1,0 +1,324 @@
+//! Encoding of inodes, blobs and commits in pack records.
+//!
+//! Value inode payload: `LEB128 n ‖ entry*`, each entry
+//! `tag: u8 ‖ step ‖ child`, where `tag = step_kind | child_kind << 2`:
+//! - step kinds: 0 dictionary id (`LEB128 id`), 1 raw (`LEB128 len ‖ bytes`),
+//!   2 lower-case hex stored as binary (`LEB128 byte_len ‖ bytes`);
+//! - child kinds: 0 directory (`LEB128 delta ‖ hash`), 1 inline contents
+//!   (`LEB128 len ‖ bytes`, at most [`INLINE_MAX`] bytes), 2 blob
+//!   (`LEB128 delta ‖ hash`).
+//!
+//! Tree inode payload: `u8 depth ‖ LEB128 len ‖ u32 LE bitmap ‖
+//! (LEB128 delta ‖ inode hash)*` in index order.
+//!
+//! A `delta` is the record's own offset minus the child's offset: children
+//! are always written before their parents, so it is positive and small.
+//!
+//! Invariant: decoding checks every structural rule (sorted unique entries,
+//! counts, depths, deltas) so damaged bytes that pass the checksum still
+//! cannot produce an inode that breaks the tree's invariants.
+
+use pando_core::Hash;
+use pando_core::inode::{ENTRIES, index};
+use pando_core::varint::{self, write_u64};
+use std::sync::Arc;
+
+use crate::dict::{Dict, read_bytes};
+use crate::tree::node::{Body, Child, Inode, Ptr, Step, Value};
+
+/// Contents of at most this many bytes are stored inside their directory.
+pub const INLINE_MAX: usize = 32;
+
+const STEP_DICT: u8 = 0;
+const STEP_RAW: u8 = 1;
+const STEP_HEX: u8 = 2;
+const CHILD_DIR: u8 = 0;
+const CHILD_INLINE: u8 = 1;
+const CHILD_BLOB: u8 = 2;
+
+fn is_hex_step(step: &[u8]) -> bool {
+    step.len() >= 2 && step.len() % 2 == 0 && step.iter().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(b))
+}
+
+fn hex_value(digit: u8) -> u8 {
+    if digit.is_ascii_digit() { digit - b'0' } else { digit - b'a' + 10 }
+}
+
+fn write_step(out: &mut Vec<u8>, step: &Step, dict: &Dict, raw_steps: &mut Vec<Step>) -> u8 {
+    if is_hex_step(step) {
+        write_u64(out, (step.len() / 2) as u64);
+        out.extend(step.chunks(2).map(|pair| hex_value(pair[0]) << 4 | hex_value(pair[1])));
+        STEP_HEX
+    } else if let Some(id) = dict.id_of(step) {
+        write_u64(out, u64::from(id));
+        STEP_DICT
+    } else {
+        write_u64(out, step.len() as u64);
+        out.extend_from_slice(step);
+        raw_steps.push(step.clone());
+        STEP_RAW
+    }
+}
+
+/// Encodes a value inode. `hashes[i]` is the hash of entry `i`'s child, and
+/// every child that is not inline has been written (its offset is known).
+pub fn encode_values(entries: &[(Step, Child)], hashes: &[Hash], at: u64, dict: &Dict, raw_steps: &mut Vec<Step>, out: &mut Vec<u8>) {
+    write_u64(out, entries.len() as u64);
+    let mut scratch = Vec::with_capacity(64);
+    for ((step, child), hash) in entries.iter().zip(hashes) {
+        scratch.clear();
+        let step_kind = write_step(&mut scratch, step, dict, raw_steps);
+        let child_kind = match child {
+            Child::Value(value) if value.bytes.len() <= INLINE_MAX => {
+                write_u64(&mut scratch, value.bytes.len() as u64);
+                scratch.extend_from_slice(&value.bytes);
+                CHILD_INLINE
+            }
+            Child::Value(value) => {
+                let offset = *value.stored.get().expect("blob written before its directory");
+                write_delta(&mut scratch, at, offset, hash);
+                CHILD_BLOB
+            }
+            Child::Blob { offset, .. } => {
+                write_delta(&mut scratch, at, *offset, hash);
+                CHILD_BLOB
+            }
+            Child::Dir(ptr) => {
+                write_delta(&mut scratch, at, ptr_offset(ptr), hash);
+                CHILD_DIR
+            }
+        };
+        out.push(step_kind | child_kind << 2);
+        out.extend_from_slice(&scratch);
+    }
+}
+
+/// Encodes a tree inode; `hashes[i]` is the inode hash of child `i`.
+pub fn encode_tree(depth: u32, len: u64, children: &[Option<Ptr>; ENTRIES], hashes: &[Option<Hash>; ENTRIES], at: u64, out: &mut Vec<u8>) {
+    assert!(depth < 256, "inode depth fits a byte");
+    out.push(depth as u8);
+    write_u64(out, len);
+    let mut bitmap = 0u32;
+    for (i, child) in children.iter().enumerate() {
+        if child.is_some() {
+            bitmap |= 1 << i;
+        }
+    }
+    out.extend_from_slice(&bitmap.to_le_bytes());
+    for (child, hash) in children.iter().zip(hashes) {
+        if let Some(ptr) = child {
+            write_delta(out, at, ptr_offset(ptr), hash.as_ref().expect("hash of every present child"));
+        }
+    }
+}
+
+fn ptr_offset(ptr: &Ptr) -> u64 {
+    match ptr {
+        Ptr::Stored { offset, .. } => *offset,
+        Ptr::Mem(inode) => inode.stored_offset().expect("children are written before their parents"),
+    }
+}
+
+fn write_delta(out: &mut Vec<u8>, at: u64, offset: u64, hash: &Hash) {
+    assert!(offset < at, "a child is written before its parent");
+    write_u64(out, at - offset);
+    out.extend_from_slice(hash.as_bytes());
+}
+
+struct Reader<'a> {
+    bytes: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn varint(&mut self) -> Result<u64, String> {
+        varint::read_u64(self.bytes, &mut self.pos).map_err(|e| e.to_string())
+    }
+    fn byte(&mut self) -> Result<u8, String> {
+        let b = *self.bytes.get(self.pos).ok_or("truncated payload")?;
+        self.pos += 1;
+        Ok(b)
+    }
+    fn take(&mut self, n: usize) -> Result<&'a [u8], String> {
+        let end = self.pos.checked_add(n).filter(|&e| e <= self.bytes.len()).ok_or("truncated payload")?;
+        let out = &self.bytes[self.pos..end];
+        self.pos = end;
+        Ok(out)
+    }
+    fn hash(&mut self) -> Result<Hash, String> {
+        Ok(Hash::from_slice(self.take(32)?).expect("32 bytes"))
+    }
+    fn pointer(&mut self, at: u64) -> Result<(u64, Hash), String> {
+        let delta = self.varint()?;
+        if delta == 0 || delta > at {
+            return Err(format!("child offset delta {delta} invalid for a record at {at}"));
+        }
+        Ok((at - delta, self.hash()?))
+    }
+    fn finish(&self) -> Result<(), String> {
+        if self.pos != self.bytes.len() {
+            return Err(format!("{} trailing bytes", self.bytes.len() - self.pos));
+        }
+        Ok(())
+    }
+}
+
+/// Decodes a value inode recorded at `at`.
+pub fn decode_values(payload: &[u8], at: u64, dict: &Dict) -> Result<Inode, String> {
+    let mut r = Reader { bytes: payload, pos: 0 };
+    let count = r.varint()?;
+    if count > ENTRIES as u64 {
+        return Err(format!("value inode with {count} entries (at most {ENTRIES})"));
+    }
+    let mut entries: Vec<(Step, Child)> = Vec::with_capacity(count as usize);
+    for _ in 0..count {
+        let tag = r.byte()?;
+        let step: Step = match tag & 3 {
+            STEP_DICT => {
+                let id = r.varint()?;
+                dict.step_of(id).ok_or_else(|| format!("unknown dictionary id {id}"))?.clone()
+            }
+            STEP_RAW => read_bytes(payload, &mut r.pos)?.into(),
+            STEP_HEX => {
+                let bytes = read_bytes(payload, &mut r.pos)?;
+                if bytes.is_empty() {
+                    return Err("empty hex step".into());
+                }
+                let mut text = Vec::with_capacity(bytes.len() * 2);
+                for b in bytes {
+                    text.push(b"0123456789abcdef"[(b >> 4) as usize]);
+                    text.push(b"0123456789abcdef"[(b & 15) as usize]);
+                }
+                text.into()
+            }
+            other => return Err(format!("unknown step kind {other}")),
+        };
+        let child = match tag >> 2 {
+            CHILD_DIR => {
+                let (offset, hash) = r.pointer(at)?;
+                Child::Dir(Ptr::Stored { offset, hash })
+            }
+            CHILD_INLINE => {
+                let bytes = read_bytes(payload, &mut r.pos)?;
+                if bytes.len() > INLINE_MAX {
+                    return Err(format!("inline contents of {} bytes", bytes.len()));
+                }
+                Child::Value(Arc::new(Value::new(bytes)))
+            }
+            CHILD_BLOB => {
+                let (offset, hash) = r.pointer(at)?;
+                Child::Blob { offset, hash }
+            }
+            other => return Err(format!("unknown child kind {other}")),
+        };
+        if entries.last().is_some_and(|(last, _)| last[..] >= step[..]) {
+            return Err("entries not sorted or not unique".into());
+        }
+        entries.push((step, child));
+    }
+    r.finish()?;
+    Ok(Inode::new(Body::Values(entries)))
+}
+
+/// Decodes a tree inode recorded at `at`, expected at `depth`.
+pub fn decode_tree(payload: &[u8], at: u64, depth: u32) -> Result<Inode, String> {
+    let mut r = Reader { bytes: payload, pos: 0 };
+    let found_depth = u32::from(r.byte()?);
+    if found_depth != depth {
+        return Err(format!("tree inode of depth {found_depth} found at depth {depth}"));
+    }
+    let len = r.varint()?;
+    if len <= ENTRIES as u64 {
+        return Err(format!("tree inode with only {len} entries"));
+    }
+    let bitmap = u32::from_le_bytes(r.take(4)?.try_into().expect("4 bytes"));
+    if bitmap == 0 {
+        return Err("tree inode without children".into());
+    }
+    let mut children: Box<[Option<Ptr>; ENTRIES]> = Box::new(std::array::from_fn(|_| None));
+    for (i, child) in children.iter_mut().enumerate() {
+        if bitmap & (1 << i) != 0 {
+            let (offset, hash) = r.pointer(at)?;
+            *child = Some(Ptr::Stored { offset, hash });
+        }
+    }
+    r.finish()?;
+    Ok(Inode::new(Body::Tree { depth, len, children }))
+}
+
+/// Checks that every entry of a decoded value inode at `depth` belongs there
+/// (its index at every depth above matches the path taken), given the
+/// indices taken from the root. Used by the integrity checker.
+pub fn entries_belong(inode: &Inode, path: &[usize]) -> bool {
+    match &inode.body {
+        Body::Values(entries) => entries
+            .iter()
+            .all(|(step, _)| path.iter().enumerate().all(|(depth, &i)| index(depth as u32, step) == i)),
+        Body::Tree { .. } => true,
+    }
+}
+
+/// A commit as recorded in the pack.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CommitRecord {
+    pub root_offset: u64,
+    pub root_hash: Hash,
+    /// Parents with the offsets of their commit records.
+    pub parents: Vec<(Hash, u64)>,
+    pub date: i64,
+    pub author: String,
+    pub message: String,
+}
+
+impl CommitRecord {
+    pub fn encode(&self, at: u64) -> Vec<u8> {
+        let mut out = Vec::with_capacity(64 + 40 * self.parents.len() + self.message.len());
+        assert!(self.root_offset < at, "root written before its commit");
+        write_u64(&mut out, at - self.root_offset);
+        out.extend_from_slice(self.root_hash.as_bytes());
+        write_u64(&mut out, self.parents.len() as u64);
+        for (hash, offset) in &self.parents {
+            out.extend_from_slice(hash.as_bytes());
+            write_u64(&mut out, *offset);
+        }
+        out.extend_from_slice(&self.date.to_be_bytes());
+        write_u64(&mut out, self.author.len() as u64);
+        out.extend_from_slice(self.author.as_bytes());
+        write_u64(&mut out, self.message.len() as u64);
+        out.extend_from_slice(self.message.as_bytes());
+        out
+    }
+
+    pub fn decode(payload: &[u8], at: u64) -> Result<CommitRecord, String> {
+        let mut r = Reader { bytes: payload, pos: 0 };
+        let (root_offset, root_hash) = r.pointer(at)?;
+        let count = r.varint()?;
+        if count > 1024 {
+            return Err(format!("{count} parents"));
+        }
+        let mut parents = Vec::with_capacity(count as usize);
+        for _ in 0..count {
+            let hash = r.hash()?;
+            let offset = r.varint()?;
+            if offset >= at {
+                return Err(format!("parent offset {offset} not before the commit at {at}"));
+            }
+            parents.push((hash, offset));
+        }
+        let date = i64::from_be_bytes(r.take(8)?.try_into().expect("8 bytes"));
+        let author = String::from_utf8(read_bytes(payload, &mut r.pos)?.to_vec()).map_err(|_| "author is not UTF-8")?;
+        let message = String::from_utf8(read_bytes(payload, &mut r.pos)?.to_vec()).map_err(|_| "message is not UTF-8")?;
+        r.finish()?;
+        Ok(CommitRecord { root_offset, root_hash, parents, date, author, message })
+    }
+
+    pub fn info(&self) -> pando_core::CommitInfo {
+        pando_core::CommitInfo {
+            root: self.root_hash,
+            parents: self.parents.iter().map(|(h, _)| *h).collect(),
+            date: self.date,
+            author: self.author.clone(),
+            message: self.message.clone(),
+        }
+    }
+}

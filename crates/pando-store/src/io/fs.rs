@@ -1,0 +1,103 @@
+//! Real files in a directory: positional reads and writes, `fdatasync`, and
+//! fsync of the directory after creates, renames and removes.
+
+use super::{File, Storage};
+use std::fs;
+use std::io;
+use std::os::unix::fs::FileExt;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// A store directory on a real file system.
+pub struct FsStorage {
+    dir: PathBuf,
+}
+
+impl FsStorage {
+    /// Uses `dir`, creating it (and its parents) if `create`.
+    pub fn new(dir: impl Into<PathBuf>, create: bool) -> io::Result<FsStorage> {
+        let dir = dir.into();
+        if create {
+            fs::create_dir_all(&dir)?;
+        }
+        if !dir.is_dir() {
+            return Err(io::Error::new(io::ErrorKind::NotFound, format!("{} is not a directory", dir.display())));
+        }
+        Ok(FsStorage { dir })
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        assert!(!name.contains('/') && !name.is_empty(), "store file names are flat");
+        self.dir.join(name)
+    }
+}
+
+struct FsFile(fs::File);
+
+impl File for FsFile {
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        self.0.read_exact_at(buf, offset)
+    }
+    fn write_all_at(&self, buf: &[u8], offset: u64) -> io::Result<()> {
+        self.0.write_all_at(buf, offset)
+    }
+    fn sync(&self) -> io::Result<()> {
+        self.0.sync_data()
+    }
+    fn len(&self) -> io::Result<u64> {
+        Ok(self.0.metadata()?.len())
+    }
+    fn truncate(&self, len: u64) -> io::Result<()> {
+        self.0.set_len(len)
+    }
+}
+
+impl Storage for FsStorage {
+    fn open(&self, name: &str, create: bool) -> io::Result<Arc<dyn File>> {
+        let file = fs::OpenOptions::new().read(true).write(true).create(create).open(self.path(name));
+        let file = match file {
+            // A read-only store directory can still be read.
+            Err(e) if e.kind() == io::ErrorKind::PermissionDenied && !create => {
+                fs::OpenOptions::new().read(true).open(self.path(name))?
+            }
+            other => other?,
+        };
+        Ok(Arc::new(FsFile(file)))
+    }
+    fn exists(&self, name: &str) -> io::Result<bool> {
+        self.path(name).try_exists()
+    }
+    fn list(&self) -> io::Result<Vec<String>> {
+        let mut names = Vec::new();
+        for entry in fs::read_dir(&self.dir)? {
+            let entry = entry?;
+            if let Some(name) = entry.file_name().to_str() {
+                names.push(name.to_string());
+            }
+        }
+        Ok(names)
+    }
+    fn remove(&self, name: &str) -> io::Result<()> {
+        fs::remove_file(self.path(name))
+    }
+    fn rename(&self, source: &str, target: &str) -> io::Result<()> {
+        fs::rename(self.path(source), self.path(target))
+    }
+    fn sync_dir(&self) -> io::Result<()> {
+        fs::File::open(&self.dir)?.sync_all()
+    }
+    fn lock(&self, name: &str) -> io::Result<Box<dyn std::any::Any + Send + Sync>> {
+        let file = fs::OpenOptions::new().read(true).write(true).create(true).truncate(false).open(self.path(name))?;
+        match file.try_lock() {
+            Ok(()) => Ok(Box::new(file)),
+            Err(fs::TryLockError::WouldBlock) => Err(io::Error::new(
+                io::ErrorKind::WouldBlock,
+                "another process has this store open for writing",
+            )),
+            Err(fs::TryLockError::Error(e)) => Err(e),
+        }
+    }
+    fn describe(&self) -> String {
+        self.dir.display().to_string()
+    }
+}

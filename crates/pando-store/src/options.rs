@@ -1,0 +1,41 @@
+//! Options of a store.
+
+/// When commits are made durable.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SyncPolicy {
+    /// Every commit is on disk when `commit` returns (the default).
+    EveryCommit,
+    /// Data and control file are synced every N commits: a crash or power
+    /// loss can lose up to the last N-1 commits (the store still opens to an
+    /// earlier consistent commit).
+    EveryN(u32),
+    /// Synced only by `flush` and when the store is closed: a crash loses
+    /// every commit since the last flush.
+    Never,
+}
+
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Bytes of decoded nodes kept in memory.
+    pub cache_bytes: u64,
+    pub sync: SyncPolicy,
+    /// A new pack chunk starts once the current one holds this many bytes.
+    pub chunk_target_bytes: u64,
+    /// The commit index and dictionary files are brought up to date every
+    /// this many commits; opening replays at most this many commits' records.
+    pub checkpoint_commits: u64,
+    /// Open without writing anything; another process may be the writer.
+    pub read_only: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            cache_bytes: 256 << 20,
+            sync: SyncPolicy::EveryCommit,
+            chunk_target_bytes: 1 << 30,
+            checkpoint_commits: 1024,
+            read_only: false,
+        }
+    }
+}

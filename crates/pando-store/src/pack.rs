@@ -1,0 +1,256 @@
+//! The pack: an append-only log of records split into chunk files.
+//!
+//! Offsets are logical and global: chunk `chunk-<start>.pack` holds the
+//! bytes from `start` up to the next chunk's start. A commit's batch is
+//! appended whole to the last chunk; a new chunk is started before a batch
+//! once the last one has reached the target size, so a batch never straddles
+//! two chunks and GC can later drop or rewrite whole chunks.
+//!
+//! Invariants:
+//! - Bytes below `end` are never rewritten; readers may read them while the
+//!   writer appends.
+//! - Every chunk but the last is exactly `next.start - start` bytes long.
+//! - Boundary: the pack knows records, not nodes or commits.
+
+use parking_lot::RwLock;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::error::{Error, Result};
+use crate::format::record::{self, Parse, RecordKind};
+use crate::io::{File, Storage};
+
+/// How many bytes a read of a record asks for first; most records fit.
+const READ_AHEAD: u64 = 512;
+
+/// The file name of the chunk starting at `start`.
+pub fn chunk_name(start: u64) -> String {
+    format!("chunk-{start:016x}.pack")
+}
+
+fn parse_chunk_name(name: &str) -> Option<u64> {
+    let hex = name.strip_prefix("chunk-")?.strip_suffix(".pack")?;
+    if hex.len() != 16 {
+        return None;
+    }
+    u64::from_str_radix(hex, 16).ok()
+}
+
+struct Chunk {
+    start: u64,
+    name: String,
+    file: Arc<dyn File>,
+}
+
+pub struct Pack {
+    storage: Arc<dyn Storage>,
+    chunks: RwLock<Vec<Chunk>>,
+    /// End of the appended bytes, visible to readers of this process.
+    end: AtomicU64,
+    chunk_target_bytes: u64,
+}
+
+impl Pack {
+    /// Creates the empty first chunk of a new store (the caller syncs the directory).
+    pub fn create_files(storage: &dyn Storage) -> Result<()> {
+        let name = chunk_name(0);
+        let file = storage.open(&name, true).map_err(Error::io(&name, "create"))?;
+        file.sync().map_err(Error::io(&name, "sync"))
+    }
+
+    /// Opens the chunks of a store whose durable end is `durable_end`.
+    /// Writable: removes chunks past the durable end and truncates the last
+    /// one there. Read-only: ignores what lies past it.
+    pub fn open(storage: Arc<dyn Storage>, first_start: u64, durable_end: u64, chunk_target_bytes: u64, writable: bool) -> Result<Pack> {
+        let mut starts: Vec<u64> = storage
+            .list()
+            .map_err(Error::io(storage.describe(), "list"))?
+            .iter()
+            .filter_map(|name| parse_chunk_name(name))
+            .filter(|&start| start >= first_start)
+            .collect();
+        starts.sort_unstable();
+        let (live, beyond): (Vec<u64>, Vec<u64>) = starts.into_iter().partition(|&s| s <= durable_end);
+        if writable {
+            // Chunks started by a batch that never became durable.
+            for start in beyond {
+                storage.remove(&chunk_name(start)).map_err(Error::io(chunk_name(start), "remove"))?;
+            }
+        }
+        if live.first() != Some(&first_start) {
+            return Err(Error::corrupt(chunk_name(first_start), 0, "the first chunk of the store is missing"));
+        }
+        let mut chunks = Vec::with_capacity(live.len());
+        for (i, &start) in live.iter().enumerate() {
+            let name = chunk_name(start);
+            let file = storage.open(&name, false).map_err(Error::io(&name, "open"))?;
+            let len = file.len().map_err(Error::io(&name, "stat"))?;
+            let expected_end = live.get(i + 1).copied().unwrap_or(durable_end);
+            let needed = expected_end - start;
+            if len < needed {
+                return Err(Error::corrupt(
+                    &name,
+                    len,
+                    format!("chunk is {len} bytes but the control file says {needed} are durable"),
+                ));
+            }
+            if len > needed {
+                if i + 1 < live.len() {
+                    return Err(Error::corrupt(&name, needed, format!("chunk is {len} bytes, overlapping the next chunk")));
+                }
+                if writable {
+                    file.truncate(needed).map_err(Error::io(&name, "truncate"))?;
+                    file.sync().map_err(Error::io(&name, "sync"))?;
+                }
+            }
+            chunks.push(Chunk { start, name, file });
+        }
+        Ok(Pack { storage, chunks: RwLock::new(chunks), end: AtomicU64::new(durable_end), chunk_target_bytes })
+    }
+
+    /// End of the appended bytes.
+    pub fn end(&self) -> u64 {
+        self.end.load(Ordering::Acquire)
+    }
+
+    /// Total bytes in the chunks.
+    pub fn size_bytes(&self) -> u64 {
+        self.end() - self.chunks.read()[0].start
+    }
+
+    pub fn chunk_count(&self) -> usize {
+        self.chunks.read().len()
+    }
+
+    /// The offset the next batch will be written at, starting a new chunk
+    /// first if the last one is full. Writer only.
+    pub fn prepare_append(&self) -> Result<u64> {
+        let end = self.end();
+        let last_start = self.chunks.read().last().expect("a pack has a chunk").start;
+        if end - last_start >= self.chunk_target_bytes {
+            // Only the last chunk is synced at commits: finish this one first.
+            self.sync()?;
+            let name = chunk_name(end);
+            let file = self.storage.open(&name, true).map_err(Error::io(&name, "create"))?;
+            file.truncate(0).map_err(Error::io(&name, "truncate"))?;
+            // The new file must survive a crash before any commit refers to it.
+            self.storage.sync_dir().map_err(Error::io(self.storage.describe(), "sync directory"))?;
+            self.chunks.write().push(Chunk { start: end, name, file });
+        }
+        Ok(end)
+    }
+
+    /// Appends a batch at `at`, the offset `prepare_append` returned.
+    pub fn append(&self, at: u64, batch: &[u8]) -> Result<()> {
+        assert_eq!(at, self.end(), "batches are appended at the end");
+        let (file, name, start) = {
+            let chunks = self.chunks.read();
+            let last = chunks.last().expect("a pack has a chunk");
+            (last.file.clone(), last.name.clone(), last.start)
+        };
+        file.write_all_at(batch, at - start).map_err(Error::io(&name, "write"))?;
+        self.end.store(at + batch.len() as u64, Ordering::Release);
+        Ok(())
+    }
+
+    /// Makes every appended byte durable.
+    pub fn sync(&self) -> Result<()> {
+        // Earlier chunks were synced before the chunk after them was started.
+        let (file, name) = {
+            let chunks = self.chunks.read();
+            let last = chunks.last().expect("a pack has a chunk");
+            (last.file.clone(), last.name.clone())
+        };
+        file.sync().map_err(Error::io(&name, "sync"))
+    }
+
+    fn locate(&self, offset: u64) -> Result<(Arc<dyn File>, String, u64, u64)> {
+        let end = self.end();
+        let chunks = self.chunks.read();
+        let i = chunks.partition_point(|c| c.start <= offset);
+        if i == 0 || offset >= end {
+            return Err(Error::corrupt("pack", offset, format!("offset outside the pack ({}..{end})", chunks[0].start)));
+        }
+        let chunk = &chunks[i - 1];
+        let limit = chunks.get(i).map_or(end, |next| next.start);
+        Ok((chunk.file.clone(), chunk.name.clone(), chunk.start, limit))
+    }
+
+    /// Reads and checks the record at `offset`.
+    pub fn read_record(&self, offset: u64) -> Result<(RecordKind, Vec<u8>)> {
+        let (file, name, start, limit) = self.locate(offset)?;
+        let mut want = READ_AHEAD.min(limit - offset);
+        loop {
+            let mut buf = vec![0u8; want as usize];
+            file.read_exact_at(&mut buf, offset - start).map_err(Error::io(&name, "read"))?;
+            match record::parse(&buf) {
+                Parse::Record { kind, payload, .. } => return Ok((kind, payload.to_vec())),
+                Parse::NeedMore { total } if (total as u64) > want && (total as u64) <= limit - offset => {
+                    want = total as u64;
+                }
+                Parse::NeedMore { total } => {
+                    return Err(Error::corrupt(
+                        &name,
+                        offset - start,
+                        format!("record of {total} bytes runs past the end of its chunk"),
+                    ));
+                }
+                Parse::Invalid { reason } => return Err(Error::corrupt(&name, offset - start, reason)),
+            }
+        }
+    }
+
+    /// Calls `f(offset, kind, payload)` on every record from `from` to `to`,
+    /// which must be record boundaries.
+    pub fn scan(&self, from: u64, to: u64, f: &mut dyn FnMut(u64, RecordKind, &[u8]) -> Result<()>) -> Result<()> {
+        let mut offset = from;
+        while offset < to {
+            let (file, name, start, limit) = self.locate(offset)?;
+            let limit = limit.min(to);
+            // Read the rest of this chunk's range in pieces of up to 8 MiB.
+            let piece = (limit - offset).min(8 << 20);
+            let mut buf = vec![0u8; piece as usize];
+            file.read_exact_at(&mut buf, offset - start).map_err(Error::io(&name, "read"))?;
+            let mut pos = 0usize;
+            loop {
+                match record::parse(&buf[pos..]) {
+                    Parse::Record { kind, payload, total } => {
+                        f(offset + pos as u64, kind, payload)?;
+                        pos += total;
+                        if pos == buf.len() {
+                            break;
+                        }
+                    }
+                    Parse::NeedMore { total } => {
+                        if pos == 0 {
+                            if (total as u64) > limit - offset {
+                                return Err(Error::corrupt(&name, offset - start, "record runs past the end of the durable data"));
+                            }
+                            // A record larger than the piece: read it alone.
+                            let (kind, payload) = self.read_record(offset)?;
+                            f(offset, kind, &payload)?;
+                            pos = total;
+                        }
+                        break;
+                    }
+                    Parse::Invalid { reason } => {
+                        return Err(Error::corrupt(&name, offset + pos as u64 - start, reason));
+                    }
+                }
+            }
+            offset += pos as u64;
+        }
+        Ok(())
+    }
+
+    /// Names and sizes of the chunk files.
+    pub fn chunk_sizes(&self) -> Vec<(String, u64)> {
+        let end = self.end();
+        let chunks = self.chunks.read();
+        chunks
+            .iter()
+            .enumerate()
+            .map(|(i, c)| (c.name.clone(), chunks.get(i + 1).map_or(end, |n| n.start) - c.start))
+            .collect()
+    }
+}

@@ -1,0 +1,281 @@
+//! The commit protocol.
+//!
+//! 1. Hash the tree (each new node once; stored subtrees carry their hash).
+//! 2. Encode every new node, children before parents, into one batch ending
+//!    with the dictionary record (if any) and the commit record.
+//! 3. Append the batch to the pack in one write.
+//! 4. Per the sync policy: fsync the pack, then write the control file's
+//!    next slot and fsync it. Only then is the commit acknowledged.
+//! 5. Publish: the index and the cache learn the new records.
+//!
+//! Crash argument: before step 4's control write, the previous control slot
+//! describes a durable prefix of the pack and the batch is ignored (and
+//! truncated at the next writable open). A torn control write fails its
+//! checksum and the previous slot is used. After it, the batch is durable.
+
+use pando_core::inode::ENTRIES;
+use pando_core::{CommitInfo, Hash};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use super::{Repo, Writer, index_file};
+use crate::cache::Cached;
+use crate::dict::{self, Dict};
+use crate::error::{Error, Result};
+use crate::format::node::{CommitRecord, INLINE_MAX, encode_tree, encode_values};
+use crate::format::record::{self, RecordKind};
+use crate::options::SyncPolicy;
+use crate::tree::Tree;
+use crate::tree::hash::{child_hash, dir_ptr_hash, inode_ptr_hash};
+use crate::tree::node::{Body, Child, Inode, Loader, Ptr, Step, Value};
+
+/// Builds one commit's batch of records.
+struct Batch<'a> {
+    /// Logical offset of the batch's first byte.
+    base: u64,
+    buf: Vec<u8>,
+    payload: Vec<u8>,
+    dict: &'a Dict,
+    loader: &'a dyn Loader,
+    raw_steps: Vec<Step>,
+    /// Inodes written, in stored form, for the cache.
+    written: Vec<(u64, Arc<Inode>)>,
+}
+
+impl Batch<'_> {
+    fn next_offset(&self) -> u64 {
+        self.base + self.buf.len() as u64
+    }
+
+    fn push_record(&mut self, kind: RecordKind) -> u64 {
+        let at = self.next_offset();
+        record::append(&mut self.buf, kind, &self.payload);
+        at
+    }
+
+    fn write_blob(&mut self, value: &Value) -> u64 {
+        if let Some(offset) = value.stored.get() {
+            return *offset;
+        }
+        self.payload.clear();
+        self.payload.extend_from_slice(&value.bytes);
+        let at = self.push_record(RecordKind::Blob);
+        let _ = value.stored.set(at);
+        at
+    }
+
+    /// Writes the inode and its new descendants; returns its offset.
+    fn write_inode(&mut self, inode: &Arc<Inode>, depth: u32) -> Result<u64> {
+        if let Some(offset) = inode.stored_offset() {
+            return Ok(offset);
+        }
+        let stored_body = match &inode.body {
+            Body::Values(entries) => {
+                let mut hashes = Vec::with_capacity(entries.len());
+                let mut stored_entries = Vec::with_capacity(entries.len());
+                for (step, child) in entries {
+                    let stored_child = match child {
+                        Child::Value(value) if value.bytes.len() > INLINE_MAX => {
+                            let offset = self.write_blob(value);
+                            Child::Blob { offset, hash: value.hash() }
+                        }
+                        Child::Dir(Ptr::Mem(root)) => {
+                            let offset = self.write_inode(root, 0)?;
+                            Child::Dir(Ptr::Stored { offset, hash: dir_ptr_hash(&Ptr::Mem(root.clone()), self.loader)? })
+                        }
+                        other => other.clone(),
+                    };
+                    hashes.push(child_hash(child, self.loader)?);
+                    stored_entries.push((step.clone(), stored_child));
+                }
+                let at = self.next_offset();
+                self.payload.clear();
+                encode_values(entries, &hashes, at, self.dict, &mut self.raw_steps, &mut self.payload);
+                Body::Values(stored_entries)
+            }
+            Body::Tree { depth: tree_depth, len, children } => {
+                assert_eq!(*tree_depth, depth, "tree inode written at the wrong depth");
+                let mut hashes: [Option<Hash>; ENTRIES] = [None; ENTRIES];
+                let mut stored_children: Box<[Option<Ptr>; ENTRIES]> = Box::new(std::array::from_fn(|_| None));
+                for (i, child) in children.iter().enumerate() {
+                    let Some(ptr) = child else { continue };
+                    let offset = match ptr {
+                        Ptr::Mem(inode) => self.write_inode(inode, depth + 1)?,
+                        Ptr::Stored { offset, .. } => *offset,
+                    };
+                    let hash = inode_ptr_hash(ptr, self.loader)?;
+                    hashes[i] = Some(hash);
+                    stored_children[i] = Some(Ptr::Stored { offset, hash });
+                }
+                let at = self.next_offset();
+                self.payload.clear();
+                encode_tree(depth, *len, children, &hashes, at, &mut self.payload);
+                Body::Tree { depth, len: *len, children: stored_children }
+            }
+        };
+        let kind = match stored_body {
+            Body::Values(_) => RecordKind::Values,
+            Body::Tree { .. } => RecordKind::Tree,
+        };
+        let at = self.push_record(kind);
+        let _ = inode.stored.set(at);
+        // The cached copy points to children by offset only, so it keeps
+        // nothing else alive; it carries the hashes already computed.
+        let stored = Inode::new(stored_body);
+        let _ = stored.stored.set(at);
+        if let Some(hash) = inode.hash.get() {
+            let _ = stored.hash.set(*hash);
+        }
+        if let Some(hash) = inode.dir_hash.get() {
+            let _ = stored.dir_hash.set(*hash);
+        }
+        self.written.push((at, Arc::new(stored)));
+        Ok(at)
+    }
+}
+
+impl Repo {
+    pub(super) fn commit(&self, tree: &Tree, parents: &[Hash], date: i64, author: &str, message: &str) -> Result<Hash> {
+        self.check_writable()?;
+        if let Some(source) = tree.source() {
+            if source.instance_id() != self.id {
+                return Err(Error::ForeignTree);
+            }
+        }
+        let Child::Dir(root) = tree.node() else { return Err(Error::RootNotDirectory) };
+        let root_hash = dir_ptr_hash(root, self)?;
+        let mut parent_links = Vec::with_capacity(parents.len());
+        {
+            let index = self.index.read();
+            for parent in parents {
+                let offset = index.get(parent).ok_or(Error::UnknownCommit(*parent))?;
+                parent_links.push((*parent, *offset));
+            }
+        }
+        parent_links.sort();
+        parent_links.dedup();
+        let info = CommitInfo {
+            root: root_hash,
+            parents: parent_links.iter().map(|(h, _)| *h).collect(),
+            date,
+            author: author.to_string(),
+            message: message.to_string(),
+        };
+        let hash = info.hash();
+
+        let mut writer = self.writer.as_ref().expect("checked writable").lock();
+        self.check_writable()?;
+        if self.index.read().contains_key(&hash) {
+            // The same commit again: nothing to write.
+            return Ok(hash);
+        }
+        let base = self.guard(self.pack.prepare_append())?;
+        let dict = self.dict.read();
+        let mut batch = Batch {
+            base,
+            buf: Vec::with_capacity(64 << 10),
+            payload: Vec::with_capacity(4096),
+            dict: &dict,
+            loader: self,
+            raw_steps: Vec::new(),
+            written: Vec::new(),
+        };
+        let root_offset = match root {
+            Ptr::Stored { offset, .. } => *offset,
+            Ptr::Mem(inode) => self.guard(batch.write_inode(inode, 0))?,
+        };
+        let (mut buf, raw_steps, written) = (batch.buf, batch.raw_steps, batch.written);
+        let first_new_id = dict.len();
+        drop(dict);
+        let promoted = self.dict.write().observe(&raw_steps);
+        if !promoted.is_empty() {
+            record::append(&mut buf, RecordKind::Dict, &dict::encode_record(first_new_id, &promoted));
+        }
+        let commit_at = base + buf.len() as u64;
+        let commit_record = CommitRecord { root_offset, root_hash, parents: parent_links, date, author: info.author, message: info.message };
+        record::append(&mut buf, RecordKind::Commit, &commit_record.encode(commit_at));
+
+        self.guard(self.pack.append(base, &buf))?;
+        writer.unflushed_index.push((hash, commit_at));
+        writer.unsynced_commits += 1;
+        {
+            let mut dict = self.dict.write();
+            for step in promoted {
+                dict.push(step);
+            }
+        }
+        self.index.write().insert(hash, commit_at);
+        self.last_commit.store(commit_at, Ordering::Release);
+        writer.control.commits += 1;
+        writer.control.last_commit = commit_at;
+        let sync_now = match self.options.sync {
+            SyncPolicy::EveryCommit => true,
+            SyncPolicy::EveryN(n) => writer.unsynced_commits >= u64::from(n.max(1)),
+            SyncPolicy::Never => false,
+        };
+        if sync_now {
+            self.flush_locked(&mut writer, false)?;
+        }
+        for (offset, inode) in written {
+            self.cache.insert(offset, Cached::Inode(inode));
+        }
+        Ok(hash)
+    }
+
+    pub(super) fn flush(&self) -> Result<()> {
+        let Some(writer) = &self.writer else { return Ok(()) };
+        if self.poisoned.load(Ordering::Acquire) {
+            return Err(Error::PreviousIo);
+        }
+        self.flush_locked(&mut writer.lock(), true)
+    }
+
+    /// Makes the pack durable, checkpoints the index and dictionary files
+    /// when due (always if `checkpoint_now`), then writes and syncs the
+    /// control file.
+    pub(super) fn flush_locked(&self, writer: &mut Writer, checkpoint_now: bool) -> Result<()> {
+        let end = self.pack.end();
+        let checkpoint = !writer.unflushed_index.is_empty()
+            && (checkpoint_now || writer.unflushed_index.len() as u64 >= self.options.checkpoint_commits);
+        if end == writer.control.durable_end && writer.unsynced_commits == 0 && !checkpoint {
+            return Ok(());
+        }
+        let result = (|| {
+            self.pack.sync()?;
+            let mut next = writer.control.clone();
+            next.seq += 1;
+            next.durable_end = end;
+            if checkpoint {
+                self.checkpoint(writer, &mut next)?;
+            }
+            writer.control_file.write_all_at(&next.encode(), next.slot_offset()).map_err(Error::io("control", "write"))?;
+            writer.control_file.sync().map_err(Error::io("control", "sync"))?;
+            writer.control = next;
+            writer.unsynced_commits = 0;
+            Ok(())
+        })();
+        self.guard(result)
+    }
+
+    /// Appends the pending index and dictionary entries to their files and
+    /// syncs them; `next` (not yet written) records the new lengths.
+    fn checkpoint(&self, writer: &mut Writer, next: &mut crate::format::control::Control) -> Result<()> {
+        let entries = index_file::encode(&writer.unflushed_index);
+        let at = next.index_entries * index_file::ENTRY_BYTES as u64;
+        writer.index_file.write_all_at(&entries, at).map_err(Error::io("index", "write"))?;
+        writer.index_file.sync().map_err(Error::io("index", "sync"))?;
+        let dict = self.dict.read();
+        let new_steps = dict.steps_from(next.dict_entries as usize);
+        if !new_steps.is_empty() {
+            let bytes = dict::encode_file_entries(new_steps);
+            writer.dict_file.write_all_at(&bytes, next.dict_bytes).map_err(Error::io("dict", "write"))?;
+            writer.dict_file.sync().map_err(Error::io("dict", "sync"))?;
+            next.dict_bytes += bytes.len() as u64;
+            next.dict_entries = dict.len() as u64;
+        }
+        next.index_entries += writer.unflushed_index.len() as u64;
+        next.checkpoint_end = next.durable_end;
+        writer.unflushed_index.clear();
+        Ok(())
+    }
+}

@@ -1,0 +1,33 @@
+//! The commit index file: fixed 40-byte entries `hash ‖ offset (u64 LE)`.
+//!
+//! Invariant: only the first `control.index_entries` entries are trusted;
+//! each is checked to point inside the durable pack.
+
+use pando_core::Hash;
+
+pub const ENTRY_BYTES: usize = 40;
+
+pub fn encode(entries: &[(Hash, u64)]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(entries.len() * ENTRY_BYTES);
+    for (hash, offset) in entries {
+        out.extend_from_slice(hash.as_bytes());
+        out.extend_from_slice(&offset.to_le_bytes());
+    }
+    out
+}
+
+/// Decodes entries; `Err((entry number, reason))` on a bad one.
+pub fn decode(bytes: &[u8], durable_end: u64) -> Result<Vec<(Hash, u64)>, (usize, String)> {
+    bytes
+        .chunks_exact(ENTRY_BYTES)
+        .enumerate()
+        .map(|(i, entry)| {
+            let hash = Hash::from_slice(&entry[..32]).expect("32 bytes");
+            let offset = u64::from_le_bytes(entry[32..].try_into().expect("8 bytes"));
+            if offset >= durable_end {
+                return Err((i, format!("offset {offset} past the durable end {durable_end}")));
+            }
+            Ok((hash, offset))
+        })
+        .collect()
+}

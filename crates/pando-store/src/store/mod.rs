@@ -1,0 +1,283 @@
+//! The store: opens a directory, checks out and commits trees, keeps the
+//! commit index, the branches and the cache.
+//!
+//! Files of a store directory (see `docs/FORMAT.md`):
+//! `control` (what is durable), `chunk-*.pack` (the records), `index`
+//! (commit hash to offset, checkpointed), `dict` (dictionary, checkpointed),
+//! `branches`, and `lock` (held by the writing process).
+//!
+//! Invariants:
+//! - One writer per store directory (an OS file lock) and per process (a
+//!   mutex); any number of reader threads, which never wait for a commit's
+//!   I/O except to take a snapshot of the index.
+//! - A commit hash is in the index only once its batch is in the pack.
+//! - After a failed write or fsync the store refuses writes (`PreviousIo`).
+
+mod branches;
+mod commit;
+mod index_file;
+mod open;
+
+use pando_core::{CommitInfo, Hash};
+use parking_lot::{Mutex, RwLock};
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use crate::cache::{Cached, NodeCache};
+use crate::dict::Dict;
+use crate::error::{Error, Result};
+use crate::format::control::Control;
+use crate::format::node::{CommitRecord, decode_tree, decode_values};
+use crate::format::record::RecordKind;
+use crate::io::{File, FsStorage, Storage};
+use crate::options::Options;
+use crate::pack::Pack;
+use crate::tree::node::{Child, Inode, Loader, Ptr, Value};
+use crate::tree::{Source, Tree};
+
+/// State only the writer touches.
+pub(crate) struct Writer {
+    control: Control,
+    control_file: Arc<dyn File>,
+    index_file: Arc<dyn File>,
+    dict_file: Arc<dyn File>,
+    /// Commits not yet in the index file.
+    unflushed_index: Vec<(Hash, u64)>,
+    /// Commits appended since the last durable control write.
+    unsynced_commits: u64,
+    _lock: Option<Box<dyn std::any::Any + Send + Sync>>,
+}
+
+pub(crate) struct Repo {
+    id: u64,
+    storage: Arc<dyn Storage>,
+    pack: Pack,
+    cache: NodeCache,
+    dict: RwLock<Dict>,
+    index: RwLock<HashMap<Hash, u64>>,
+    branches: RwLock<BTreeMap<String, Hash>>,
+    writer: Option<Mutex<Writer>>,
+    options: Options,
+    poisoned: AtomicBool,
+    /// Offset of the newest commit record, `u64::MAX` when there is none.
+    last_commit: AtomicU64,
+}
+
+/// A pando store.
+pub struct Store {
+    repo: Arc<Repo>,
+}
+
+/// A commit as the store knows it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Commit {
+    pub hash: Hash,
+    pub info: CommitInfo,
+}
+
+/// Sizes and counts, for `pando info`.
+#[derive(Clone, Debug)]
+pub struct StoreStats {
+    pub commits: u64,
+    pub pack_bytes: u64,
+    pub chunks: Vec<(String, u64)>,
+    pub dict_entries: usize,
+    pub cache_bytes: u64,
+    pub cache_entries: usize,
+    pub branches: usize,
+}
+
+impl Store {
+    /// Opens the store in `dir`, creating it if the directory is empty or
+    /// missing (unless read-only).
+    pub fn open(dir: impl AsRef<Path>, options: Options) -> Result<Store> {
+        let dir = dir.as_ref();
+        let storage = FsStorage::new(dir, !options.read_only)
+            .map_err(Error::io(dir.display().to_string(), "open directory"))?;
+        Store::open_storage(Arc::new(storage), options)
+    }
+
+    /// Opens a store on any [`Storage`].
+    pub fn open_storage(storage: Arc<dyn Storage>, options: Options) -> Result<Store> {
+        Ok(Store { repo: Arc::new(open::open(storage, options)?) })
+    }
+
+    /// An empty tree bound to this store.
+    pub fn empty_tree(&self) -> Tree {
+        let source: Arc<dyn Source> = self.repo.clone();
+        Tree::from_parts(Tree::empty().node().clone(), Some(source))
+    }
+
+    /// True if `commit` is in the store.
+    pub fn exists(&self, commit: &Hash) -> bool {
+        self.repo.index.read().contains_key(commit)
+    }
+
+    /// Number of commits.
+    pub fn commit_count(&self) -> u64 {
+        self.repo.index.read().len() as u64
+    }
+
+    /// The tree of `commit`, or `None` if the store does not have it.
+    pub fn checkout(&self, commit: &Hash) -> Result<Option<Tree>> {
+        let Some(record) = self.repo.commit_record(commit)? else { return Ok(None) };
+        let source: Arc<dyn Source> = self.repo.clone();
+        let root = Ptr::Stored { offset: record.root_offset, hash: record.root_hash };
+        Ok(Some(Tree::from_parts(Child::Dir(root), Some(source))))
+    }
+
+    /// The metadata and parents of `commit`.
+    pub fn commit_info(&self, commit: &Hash) -> Result<Option<CommitInfo>> {
+        Ok(self.repo.commit_record(commit)?.map(|r| r.info()))
+    }
+
+    /// Commits `tree` with the given parents and metadata; returns the
+    /// commit hash once the commit is as durable as the sync policy says.
+    pub fn commit(&self, tree: &Tree, parents: &[Hash], date: i64, author: &str, message: &str) -> Result<Hash> {
+        self.repo.commit(tree, parents, date, author, message)
+    }
+
+    /// The most recent commit, if any.
+    pub fn last_commit(&self) -> Result<Option<Hash>> {
+        let offset = self.repo.last_commit.load(Ordering::Acquire);
+        if offset == u64::MAX {
+            return Ok(None);
+        }
+        Ok(Some(self.repo.read_commit_at(offset)?.info().hash()))
+    }
+
+    /// Makes every commit durable and brings the index file up to date.
+    pub fn flush(&self) -> Result<()> {
+        self.repo.flush()
+    }
+
+    /// Flushes and closes the store.
+    pub fn close(self) -> Result<()> {
+        self.repo.flush()
+    }
+
+    pub fn set_branch(&self, name: &str, commit: &Hash) -> Result<()> {
+        self.repo.set_branch(name, Some(commit))
+    }
+
+    pub fn remove_branch(&self, name: &str) -> Result<()> {
+        self.repo.set_branch(name, None)
+    }
+
+    pub fn branch(&self, name: &str) -> Option<Hash> {
+        self.repo.branches.read().get(name).copied()
+    }
+
+    pub fn branches(&self) -> Vec<(String, Hash)> {
+        self.repo.branches.read().iter().map(|(n, h)| (n.clone(), *h)).collect()
+    }
+
+    pub fn stats(&self) -> StoreStats {
+        StoreStats {
+            commits: self.commit_count(),
+            pack_bytes: self.repo.pack.size_bytes(),
+            chunks: self.repo.pack.chunk_sizes(),
+            dict_entries: self.repo.dict.read().len(),
+            cache_bytes: self.repo.cache.weight_bytes(),
+            cache_entries: self.repo.cache.len(),
+            branches: self.repo.branches.read().len(),
+        }
+    }
+
+    /// Where the store lives.
+    pub fn describe(&self) -> String {
+        self.repo.storage.describe()
+    }
+}
+
+impl Drop for Store {
+    fn drop(&mut self) {
+        // Best effort: an error here was or will be reported by an explicit
+        // flush; a dropped store must not panic.
+        let _ = self.repo.flush();
+    }
+}
+
+impl Repo {
+    fn check_writable(&self) -> Result<()> {
+        if self.writer.is_none() {
+            return Err(Error::ReadOnly);
+        }
+        if self.poisoned.load(Ordering::Acquire) {
+            return Err(Error::PreviousIo);
+        }
+        Ok(())
+    }
+
+    /// Runs a write step; any failure poisons the store (fail-stop).
+    fn guard<T>(&self, result: Result<T>) -> Result<T> {
+        if result.is_err() {
+            self.poisoned.store(true, Ordering::Release);
+        }
+        result
+    }
+
+    fn commit_record(&self, commit: &Hash) -> Result<Option<CommitRecord>> {
+        let Some(offset) = self.index.read().get(commit).copied() else { return Ok(None) };
+        let record = self.read_commit_at(offset)?;
+        let found = record.info().hash();
+        if found != *commit {
+            return Err(Error::corrupt("pack", offset, format!("commit record hashes to {found}, the index says {commit}")));
+        }
+        Ok(Some(record))
+    }
+
+    fn read_commit_at(&self, offset: u64) -> Result<CommitRecord> {
+        let (kind, payload) = self.pack.read_record(offset)?;
+        if kind != RecordKind::Commit {
+            return Err(Error::corrupt("pack", offset, format!("expected a commit record, found {kind:?}")));
+        }
+        CommitRecord::decode(&payload, offset).map_err(|reason| Error::corrupt("pack", offset, reason))
+    }
+}
+
+impl Loader for Repo {
+    fn load_inode(&self, offset: u64, hash: &Hash, depth: u32) -> Result<Arc<Inode>> {
+        if let Some(Cached::Inode(inode)) = self.cache.get(offset) {
+            return Ok(inode);
+        }
+        let (kind, payload) = self.pack.read_record(offset)?;
+        let decoded = match kind {
+            RecordKind::Values => decode_values(&payload, offset, &self.dict.read()),
+            RecordKind::Tree => decode_tree(&payload, offset, depth),
+            other => Err(format!("expected an inode record, found {other:?}")),
+        };
+        let inode = decoded.map_err(|reason| Error::corrupt("pack", offset, reason))?;
+        let _ = inode.stored.set(offset);
+        if depth == 0 {
+            let _ = inode.dir_hash.set(*hash);
+        } else {
+            let _ = inode.hash.set(*hash);
+        }
+        let inode = Arc::new(inode);
+        self.cache.insert(offset, Cached::Inode(inode.clone()));
+        Ok(inode)
+    }
+
+    fn load_blob(&self, offset: u64, hash: &Hash) -> Result<Arc<Value>> {
+        if let Some(Cached::Blob(value)) = self.cache.get(offset) {
+            return Ok(value);
+        }
+        let (kind, payload) = self.pack.read_record(offset)?;
+        if kind != RecordKind::Blob {
+            return Err(Error::corrupt("pack", offset, format!("expected a blob record, found {kind:?}")));
+        }
+        let value = Arc::new(Value::with_hash(payload.into_boxed_slice(), *hash));
+        let _ = value.stored.set(offset);
+        self.cache.insert(offset, Cached::Blob(value.clone()));
+        Ok(value)
+    }
+}
+
+impl Source for Repo {
+    fn instance_id(&self) -> u64 {
+        self.id
+    }
+}

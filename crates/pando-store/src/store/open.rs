@@ -1,0 +1,213 @@
+//! Creating and opening a store, and recovery after a crash.
+//!
+//! Recovery needs no log replay beyond the last checkpoint: the control file
+//! names the durable end of the pack; bytes past it are cut off (or ignored
+//! read-only); the index and dictionary files are read up to their
+//! checkpointed lengths and the records between the checkpoint and the
+//! durable end are scanned to complete them.
+
+use pando_core::Hash;
+use parking_lot::{Mutex, RwLock};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+use super::{Repo, Writer, branches, index_file};
+use crate::cache::NodeCache;
+use crate::dict::{self, Dict};
+use crate::error::{Error, Result};
+use crate::format::FORMAT_VERSION;
+use crate::format::control::{self, Control, SlotError};
+use crate::format::node::CommitRecord;
+use crate::format::record::RecordKind;
+use crate::io::{File, Storage, read_all};
+use crate::options::Options;
+use crate::pack::Pack;
+
+pub const CONTROL: &str = "control";
+pub const INDEX: &str = "index";
+pub const DICT: &str = "dict";
+pub const LOCK: &str = "lock";
+const CONTROL_TEMP: &str = "control.tmp";
+
+static NEXT_INSTANCE: AtomicU64 = AtomicU64::new(1);
+
+fn open_file(storage: &dyn Storage, name: &str, create: bool) -> Result<Arc<dyn File>> {
+    storage.open(name, create).map_err(Error::io(name, if create { "create" } else { "open" }))
+}
+
+/// Opens (or creates) the store in `storage`.
+pub fn open(storage: Arc<dyn Storage>, options: Options) -> Result<Repo> {
+    let has_control = storage.exists(CONTROL).map_err(Error::io(CONTROL, "stat"))?;
+    let lock = if options.read_only { None } else { Some(storage.lock(LOCK).map_err(Error::io(LOCK, "lock"))?) };
+    if !has_control {
+        if options.read_only {
+            return Err(Error::NotAStore { dir: storage.describe() });
+        }
+        let others: Vec<String> = storage
+            .list()
+            .map_err(Error::io(storage.describe(), "list"))?
+            .into_iter()
+            .filter(|name| name != LOCK)
+            .collect();
+        // What a crash during creation leaves behind is cleared; anything
+        // else means the directory holds something that is not ours.
+        let leftovers = [crate::pack::chunk_name(0), INDEX.to_string(), DICT.to_string(), CONTROL_TEMP.to_string()];
+        if !others.iter().all(|name| leftovers.contains(name)) {
+            return Err(Error::NotAStore { dir: storage.describe() });
+        }
+        for name in &others {
+            storage.remove(name).map_err(Error::io(name.as_str(), "remove"))?;
+        }
+        create(&*storage, &options)?;
+    }
+    let control_file = open_file(&*storage, CONTROL, false)?;
+    let control_bytes = read_all(&*control_file).map_err(Error::io(CONTROL, "read"))?;
+    let control = control::decode(&control_bytes).map_err(|(first, second)| slot_error(first, second))?;
+    let writable = !options.read_only;
+
+    let pack = Pack::open(storage.clone(), control.first_chunk_start, control.durable_end, control.chunk_target_bytes, writable)?;
+
+    let dict_file = open_file(&*storage, DICT, false)?;
+    let mut dict = Dict::default();
+    for step in read_prefix(&*dict_file, DICT, control.dict_bytes, writable)
+        .and_then(|bytes| dict::decode_file(&bytes, control.dict_entries).map_err(|(at, reason)| Error::corrupt(DICT, at as u64, reason)))?
+    {
+        dict.push(step);
+    }
+
+    let index_file = open_file(&*storage, INDEX, false)?;
+    let index_bytes = read_prefix(&*index_file, INDEX, control.index_entries * index_file::ENTRY_BYTES as u64, writable)?;
+    let entries = index_file::decode(&index_bytes, control.durable_end)
+        .map_err(|(i, reason)| Error::corrupt(INDEX, (i * index_file::ENTRY_BYTES) as u64, reason))?;
+    let mut index: HashMap<Hash, u64> = HashMap::with_capacity(entries.len() + 1024);
+    index.extend(entries);
+    let mut last_commit = control.last_commit;
+
+    // Complete the index and dictionary from the records after the checkpoint.
+    let mut unflushed_index = Vec::new();
+    pack.scan(control.checkpoint_end, control.durable_end, &mut |offset, kind, payload| {
+        match kind {
+            RecordKind::Commit => {
+                let record = CommitRecord::decode(payload, offset).map_err(|reason| Error::corrupt("pack", offset, reason))?;
+                let hash = record.info().hash();
+                index.insert(hash, offset);
+                unflushed_index.push((hash, offset));
+            }
+            RecordKind::Dict => {
+                let (first_id, steps) = dict::decode_record(payload).map_err(|reason| Error::corrupt("pack", offset, reason))?;
+                if first_id != dict.len() as u64 {
+                    return Err(Error::corrupt("pack", offset, format!("dictionary record starts at id {first_id}, expected {}", dict.len())));
+                }
+                for step in steps {
+                    if dict.id_of(&step).is_some() {
+                        return Err(Error::corrupt("pack", offset, "dictionary record repeats an entry"));
+                    }
+                    dict.push(step);
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    })?;
+    if index.len() as u64 != control.commits {
+        return Err(Error::corrupt(
+            INDEX,
+            0,
+            format!("{} commits found, the control file says {}", index.len(), control.commits),
+        ));
+    }
+    if control.commits == 0 {
+        last_commit = u64::MAX;
+    }
+
+    let branches = read_branches(&*storage, writable)?;
+    let writer = if writable {
+        Some(Mutex::new(Writer {
+            control,
+            control_file,
+            index_file,
+            dict_file,
+            unflushed_index,
+            unsynced_commits: 0,
+            _lock: lock,
+        }))
+    } else {
+        None
+    };
+    Ok(Repo {
+        id: NEXT_INSTANCE.fetch_add(1, Ordering::Relaxed),
+        storage,
+        pack,
+        cache: NodeCache::new(options.cache_bytes),
+        dict: RwLock::new(dict),
+        index: RwLock::new(index),
+        branches: RwLock::new(branches),
+        writer,
+        options,
+        poisoned: AtomicBool::new(false),
+        last_commit: AtomicU64::new(last_commit),
+    })
+}
+
+fn create(storage: &dyn Storage, options: &Options) -> Result<()> {
+    Pack::create_files(storage)?;
+    for name in [INDEX, DICT] {
+        let file = open_file(storage, name, true)?;
+        file.sync().map_err(Error::io(name, "sync"))?;
+    }
+    let control = Control {
+        seq: 0,
+        chunk_target_bytes: options.chunk_target_bytes.max(1),
+        last_commit: u64::MAX,
+        ..Control::default()
+    };
+    // The control file is created under a temporary name and renamed, so a
+    // crash during creation leaves a directory that is not yet a store.
+    let temp = CONTROL_TEMP;
+    let file = open_file(storage, temp, true)?;
+    file.write_all_at(&control.encode(), control.slot_offset()).map_err(Error::io(temp, "write"))?;
+    file.sync().map_err(Error::io(temp, "sync"))?;
+    storage.sync_dir().map_err(Error::io(storage.describe(), "sync directory"))?;
+    storage.rename(temp, CONTROL).map_err(Error::io(CONTROL, "rename"))?;
+    storage.sync_dir().map_err(Error::io(storage.describe(), "sync directory"))
+}
+
+/// Reads the first `len` bytes of a file, which must have at least that many;
+/// a writable open cuts off anything after them.
+fn read_prefix(file: &dyn File, name: &str, len: u64, writable: bool) -> Result<Vec<u8>> {
+    let actual = file.len().map_err(Error::io(name, "stat"))?;
+    if actual < len {
+        return Err(Error::corrupt(name, actual, format!("file is {actual} bytes, the control file says {len}")));
+    }
+    if actual > len && writable {
+        file.truncate(len).map_err(Error::io(name, "truncate"))?;
+        file.sync().map_err(Error::io(name, "sync"))?;
+    }
+    let size = usize::try_from(len).map_err(|_| Error::corrupt(name, 0, "file too large"))?;
+    let mut buf = vec![0u8; size];
+    file.read_exact_at(&mut buf, 0).map_err(Error::io(name, "read"))?;
+    Ok(buf)
+}
+
+fn read_branches(storage: &dyn Storage, writable: bool) -> Result<BTreeMap<String, Hash>> {
+    if writable && storage.exists(branches::TEMP_FILE).map_err(Error::io(branches::TEMP_FILE, "stat"))? {
+        // Left by a crash before the rename: the old file is still the truth.
+        storage.remove(branches::TEMP_FILE).map_err(Error::io(branches::TEMP_FILE, "remove"))?;
+    }
+    if !storage.exists(branches::FILE).map_err(Error::io(branches::FILE, "stat"))? {
+        return Ok(BTreeMap::new());
+    }
+    let file = open_file(storage, branches::FILE, false)?;
+    let bytes = read_all(&*file).map_err(Error::io(branches::FILE, "read"))?;
+    branches::decode(&bytes).map_err(|(at, reason)| Error::corrupt(branches::FILE, at, reason))
+}
+
+fn slot_error(first: SlotError, second: SlotError) -> Error {
+    for slot in [&first, &second] {
+        if let SlotError::UnsupportedVersion(found) = slot {
+            return Error::UnsupportedVersion { file: CONTROL.into(), found: *found, supported: FORMAT_VERSION };
+        }
+    }
+    Error::corrupt(CONTROL, 0, format!("no valid control slot (slot 0: {first:?}, slot 1: {second:?})"))
+}

@@ -1,0 +1,296 @@
+//! Trees: immutable, cheaply cloned values of a directory or a contents,
+//! with the Octez operations (`mem`, `find`, `add`, `remove`, `list`, ...).
+//!
+//! A tree is a pointer into a structure shared with other trees and with the
+//! store's cache; an update copies the inodes on one path and shares the rest.
+//! Subtrees that live on disk are loaded lazily, through the store's cache,
+//! only when an operation reaches them.
+//!
+//! Invariants:
+//! - Empty directories are never entries: removing the last entry of a
+//!   directory removes the directory from its parent, and adding an empty
+//!   tree at a path removes what was there.
+//! - Boundary: the tree never touches a file; it reads through [`Loader`].
+
+pub mod hash;
+pub mod node;
+pub mod ops;
+
+use pando_core::{Hash, Kind};
+use std::sync::Arc;
+
+use crate::error::Result;
+use node::{Child, Inode, Loader, NoLoader, Ptr, Step, Value, load};
+
+/// Where the lazily loaded parts of a tree come from.
+pub trait Source: Loader + Send + Sync {
+    /// Identifies one open store instance.
+    fn instance_id(&self) -> u64;
+}
+
+/// A tree: a directory or a contents value.
+#[derive(Clone)]
+pub struct Tree {
+    node: Child,
+    source: Option<Arc<dyn Source>>,
+}
+
+/// Which depths `fold` visits, relative to the folded tree (depth 0).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Depth {
+    Eq(u32),
+    Le(u32),
+    Lt(u32),
+    Ge(u32),
+    Gt(u32),
+}
+
+impl Depth {
+    fn includes(self, depth: u32) -> bool {
+        match self {
+            Depth::Eq(d) => depth == d,
+            Depth::Le(d) => depth <= d,
+            Depth::Lt(d) => depth < d,
+            Depth::Ge(d) => depth >= d,
+            Depth::Gt(d) => depth > d,
+        }
+    }
+
+    /// Whether anything deeper than `depth` can still be included.
+    fn descends(self, depth: u32) -> bool {
+        match self {
+            Depth::Eq(d) | Depth::Le(d) => depth < d,
+            Depth::Lt(d) => depth + 1 < d,
+            Depth::Ge(_) | Depth::Gt(_) => true,
+        }
+    }
+}
+
+/// The order in which `fold` visits the entries of a directory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Order {
+    /// By step, byte-wise.
+    Sorted,
+    /// The store's own order (inode order), which is cheaper.
+    Undefined,
+}
+
+enum Update {
+    Unchanged,
+    Replaced(Option<Child>),
+}
+
+impl Tree {
+    /// The empty directory.
+    pub fn empty() -> Tree {
+        Tree { node: Child::Dir(Ptr::Mem(Inode::empty())), source: None }
+    }
+
+    /// A tree that is a single contents value.
+    pub fn of_value(bytes: &[u8]) -> Tree {
+        Tree { node: Child::Value(Arc::new(Value::new(bytes))), source: None }
+    }
+
+    pub(crate) fn from_parts(node: Child, source: Option<Arc<dyn Source>>) -> Tree {
+        Tree { node, source }
+    }
+
+    pub(crate) fn node(&self) -> &Child {
+        &self.node
+    }
+
+    pub(crate) fn source(&self) -> Option<&Arc<dyn Source>> {
+        self.source.as_ref()
+    }
+
+    fn loader(&self) -> &dyn Loader {
+        match &self.source {
+            Some(source) => source.as_ref(),
+            None => &NoLoader,
+        }
+    }
+
+    fn with_node(&self, node: Child) -> Tree {
+        Tree { node, source: self.source.clone() }
+    }
+
+    pub fn kind(&self) -> Kind {
+        self.node.kind()
+    }
+
+    /// The Tezos context hash of this tree.
+    pub fn hash(&self) -> Result<Hash> {
+        hash::child_hash(&self.node, self.loader())
+    }
+
+    /// The value, if this tree is a contents.
+    pub fn to_value(&self) -> Result<Option<Vec<u8>>> {
+        Ok(hash::value_of(&self.node, self.loader())?.map(|v| v.bytes.to_vec()))
+    }
+
+    /// True for a directory with no entries.
+    pub fn is_empty(&self) -> Result<bool> {
+        match &self.node {
+            Child::Dir(ptr) => Ok(load(ptr, 0, self.loader())?.is_empty()),
+            _ => Ok(false),
+        }
+    }
+
+    fn get<S: AsRef<[u8]>>(&self, path: &[S]) -> Result<Option<Child>> {
+        let mut current = self.node.clone();
+        for step in path {
+            let Child::Dir(ptr) = &current else { return Ok(None) };
+            let root = load(ptr, 0, self.loader())?;
+            match ops::find(&root, step.as_ref(), self.loader())? {
+                Some(child) => current = child,
+                None => return Ok(None),
+            }
+        }
+        Ok(Some(current))
+    }
+
+    /// The contents at `path`, if `path` holds a contents.
+    pub fn find<S: AsRef<[u8]>>(&self, path: &[S]) -> Result<Option<Vec<u8>>> {
+        match self.get(path)? {
+            Some(child) => Ok(hash::value_of(&child, self.loader())?.map(|v| v.bytes.to_vec())),
+            None => Ok(None),
+        }
+    }
+
+    /// The subtree (directory or contents) at `path`.
+    pub fn find_tree<S: AsRef<[u8]>>(&self, path: &[S]) -> Result<Option<Tree>> {
+        Ok(self.get(path)?.map(|child| self.with_node(child)))
+    }
+
+    /// True if `path` holds a contents.
+    pub fn mem<S: AsRef<[u8]>>(&self, path: &[S]) -> Result<bool> {
+        Ok(self.get(path)?.is_some_and(|c| c.kind() == Kind::Contents))
+    }
+
+    /// True if `path` holds anything (a contents or a directory).
+    pub fn mem_tree<S: AsRef<[u8]>>(&self, path: &[S]) -> Result<bool> {
+        Ok(self.get(path)?.is_some())
+    }
+
+    /// A tree where `path` holds `value`. Contents met on the way are
+    /// replaced by directories.
+    pub fn add<S: AsRef<[u8]>>(&self, path: &[S], value: &[u8]) -> Result<Tree> {
+        self.replace(path, Some(Child::Value(Arc::new(Value::new(value)))))
+    }
+
+    /// A tree where `path` holds `tree`; an empty directory removes `path`.
+    pub fn add_tree<S: AsRef<[u8]>>(&self, path: &[S], tree: &Tree) -> Result<Tree> {
+        if let (Some(mine), Some(theirs)) = (&self.source, &tree.source) {
+            if mine.instance_id() != theirs.instance_id() {
+                return Err(crate::Error::ForeignTree);
+            }
+        }
+        let source = self.source.clone().or_else(|| tree.source.clone());
+        let new = if tree.is_empty()? { None } else { Some(tree.node.clone()) };
+        let mut result = Tree { node: self.node.clone(), source }.replace(path, new)?;
+        if result.source.is_none() {
+            result.source = tree.source.clone();
+        }
+        Ok(result)
+    }
+
+    /// A tree without `path`; directories left empty are removed too.
+    pub fn remove<S: AsRef<[u8]>>(&self, path: &[S]) -> Result<Tree> {
+        self.replace(path, None)
+    }
+
+    fn replace<S: AsRef<[u8]>>(&self, path: &[S], new: Option<Child>) -> Result<Tree> {
+        let steps: Vec<&[u8]> = path.iter().map(|s| s.as_ref()).collect();
+        Ok(match update(Some(&self.node), &steps, new, self.loader())? {
+            Update::Unchanged => self.clone(),
+            Update::Replaced(Some(node)) => self.with_node(node),
+            Update::Replaced(None) => self.with_node(Child::Dir(Ptr::Mem(Inode::empty()))),
+        })
+    }
+
+    /// Entries of the directory at `path` in the store's stable order, after
+    /// skipping `offset`, at most `length` of them (all if `None`).
+    pub fn list<S: AsRef<[u8]>>(&self, path: &[S], offset: u64, length: Option<u64>) -> Result<Vec<(Vec<u8>, Tree)>> {
+        let Some(Child::Dir(ptr)) = self.get(path)? else { return Ok(Vec::new()) };
+        let root = load(&ptr, 0, self.loader())?;
+        let entries = ops::list(&root, offset, length.unwrap_or(u64::MAX), self.loader())?;
+        Ok(entries.into_iter().map(|(step, child)| (step.to_vec(), self.with_node(child))).collect())
+    }
+
+    /// Number of entries of the directory at `path` (0 if it is not one),
+    /// read from the directory's root inode: constant time.
+    pub fn length<S: AsRef<[u8]>>(&self, path: &[S]) -> Result<u64> {
+        match self.get(path)? {
+            Some(Child::Dir(ptr)) => Ok(load(&ptr, 0, self.loader())?.len()),
+            _ => Ok(0),
+        }
+    }
+
+    /// Calls `f(key, tree)` on the tree at `path` (key `[]`) and everything
+    /// below it whose depth `depth` includes (all if `None`), parents before
+    /// children.
+    pub fn fold<S: AsRef<[u8]>>(
+        &self,
+        path: &[S],
+        depth: Option<Depth>,
+        order: Order,
+        f: &mut dyn FnMut(&[Vec<u8>], &Tree) -> Result<()>,
+    ) -> Result<()> {
+        let Some(start) = self.find_tree(path)? else { return Ok(()) };
+        let mut key = Vec::new();
+        start.fold_at(0, &mut key, depth, order, f)
+    }
+
+    fn fold_at(
+        &self,
+        level: u32,
+        key: &mut Vec<Vec<u8>>,
+        depth: Option<Depth>,
+        order: Order,
+        f: &mut dyn FnMut(&[Vec<u8>], &Tree) -> Result<()>,
+    ) -> Result<()> {
+        if depth.is_none_or(|d| d.includes(level)) {
+            f(key, self)?;
+        }
+        let Child::Dir(ptr) = &self.node else { return Ok(()) };
+        if !depth.is_none_or(|d| d.descends(level)) {
+            return Ok(());
+        }
+        let root = load(ptr, 0, self.loader())?;
+        let entries: Vec<(Step, Child)> = match order {
+            Order::Sorted => ops::collect_sorted(&root, self.loader())?,
+            Order::Undefined => ops::list(&root, 0, u64::MAX, self.loader())?,
+        };
+        for (step, child) in entries {
+            key.push(step.to_vec());
+            self.with_node(child).fold_at(level + 1, key, depth, order, f)?;
+            key.pop();
+        }
+        Ok(())
+    }
+}
+
+fn update(current: Option<&Child>, steps: &[&[u8]], new: Option<Child>, loader: &dyn Loader) -> Result<Update> {
+    let Some((step, rest)) = steps.split_first() else {
+        return Ok(Update::Replaced(new));
+    };
+    let root = match current {
+        Some(Child::Dir(ptr)) => load(ptr, 0, loader)?,
+        // Nothing to remove below a contents or a missing path.
+        _ if new.is_none() => return Ok(Update::Unchanged),
+        _ => Inode::empty(),
+    };
+    let existing = ops::find(&root, step, loader)?;
+    Ok(match update(existing.as_ref(), rest, new, loader)? {
+        Update::Unchanged => Update::Unchanged,
+        Update::Replaced(None) => match ops::remove(&root, 0, step, loader)? {
+            None => Update::Unchanged,
+            Some(root) if root.is_empty() => Update::Replaced(None),
+            Some(root) => Update::Replaced(Some(Child::Dir(Ptr::Mem(root)))),
+        },
+        Update::Replaced(Some(child)) => {
+            let (root, _) = ops::set(&root, 0, &Step::from(*step), child, loader)?;
+            Update::Replaced(Some(Child::Dir(Ptr::Mem(root))))
+        }
+    })
+}

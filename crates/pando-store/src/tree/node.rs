@@ -1,0 +1,178 @@
+//! The in-memory nodes of a tree, shared between trees and the cache.
+//!
+//! A directory is a trie of inodes with the Tezos layout (see
+//! `pando_core::inode`): a [`Body::Values`] inode holds at most 32 entries
+//! sorted by step, a [`Body::Tree`] inode at depth `d` holds more than 32
+//! entries spread over 32 children by `ocaml_hash(d, step) mod 32`. Every
+//! directory, small or large, uses this one shape, so growing past 256
+//! entries changes only how the hash is computed, never the structure.
+//!
+//! Invariants:
+//! - Nodes are immutable once built; `OnceLock` fields only memoise values
+//!   that are functions of the node (its hashes) or record where it was
+//!   written (`stored`), set once by the single writer.
+//! - A `Tree` inode has more than 32 entries below it; a `Values` inode at
+//!   most 32, sorted and unique. No inode below a directory root is empty.
+//! - A [`Ptr::Stored`] carries the hash of what it points to: the directory
+//!   hash for a directory root, the inode hash for an inode below a root.
+
+use pando_core::Hash;
+use pando_core::inode::ENTRIES;
+use pando_core::tezos::{Kind, contents_hash};
+use std::sync::{Arc, OnceLock};
+
+use crate::error::Result;
+
+/// One step of a path: a file or directory name.
+pub type Step = Arc<[u8]>;
+
+/// A contents value held in memory.
+pub struct Value {
+    pub bytes: Box<[u8]>,
+    hash: OnceLock<Hash>,
+    /// Offset of the blob record holding it, once written (large values only).
+    pub(crate) stored: OnceLock<u64>,
+}
+
+impl Value {
+    pub fn new(bytes: impl Into<Box<[u8]>>) -> Value {
+        Value { bytes: bytes.into(), hash: OnceLock::new(), stored: OnceLock::new() }
+    }
+
+    /// A value read from disk whose hash is already known.
+    pub(crate) fn with_hash(bytes: Box<[u8]>, hash: Hash) -> Value {
+        let value = Value::new(bytes);
+        let _ = value.hash.set(hash);
+        value
+    }
+
+    pub fn hash(&self) -> Hash {
+        *self.hash.get_or_init(|| contents_hash(&self.bytes))
+    }
+}
+
+/// What a directory entry points to.
+#[derive(Clone)]
+pub enum Child {
+    /// Contents in memory.
+    Value(Arc<Value>),
+    /// Contents stored as a blob record, not loaded.
+    Blob { offset: u64, hash: Hash },
+    /// A directory.
+    Dir(Ptr),
+}
+
+impl Child {
+    pub fn kind(&self) -> Kind {
+        match self {
+            Child::Value(_) | Child::Blob { .. } => Kind::Contents,
+            Child::Dir(_) => Kind::Dir,
+        }
+    }
+}
+
+/// A pointer to an inode: in memory, or a record on disk.
+#[derive(Clone)]
+pub enum Ptr {
+    Mem(Arc<Inode>),
+    Stored { offset: u64, hash: Hash },
+}
+
+/// An inode of a directory trie.
+pub struct Inode {
+    pub body: Body,
+    /// The inode hash (value or tree encoding).
+    pub(crate) hash: OnceLock<Hash>,
+    /// For a directory root: the Tezos hash of the directory.
+    pub(crate) dir_hash: OnceLock<Hash>,
+    /// Offset of the record holding this inode, once written.
+    pub(crate) stored: OnceLock<u64>,
+}
+
+pub enum Body {
+    /// At most 32 entries, sorted by step, unique.
+    Values(Vec<(Step, Child)>),
+    /// More than 32 entries below, spread by index at `depth`.
+    Tree { depth: u32, len: u64, children: Box<[Option<Ptr>; ENTRIES]> },
+}
+
+impl Inode {
+    pub fn new(body: Body) -> Inode {
+        Inode { body, hash: OnceLock::new(), dir_hash: OnceLock::new(), stored: OnceLock::new() }
+    }
+
+    pub fn values(entries: Vec<(Step, Child)>) -> Arc<Inode> {
+        assert!(entries.len() <= ENTRIES, "a value inode holds at most 32 entries");
+        Arc::new(Inode::new(Body::Values(entries)))
+    }
+
+    pub fn empty() -> Arc<Inode> {
+        Inode::values(Vec::new())
+    }
+
+    /// Number of entries below this inode.
+    pub fn len(&self) -> u64 {
+        match &self.body {
+            Body::Values(entries) => entries.len() as u64,
+            Body::Tree { len, .. } => *len,
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Where this inode was written, if it was.
+    pub fn stored_offset(&self) -> Option<u64> {
+        self.stored.get().copied()
+    }
+
+    /// Approximate bytes of memory held, for the cache's budget.
+    pub fn weight(&self) -> u64 {
+        let base = std::mem::size_of::<Inode>() as u64;
+        match &self.body {
+            Body::Values(entries) => {
+                base + entries
+                    .iter()
+                    .map(|(step, child)| {
+                        let child_bytes = match child {
+                            Child::Value(v) => 64 + v.bytes.len() as u64,
+                            _ => 0,
+                        };
+                        48 + step.len() as u64 + child_bytes
+                    })
+                    .sum::<u64>()
+            }
+            Body::Tree { .. } => base + (ENTRIES * std::mem::size_of::<Option<Ptr>>()) as u64,
+        }
+    }
+}
+
+/// Access to what is stored on disk; the store implements it.
+pub trait Loader {
+    /// Loads the inode recorded at `offset`. `hash` is what the pointer says
+    /// the inode hashes to (directory hash when `depth == 0`).
+    fn load_inode(&self, offset: u64, hash: &Hash, depth: u32) -> Result<Arc<Inode>>;
+    /// Loads a blob.
+    fn load_blob(&self, offset: u64, hash: &Hash) -> Result<Arc<Value>>;
+}
+
+/// A loader for trees that were never stored: every pointer is in memory.
+pub struct NoLoader;
+
+impl Loader for NoLoader {
+    fn load_inode(&self, offset: u64, _hash: &Hash, _depth: u32) -> Result<Arc<Inode>> {
+        Err(crate::Error::Invalid(format!("tree has no store to load offset {offset} from")))
+    }
+    fn load_blob(&self, offset: u64, _hash: &Hash) -> Result<Arc<Value>> {
+        Err(crate::Error::Invalid(format!("tree has no store to load blob {offset} from")))
+    }
+}
+
+/// Resolves a pointer to an inode at `depth`.
+pub fn load(ptr: &Ptr, depth: u32, loader: &dyn Loader) -> Result<Arc<Inode>> {
+    match ptr {
+        Ptr::Mem(inode) => Ok(inode.clone()),
+        Ptr::Stored { offset, hash } => loader.load_inode(*offset, hash, depth),
+    }
+}

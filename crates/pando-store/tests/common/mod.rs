@@ -1,0 +1,87 @@
+//! Shared helpers of the store's integration tests: the `BTreeMap` model of
+//! a tree and its reference hash.
+
+#![allow(dead_code)]
+
+use pando_core::Hash;
+use pando_core::reference::RefTree;
+use pando_store::Tree;
+use std::collections::BTreeMap;
+
+pub type Path = Vec<Vec<u8>>;
+/// A tree as a map from contents paths to values.
+pub type Model = BTreeMap<Path, Vec<u8>>;
+
+fn is_prefix(prefix: &[Vec<u8>], path: &[Vec<u8>]) -> bool {
+    prefix.len() <= path.len() && path[..prefix.len()] == *prefix
+}
+
+/// Removes `path` and everything below it.
+pub fn model_remove(model: &mut Model, path: &[Vec<u8>]) {
+    model.retain(|key, _| !is_prefix(path, key));
+}
+
+/// Sets `path` to `value`, replacing contents met on the way and whatever was below.
+pub fn model_add(model: &mut Model, path: &[Vec<u8>], value: &[u8]) {
+    model_clear_for(model, path);
+    model.insert(path.to_vec(), value.to_vec());
+}
+
+fn model_clear_for(model: &mut Model, path: &[Vec<u8>]) {
+    model.retain(|key, _| !(is_prefix(path, key) || (key.len() < path.len() && is_prefix(key, path))));
+}
+
+/// The subtree at `path` as a model rooted there; `None` if nothing is there.
+pub fn model_subtree(model: &Model, path: &[Vec<u8>]) -> Option<Model> {
+    let sub: Model = model
+        .iter()
+        .filter(|(key, _)| is_prefix(path, key))
+        .map(|(key, value)| (key[path.len()..].to_vec(), value.clone()))
+        .collect();
+    if sub.is_empty() { None } else { Some(sub) }
+}
+
+/// Puts `subtree` at `path`.
+pub fn model_add_tree(model: &mut Model, path: &[Vec<u8>], subtree: &Model) {
+    model_clear_for(model, path);
+    for (key, value) in subtree {
+        let mut full = path.to_vec();
+        full.extend(key.iter().cloned());
+        model.insert(full, value.clone());
+    }
+}
+
+/// The reference (from scratch) hash of a model.
+pub fn model_hash(model: &Model) -> Hash {
+    fn build(entries: &[(&[Vec<u8>], &Vec<u8>)]) -> RefTree {
+        if entries.len() == 1 && entries[0].0.is_empty() {
+            return RefTree::Contents(entries[0].1.clone());
+        }
+        let mut groups: BTreeMap<&Vec<u8>, Vec<(&[Vec<u8>], &Vec<u8>)>> = BTreeMap::new();
+        for (path, value) in entries {
+            groups.entry(&path[0]).or_default().push((&path[1..], value));
+        }
+        RefTree::Dir(groups.into_iter().map(|(name, sub)| (name.clone(), build(&sub))).collect())
+    }
+    let entries: Vec<(&[Vec<u8>], &Vec<u8>)> = model.iter().map(|(k, v)| (k.as_slice(), v)).collect();
+    if entries.is_empty() {
+        return RefTree::Dir(Vec::new()).hash();
+    }
+    build(&entries).hash()
+}
+
+/// Checks a tree against a model: the hash, and every value.
+pub fn check_tree(tree: &Tree, model: &Model) -> Result<(), String> {
+    let hash = tree.hash().map_err(|e| e.to_string())?;
+    let expected = model_hash(model);
+    if hash != expected {
+        return Err(format!("hash {hash} but the model hashes to {expected}"));
+    }
+    for (path, value) in model {
+        let found = tree.find(path).map_err(|e| e.to_string())?;
+        if found.as_deref() != Some(value.as_slice()) {
+            return Err(format!("{path:?}: found {found:?}, model has {value:?}"));
+        }
+    }
+    Ok(())
+}

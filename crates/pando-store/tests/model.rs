@@ -1,0 +1,179 @@
+//! Model-based property test: random sequences of add, remove, add_tree,
+//! commit, checkout and reopen against a `BTreeMap` model per commit; every
+//! hash is compared with the reference hasher built from scratch.
+
+mod common;
+
+use common::*;
+use pando_core::Hash;
+use pando_store::io::MemStorage;
+use pando_store::{Options, Store, SyncPolicy, Tree};
+use proptest::prelude::*;
+use std::sync::Arc;
+
+#[derive(Clone, Debug)]
+enum Op {
+    Add(Path, Vec<u8>),
+    Remove(Path),
+    Copy(Path, Path),
+    /// Adds `count` entries named from `first` under `dir` (grows directories past 32 and 256).
+    Fill(Path, u16, u16),
+    /// Removes entries `first..first+count` under `dir`.
+    Drain(Path, u16, u16),
+    Commit,
+    Checkout(usize),
+    Reopen,
+}
+
+/// Steps from a small set, so that paths collide often: removals hit,
+/// directories empty out, copies land on existing subtrees.
+fn step() -> impl Strategy<Value = Vec<u8>> {
+    prop_oneof![
+        4 => prop::sample::select(vec!["a", "b", "index", "00ff"]).prop_map(|s| s.as_bytes().to_vec()),
+        1 => "[a-f0-9]{2,4}".prop_map(|s| s.into_bytes()),
+    ]
+}
+
+fn path() -> impl Strategy<Value = Path> {
+    prop::collection::vec(step(), 1..4)
+}
+
+/// Directories that grow large.
+fn big_dir() -> impl Strategy<Value = Path> {
+    prop::sample::select(vec![vec![], vec![b"a".to_vec()], vec![b"b".to_vec(), b"index".to_vec()]])
+}
+
+fn value() -> impl Strategy<Value = Vec<u8>> {
+    prop_oneof![
+        4 => prop::collection::vec(any::<u8>(), 0..8),
+        1 => prop::collection::vec(any::<u8>(), 30..80),
+    ]
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        8 => (path(), value()).prop_map(|(p, v)| Op::Add(p, v)),
+        3 => path().prop_map(Op::Remove),
+        2 => (path(), path()).prop_map(|(a, b)| Op::Copy(a, b)),
+        2 => (big_dir(), 1u16..300, 0u16..100).prop_map(|(d, n, f)| Op::Fill(d, n, f)),
+        2 => (big_dir(), 1u16..300, 0u16..100).prop_map(|(d, n, f)| Op::Drain(d, n, f)),
+        3 => Just(Op::Commit),
+        1 => (0usize..100).prop_map(Op::Checkout),
+        1 => Just(Op::Reopen),
+    ]
+}
+
+fn fill_path(dir: &Path, i: u32) -> Path {
+    let mut p = dir.clone();
+    p.push(format!("entry-{i}").into_bytes());
+    p
+}
+
+fn options() -> Options {
+    Options { cache_bytes: 64 << 10, chunk_target_bytes: 16 << 10, checkpoint_commits: 3, sync: SyncPolicy::EveryCommit, ..Options::default() }
+}
+
+fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
+    let storage = MemStorage::new();
+    let mut store = Some(Store::open_storage(Arc::new(storage.clone()), options()).unwrap());
+    let mut tree = store.as_ref().unwrap().empty_tree();
+    let mut model = Model::new();
+    let mut commits: Vec<(Hash, Model)> = Vec::new();
+    let mut head: Option<Hash> = None;
+    for (n, op) in ops.into_iter().enumerate() {
+        let s = store.as_ref().unwrap();
+        match op {
+            Op::Add(p, v) => {
+                tree = tree.add(&p, &v).unwrap();
+                model_add(&mut model, &p, &v);
+            }
+            Op::Remove(p) => {
+                tree = tree.remove(&p).unwrap();
+                model_remove(&mut model, &p);
+            }
+            Op::Copy(source, target) => {
+                if let Some(sub) = tree.find_tree(&source).unwrap() {
+                    tree = tree.add_tree(&target, &sub).unwrap();
+                    let sub_model = model_subtree(&model, &source).expect("model agrees the source exists");
+                    model_add_tree(&mut model, &target, &sub_model);
+                } else {
+                    prop_assert!(model_subtree(&model, &source).is_none());
+                }
+            }
+            Op::Fill(dir, count, first) => {
+                for i in first as u32..first as u32 + count as u32 {
+                    let p = fill_path(&dir, i);
+                    let v = i.to_be_bytes();
+                    tree = tree.add(&p, &v).unwrap();
+                    model_add(&mut model, &p, &v);
+                }
+            }
+            Op::Drain(dir, count, first) => {
+                for i in first as u32..first as u32 + count as u32 {
+                    let p = fill_path(&dir, i);
+                    tree = tree.remove(&p).unwrap();
+                    model_remove(&mut model, &p);
+                }
+            }
+            Op::Commit => {
+                let parents: Vec<Hash> = head.into_iter().collect();
+                let hash = s.commit(&tree, &parents, n as i64, "Tezos", &format!("op {n}")).unwrap();
+                commits.push((hash, model.clone()));
+                head = Some(hash);
+                tree = s.checkout(&hash).unwrap().expect("just committed");
+            }
+            Op::Checkout(i) => {
+                if commits.is_empty() {
+                    continue;
+                }
+                let (hash, m) = &commits[i % commits.len()];
+                tree = s.checkout(hash).unwrap().expect("committed earlier");
+                model = m.clone();
+                head = Some(*hash);
+            }
+            Op::Reopen => {
+                drop(store.take());
+                store = Some(Store::open_storage(Arc::new(storage.clone()), options()).unwrap());
+                let s = store.as_ref().unwrap();
+                tree = match head {
+                    Some(h) => s.checkout(&h).unwrap().expect("durable commit"),
+                    None => s.empty_tree(),
+                };
+                model = match head {
+                    Some(h) => commits.iter().find(|(c, _)| *c == h).unwrap().1.clone(),
+                    None => Model::new(),
+                };
+                for (hash, m) in &commits {
+                    let t = s.checkout(hash).unwrap().expect("every commit survives a reopen");
+                    check_tree(&t, m).map_err(TestCaseError::fail)?;
+                }
+            }
+        }
+        check_tree(&tree, &model).map_err(|e| TestCaseError::fail(format!("after op {n}: {e}")))?;
+        prop_assert_eq!(tree.length::<&[u8]>(&[]).unwrap() as usize, {
+            let mut firsts: Vec<&Vec<u8>> = model.keys().map(|k| &k[0]).collect();
+            firsts.dedup();
+            firsts.len()
+        });
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 96, max_shrink_iters: 2000, ..ProptestConfig::default() })]
+
+    #[test]
+    fn store_matches_model(ops in prop::collection::vec(op(), 1..40)) {
+        run(ops)?;
+    }
+}
+
+#[test]
+fn unbound_tree_commits_into_store() {
+    let store = Store::open_storage(Arc::new(MemStorage::new()), options()).unwrap();
+    let tree = Tree::empty().add(&["a", "b"], b"v").unwrap();
+    let hash = store.commit(&tree, &[], 0, "Tezos", "").unwrap();
+    let back = store.checkout(&hash).unwrap().unwrap();
+    assert_eq!(back.find(&["a", "b"]).unwrap().unwrap(), b"v");
+    assert_eq!(back.hash().unwrap(), tree.hash().unwrap());
+}
