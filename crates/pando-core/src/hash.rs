@@ -4,7 +4,6 @@
 //! prefix `\079\199` followed by the 32 digest bytes, which always gives 52
 //! characters starting with `Co`.
 
-use blake2::digest::{Update, VariableOutput};
 use std::fmt;
 
 use crate::Error;
@@ -21,13 +20,8 @@ pub struct Hash(pub [u8; HASH_SIZE]);
 impl Hash {
     /// BLAKE2b-256 of `bytes`.
     pub fn of_bytes(bytes: &[u8]) -> Hash {
-        let mut hasher = blake2::Blake2bVar::new(HASH_SIZE).expect("32 is a valid BLAKE2b output size");
-        hasher.update(bytes);
-        let mut out = [0u8; HASH_SIZE];
-        hasher
-            .finalize_variable(&mut out)
-            .expect("output buffer has the size given to new");
-        Hash(out)
+        let digest = blake2b_simd::Params::new().hash_length(HASH_SIZE).hash(bytes);
+        Hash::from_slice(digest.as_bytes()).expect("the digest has the requested length")
     }
 
     pub fn as_bytes(&self) -> &[u8; HASH_SIZE] {

@@ -12,10 +12,18 @@ use std::sync::Arc;
 
 use crate::tree::node::{Inode, Value};
 
+/// A cached record with its weight, computed once.
 #[derive(Clone)]
 pub enum Cached {
-    Inode(Arc<Inode>),
+    Inode(Arc<Inode>, u32),
     Blob(Arc<Value>),
+}
+
+impl Cached {
+    pub fn inode(inode: Arc<Inode>) -> Cached {
+        let weight = u32::try_from(inode.weight()).unwrap_or(u32::MAX);
+        Cached::Inode(inode, weight)
+    }
 }
 
 #[derive(Clone)]
@@ -24,7 +32,7 @@ pub struct ByWeight;
 impl Weighter<u64, Cached> for ByWeight {
     fn weight(&self, _offset: &u64, value: &Cached) -> u64 {
         match value {
-            Cached::Inode(inode) => inode.weight(),
+            Cached::Inode(_, weight) => u64::from(*weight),
             Cached::Blob(value) => 64 + value.bytes.len() as u64,
         }
     }

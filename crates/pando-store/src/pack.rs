@@ -36,6 +36,13 @@ fn parse_chunk_name(name: &str) -> Option<u64> {
     u64::from_str_radix(hex, 16).ok()
 }
 
+struct Located {
+    file: Arc<dyn File>,
+    name: String,
+    start: u64,
+    limit: u64,
+}
+
 struct Chunk {
     start: u64,
     name: String,
@@ -164,7 +171,8 @@ impl Pack {
         file.sync().map_err(Error::io(&name, "sync"))
     }
 
-    fn locate(&self, offset: u64) -> Result<(Arc<dyn File>, String, u64, u64)> {
+    /// The chunk holding `offset`: its file, name, start, and the end of its bytes.
+    fn locate(&self, offset: u64) -> Result<Located> {
         let end = self.end();
         let chunks = self.chunks.read();
         let i = chunks.partition_point(|c| c.start <= offset);
@@ -173,12 +181,12 @@ impl Pack {
         }
         let chunk = &chunks[i - 1];
         let limit = chunks.get(i).map_or(end, |next| next.start);
-        Ok((chunk.file.clone(), chunk.name.clone(), chunk.start, limit))
+        Ok(Located { file: chunk.file.clone(), name: chunk.name.clone(), start: chunk.start, limit })
     }
 
     /// Reads and checks the record at `offset`.
     pub fn read_record(&self, offset: u64) -> Result<(RecordKind, Vec<u8>)> {
-        let (file, name, start, limit) = self.locate(offset)?;
+        let Located { file, name, start, limit } = self.locate(offset)?;
         let mut want = READ_AHEAD.min(limit - offset);
         loop {
             let mut buf = vec![0u8; want as usize];
@@ -205,7 +213,7 @@ impl Pack {
     pub fn scan(&self, from: u64, to: u64, f: &mut dyn FnMut(u64, RecordKind, &[u8]) -> Result<()>) -> Result<()> {
         let mut offset = from;
         while offset < to {
-            let (file, name, start, limit) = self.locate(offset)?;
+            let Located { file, name, start, limit } = self.locate(offset)?;
             let limit = limit.min(to);
             // Read the rest of this chunk's range in pieces of up to 8 MiB.
             let piece = (limit - offset).min(8 << 20);

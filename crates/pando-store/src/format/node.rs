@@ -37,7 +37,7 @@ const CHILD_INLINE: u8 = 1;
 const CHILD_BLOB: u8 = 2;
 
 fn is_hex_step(step: &[u8]) -> bool {
-    step.len() >= 2 && step.len() % 2 == 0 && step.iter().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(b))
+    step.len() >= 2 && step.len().is_multiple_of(2) && step.iter().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(b))
 }
 
 fn hex_value(digit: u8) -> u8 {
@@ -196,7 +196,7 @@ pub fn decode_values(payload: &[u8], at: u64, dict: &Dict) -> Result<Inode, Stri
         let child = match tag >> 2 {
             CHILD_DIR => {
                 let (offset, hash) = r.pointer(at)?;
-                Child::Dir(Ptr::Stored { offset, hash })
+                Child::Dir(Ptr::stored(offset, hash))
             }
             CHILD_INLINE => {
                 let bytes = read_bytes(payload, &mut r.pos)?;
@@ -239,7 +239,7 @@ pub fn decode_tree(payload: &[u8], at: u64, depth: u32) -> Result<Inode, String>
     for (i, child) in children.iter_mut().enumerate() {
         if bitmap & (1 << i) != 0 {
             let (offset, hash) = r.pointer(at)?;
-            *child = Some(Ptr::Stored { offset, hash });
+            *child = Some(Ptr::stored(offset, hash));
         }
     }
     r.finish()?;

@@ -24,6 +24,7 @@ use std::io;
 use std::sync::Arc;
 
 /// One open file. Offsets are absolute; there is no cursor.
+#[expect(clippy::len_without_is_empty, reason = "a file's length is a size, not a collection")]
 pub trait File: Send + Sync {
     /// Reads exactly `buf.len()` bytes at `offset`; `UnexpectedEof` if the file is shorter.
     fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()>;

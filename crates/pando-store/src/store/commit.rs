@@ -81,7 +81,7 @@ impl Batch<'_> {
                         }
                         Child::Dir(Ptr::Mem(root)) => {
                             let offset = self.write_inode(root, 0)?;
-                            Child::Dir(Ptr::Stored { offset, hash: dir_ptr_hash(&Ptr::Mem(root.clone()), self.loader)? })
+                            Child::Dir(Ptr::stored_as(offset, dir_ptr_hash(&Ptr::Mem(root.clone()), self.loader)?, root))
                         }
                         other => other.clone(),
                     };
@@ -99,13 +99,13 @@ impl Batch<'_> {
                 let mut stored_children: Box<[Option<Ptr>; ENTRIES]> = Box::new(std::array::from_fn(|_| None));
                 for (i, child) in children.iter().enumerate() {
                     let Some(ptr) = child else { continue };
-                    let offset = match ptr {
-                        Ptr::Mem(inode) => self.write_inode(inode, depth + 1)?,
-                        Ptr::Stored { offset, .. } => *offset,
-                    };
                     let hash = inode_ptr_hash(ptr, self.loader)?;
+                    let stored = match ptr {
+                        Ptr::Mem(inode) => Ptr::stored_as(self.write_inode(inode, depth + 1)?, hash, inode),
+                        Ptr::Stored { .. } => ptr.clone(),
+                    };
                     hashes[i] = Some(hash);
-                    stored_children[i] = Some(Ptr::Stored { offset, hash });
+                    stored_children[i] = Some(stored);
                 }
                 let at = self.next_offset();
                 self.payload.clear();
@@ -137,11 +137,10 @@ impl Batch<'_> {
 impl Repo {
     pub(super) fn commit(&self, tree: &Tree, parents: &[Hash], date: i64, author: &str, message: &str) -> Result<Hash> {
         self.check_writable()?;
-        if let Some(source) = tree.source() {
-            if source.instance_id() != self.id {
+        if let Some(source) = tree.source()
+            && source.instance_id() != self.id {
                 return Err(Error::ForeignTree);
             }
-        }
         let Child::Dir(root) = tree.node() else { return Err(Error::RootNotDirectory) };
         let root_hash = dir_ptr_hash(root, self)?;
         let mut parent_links = Vec::with_capacity(parents.len());
@@ -171,9 +170,11 @@ impl Repo {
         }
         let base = self.guard(self.pack.prepare_append())?;
         let dict = self.dict.read();
+        let mut buf = std::mem::take(&mut writer.batch_buf);
+        buf.clear();
         let mut batch = Batch {
             base,
-            buf: Vec::with_capacity(64 << 10),
+            buf,
             payload: Vec::with_capacity(4096),
             dict: &dict,
             loader: self,
@@ -196,6 +197,10 @@ impl Repo {
         record::append(&mut buf, RecordKind::Commit, &commit_record.encode(commit_at));
 
         self.guard(self.pack.append(base, &buf))?;
+        // Keep the buffer for the next commit unless one huge commit grew it.
+        if buf.capacity() <= 64 << 20 {
+            writer.batch_buf = buf;
+        }
         writer.unflushed_index.push((hash, commit_at));
         writer.unsynced_commits += 1;
         {
@@ -217,7 +222,7 @@ impl Repo {
             self.flush_locked(&mut writer, false)?;
         }
         for (offset, inode) in written {
-            self.cache.insert(offset, Cached::Inode(inode));
+            self.cache.insert(offset, Cached::inode(inode));
         }
         Ok(hash)
     }

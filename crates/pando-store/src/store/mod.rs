@@ -47,6 +47,8 @@ pub(crate) struct Writer {
     unflushed_index: Vec<(Hash, u64)>,
     /// Commits appended since the last durable control write.
     unsynced_commits: u64,
+    /// The batch buffer, kept between commits so its pages stay mapped.
+    batch_buf: Vec<u8>,
     _lock: Option<Box<dyn std::any::Any + Send + Sync>>,
 }
 
@@ -124,7 +126,7 @@ impl Store {
     pub fn checkout(&self, commit: &Hash) -> Result<Option<Tree>> {
         let Some(record) = self.repo.commit_record(commit)? else { return Ok(None) };
         let source: Arc<dyn Source> = self.repo.clone();
-        let root = Ptr::Stored { offset: record.root_offset, hash: record.root_hash };
+        let root = Ptr::stored(record.root_offset, record.root_hash);
         Ok(Some(Tree::from_parts(Child::Dir(root), Some(source))))
     }
 
@@ -240,7 +242,7 @@ impl Repo {
 
 impl Loader for Repo {
     fn load_inode(&self, offset: u64, hash: &Hash, depth: u32) -> Result<Arc<Inode>> {
-        if let Some(Cached::Inode(inode)) = self.cache.get(offset) {
+        if let Some(Cached::Inode(inode, _)) = self.cache.get(offset) {
             return Ok(inode);
         }
         let (kind, payload) = self.pack.read_record(offset)?;
@@ -257,7 +259,7 @@ impl Loader for Repo {
             let _ = inode.hash.set(*hash);
         }
         let inode = Arc::new(inode);
-        self.cache.insert(offset, Cached::Inode(inode.clone()));
+        self.cache.insert(offset, Cached::inode(inode.clone()));
         Ok(inode)
     }
 

@@ -130,6 +130,7 @@ pub fn open(storage: Arc<dyn Storage>, options: Options) -> Result<Repo> {
             dict_file,
             unflushed_index,
             unsynced_commits: 0,
+            batch_buf: Vec::new(),
             _lock: lock,
         }))
     } else {

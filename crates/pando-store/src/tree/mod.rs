@@ -35,6 +35,9 @@ pub struct Tree {
     source: Option<Arc<dyn Source>>,
 }
 
+/// The function `fold` calls on each key and subtree.
+pub type FoldFn<'a> = dyn FnMut(&[Vec<u8>], &Tree) -> Result<()> + 'a;
+
 /// Which depths `fold` visits, relative to the folded tree (depth 0).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Depth {
@@ -73,11 +76,6 @@ pub enum Order {
     Sorted,
     /// The store's own order (inode order), which is cheaper.
     Undefined,
-}
-
-enum Update {
-    Unchanged,
-    Replaced(Option<Child>),
 }
 
 impl Tree {
@@ -175,37 +173,74 @@ impl Tree {
     /// A tree where `path` holds `value`. Contents met on the way are
     /// replaced by directories.
     pub fn add<S: AsRef<[u8]>>(&self, path: &[S], value: &[u8]) -> Result<Tree> {
-        self.replace(path, Some(Child::Value(Arc::new(Value::new(value)))))
+        let mut tree = self.clone();
+        tree.add_mut(path, value)?;
+        Ok(tree)
     }
 
     /// A tree where `path` holds `tree`; an empty directory removes `path`.
     pub fn add_tree<S: AsRef<[u8]>>(&self, path: &[S], tree: &Tree) -> Result<Tree> {
-        if let (Some(mine), Some(theirs)) = (&self.source, &tree.source) {
-            if mine.instance_id() != theirs.instance_id() {
-                return Err(crate::Error::ForeignTree);
-            }
-        }
-        let source = self.source.clone().or_else(|| tree.source.clone());
-        let new = if tree.is_empty()? { None } else { Some(tree.node.clone()) };
-        let mut result = Tree { node: self.node.clone(), source }.replace(path, new)?;
-        if result.source.is_none() {
-            result.source = tree.source.clone();
-        }
+        let mut result = self.clone();
+        result.add_tree_mut(path, tree)?;
         Ok(result)
     }
 
     /// A tree without `path`; directories left empty are removed too.
     pub fn remove<S: AsRef<[u8]>>(&self, path: &[S]) -> Result<Tree> {
+        let mut tree = self.clone();
+        tree.remove_mut(path)?;
+        Ok(tree)
+    }
+
+    /// [`Tree::add`] in place: inodes this tree alone holds are updated
+    /// without copying. Other trees sharing them are not affected.
+    pub fn add_mut<S: AsRef<[u8]>>(&mut self, path: &[S], value: &[u8]) -> Result<()> {
+        self.replace(path, Some(Child::Value(Arc::new(Value::new(value)))))
+    }
+
+    /// [`Tree::add_tree`] in place.
+    pub fn add_tree_mut<S: AsRef<[u8]>>(&mut self, path: &[S], tree: &Tree) -> Result<()> {
+        if let (Some(mine), Some(theirs)) = (&self.source, &tree.source)
+            && mine.instance_id() != theirs.instance_id() {
+                return Err(crate::Error::ForeignTree);
+            }
+        if self.source.is_none() {
+            self.source = tree.source.clone();
+        }
+        let new = if tree.is_empty()? { None } else { Some(tree.node.clone()) };
+        self.replace(path, new)
+    }
+
+    /// [`Tree::remove`] in place.
+    pub fn remove_mut<S: AsRef<[u8]>>(&mut self, path: &[S]) -> Result<()> {
         self.replace(path, None)
     }
 
-    fn replace<S: AsRef<[u8]>>(&self, path: &[S], new: Option<Child>) -> Result<Tree> {
+    fn replace<S: AsRef<[u8]>>(&mut self, path: &[S], new: Option<Child>) -> Result<()> {
         let steps: Vec<&[u8]> = path.iter().map(|s| s.as_ref()).collect();
-        Ok(match update(Some(&self.node), &steps, new, self.loader())? {
-            Update::Unchanged => self.clone(),
-            Update::Replaced(Some(node)) => self.with_node(node),
-            Update::Replaced(None) => self.with_node(Child::Dir(Ptr::Mem(Inode::empty()))),
-        })
+        if steps.is_empty() {
+            self.node = new.unwrap_or_else(|| Child::Dir(Ptr::Mem(Inode::empty())));
+            return Ok(());
+        }
+        if new.is_none() && !self.mem_tree(path)? {
+            return Ok(());
+        }
+        let placeholder = Child::Dir(Ptr::Mem(Inode::empty()));
+        let mut root = match std::mem::replace(&mut self.node, placeholder) {
+            Child::Dir(Ptr::Mem(inode)) => inode,
+            Child::Dir(ptr @ Ptr::Stored { .. }) => match load(&ptr, 0, self.loader()) {
+                Ok(inode) => inode,
+                Err(e) => {
+                    self.node = Child::Dir(ptr);
+                    return Err(e);
+                }
+            },
+            // Adding below a contents turns the tree into a directory.
+            _ => Inode::empty(),
+        };
+        let result = update_dir(&mut root, &steps, new, self.loader());
+        self.node = Child::Dir(Ptr::Mem(root));
+        result
     }
 
     /// Entries of the directory at `path` in the store's stable order, after
@@ -234,7 +269,7 @@ impl Tree {
         path: &[S],
         depth: Option<Depth>,
         order: Order,
-        f: &mut dyn FnMut(&[Vec<u8>], &Tree) -> Result<()>,
+        f: &mut FoldFn<'_>,
     ) -> Result<()> {
         let Some(start) = self.find_tree(path)? else { return Ok(()) };
         let mut key = Vec::new();
@@ -247,7 +282,7 @@ impl Tree {
         key: &mut Vec<Vec<u8>>,
         depth: Option<Depth>,
         order: Order,
-        f: &mut dyn FnMut(&[Vec<u8>], &Tree) -> Result<()>,
+        f: &mut FoldFn<'_>,
     ) -> Result<()> {
         if depth.is_none_or(|d| d.includes(level)) {
             f(key, self)?;
@@ -270,27 +305,42 @@ impl Tree {
     }
 }
 
-fn update(current: Option<&Child>, steps: &[&[u8]], new: Option<Child>, loader: &dyn Loader) -> Result<Update> {
-    let Some((step, rest)) = steps.split_first() else {
-        return Ok(Update::Replaced(new));
-    };
-    let root = match current {
-        Some(Child::Dir(ptr)) => load(ptr, 0, loader)?,
-        // Nothing to remove below a contents or a missing path.
-        _ if new.is_none() => return Ok(Update::Unchanged),
-        _ => Inode::empty(),
-    };
-    let existing = ops::find(&root, step, loader)?;
-    Ok(match update(existing.as_ref(), rest, new, loader)? {
-        Update::Unchanged => Update::Unchanged,
-        Update::Replaced(None) => match ops::remove(&root, 0, step, loader)? {
-            None => Update::Unchanged,
-            Some(root) if root.is_empty() => Update::Replaced(None),
-            Some(root) => Update::Replaced(Some(Child::Dir(Ptr::Mem(root)))),
-        },
-        Update::Replaced(Some(child)) => {
-            let (root, _) = ops::set(&root, 0, &Step::from(*step), child, loader)?;
-            Update::Replaced(Some(Child::Dir(Ptr::Mem(root))))
+/// Sets the subtree at `steps` (not empty) below the directory `root` to
+/// `new`, or removes it when `None` (the caller checked it exists).
+/// Unshared inodes are updated in place, shared ones copied.
+fn update_dir(root: &mut Arc<Inode>, steps: &[&[u8]], new: Option<Child>, loader: &dyn Loader) -> Result<()> {
+    let (step, rest) = steps.split_first().expect("a path below a directory is not empty");
+    if rest.is_empty() {
+        match new {
+            Some(child) => ops::set(root, 0, step, child, loader)?,
+            None => ops::remove(root, 0, step, loader)?,
+        };
+        return Ok(());
+    }
+    let emptied = match ops::find_mut(root, 0, step, loader)? {
+        Some(Child::Dir(ptr)) => {
+            let mut dir = match ptr {
+                Ptr::Mem(inode) => std::mem::replace(inode, Inode::empty()),
+                Ptr::Stored { .. } => load(ptr, 0, loader)?,
+            };
+            let result = update_dir(&mut dir, rest, new, loader);
+            let emptied = dir.is_empty();
+            *ptr = Ptr::Mem(dir);
+            result?;
+            emptied
         }
-    })
+        // A contents on the way, or nothing: a new directory goes there.
+        _ => {
+            let mut dir = Inode::empty();
+            update_dir(&mut dir, rest, new, loader)?;
+            if !dir.is_empty() {
+                ops::set(root, 0, step, Child::Dir(Ptr::Mem(dir)), loader)?;
+            }
+            false
+        }
+    };
+    if emptied {
+        ops::remove(root, 0, step, loader)?;
+    }
+    Ok(())
 }

@@ -19,12 +19,15 @@
 use pando_core::Hash;
 use pando_core::inode::ENTRIES;
 use pando_core::tezos::{Kind, contents_hash};
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, OnceLock, Weak};
 
 use crate::error::Result;
 
-/// One step of a path: a file or directory name.
-pub type Step = Arc<[u8]>;
+/// One step of a path: a file or directory name. Names of up to 48 bytes
+/// (all Tezos step names, hex addresses included) are stored inline, so
+/// searching a directory compares bytes inside the node, without following
+/// a pointer per entry.
+pub type Step = smallvec::SmallVec<[u8; 48]>;
 
 /// A contents value held in memory.
 pub struct Value {
@@ -75,8 +78,44 @@ impl Child {
 #[derive(Clone)]
 pub enum Ptr {
     Mem(Arc<Inode>),
-    Stored { offset: u64, hash: Hash },
+    Stored { offset: u64, hash: Hash, memo: Memo },
 }
+
+impl Ptr {
+    pub fn stored(offset: u64, hash: Hash) -> Ptr {
+        Ptr::Stored { offset, hash, memo: Memo::default() }
+    }
+
+    /// A stored pointer whose inode is already in memory.
+    pub fn stored_as(offset: u64, hash: Hash, inode: &Arc<Inode>) -> Ptr {
+        Ptr::Stored { offset, hash, memo: Memo(parking_lot::Mutex::new(Arc::downgrade(inode))) }
+    }
+}
+
+/// The inode a stored pointer was last resolved to, if it is still alive
+/// somewhere (the cache, a tree). Following it skips the cache's lookup; it
+/// never keeps the inode alive, so memory stays bounded by the cache.
+#[derive(Default)]
+pub struct Memo(parking_lot::Mutex<Weak<Inode>>);
+
+impl Clone for Memo {
+    fn clone(&self) -> Memo {
+        Memo(parking_lot::Mutex::new(self.0.lock().clone()))
+    }
+}
+
+impl Memo {
+    fn get(&self) -> Option<Arc<Inode>> {
+        self.0.lock().upgrade()
+    }
+
+    fn set(&self, inode: &Arc<Inode>) {
+        *self.0.lock() = Arc::downgrade(inode);
+    }
+}
+
+/// Memory a dead memo can pin: the allocation of an `Arc<Inode>`.
+pub const MEMO_PIN_BYTES: u64 = std::mem::size_of::<Inode>() as u64 + 16;
 
 /// An inode of a directory trie.
 pub struct Inode {
@@ -122,6 +161,29 @@ impl Inode {
         self.len() == 0
     }
 
+    /// A copy that is not written and has no memoised hash, for updating.
+    pub fn fresh_copy(&self) -> Inode {
+        let body = match &self.body {
+            Body::Values(entries) => Body::Values(entries.clone()),
+            Body::Tree { depth, len, children } => Body::Tree { depth: *depth, len: *len, children: children.clone() },
+        };
+        Inode::new(body)
+    }
+
+    /// Mutable access for an update: in place when nobody else holds this
+    /// inode and it was never written, otherwise on a fresh copy. Memoised
+    /// hashes are cleared either way.
+    pub fn make_mut(this: &mut Arc<Inode>) -> &mut Inode {
+        let in_place = this.stored.get().is_none() && Arc::get_mut(this).is_some();
+        if !in_place {
+            *this = Arc::new(this.fresh_copy());
+        }
+        let inode = Arc::get_mut(this).expect("unique after copy");
+        inode.hash = OnceLock::new();
+        inode.dir_hash = OnceLock::new();
+        inode
+    }
+
     /// Where this inode was written, if it was.
     pub fn stored_offset(&self) -> Option<u64> {
         self.stored.get().copied()
@@ -137,13 +199,17 @@ impl Inode {
                     .map(|(step, child)| {
                         let child_bytes = match child {
                             Child::Value(v) => 64 + v.bytes.len() as u64,
-                            _ => 0,
+                            Child::Dir(_) => MEMO_PIN_BYTES,
+                            Child::Blob { .. } => 0,
                         };
                         48 + step.len() as u64 + child_bytes
                     })
                     .sum::<u64>()
             }
-            Body::Tree { .. } => base + (ENTRIES * std::mem::size_of::<Option<Ptr>>()) as u64,
+            Body::Tree { children, .. } => {
+                let present = children.iter().flatten().count() as u64;
+                base + (ENTRIES * std::mem::size_of::<Option<Ptr>>()) as u64 + present * MEMO_PIN_BYTES
+            }
         }
     }
 }
@@ -173,6 +239,13 @@ impl Loader for NoLoader {
 pub fn load(ptr: &Ptr, depth: u32, loader: &dyn Loader) -> Result<Arc<Inode>> {
     match ptr {
         Ptr::Mem(inode) => Ok(inode.clone()),
-        Ptr::Stored { offset, hash } => loader.load_inode(*offset, hash, depth),
+        Ptr::Stored { offset, hash, memo } => {
+            if let Some(inode) = memo.get() {
+                return Ok(inode);
+            }
+            let inode = loader.load_inode(*offset, hash, depth)?;
+            memo.set(&inode);
+            Ok(inode)
+        }
     }
 }

@@ -48,69 +48,112 @@ pub fn find(root: &Arc<Inode>, step: &[u8], loader: &dyn Loader) -> Result<Optio
     }
 }
 
-/// Sets `step` to `child` in the inode at `depth`. Returns the new inode and
-/// whether an entry was added (rather than replaced).
-pub fn set(node: &Inode, depth: u32, step: &Step, child: Child, loader: &dyn Loader) -> Result<(Arc<Inode>, bool)> {
-    match &node.body {
+/// Sets `step` to `child` in the inode at `depth`, updating `node` (in
+/// place where it is not shared, see [`Inode::make_mut`]). Returns whether
+/// an entry was added rather than replaced.
+pub fn set(node: &mut Arc<Inode>, depth: u32, step: &[u8], child: Child, loader: &dyn Loader) -> Result<bool> {
+    let inode = Inode::make_mut(node);
+    match &mut inode.body {
         Body::Values(entries) => {
-            let mut entries = entries.clone();
             let added = match entries.binary_search_by(|(s, _)| s[..].cmp(step)) {
                 Ok(i) => {
                     entries[i].1 = child;
                     false
                 }
                 Err(i) => {
-                    entries.insert(i, (step.clone(), child));
+                    entries.insert(i, (Step::from(step), child));
                     true
                 }
             };
-            Ok((build(depth, entries), added))
+            if entries.len() > ENTRIES {
+                *node = build(depth, std::mem::take(entries));
+            }
+            Ok(added)
         }
         Body::Tree { depth: tree_depth, len, children } => {
             assert_eq!(*tree_depth, depth, "tree inode found at the wrong depth");
-            let i = index(depth, step);
-            let (new_child, added) = match &children[i] {
-                None => (Inode::values(vec![(step.clone(), child)]), true),
+            let slot = &mut children[index(depth, step)];
+            let added = match slot {
+                None => {
+                    *slot = Some(Ptr::Mem(Inode::values(vec![(Step::from(step), child)])));
+                    true
+                }
                 Some(ptr) => {
-                    let current = load(ptr, depth + 1, loader)?;
-                    set(&current, depth + 1, step, child, loader)?
+                    let mut current = match ptr {
+                        Ptr::Mem(inode) => std::mem::replace(inode, Inode::empty()),
+                        Ptr::Stored { .. } => load(ptr, depth + 1, loader)?,
+                    };
+                    let added = set(&mut current, depth + 1, step, child, loader);
+                    // Put the (possibly updated) child back even on error.
+                    *ptr = Ptr::Mem(current);
+                    added?
                 }
             };
-            let mut children = children.clone();
-            children[i] = Some(Ptr::Mem(new_child));
-            let len = len + u64::from(added);
-            Ok((Arc::new(Inode::new(Body::Tree { depth, len, children })), added))
+            *len += u64::from(added);
+            Ok(added)
         }
     }
 }
 
-/// Removes `step` from the inode at `depth`. `None` when it was absent.
-/// The result may be empty; the caller removes empty directories.
-pub fn remove(node: &Inode, depth: u32, step: &[u8], loader: &dyn Loader) -> Result<Option<Arc<Inode>>> {
-    match &node.body {
-        Body::Values(entries) => match entries.binary_search_by(|(s, _)| s[..].cmp(step)) {
-            Err(_) => Ok(None),
-            Ok(i) => {
-                let mut entries = entries.clone();
-                entries.remove(i);
-                Ok(Some(Inode::values(entries)))
+/// Removes `step` from the inode at `depth`, updating `node` like [`set`].
+/// Returns whether it was present. The result may be empty; the caller
+/// removes empty directories.
+pub fn remove(node: &mut Arc<Inode>, depth: u32, step: &[u8], loader: &dyn Loader) -> Result<bool> {
+    // Look first, so that removing an absent step copies nothing.
+    if !contains(node, step, loader)? {
+        return Ok(false);
+    }
+    let inode = Inode::make_mut(node);
+    match &mut inode.body {
+        Body::Values(entries) => {
+            let i = entries.binary_search_by(|(s, _)| s[..].cmp(step)).expect("contains checked");
+            entries.remove(i);
+        }
+        Body::Tree { len, children, .. } => {
+            let slot = &mut children[index(depth, step)];
+            let ptr = slot.as_mut().expect("contains checked");
+            let mut current = match ptr {
+                Ptr::Mem(inode) => std::mem::replace(inode, Inode::empty()),
+                Ptr::Stored { .. } => load(ptr, depth + 1, loader)?,
+            };
+            let removed = remove(&mut current, depth + 1, step, loader);
+            *slot = if current.is_empty() { None } else { Some(Ptr::Mem(current)) };
+            removed?;
+            *len -= 1;
+            if *len as usize <= ENTRIES {
+                // Back to a value inode: gather what is left.
+                let entries = collect_sorted(inode, loader)?;
+                *node = Inode::values(entries);
+            }
+        }
+    }
+    Ok(true)
+}
+
+fn contains(node: &Arc<Inode>, step: &[u8], loader: &dyn Loader) -> Result<bool> {
+    Ok(find(node, step, loader)?.is_some())
+}
+
+/// Mutable access to the entry `step`, making the inodes on its way
+/// updatable (see [`Inode::make_mut`]). The caller is about to change the
+/// entry: hashes memoised on the way are cleared.
+pub fn find_mut<'a>(node: &'a mut Arc<Inode>, depth: u32, step: &[u8], loader: &dyn Loader) -> Result<Option<&'a mut Child>> {
+    let inode = Inode::make_mut(node);
+    match &mut inode.body {
+        Body::Values(entries) => Ok(match entries.binary_search_by(|(s, _)| s[..].cmp(step)) {
+            Ok(i) => Some(&mut entries[i].1),
+            Err(_) => None,
+        }),
+        Body::Tree { children, .. } => match &mut children[index(depth, step)] {
+            None => Ok(None),
+            Some(ptr) => {
+                if let Ptr::Stored { .. } = ptr {
+                    *ptr = Ptr::Mem(load(ptr, depth + 1, loader)?);
+                }
+                let Ptr::Mem(child) = ptr else { unreachable!("made a memory pointer above") };
+                find_mut(child, depth + 1, step, loader)
             }
         },
-        Body::Tree { len, children, .. } => {
-            let i = index(depth, step);
-            let Some(ptr) = &children[i] else { return Ok(None) };
-            let current = load(ptr, depth + 1, loader)?;
-            let Some(new_child) = remove(&current, depth + 1, step, loader)? else { return Ok(None) };
-            let mut children = children.clone();
-            children[i] = if new_child.is_empty() { None } else { Some(Ptr::Mem(new_child)) };
-            let len = len - 1;
-            let tree = Inode::new(Body::Tree { depth, len, children });
-            if len as usize <= ENTRIES {
-                // Back to a value inode: gather what is left.
-                return Ok(Some(Inode::values(collect_sorted(&tree, loader)?)));
-            }
-            Ok(Some(Arc::new(tree)))
-        }
     }
 }
 

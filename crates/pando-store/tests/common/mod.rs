@@ -53,17 +53,18 @@ pub fn model_add_tree(model: &mut Model, path: &[Vec<u8>], subtree: &Model) {
 
 /// The reference (from scratch) hash of a model.
 pub fn model_hash(model: &Model) -> Hash {
-    fn build(entries: &[(&[Vec<u8>], &Vec<u8>)]) -> RefTree {
+    type Leaf<'a> = (&'a [Vec<u8>], &'a Vec<u8>);
+    fn build(entries: &[Leaf<'_>]) -> RefTree {
         if entries.len() == 1 && entries[0].0.is_empty() {
             return RefTree::Contents(entries[0].1.clone());
         }
-        let mut groups: BTreeMap<&Vec<u8>, Vec<(&[Vec<u8>], &Vec<u8>)>> = BTreeMap::new();
+        let mut groups: BTreeMap<&Vec<u8>, Vec<Leaf<'_>>> = BTreeMap::new();
         for (path, value) in entries {
             groups.entry(&path[0]).or_default().push((&path[1..], value));
         }
         RefTree::Dir(groups.into_iter().map(|(name, sub)| (name.clone(), build(&sub))).collect())
     }
-    let entries: Vec<(&[Vec<u8>], &Vec<u8>)> = model.iter().map(|(k, v)| (k.as_slice(), v)).collect();
+    let entries: Vec<Leaf<'_>> = model.iter().map(|(k, v)| (k.as_slice(), v)).collect();
     if entries.is_empty() {
         return RefTree::Dir(Vec::new()).hash();
     }

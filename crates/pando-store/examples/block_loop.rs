@@ -1,0 +1,87 @@
+//! A quick block loop: the workload of ANCHORS.md's irmin measurement
+//! (blocks of 1,000 writes and 2,000 reads over 200,000 accounts, a durable
+//! commit per block), for a first look at where the time goes. The replay
+//! of generated traces (`pando replay`) is the real benchmark.
+//!
+//! `cargo run --release -p pando-store --example block_loop -- [DIR] [BLOCKS]`
+
+use pando_store::{Options, Store};
+
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+use rand::{Rng, SeedableRng, rngs::SmallRng};
+use std::time::Instant;
+
+/// A 22-byte address as 44 hex digits, spread like real ones.
+fn account(i: u32) -> Vec<u8> {
+    let a = u64::from(i).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+    let b = a.rotate_left(29).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    let c = b.rotate_left(17).wrapping_mul(0x94d0_49bb_1331_11eb);
+    format!("{a:016x}{b:016x}{:012x}", c >> 16).into_bytes()
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let dir = args.get(1).cloned().unwrap_or_else(|| "/tmp/pando-block-loop".into());
+    let blocks: u32 = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(200);
+    let _ = std::fs::remove_dir_all(&dir);
+    let store = Store::open(&dir, Options::default()).unwrap();
+    let accounts = 200_000u32;
+    let mut rng = SmallRng::seed_from_u64(1);
+
+    let t = Instant::now();
+    let mut tree = store.empty_tree();
+    for i in 0..accounts {
+        tree.add_mut(&[b"contracts".as_slice(), b"index", &account(i), b"balance"], &rng.r#gen::<u32>().to_be_bytes()).unwrap();
+    }
+    let mut head = store.commit(&tree, &[], 0, "Tezos", "genesis").unwrap();
+    eprintln!("genesis: {accounts} accounts in {:.2?}", t.elapsed());
+
+    let mut times = Vec::new();
+    let (mut t_read, mut t_write, mut t_commit) = (0.0, 0.0, 0.0);
+    let start = Instant::now();
+    for b in 0..blocks {
+        let block = Instant::now();
+        let mut tree = store.checkout(&head).unwrap().unwrap();
+        let t0 = Instant::now();
+        for _ in 0..2000 {
+            let i = rng.gen_range(0..accounts);
+            let v = tree.find(&[b"contracts".as_slice(), b"index", &account(i), b"balance"]).unwrap();
+            assert!(v.is_some());
+        }
+        let t1 = Instant::now();
+        for _ in 0..1000 {
+            let i = rng.gen_range(0..accounts);
+            tree.add_mut(&[b"contracts".as_slice(), b"index", &account(i), b"balance"], &rng.r#gen::<u32>().to_be_bytes()).unwrap();
+        }
+        let t2 = Instant::now();
+        head = store.commit(&tree, &[head], i64::from(b), "Tezos", "block").unwrap();
+        let t3 = Instant::now();
+        t_read += (t1 - t0).as_secs_f64();
+        t_write += (t2 - t1).as_secs_f64();
+        t_commit += (t3 - t2).as_secs_f64();
+        times.push(block.elapsed().as_secs_f64());
+    }
+    let total = start.elapsed().as_secs_f64();
+    // Reads alone, on a warm tree: the cost of one find.
+    let tree = store.checkout(&head).unwrap().unwrap();
+    let keys: Vec<Vec<u8>> = (0..2_000_000).map(|_| account(rng.gen_range(0..accounts))).collect();
+    let t = Instant::now();
+    for key in &keys {
+        assert!(tree.find(&[b"contracts".as_slice(), b"index", key, b"balance"]).unwrap().is_some());
+    }
+    eprintln!("warm find: {:.2} us", t.elapsed().as_secs_f64() * 1e6 / keys.len() as f64);
+    times.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    let n = f64::from(blocks);
+    println!(
+        "{blocks} blocks: {:.1} blocks/s, mean {:.2} ms (reads {:.2}, writes {:.2}, commit {:.2}), p99 {:.2} ms, pack {} bytes ({:.0} bytes/block)",
+        n / total,
+        1e3 * total / n,
+        1e3 * t_read / n,
+        1e3 * t_write / n,
+        1e3 * t_commit / n,
+        1e3 * times[(times.len() * 99 / 100).min(times.len() - 1)],
+        store.stats().pack_bytes,
+        0.0
+    );
+}
