@@ -111,12 +111,16 @@ pub fn decode_record(payload: &[u8]) -> Result<(u64, Vec<Step>), String> {
     Ok((first_id, steps))
 }
 
-/// The dictionary file: a sequence of `len ‖ bytes`.
+/// The dictionary file: a sequence of `LEB128 len ‖ bytes ‖ crc32c`, the
+/// checksum (u32 LE) covering length and bytes.
 pub fn encode_file_entries(steps: &[Step]) -> Vec<u8> {
     let mut out = Vec::new();
     for step in steps {
+        let start = out.len();
         varint::write_u64(&mut out, step.len() as u64);
         out.extend_from_slice(step);
+        let crc = crc32c::crc32c(&out[start..]);
+        out.extend_from_slice(&crc.to_le_bytes());
     }
     out
 }
@@ -126,7 +130,13 @@ pub fn decode_file(bytes: &[u8], expected: u64) -> Result<Vec<Step>, (usize, Str
     let mut steps = Vec::new();
     while pos < bytes.len() {
         let at = pos;
-        steps.push(read_bytes(bytes, &mut pos).map_err(|e| (at, e))?.into());
+        let step: Step = read_bytes(bytes, &mut pos).map_err(|e| (at, e))?.into();
+        let crc = bytes.get(pos..pos + 4).ok_or((pos, "truncated entry checksum".to_string()))?;
+        if crc32c::crc32c(&bytes[at..pos]) != u32::from_le_bytes(crc.try_into().expect("4 bytes")) {
+            return Err((at, "dictionary entry checksum mismatch".to_string()));
+        }
+        pos += 4;
+        steps.push(step);
     }
     if steps.len() as u64 != expected {
         return Err((pos, format!("{} entries, the control file says {expected}", steps.len())));

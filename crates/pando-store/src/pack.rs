@@ -23,6 +23,9 @@ use crate::io::{File, Storage};
 /// How many bytes a read of a record asks for first; most records fit.
 const READ_AHEAD: u64 = 512;
 
+/// What [`Pack::scan`] calls on each record: offset, kind, payload.
+pub type RecordFn<'a> = dyn FnMut(u64, RecordKind, &[u8]) -> Result<()> + 'a;
+
 /// The file name of the chunk starting at `start`.
 pub fn chunk_name(start: u64) -> String {
     format!("chunk-{start:016x}.pack")
@@ -210,7 +213,7 @@ impl Pack {
 
     /// Calls `f(offset, kind, payload)` on every record from `from` to `to`,
     /// which must be record boundaries.
-    pub fn scan(&self, from: u64, to: u64, f: &mut dyn FnMut(u64, RecordKind, &[u8]) -> Result<()>) -> Result<()> {
+    pub fn scan(&self, from: u64, to: u64, f: &mut RecordFn<'_>) -> Result<()> {
         let mut offset = from;
         while offset < to {
             let Located { file, name, start, limit } = self.locate(offset)?;

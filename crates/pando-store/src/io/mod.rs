@@ -16,7 +16,7 @@ mod faulty;
 mod fs;
 mod memory;
 
-pub use faulty::{CrashMode, FaultPlan, FaultyStorage};
+pub use faulty::{CrashMode, FaultKind, FaultPlan, FaultyStorage};
 pub use fs::FsStorage;
 pub use memory::MemStorage;
 
