@@ -11,6 +11,7 @@
 //! - No panic on any bytes read from disk: damage is an [`Error`].
 
 pub mod cache;
+pub mod crash_point;
 pub mod dict;
 pub mod error;
 pub mod format;

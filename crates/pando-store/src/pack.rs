@@ -145,6 +145,7 @@ impl Pack {
             file.truncate(0).map_err(Error::io(&name, "truncate"))?;
             // The new file must survive a crash before any commit refers to it.
             self.storage.sync_dir().map_err(Error::io(self.storage.describe(), "sync directory"))?;
+            crate::crash_point::reach("chunk-created");
             self.chunks.write().push(Chunk { start: end, name, file });
         }
         Ok(end)

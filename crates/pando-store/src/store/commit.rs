@@ -20,6 +20,7 @@ use std::sync::atomic::Ordering;
 
 use super::{Repo, Writer, index_file};
 use crate::cache::Cached;
+use crate::crash_point;
 use crate::dict::{self, Dict};
 use crate::error::{Error, Result};
 use crate::format::node::{CommitRecord, INLINE_MAX, encode_tree, encode_values};
@@ -197,6 +198,7 @@ impl Repo {
         record::append(&mut buf, RecordKind::Commit, &commit_record.encode(commit_at));
 
         self.guard(self.pack.append(base, &buf))?;
+        crash_point::reach("after-append");
         // Keep the buffer for the next commit unless one huge commit grew it.
         if buf.capacity() <= 64 << 20 {
             writer.batch_buf = buf;
@@ -247,14 +249,18 @@ impl Repo {
         }
         let result = (|| {
             self.pack.sync()?;
+            crash_point::reach("after-data-sync");
             let mut next = writer.control.clone();
             next.seq += 1;
             next.durable_end = end;
             if checkpoint {
                 self.checkpoint(writer, &mut next)?;
+                crash_point::reach("after-checkpoint");
             }
             writer.control_file.write_all_at(&next.encode(), next.slot_offset()).map_err(Error::io("control", "write"))?;
+            crash_point::reach("after-control-write");
             writer.control_file.sync().map_err(Error::io("control", "sync"))?;
+            crash_point::reach("after-control-sync");
             writer.control = next;
             writer.unsynced_commits = 0;
             Ok(())
