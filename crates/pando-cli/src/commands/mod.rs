@@ -1,0 +1,163 @@
+//! The subcommands that create and inspect a store.
+
+use anyhow::{Context, bail};
+use pando_core::Hash;
+use pando_store::{Kind, Options, Store, Tree};
+use std::path::{Path, PathBuf};
+
+/// Which store to open.
+#[derive(clap::Args)]
+pub struct StoreArg {
+    /// Store directory [env: PANDO_STORE; default: the current directory].
+    #[arg(short, long, env = "PANDO_STORE", default_value = ".")]
+    pub store: PathBuf,
+}
+
+/// Which store and which commit.
+#[derive(clap::Args)]
+pub struct AtCommit {
+    #[command(flatten)]
+    pub store: StoreArg,
+    /// A commit hash (`Co...` or hex) or a branch name [default: the last commit].
+    #[arg(short, long)]
+    pub commit: Option<String>,
+}
+
+fn open_read_only(store: &StoreArg) -> anyhow::Result<Store> {
+    Store::open(&store.store, Options { read_only: true, ..Options::default() })
+        .with_context(|| format!("cannot open the store in {}", store.store.display()))
+}
+
+/// Resolves `--commit` to a hash: a hash, a branch name, or the last commit.
+fn resolve(store: &Store, commit: Option<&str>) -> anyhow::Result<Hash> {
+    match commit {
+        None => store.last_commit()?.context("the store has no commits"),
+        Some(text) => {
+            if let Some(hash) = store.branch(text) {
+                return Ok(hash);
+            }
+            let hash = Hash::parse(text).with_context(|| format!("{text:?} is neither a branch nor a commit hash"))?;
+            if !store.exists(&hash) {
+                bail!("unknown commit {hash}");
+            }
+            Ok(hash)
+        }
+    }
+}
+
+fn checkout(at: &AtCommit) -> anyhow::Result<(Store, Hash, Tree)> {
+    let store = open_read_only(&at.store)?;
+    let hash = resolve(&store, at.commit.as_deref())?;
+    let tree = store.checkout(&hash)?.with_context(|| format!("unknown commit {hash}"))?;
+    Ok((store, hash, tree))
+}
+
+fn split_path(path: &str) -> Vec<&str> {
+    path.split('/').filter(|step| !step.is_empty()).collect()
+}
+
+fn printable(bytes: &[u8]) -> Option<&str> {
+    let text = std::str::from_utf8(bytes).ok()?;
+    text.chars().all(|c| !c.is_control() || c == '\n' || c == '\t').then_some(text)
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+pub fn init(dir: &Path) -> anyhow::Result<()> {
+    let store = Store::open(dir, Options::default()).with_context(|| format!("cannot create a store in {}", dir.display()))?;
+    store.close()?;
+    println!("created an empty store in {}", dir.display());
+    Ok(())
+}
+
+pub fn info(arg: &StoreArg) -> anyhow::Result<()> {
+    let store = open_read_only(arg)?;
+    let stats = store.stats();
+    println!("store:        {}", store.describe());
+    println!("commits:      {}", stats.commits);
+    match store.last_commit()? {
+        Some(hash) => {
+            let info = store.commit_info(&hash)?.context("last commit unreadable")?;
+            println!("last commit:  {hash} (date {}, {:?})", info.date, info.message);
+        }
+        None => println!("last commit:  none"),
+    }
+    println!("branches:     {}", stats.branches);
+    for (name, hash) in store.branches() {
+        println!("  {name:<12} {hash}");
+    }
+    println!("pack:         {} bytes in {} chunk(s)", stats.pack_bytes, stats.chunks.len());
+    for (name, size) in &stats.chunks {
+        println!("  {name:<28} {size} bytes");
+    }
+    if stats.commits > 0 {
+        println!("bytes/commit: {}", stats.pack_bytes / stats.commits);
+    }
+    println!("dictionary:   {} entries", stats.dict_entries);
+    Ok(())
+}
+
+pub fn get(at: &AtCommit, path: &str, as_hex: bool) -> anyhow::Result<()> {
+    let (_store, hash, tree) = checkout(at)?;
+    let steps = split_path(path);
+    match tree.find_tree(&steps)? {
+        None => bail!("nothing at {path:?} in commit {hash}"),
+        Some(sub) if sub.kind() == Kind::Dir => bail!("{path:?} is a directory ({} entries); use `pando ls`", tree.length(&steps)?),
+        Some(sub) => {
+            let value = sub.to_value()?.context("contents expected")?;
+            match printable(&value) {
+                Some(text) if !as_hex => println!("{text}"),
+                _ => println!("{}", hex(&value)),
+            }
+            Ok(())
+        }
+    }
+}
+
+pub fn ls(at: &AtCommit, path: &str, offset: u64, length: Option<u64>, hashes: bool) -> anyhow::Result<()> {
+    let (_store, hash, tree) = checkout(at)?;
+    let steps = split_path(path);
+    match tree.find_tree(&steps)? {
+        None => bail!("nothing at {path:?} in commit {hash}"),
+        Some(sub) if sub.kind() == Kind::Contents => bail!("{path:?} is a contents; use `pando get`"),
+        Some(_) => {}
+    }
+    for (name, child) in tree.list(&steps, offset, length)? {
+        let name = printable(&name).map_or_else(|| hex(&name), str::to_string);
+        let kind = match child.kind() {
+            Kind::Dir => "dir ",
+            Kind::Contents => "file",
+        };
+        if hashes {
+            println!("{kind} {} {name}", child.hash()?);
+        } else {
+            println!("{kind} {name}");
+        }
+    }
+    Ok(())
+}
+
+pub fn log(at: &AtCommit, count: usize) -> anyhow::Result<()> {
+    let store = open_read_only(&at.store)?;
+    let mut next = Some(resolve(&store, at.commit.as_deref())?);
+    let mut shown = 0;
+    while let Some(hash) = next {
+        if shown == count {
+            break;
+        }
+        let info = store.commit_info(&hash)?.with_context(|| format!("commit {hash} is missing"))?;
+        println!("commit {hash}");
+        println!("date   {}", info.date);
+        println!("author {}", info.author);
+        if info.parents.len() > 1 {
+            let parents: Vec<String> = info.parents.iter().map(Hash::to_base58).collect();
+            println!("merge  {}", parents.join(" "));
+        }
+        println!("    {}\n", info.message);
+        next = info.parents.first().copied();
+        shown += 1;
+    }
+    Ok(())
+}

@@ -1,0 +1,77 @@
+//! The `pando` command on a store made through the library: every command,
+//! and clean errors (non-zero exit, a message, no panic) on bad input.
+
+use pando_store::{Options, Store};
+use std::process::{Command, Output};
+
+fn pando(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_pando")).args(args).env_remove("PANDO_STORE").output().unwrap()
+}
+
+fn stdout(output: &Output) -> String {
+    assert!(output.status.success(), "failed: {}", String::from_utf8_lossy(&output.stderr));
+    String::from_utf8(output.stdout.clone()).unwrap()
+}
+
+fn failure(output: &Output) -> String {
+    assert!(!output.status.success());
+    let stderr = String::from_utf8(output.stderr.clone()).unwrap();
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    stderr
+}
+
+#[test]
+fn commands_on_a_small_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store");
+    let p = path.to_str().unwrap();
+    assert!(stdout(&pando(&["init", p])).contains("created"));
+    assert!(stdout(&pando(&["info", "--store", p])).contains("commits:      0"));
+
+    let (first, second) = {
+        let store = Store::open(&path, Options::default()).unwrap();
+        let tree = store.empty_tree().add(&["contracts", "global_counter"], b"42").unwrap();
+        let first = store.commit(&tree, &[], 1_600_000_001, "Tezos", "block 1").unwrap();
+        let tree = tree.add(&["contracts", "index", "00ab", "balance"], &[0, 1, 2]).unwrap();
+        let second = store.commit(&tree, &[first], 1_600_000_002, "Tezos", "block 2").unwrap();
+        store.set_branch("main", &second).unwrap();
+        (first, second)
+    };
+
+    let info = stdout(&pando(&["info", "-s", p]));
+    assert!(info.contains("commits:      2"), "{info}");
+    assert!(info.contains(&second.to_base58()));
+    assert!(info.contains("main"));
+
+    assert_eq!(stdout(&pando(&["get", "contracts/global_counter", "-s", p])), "42\n");
+    assert_eq!(stdout(&pando(&["get", "contracts/index/00ab/balance", "-s", p])), "000102\n");
+    assert_eq!(stdout(&pando(&["get", "contracts/global_counter", "--hex", "-s", p])), "3432\n");
+    let at_first = pando(&["get", "contracts/index/00ab/balance", "-s", p, "--commit", &first.to_base58()]);
+    assert!(failure(&at_first).contains("nothing at"));
+
+    let ls = stdout(&pando(&["ls", "contracts", "-s", p, "-c", "main"]));
+    assert_eq!(ls, "file global_counter\ndir  index\n");
+    assert!(stdout(&pando(&["ls", "-s", p, "--hashes"])).contains("dir  Co"));
+
+    let log = stdout(&pando(&["log", "-s", p]));
+    let second_at = log.find(&second.to_base58()).unwrap();
+    let first_at = log.find(&first.to_base58()).unwrap();
+    assert!(second_at < first_at, "newest first");
+    assert_eq!(stdout(&pando(&["log", "-s", p, "-n", "1"])).matches("commit ").count(), 1);
+}
+
+#[test]
+fn clean_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().to_str().unwrap();
+    assert!(failure(&pando(&["info", "-s", "/nonexistent/pando"])).contains("cannot open"));
+    assert!(failure(&pando(&["info", "-s", p])).contains("not a pando store"));
+    assert!(stdout(&pando(&["init", p])).contains("created"));
+    assert!(failure(&pando(&["get", "a", "-s", p])).contains("no commits"));
+    assert!(failure(&pando(&["log", "-s", p, "-c", "CoNotAHash"])).contains("neither a branch nor a commit"));
+    // A directory with other files is not taken over.
+    let other = tempfile::tempdir().unwrap();
+    std::fs::write(other.path().join("notes.txt"), "mine").unwrap();
+    assert!(failure(&pando(&["init", other.path().to_str().unwrap()])).contains("not a pando store"));
+    assert!(stdout(&pando(&["--help"])).contains("init"));
+}
