@@ -7,7 +7,7 @@ mod common;
 use common::*;
 use pando_core::Hash;
 use pando_store::io::MemStorage;
-use pando_store::{Options, Store, SyncPolicy, Tree};
+use pando_store::{Depth, Kind, Options, Order, Store, SyncPolicy, Tree};
 use proptest::prelude::*;
 use std::sync::Arc;
 
@@ -23,6 +23,10 @@ enum Op {
     Commit,
     Checkout(usize),
     Reopen,
+    /// Keeps a clone of the current tree: later in-place updates must not change it.
+    Snapshot,
+    /// Switches between the functional (`add`) and in-place (`add_mut`) forms.
+    ToggleInPlace,
 }
 
 /// Steps from a small set, so that paths collide often: removals hit,
@@ -60,6 +64,8 @@ fn op() -> impl Strategy<Value = Op> {
         3 => Just(Op::Commit),
         1 => (0usize..100).prop_map(Op::Checkout),
         1 => Just(Op::Reopen),
+        1 => Just(Op::Snapshot),
+        2 => Just(Op::ToggleInPlace),
     ]
 }
 
@@ -80,20 +86,36 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
     let mut model = Model::new();
     let mut commits: Vec<(Hash, Model)> = Vec::new();
     let mut head: Option<Hash> = None;
+    let mut snapshots: Vec<(Tree, Model)> = Vec::new();
+    let mut in_place = false;
     for (n, op) in ops.into_iter().enumerate() {
         let s = store.as_ref().unwrap();
         match op {
             Op::Add(p, v) => {
-                tree = tree.add(&p, &v).unwrap();
+                if in_place {
+                    tree.add_mut(&p, &v).unwrap();
+                } else {
+                    tree = tree.add(&p, &v).unwrap();
+                }
                 model_add(&mut model, &p, &v);
             }
             Op::Remove(p) => {
-                tree = tree.remove(&p).unwrap();
+                if in_place {
+                    tree.remove_mut(&p).unwrap();
+                } else {
+                    tree = tree.remove(&p).unwrap();
+                }
                 model_remove(&mut model, &p);
             }
+            Op::Snapshot => snapshots.push((tree.clone(), model.clone())),
+            Op::ToggleInPlace => in_place = !in_place,
             Op::Copy(source, target) => {
                 if let Some(sub) = tree.find_tree(&source).unwrap() {
-                    tree = tree.add_tree(&target, &sub).unwrap();
+                    if in_place {
+                        tree.add_tree_mut(&target, &sub).unwrap();
+                    } else {
+                        tree = tree.add_tree(&target, &sub).unwrap();
+                    }
                     let sub_model = model_subtree(&model, &source).expect("model agrees the source exists");
                     model_add_tree(&mut model, &target, &sub_model);
                 } else {
@@ -104,14 +126,14 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
                 for i in first as u32..first as u32 + count as u32 {
                     let p = fill_path(&dir, i);
                     let v = i.to_be_bytes();
-                    tree = tree.add(&p, &v).unwrap();
+                    tree.add_mut(&p, &v).unwrap();
                     model_add(&mut model, &p, &v);
                 }
             }
             Op::Drain(dir, count, first) => {
                 for i in first as u32..first as u32 + count as u32 {
                     let p = fill_path(&dir, i);
-                    tree = tree.remove(&p).unwrap();
+                    tree.remove_mut(&p).unwrap();
                     model_remove(&mut model, &p);
                 }
             }
@@ -132,6 +154,8 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
                 head = Some(*hash);
             }
             Op::Reopen => {
+                // Trees of the closed instance cannot be committed to the new one.
+                snapshots.clear();
                 drop(store.take());
                 store = Some(Store::open_storage(Arc::new(storage.clone()), options()).unwrap());
                 let s = store.as_ref().unwrap();
@@ -156,6 +180,39 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
             firsts.len()
         });
     }
+    for (i, (snapshot, snapshot_model)) in snapshots.iter().enumerate() {
+        check_tree(snapshot, snapshot_model).map_err(|e| TestCaseError::fail(format!("snapshot {i} changed: {e}")))?;
+    }
+    check_fold(&tree, &model)?;
+    Ok(())
+}
+
+/// `fold` visits exactly the model's contents (and directories), sorted.
+fn check_fold(tree: &Tree, model: &Model) -> Result<(), TestCaseError> {
+    let mut contents = Vec::new();
+    let mut dirs = 0usize;
+    tree.fold::<&[u8]>(&[], None, Order::Sorted, &mut |key, sub| {
+        match sub.kind() {
+            Kind::Contents => contents.push((key.to_vec(), sub.to_value()?.unwrap())),
+            Kind::Dir => dirs += 1,
+        }
+        Ok(())
+    })
+    .unwrap();
+    let expected: Vec<(Path, Vec<u8>)> = model.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+    prop_assert_eq!(contents, expected, "sorted fold lists the model in order");
+    let mut prefixes: Vec<&[Vec<u8>]> = model.keys().flat_map(|k| (0..k.len()).map(move |i| &k[..i])).collect();
+    prefixes.sort();
+    prefixes.dedup();
+    prop_assert_eq!(dirs, prefixes.len().max(1));
+    // Depth filter: exactly the entries at depth 1.
+    let mut top = Vec::new();
+    tree.fold::<&[u8]>(&[], Some(Depth::Eq(1)), Order::Undefined, &mut |key, _| {
+        top.push(key.to_vec());
+        Ok(())
+    })
+    .unwrap();
+    prop_assert_eq!(top.len() as u64, tree.length::<&[u8]>(&[]).unwrap());
     Ok(())
 }
 
