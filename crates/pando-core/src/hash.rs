@@ -44,10 +44,8 @@ impl Hash {
     /// Parses the base58check `Co...` form, checking prefix and checksum.
     pub fn from_base58(text: &str) -> Result<Hash, Error> {
         let bad = |reason| Error::BadHashText { text: text.to_string(), reason };
-        let bytes = bs58::decode(text)
-            .with_check(None)
-            .into_vec()
-            .map_err(|_| bad("not base58check (bad character or checksum)"))?;
+        let bytes =
+            bs58::decode(text).with_check(None).into_vec().map_err(|_| bad("not base58check (bad character or checksum)"))?;
         if bytes.len() != 2 + HASH_SIZE {
             return Err(bad("wrong length"));
         }

@@ -91,10 +91,7 @@ fn tezos_inode_vectors() {
 const ZERO: &[u8] = b"0000000000";
 
 fn two_entries() -> RefTree {
-    RefTree::Dir(vec![
-        (b"00".to_vec(), RefTree::Contents(ZERO.to_vec())),
-        (b"01".to_vec(), RefTree::Contents(ZERO.to_vec())),
-    ])
+    RefTree::Dir(vec![(b"00".to_vec(), RefTree::Contents(ZERO.to_vec())), (b"01".to_vec(), RefTree::Contents(ZERO.to_vec()))])
 }
 
 #[test]
@@ -115,22 +112,11 @@ fn irmin_test_hashes_node() {
 fn irmin_test_hashes_commit() {
     // The parent: a singleton tree committed with empty info.
     let singleton = RefTree::Dir(vec![(b"singleton-step".to_vec(), RefTree::Contents(b"singleton-val".to_vec()))]);
-    let parent = CommitInfo {
-        root: singleton.hash(),
-        parents: vec![],
-        date: 0,
-        author: String::new(),
-        message: String::new(),
-    }
-    .hash();
+    let parent =
+        CommitInfo { root: singleton.hash(), parents: vec![], date: 0, author: String::new(), message: String::new() }.hash();
     assert_eq!(parent.to_hex(), "634d894802f9032ef48bbe1253563dbeb2aad7dc684da83bdea5692fde2185ae");
-    let commit = CommitInfo {
-        root: two_entries().hash(),
-        parents: vec![parent],
-        date: 0,
-        author: "Tezos".into(),
-        message: String::new(),
-    };
+    let commit =
+        CommitInfo { root: two_entries().hash(), parents: vec![parent], date: 0, author: "Tezos".into(), message: String::new() };
     assert_eq!(commit.hash().to_hex(), "c20860adda3c3d40d8d03fab22b07e889979cdac880d979711aa852a0896ae30");
     assert_eq!(commit.hash().to_base58(), "CoW7mALEs2vue5cfTMdJfSAjNmjmALYS1YyqSsYr9siLcNEcrvAm");
 }

@@ -33,6 +33,9 @@ fn main() {
         let store = Store::open(&dir, Options { read_only, ..Options::default() }).unwrap();
         let elapsed = t.elapsed();
         assert_eq!(store.commit_count(), commits);
-        println!("open ({}) of a store with {commits} commits: {elapsed:.1?}", if read_only { "read-only" } else { "read-write" });
+        println!(
+            "open ({}) of a store with {commits} commits: {elapsed:.1?}",
+            if read_only { "read-only" } else { "read-write" }
+        );
     }
 }

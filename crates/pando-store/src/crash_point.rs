@@ -8,14 +8,8 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The points, in the order a commit reaches them.
-pub const POINTS: &[&str] = &[
-    "chunk-created",
-    "after-append",
-    "after-data-sync",
-    "after-checkpoint",
-    "after-control-write",
-    "after-control-sync",
-];
+pub const POINTS: &[&str] =
+    &["chunk-created", "after-append", "after-data-sync", "after-checkpoint", "after-control-write", "after-control-sync"];
 
 struct Armed {
     name: String,

@@ -71,7 +71,13 @@ impl Pack {
     /// Opens the chunks of a store whose durable end is `durable_end`.
     /// Writable: removes chunks past the durable end and truncates the last
     /// one there. Read-only: ignores what lies past it.
-    pub fn open(storage: Arc<dyn Storage>, first_start: u64, durable_end: u64, chunk_target_bytes: u64, writable: bool) -> Result<Pack> {
+    pub fn open(
+        storage: Arc<dyn Storage>,
+        first_start: u64,
+        durable_end: u64,
+        chunk_target_bytes: u64,
+        writable: bool,
+    ) -> Result<Pack> {
         let mut starts: Vec<u64> = storage
             .list()
             .map_err(Error::io(storage.describe(), "list"))?
@@ -236,7 +242,11 @@ impl Pack {
                     Parse::NeedMore { total } => {
                         if pos == 0 {
                             if (total as u64) > limit - offset {
-                                return Err(Error::corrupt(&name, offset - start, "record runs past the end of the durable data"));
+                                return Err(Error::corrupt(
+                                    &name,
+                                    offset - start,
+                                    "record runs past the end of the durable data",
+                                ));
                             }
                             // A record larger than the piece: read it alone.
                             let (kind, payload) = self.read_record(offset)?;
@@ -259,10 +269,6 @@ impl Pack {
     pub fn chunk_sizes(&self) -> Vec<(String, u64)> {
         let end = self.end();
         let chunks = self.chunks.read();
-        chunks
-            .iter()
-            .enumerate()
-            .map(|(i, c)| (c.name.clone(), chunks.get(i + 1).map_or(end, |n| n.start) - c.start))
-            .collect()
+        chunks.iter().enumerate().map(|(i, c)| (c.name.clone(), chunks.get(i + 1).map_or(end, |n| n.start) - c.start)).collect()
     }
 }

@@ -14,7 +14,13 @@ use pando_store::{Error, Options, Store, SyncPolicy};
 use std::sync::Arc;
 
 fn options() -> Options {
-    Options { cache_bytes: 32 << 10, chunk_target_bytes: 4 << 10, checkpoint_commits: 3, sync: SyncPolicy::EveryCommit, ..Options::default() }
+    Options {
+        cache_bytes: 32 << 10,
+        chunk_target_bytes: 4 << 10,
+        checkpoint_commits: 3,
+        sync: SyncPolicy::EveryCommit,
+        ..Options::default()
+    }
 }
 
 /// The workload: commits of a growing tree, with large values, directory
@@ -77,7 +83,9 @@ fn verify(image: FaultyStorage, acknowledged: &[(Hash, Model)], what: &str) {
         assert!(store.commit_count() >= acknowledged.len() as u64);
         // The store accepts new commits after recovery.
         let tree = store.checkout(last).unwrap().unwrap().add(&["after"], b"recovery").unwrap();
-        store.commit(&tree, &[*last], 1000, "Tezos", "after recovery").unwrap_or_else(|e| panic!("{what}: commit after recovery: {e}"));
+        store
+            .commit(&tree, &[*last], 1000, "Tezos", "after recovery")
+            .unwrap_or_else(|e| panic!("{what}: commit after recovery: {e}"));
     }
 }
 
@@ -96,7 +104,9 @@ fn every_operation_fails_in_turn_then_crash() {
             storage.set_plan(FaultPlan { fail_op: Some((op, kind)), fail_reads_after: None });
             let (acknowledged, error) = workload(&storage);
             assert!(error.is_some(), "operation {op} ({kind:?}) was injected but nothing failed");
-            for (i, mode) in [CrashMode::DropAll, CrashMode::KeepAll, CrashMode::Random, CrashMode::Random].into_iter().enumerate() {
+            for (i, mode) in
+                [CrashMode::DropAll, CrashMode::KeepAll, CrashMode::Random, CrashMode::Random].into_iter().enumerate()
+            {
                 let image = storage.crash(mode, op * 31 + i as u64);
                 verify(image, &acknowledged, &format!("fault {kind:?} at operation {op}, crash {mode:?}"));
                 runs += 1;
@@ -164,7 +174,9 @@ fn bit_flips_at_rest_are_detected() {
     }
     // Flips in padding, in the older control slot, or in records no
     // retained commit reaches are harmless; every other one is an error.
-    eprintln!("{tried} single-bit flips: {rejected} rejected with an error, the rest read back correct data; 0 panics, 0 wrong data");
+    eprintln!(
+        "{tried} single-bit flips: {rejected} rejected with an error, the rest read back correct data; 0 panics, 0 wrong data"
+    );
     assert!(rejected > 0);
 }
 

@@ -64,7 +64,8 @@ fn inode_vectors_through_the_store() {
 
 #[test]
 fn crossing_thresholds_both_ways_in_any_order() {
-    let store = Store::open_storage(Arc::new(MemStorage::new()), Options { cache_bytes: 256 << 10, ..Options::default() }).unwrap();
+    let store =
+        Store::open_storage(Arc::new(MemStorage::new()), Options { cache_bytes: 256 << 10, ..Options::default() }).unwrap();
     for seed in 0..3u64 {
         let mut rng = SmallRng::seed_from_u64(seed);
         let mut names: Vec<u32> = (0..700).collect();

@@ -76,7 +76,13 @@ fn fill_path(dir: &Path, i: u32) -> Path {
 }
 
 fn options() -> Options {
-    Options { cache_bytes: 64 << 10, chunk_target_bytes: 16 << 10, checkpoint_commits: 3, sync: SyncPolicy::EveryCommit, ..Options::default() }
+    Options {
+        cache_bytes: 64 << 10,
+        chunk_target_bytes: 16 << 10,
+        checkpoint_commits: 3,
+        sync: SyncPolicy::EveryCommit,
+        ..Options::default()
+    }
 }
 
 fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {

@@ -104,7 +104,9 @@ pub fn get(at: &AtCommit, path: &str, as_hex: bool) -> anyhow::Result<()> {
     let steps = split_path(path);
     match tree.find_tree(&steps)? {
         None => bail!("nothing at {path:?} in commit {hash}"),
-        Some(sub) if sub.kind() == Kind::Dir => bail!("{path:?} is a directory ({} entries); use `pando ls`", tree.length(&steps)?),
+        Some(sub) if sub.kind() == Kind::Dir => {
+            bail!("{path:?} is a directory ({} entries); use `pando ls`", tree.length(&steps)?)
+        }
         Some(sub) => {
             let value = sub.to_value()?.context("contents expected")?;
             match printable(&value) {

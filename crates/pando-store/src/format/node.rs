@@ -62,7 +62,14 @@ fn write_step(out: &mut Vec<u8>, step: &Step, dict: &Dict, raw_steps: &mut Vec<S
 
 /// Encodes a value inode. `hashes[i]` is the hash of entry `i`'s child, and
 /// every child that is not inline has been written (its offset is known).
-pub fn encode_values(entries: &[(Step, Child)], hashes: &[Hash], at: u64, dict: &Dict, raw_steps: &mut Vec<Step>, out: &mut Vec<u8>) {
+pub fn encode_values(
+    entries: &[(Step, Child)],
+    hashes: &[Hash],
+    at: u64,
+    dict: &Dict,
+    raw_steps: &mut Vec<Step>,
+    out: &mut Vec<u8>,
+) {
     write_u64(out, entries.len() as u64);
     let mut scratch = Vec::with_capacity(64);
     for ((step, child), hash) in entries.iter().zip(hashes) {
@@ -94,7 +101,14 @@ pub fn encode_values(entries: &[(Step, Child)], hashes: &[Hash], at: u64, dict: 
 }
 
 /// Encodes a tree inode; `hashes[i]` is the inode hash of child `i`.
-pub fn encode_tree(depth: u32, len: u64, children: &[Option<Ptr>; ENTRIES], hashes: &[Option<Hash>; ENTRIES], at: u64, out: &mut Vec<u8>) {
+pub fn encode_tree(
+    depth: u32,
+    len: u64,
+    children: &[Option<Ptr>; ENTRIES],
+    hashes: &[Option<Hash>; ENTRIES],
+    at: u64,
+    out: &mut Vec<u8>,
+) {
     assert!(depth < 256, "inode depth fits a byte");
     out.push(depth as u8);
     write_u64(out, len);
@@ -251,9 +265,9 @@ pub fn decode_tree(payload: &[u8], at: u64, depth: u32) -> Result<Inode, String>
 /// indices taken from the root. Used by the integrity checker.
 pub fn entries_belong(inode: &Inode, path: &[usize]) -> bool {
     match &inode.body {
-        Body::Values(entries) => entries
-            .iter()
-            .all(|(step, _)| path.iter().enumerate().all(|(depth, &i)| index(depth as u32, step) == i)),
+        Body::Values(entries) => {
+            entries.iter().all(|(step, _)| path.iter().enumerate().all(|(depth, &i)| index(depth as u32, step) == i))
+        }
         Body::Tree { .. } => true,
     }
 }

@@ -203,8 +203,7 @@ impl FaultyStorage {
     pub fn crash(&self, mode: CrashMode, seed: u64) -> FaultyStorage {
         let mut rng = SmallRng::seed_from_u64(seed);
         let after = FaultyStorage::new();
-        let mut names: Vec<(String, Arc<FaultyFile>)> =
-            self.durable.lock().iter().map(|(n, f)| (n.clone(), f.clone())).collect();
+        let mut names: Vec<(String, Arc<FaultyFile>)> = self.durable.lock().iter().map(|(n, f)| (n.clone(), f.clone())).collect();
         names.sort_by(|a, b| a.0.cmp(&b.0));
         for (name, file) in names {
             let state = file.state.lock();

@@ -90,10 +90,9 @@ impl Storage for FsStorage {
         let file = fs::OpenOptions::new().read(true).write(true).create(true).truncate(false).open(self.path(name))?;
         match file.try_lock() {
             Ok(()) => Ok(Box::new(file)),
-            Err(fs::TryLockError::WouldBlock) => Err(io::Error::new(
-                io::ErrorKind::WouldBlock,
-                "another process has this store open for writing",
-            )),
+            Err(fs::TryLockError::WouldBlock) => {
+                Err(io::Error::new(io::ErrorKind::WouldBlock, "another process has this store open for writing"))
+            }
             Err(fs::TryLockError::Error(e)) => Err(e),
         }
     }

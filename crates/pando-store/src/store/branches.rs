@@ -62,9 +62,10 @@ impl Repo {
             return Err(Error::Invalid(format!("branch name {name:?} must be 1 to 255 bytes")));
         }
         if let Some(commit) = commit
-            && !self.index.read().contains_key(commit) {
-                return Err(Error::UnknownCommit(*commit));
-            }
+            && !self.index.read().contains_key(commit)
+        {
+            return Err(Error::UnknownCommit(*commit));
+        }
         // The writer lock orders branch updates with commits.
         let mut writer = self.writer.as_ref().expect("checked writable").lock();
         let mut branches = self.branches.read().clone();

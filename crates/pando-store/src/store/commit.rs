@@ -139,9 +139,10 @@ impl Repo {
     pub(super) fn commit(&self, tree: &Tree, parents: &[Hash], date: i64, author: &str, message: &str) -> Result<Hash> {
         self.check_writable()?;
         if let Some(source) = tree.source()
-            && source.instance_id() != self.id {
-                return Err(Error::ForeignTree);
-            }
+            && source.instance_id() != self.id
+        {
+            return Err(Error::ForeignTree);
+        }
         let Child::Dir(root) = tree.node() else { return Err(Error::RootNotDirectory) };
         let root_hash = dir_ptr_hash(root, self)?;
         let mut parent_links = Vec::with_capacity(parents.len());
@@ -194,7 +195,8 @@ impl Repo {
             record::append(&mut buf, RecordKind::Dict, &dict::encode_record(first_new_id, &promoted));
         }
         let commit_at = base + buf.len() as u64;
-        let commit_record = CommitRecord { root_offset, root_hash, parents: parent_links, date, author: info.author, message: info.message };
+        let commit_record =
+            CommitRecord { root_offset, root_hash, parents: parent_links, date, author: info.author, message: info.message };
         record::append(&mut buf, RecordKind::Commit, &commit_record.encode(commit_at));
 
         self.guard(self.pack.append(base, &buf))?;

@@ -96,8 +96,7 @@ impl Store {
     /// missing (unless read-only).
     pub fn open(dir: impl AsRef<Path>, options: Options) -> Result<Store> {
         let dir = dir.as_ref();
-        let storage = FsStorage::new(dir, !options.read_only)
-            .map_err(Error::io(dir.display().to_string(), "open directory"))?;
+        let storage = FsStorage::new(dir, !options.read_only).map_err(Error::io(dir.display().to_string(), "open directory"))?;
         Store::open_storage(Arc::new(storage), options)
     }
 

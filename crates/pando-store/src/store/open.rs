@@ -44,12 +44,8 @@ pub fn open(storage: Arc<dyn Storage>, options: Options) -> Result<Repo> {
         if options.read_only {
             return Err(Error::NotAStore { dir: storage.describe() });
         }
-        let others: Vec<String> = storage
-            .list()
-            .map_err(Error::io(storage.describe(), "list"))?
-            .into_iter()
-            .filter(|name| name != LOCK)
-            .collect();
+        let others: Vec<String> =
+            storage.list().map_err(Error::io(storage.describe(), "list"))?.into_iter().filter(|name| name != LOCK).collect();
         // What a crash during creation leaves behind is cleared; anything
         // else means the directory holds something that is not ours.
         let leftovers = [crate::pack::chunk_name(0), INDEX.to_string(), DICT.to_string(), CONTROL_TEMP.to_string()];
@@ -70,9 +66,9 @@ pub fn open(storage: Arc<dyn Storage>, options: Options) -> Result<Repo> {
 
     let dict_file = open_file(&*storage, DICT, false)?;
     let mut dict = Dict::default();
-    for step in read_prefix(&*dict_file, DICT, control.dict_bytes, writable)
-        .and_then(|bytes| dict::decode_file(&bytes, control.dict_entries).map_err(|(at, reason)| Error::corrupt(DICT, at as u64, reason)))?
-    {
+    for step in read_prefix(&*dict_file, DICT, control.dict_bytes, writable).and_then(|bytes| {
+        dict::decode_file(&bytes, control.dict_entries).map_err(|(at, reason)| Error::corrupt(DICT, at as u64, reason))
+    })? {
         dict.push(step);
     }
 
@@ -97,7 +93,11 @@ pub fn open(storage: Arc<dyn Storage>, options: Options) -> Result<Repo> {
             RecordKind::Dict => {
                 let (first_id, steps) = dict::decode_record(payload).map_err(|reason| Error::corrupt("pack", offset, reason))?;
                 if first_id != dict.len() as u64 {
-                    return Err(Error::corrupt("pack", offset, format!("dictionary record starts at id {first_id}, expected {}", dict.len())));
+                    return Err(Error::corrupt(
+                        "pack",
+                        offset,
+                        format!("dictionary record starts at id {first_id}, expected {}", dict.len()),
+                    ));
                 }
                 for step in steps {
                     if dict.id_of(&step).is_some() {
@@ -157,12 +157,8 @@ fn create(storage: &dyn Storage, options: &Options) -> Result<()> {
         let file = open_file(storage, name, true)?;
         file.sync().map_err(Error::io(name, "sync"))?;
     }
-    let control = Control {
-        seq: 0,
-        chunk_target_bytes: options.chunk_target_bytes.max(1),
-        last_commit: u64::MAX,
-        ..Control::default()
-    };
+    let control =
+        Control { seq: 0, chunk_target_bytes: options.chunk_target_bytes.max(1), last_commit: u64::MAX, ..Control::default() };
     // The control file is created under a temporary name and renamed, so a
     // crash during creation leaves a directory that is not yet a store.
     let temp = CONTROL_TEMP;

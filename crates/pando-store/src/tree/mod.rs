@@ -201,9 +201,10 @@ impl Tree {
     /// [`Tree::add_tree`] in place.
     pub fn add_tree_mut<S: AsRef<[u8]>>(&mut self, path: &[S], tree: &Tree) -> Result<()> {
         if let (Some(mine), Some(theirs)) = (&self.source, &tree.source)
-            && mine.instance_id() != theirs.instance_id() {
-                return Err(crate::Error::ForeignTree);
-            }
+            && mine.instance_id() != theirs.instance_id()
+        {
+            return Err(crate::Error::ForeignTree);
+        }
         if self.source.is_none() {
             self.source = tree.source.clone();
         }
@@ -264,26 +265,13 @@ impl Tree {
     /// Calls `f(key, tree)` on the tree at `path` (key `[]`) and everything
     /// below it whose depth `depth` includes (all if `None`), parents before
     /// children.
-    pub fn fold<S: AsRef<[u8]>>(
-        &self,
-        path: &[S],
-        depth: Option<Depth>,
-        order: Order,
-        f: &mut FoldFn<'_>,
-    ) -> Result<()> {
+    pub fn fold<S: AsRef<[u8]>>(&self, path: &[S], depth: Option<Depth>, order: Order, f: &mut FoldFn<'_>) -> Result<()> {
         let Some(start) = self.find_tree(path)? else { return Ok(()) };
         let mut key = Vec::new();
         start.fold_at(0, &mut key, depth, order, f)
     }
 
-    fn fold_at(
-        &self,
-        level: u32,
-        key: &mut Vec<Vec<u8>>,
-        depth: Option<Depth>,
-        order: Order,
-        f: &mut FoldFn<'_>,
-    ) -> Result<()> {
+    fn fold_at(&self, level: u32, key: &mut Vec<Vec<u8>>, depth: Option<Depth>, order: Order, f: &mut FoldFn<'_>) -> Result<()> {
         if depth.is_none_or(|d| d.includes(level)) {
             f(key, self)?;
         }

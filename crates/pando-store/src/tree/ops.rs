@@ -194,7 +194,13 @@ pub fn collect_sorted(node: &Inode, loader: &dyn Loader) -> Result<Vec<(Step, Ch
 /// Up to `length` entries in inode order, after skipping `offset` of them.
 /// Whole subtrees are skipped by their length.
 pub fn list(node: &Inode, mut offset: u64, length: u64, loader: &dyn Loader) -> Result<Vec<(Step, Child)>> {
-    fn walk(node: &Inode, offset: &mut u64, remaining: &mut u64, loader: &dyn Loader, out: &mut Vec<(Step, Child)>) -> Result<()> {
+    fn walk(
+        node: &Inode,
+        offset: &mut u64,
+        remaining: &mut u64,
+        loader: &dyn Loader,
+        out: &mut Vec<(Step, Child)>,
+    ) -> Result<()> {
         match &node.body {
             Body::Values(entries) => {
                 for (step, child) in entries {
