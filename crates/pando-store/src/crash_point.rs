@@ -31,9 +31,10 @@ fn armed() -> Option<&'static Armed> {
 /// Aborts the process here if this point is armed and its turn has come.
 #[inline]
 pub fn reach(name: &str) {
-    if let Some(armed) = armed() {
-        if armed.name == name && armed.seen.fetch_add(1, Ordering::Relaxed) + 1 == armed.after {
-            std::process::abort();
-        }
+    if let Some(armed) = armed()
+        && armed.name == name
+        && armed.seen.fetch_add(1, Ordering::Relaxed) + 1 == armed.after
+    {
+        std::process::abort();
     }
 }

@@ -60,11 +60,11 @@ fn workload(storage: &FaultyStorage) -> (Vec<(Hash, Model)>, Option<Error>) {
                 return (acknowledged, Some(e));
             }
         }
-        if block == 4 {
-            if let Err(e) = store.set_branch("main", &parent[0]) {
-                std::mem::forget(store);
-                return (acknowledged, Some(e));
-            }
+        if block == 4
+            && let Err(e) = store.set_branch("main", &parent[0])
+        {
+            std::mem::forget(store);
+            return (acknowledged, Some(e));
         }
     }
     // Simulate a crash, not a clean close: no final flush.
