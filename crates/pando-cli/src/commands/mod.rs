@@ -92,8 +92,8 @@ pub fn info(arg: &StoreArg) -> anyhow::Result<()> {
     for (name, size) in &stats.chunks {
         println!("  {name:<28} {size} bytes");
     }
-    if stats.commits > 0 {
-        println!("bytes/commit: {}", stats.pack_bytes / stats.commits);
+    if let Some(per_commit) = stats.pack_bytes.checked_div(stats.commits) {
+        println!("bytes/commit: {per_commit}");
     }
     println!("dictionary:   {} entries", stats.dict_entries);
     Ok(())
