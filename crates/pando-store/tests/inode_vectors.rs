@@ -130,3 +130,48 @@ fn list_pages_cover_the_directory_in_a_stable_order() {
     sorted.dedup();
     assert_eq!(sorted.len(), 1000);
 }
+
+#[test]
+fn one_change_in_a_large_directory_writes_a_patch_not_the_directory() {
+    let storage = MemStorage::new();
+    let mut model = Model::new();
+    let mut commits = Vec::new();
+    {
+        let store = Store::open_storage(Arc::new(storage.clone()), Options::default()).unwrap();
+        let mut tree = store.empty_tree();
+        for i in 0..5000u32 {
+            let path = vec![b"big".to_vec(), format!("key-{i}").into_bytes()];
+            tree.add_mut(&path, &i.to_le_bytes()).unwrap();
+            model_add(&mut model, &path, &i.to_le_bytes());
+        }
+        let mut head = store.commit(&tree, &[], 0, "Tezos", "").unwrap();
+        let mut full_rewrites = 0;
+        // Many single changes in a row: chains of patches, then full records again.
+        for round in 0..12u32 {
+            let before = store.stats().pack_bytes;
+            let mut tree = store.checkout(&head).unwrap().unwrap();
+            let path = vec![b"big".to_vec(), format!("key-{}", round * 7).into_bytes()];
+            tree.add_mut(&path, b"changed").unwrap();
+            model_add(&mut model, &path, b"changed");
+            head = store.commit(&tree, &[head], 1, "Tezos", "").unwrap();
+            commits.push((head, model.clone()));
+            let written = store.stats().pack_bytes - before;
+            // Full tree inodes at depths 0 and 1 alone would be over 2 KB.
+            // A patch of the depth-0 tree inode is tens of bytes; the full
+            // record (32 children with their hashes) over 1 KB. Every fifth
+            // change writes it in full, ending the chain of patches.
+            if written > 1000 {
+                full_rewrites += 1;
+            }
+            assert!(written < 2000, "round {round}: one change wrote {written} bytes");
+        }
+        assert_eq!(full_rewrites, 2, "chains of 4 patches between full records");
+    }
+    // Read back through the disk, patches and all.
+    let store = Store::open_storage(Arc::new(storage), Options { cache_bytes: 4 << 10, ..Options::default() }).unwrap();
+    for (hash, model) in &commits {
+        let tree = store.checkout(hash).unwrap().unwrap();
+        check_tree(&tree, model).unwrap();
+        assert_eq!(tree.length(&[b"big"]).unwrap(), 5000);
+    }
+}

@@ -336,3 +336,95 @@ impl CommitRecord {
         }
     }
 }
+
+/// Longest chain of patch records before a full tree record is written;
+/// also bounds how deep decoding follows bases.
+pub const MAX_PATCH_CHAIN: u8 = 4;
+/// Most changed children a patch record holds.
+pub const MAX_PATCH_CHANGES: usize = 8;
+
+/// A tree inode recorded as changes to a base tree inode.
+///
+/// Payload: `u8 depth ‖ varint len ‖ varint base_delta ‖ u32 changed ‖
+/// u32 present ‖ (varint delta ‖ inode hash)*` for the children that changed
+/// and are present, in index order; a changed child that is not present was
+/// removed.
+#[derive(Debug)]
+pub struct TreePatch {
+    pub depth: u32,
+    pub len: u64,
+    pub base: u64,
+    /// Changed children: index, and the new pointer (offset, hash) if present.
+    pub changes: Vec<(usize, Option<(u64, Hash)>)>,
+}
+
+impl TreePatch {
+    pub fn encode(&self, at: u64, out: &mut Vec<u8>) {
+        assert!(self.depth < 256 && self.base < at, "patch of an earlier tree inode");
+        out.push(self.depth as u8);
+        write_u64(out, self.len);
+        write_u64(out, at - self.base);
+        let (mut changed, mut present) = (0u32, 0u32);
+        for (index, pointer) in &self.changes {
+            changed |= 1 << index;
+            if pointer.is_some() {
+                present |= 1 << index;
+            }
+        }
+        out.extend_from_slice(&changed.to_le_bytes());
+        out.extend_from_slice(&present.to_le_bytes());
+        for (_, pointer) in &self.changes {
+            if let Some((offset, hash)) = pointer {
+                write_delta(out, at, *offset, hash);
+            }
+        }
+    }
+
+    pub fn decode(payload: &[u8], at: u64, depth: u32) -> Result<TreePatch, String> {
+        let mut r = Reader { bytes: payload, pos: 0 };
+        let found_depth = u32::from(r.byte()?);
+        if found_depth != depth {
+            return Err(format!("tree patch of depth {found_depth} found at depth {depth}"));
+        }
+        let len = r.varint()?;
+        let base_delta = r.varint()?;
+        if base_delta == 0 || base_delta > at {
+            return Err(format!("base delta {base_delta} invalid for a record at {at}"));
+        }
+        let changed = u32::from_le_bytes(r.take(4)?.try_into().expect("4 bytes"));
+        let present = u32::from_le_bytes(r.take(4)?.try_into().expect("4 bytes"));
+        if changed == 0 || present & !changed != 0 {
+            return Err("tree patch without changes, or with a present child that did not change".into());
+        }
+        let mut changes = Vec::new();
+        for index in 0..ENTRIES {
+            if changed & (1 << index) != 0 {
+                let pointer = if present & (1 << index) != 0 { Some(r.pointer(at)?) } else { None };
+                changes.push((index, pointer));
+            }
+        }
+        r.finish()?;
+        Ok(TreePatch { depth, len, base: at - base_delta, changes })
+    }
+
+    /// The tree inode this patch describes, given its base.
+    pub fn apply(&self, base: &Inode) -> Result<Inode, String> {
+        let Body::Tree { depth, children, .. } = &base.body else {
+            return Err("the base of a tree patch is not a tree inode".into());
+        };
+        if *depth != self.depth {
+            return Err(format!("tree patch at depth {} has a base at depth {depth}", self.depth));
+        }
+        if self.len <= ENTRIES as u64 {
+            return Err(format!("tree inode with only {} entries", self.len));
+        }
+        let mut children = children.clone();
+        for (index, pointer) in &self.changes {
+            children[*index] = pointer.map(|(offset, hash)| Ptr::stored(offset, hash));
+        }
+        if children.iter().all(Option::is_none) {
+            return Err("tree inode without children".into());
+        }
+        Ok(Inode::new(Body::Tree { depth: self.depth, len: self.len, children }))
+    }
+}

@@ -25,6 +25,8 @@ pub enum RecordKind {
     Commit = 4,
     /// New dictionary entries.
     Dict = 5,
+    /// A tree inode given as changes to an earlier tree inode.
+    TreePatch = 6,
 }
 
 impl RecordKind {
@@ -35,6 +37,7 @@ impl RecordKind {
             3 => RecordKind::Blob,
             4 => RecordKind::Commit,
             5 => RecordKind::Dict,
+            6 => RecordKind::TreePatch,
             _ => return None,
         })
     }

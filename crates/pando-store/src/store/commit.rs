@@ -23,7 +23,7 @@ use crate::cache::Cached;
 use crate::crash_point;
 use crate::dict::{self, Dict};
 use crate::error::{Error, Result};
-use crate::format::node::{CommitRecord, INLINE_MAX, encode_tree, encode_values};
+use crate::format::node::{CommitRecord, INLINE_MAX, MAX_PATCH_CHAIN, MAX_PATCH_CHANGES, TreePatch, encode_tree, encode_values};
 use crate::format::record::{self, RecordKind};
 use crate::options::SyncPolicy;
 use crate::tree::Tree;
@@ -70,6 +70,7 @@ impl Batch<'_> {
         if let Some(offset) = inode.stored_offset() {
             return Ok(offset);
         }
+        let mut patch_chain = 0;
         let stored_body = match &inode.body {
             Body::Values(entries) => {
                 let mut hashes = Vec::with_capacity(entries.len());
@@ -110,20 +111,27 @@ impl Batch<'_> {
                 }
                 let at = self.next_offset();
                 self.payload.clear();
-                encode_tree(depth, *len, children, &hashes, at, &mut self.payload);
+                match plan_patch(inode, depth, *len, &stored_children) {
+                    Some((patch, chain)) => {
+                        patch.encode(at, &mut self.payload);
+                        patch_chain = chain;
+                    }
+                    None => encode_tree(depth, *len, children, &hashes, at, &mut self.payload),
+                }
                 Body::Tree { depth, len: *len, children: stored_children }
             }
         };
         let kind = match stored_body {
             Body::Values(_) => RecordKind::Values,
+            Body::Tree { .. } if patch_chain > 0 => RecordKind::TreePatch,
             Body::Tree { .. } => RecordKind::Tree,
         };
         let at = self.push_record(kind);
-        let _ = inode.stored.set(at);
+        inode.mark_stored(at, patch_chain);
         // The cached copy points to children by offset only, so it keeps
         // nothing else alive; it carries the hashes already computed.
         let stored = Inode::new(stored_body);
-        let _ = stored.stored.set(at);
+        stored.mark_stored(at, patch_chain);
         if let Some(hash) = inode.hash.get() {
             let _ = stored.hash.set(*hash);
         }
@@ -133,6 +141,44 @@ impl Batch<'_> {
         self.written.push((at, Arc::new(stored)));
         Ok(at)
     }
+}
+
+/// Offset of what a child slot points to, if it is written.
+fn slot_offset(slot: &Option<Ptr>) -> Option<u64> {
+    match slot {
+        None => None,
+        Some(Ptr::Stored { offset, .. }) => Some(*offset),
+        Some(Ptr::Mem(inode)) => inode.stored_offset(),
+    }
+}
+
+/// A patch against the inode's base when few children changed and the
+/// base's chain of patches is short; `None` to write the inode in full.
+fn plan_patch(inode: &Inode, depth: u32, len: u64, children: &[Option<Ptr>; ENTRIES]) -> Option<(TreePatch, u8)> {
+    let base = inode.base.lock().clone()?;
+    let base_offset = base.stored_offset()?;
+    let chain = base.patch_chain.get().copied()?;
+    let Body::Tree { depth: base_depth, children: base_children, .. } = &base.body else { return None };
+    if *base_depth != depth || chain >= MAX_PATCH_CHAIN {
+        return None;
+    }
+    let mut changes = Vec::new();
+    for (index, (slot, base_slot)) in children.iter().zip(base_children.iter()).enumerate() {
+        let offset = slot_offset(slot);
+        let base_offset = if base_slot.is_some() { Some(slot_offset(base_slot)?) } else { None };
+        if offset != base_offset {
+            let pointer = match slot {
+                Some(Ptr::Stored { offset, hash, .. }) => Some((*offset, *hash)),
+                Some(Ptr::Mem(_)) => unreachable!("children are stored before the parent is planned"),
+                None => None,
+            };
+            changes.push((index, pointer));
+        }
+    }
+    if changes.is_empty() || changes.len() > MAX_PATCH_CHANGES {
+        return None;
+    }
+    Some((TreePatch { depth, len, base: base_offset, changes }, chain + 1))
 }
 
 impl Repo {

@@ -29,7 +29,7 @@ use crate::cache::{Cached, NodeCache};
 use crate::dict::Dict;
 use crate::error::{Error, Result};
 use crate::format::control::Control;
-use crate::format::node::{CommitRecord, decode_tree, decode_values};
+use crate::format::node::{CommitRecord, MAX_PATCH_CHAIN, TreePatch, decode_tree, decode_values};
 use crate::format::record::RecordKind;
 use crate::io::{File, FsStorage, Storage};
 use crate::options::Options;
@@ -239,26 +239,45 @@ impl Repo {
     }
 }
 
-impl Loader for Repo {
-    fn load_inode(&self, offset: u64, hash: &Hash, depth: u32) -> Result<Arc<Inode>> {
+impl Repo {
+    /// Loads the inode recorded at `offset` (through the cache), following
+    /// at most `patches` patch records to their bases.
+    fn load_inode_at(&self, offset: u64, depth: u32, patches: u8) -> Result<Arc<Inode>> {
         if let Some(Cached::Inode(inode, _)) = self.cache.get(offset) {
             return Ok(inode);
         }
         let (kind, payload) = self.pack.read_record(offset)?;
-        let decoded = match kind {
-            RecordKind::Values => decode_values(&payload, offset, &self.dict.read()),
-            RecordKind::Tree => decode_tree(&payload, offset, depth),
-            other => Err(format!("expected an inode record, found {other:?}")),
+        let corrupt = |reason| Error::corrupt("pack", offset, reason);
+        let (inode, chain) = match kind {
+            RecordKind::Values => (decode_values(&payload, offset, &self.dict.read()).map_err(corrupt)?, 0),
+            RecordKind::Tree => (decode_tree(&payload, offset, depth).map_err(corrupt)?, 0),
+            RecordKind::TreePatch => {
+                let Some(patches) = patches.checked_sub(1) else {
+                    return Err(corrupt(format!("chain of tree patches longer than {MAX_PATCH_CHAIN}")));
+                };
+                let patch = TreePatch::decode(&payload, offset, depth).map_err(corrupt)?;
+                let base = self.load_inode_at(patch.base, depth, patches)?;
+                let chain = base.patch_chain.get().copied().unwrap_or(0) + 1;
+                if chain > MAX_PATCH_CHAIN {
+                    return Err(corrupt(format!("chain of tree patches longer than {MAX_PATCH_CHAIN}")));
+                }
+                (patch.apply(&base).map_err(corrupt)?, chain)
+            }
+            other => return Err(corrupt(format!("expected an inode record, found {other:?}"))),
         };
-        let inode = decoded.map_err(|reason| Error::corrupt("pack", offset, reason))?;
-        let _ = inode.stored.set(offset);
-        if depth == 0 {
-            let _ = inode.dir_hash.set(*hash);
-        } else {
-            let _ = inode.hash.set(*hash);
-        }
+        inode.mark_stored(offset, chain);
         let inode = Arc::new(inode);
         self.cache.insert(offset, Cached::inode(inode.clone()));
+        Ok(inode)
+    }
+}
+
+impl Loader for Repo {
+    fn load_inode(&self, offset: u64, hash: &Hash, depth: u32) -> Result<Arc<Inode>> {
+        let inode = self.load_inode_at(offset, depth, MAX_PATCH_CHAIN)?;
+        // The pointer's hash is the directory hash for a root, the inode hash below.
+        let memo = if depth == 0 { &inode.dir_hash } else { &inode.hash };
+        let _ = memo.set(*hash);
         Ok(inode)
     }
 

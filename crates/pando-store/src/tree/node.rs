@@ -126,6 +126,12 @@ pub struct Inode {
     pub(crate) dir_hash: OnceLock<Hash>,
     /// Offset of the record holding this inode, once written.
     pub(crate) stored: OnceLock<u64>,
+    /// For a written tree inode: how many patch records lead from its
+    /// record to a full one (0 for a full record).
+    pub(crate) patch_chain: OnceLock<u8>,
+    /// For an inode being updated: the written version it derives from, so
+    /// that writing it can record only the difference. Taken when written.
+    pub(crate) base: parking_lot::Mutex<Option<Arc<Inode>>>,
 }
 
 pub enum Body {
@@ -137,7 +143,14 @@ pub enum Body {
 
 impl Inode {
     pub fn new(body: Body) -> Inode {
-        Inode { body, hash: OnceLock::new(), dir_hash: OnceLock::new(), stored: OnceLock::new() }
+        Inode {
+            body,
+            hash: OnceLock::new(),
+            dir_hash: OnceLock::new(),
+            stored: OnceLock::new(),
+            patch_chain: OnceLock::new(),
+            base: parking_lot::Mutex::new(None),
+        }
     }
 
     pub fn values(entries: Vec<(Step, Child)>) -> Arc<Inode> {
@@ -176,12 +189,23 @@ impl Inode {
     pub fn make_mut(this: &mut Arc<Inode>) -> &mut Inode {
         let in_place = this.stored.get().is_none() && Arc::get_mut(this).is_some();
         if !in_place {
-            *this = Arc::new(this.fresh_copy());
+            let copy = this.fresh_copy();
+            // Remember the written version this one derives from.
+            let base = if this.stored.get().is_some() { Some(this.clone()) } else { this.base.lock().clone() };
+            *copy.base.lock() = base;
+            *this = Arc::new(copy);
         }
         let inode = Arc::get_mut(this).expect("unique after copy");
         inode.hash = OnceLock::new();
         inode.dir_hash = OnceLock::new();
         inode
+    }
+
+    /// Records where this inode was written; forgets its base.
+    pub(crate) fn mark_stored(&self, offset: u64, patch_chain: u8) {
+        let _ = self.stored.set(offset);
+        let _ = self.patch_chain.set(patch_chain);
+        self.base.lock().take();
     }
 
     /// Where this inode was written, if it was.
