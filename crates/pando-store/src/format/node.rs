@@ -169,6 +169,14 @@ impl<'a> Reader<'a> {
         }
         Ok((at - delta, self.hash()?))
     }
+    /// Reads a depth byte and checks it is the expected one.
+    fn depth(&mut self, expected: u32, what: &str) -> Result<(), String> {
+        let found = u32::from(self.byte()?);
+        if found != expected {
+            return Err(format!("{what} of depth {found} found at depth {expected}"));
+        }
+        Ok(())
+    }
     fn finish(&self) -> Result<(), String> {
         if self.pos != self.bytes.len() {
             return Err(format!("{} trailing bytes", self.bytes.len() - self.pos));
@@ -237,10 +245,7 @@ pub fn decode_values(payload: &[u8], at: u64, dict: &Dict) -> Result<Inode, Stri
 /// Decodes a tree inode recorded at `at`, expected at `depth`.
 pub fn decode_tree(payload: &[u8], at: u64, depth: u32) -> Result<Inode, String> {
     let mut r = Reader { bytes: payload, pos: 0 };
-    let found_depth = u32::from(r.byte()?);
-    if found_depth != depth {
-        return Err(format!("tree inode of depth {found_depth} found at depth {depth}"));
-    }
+    r.depth(depth, "tree inode")?;
     let len = r.varint()?;
     if len <= ENTRIES as u64 {
         return Err(format!("tree inode with only {len} entries"));
@@ -382,10 +387,7 @@ impl TreePatch {
 
     pub fn decode(payload: &[u8], at: u64, depth: u32) -> Result<TreePatch, String> {
         let mut r = Reader { bytes: payload, pos: 0 };
-        let found_depth = u32::from(r.byte()?);
-        if found_depth != depth {
-            return Err(format!("tree patch of depth {found_depth} found at depth {depth}"));
-        }
+        r.depth(depth, "tree patch")?;
         let len = r.varint()?;
         let base_delta = r.varint()?;
         if base_delta == 0 || base_delta > at {
