@@ -18,6 +18,7 @@ pub mod inode;
 pub mod ocaml_hash;
 pub mod reference;
 pub mod tezos;
+pub mod trace;
 pub mod varint;
 
 pub use error::Error;

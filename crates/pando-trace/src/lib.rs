@@ -1,0 +1,15 @@
+//! pando-trace: the instrument by which context stores are compared.
+//!
+//! - [`file`]: reading and writing irmin's replayable traces (`IrmRepBT`);
+//! - [`gen`]: a deterministic generator of Tezos-like traces;
+//! - [`replay`]: replaying a trace into a pando store, checking recorded
+//!   results and measuring what WORKLOAD.md lists;
+//! - [`report`]: the text summary, JSON and HTML page of a replay.
+//!
+//! Boundary: everything goes through `pando-store`'s public API; this crate
+//! never touches a store's files.
+
+pub mod file;
+pub mod replay;
+
+pub use file::{TraceError, TraceReader, TraceWriter};

@@ -1,0 +1,171 @@
+//! What a replay measures: latency histograms per operation kind, and per
+//! block its time, its commit time, disk size, memory and I/O.
+//!
+//! Boundary: measures and keeps numbers; the report module presents them.
+
+use hdrhistogram::Histogram;
+use pando_core::trace::Row;
+use pando_store::Store;
+use std::time::{Duration, Instant};
+
+/// The kinds of rows, in trace order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OpKind {
+    Checkout,
+    Add,
+    Remove,
+    Copy,
+    Find,
+    Mem,
+    MemTree,
+    Commit,
+}
+
+impl OpKind {
+    pub const ALL: [OpKind; 8] =
+        [OpKind::Checkout, OpKind::Add, OpKind::Remove, OpKind::Copy, OpKind::Find, OpKind::Mem, OpKind::MemTree, OpKind::Commit];
+
+    pub fn of(row: &Row) -> OpKind {
+        match row {
+            Row::Checkout { .. } => OpKind::Checkout,
+            Row::Add { .. } => OpKind::Add,
+            Row::Remove { .. } => OpKind::Remove,
+            Row::Copy { .. } => OpKind::Copy,
+            Row::Find { .. } => OpKind::Find,
+            Row::Mem { .. } => OpKind::Mem,
+            Row::MemTree { .. } => OpKind::MemTree,
+            Row::Commit { .. } => OpKind::Commit,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            OpKind::Checkout => "checkout",
+            OpKind::Add => "add",
+            OpKind::Remove => "remove",
+            OpKind::Copy => "copy",
+            OpKind::Find => "find",
+            OpKind::Mem => "mem",
+            OpKind::MemTree => "mem_tree",
+            OpKind::Commit => "commit",
+        }
+    }
+
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// One block's numbers.
+#[derive(Clone, Copy, Debug, Default, serde::Serialize, serde::Deserialize)]
+pub struct BlockSample {
+    pub block: u64,
+    pub ops: u32,
+    /// Wall time from the block's first row to the end of its commit.
+    pub wall_us: u64,
+    pub commit_us: u64,
+    /// Seconds since the replay started, at the end of the block.
+    pub at_s: f64,
+    pub pack_bytes: u64,
+    pub rss_bytes: u64,
+    /// From /proc/self/io, cumulative since the process started.
+    pub read_bytes: u64,
+    pub write_bytes: u64,
+    pub read_syscalls: u64,
+    pub write_syscalls: u64,
+}
+
+/// Process counters from /proc/self/io; zero where unavailable.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ProcIo {
+    pub read_bytes: u64,
+    pub write_bytes: u64,
+    pub read_syscalls: u64,
+    pub write_syscalls: u64,
+}
+
+impl ProcIo {
+    pub fn now() -> ProcIo {
+        let mut io = ProcIo::default();
+        if let Ok(text) = std::fs::read_to_string("/proc/self/io") {
+            for line in text.lines() {
+                let mut parts = line.split(':');
+                let (Some(name), Some(value)) = (parts.next(), parts.next()) else { continue };
+                let value = value.trim().parse().unwrap_or(0);
+                match name {
+                    "rchar" => io.read_bytes = value,
+                    "wchar" => io.write_bytes = value,
+                    "syscr" => io.read_syscalls = value,
+                    "syscw" => io.write_syscalls = value,
+                    _ => {}
+                }
+            }
+        }
+        io
+    }
+}
+
+/// Resident memory of this process, from /proc/self/statm; zero where unavailable.
+pub fn rss_bytes() -> u64 {
+    std::fs::read_to_string("/proc/self/statm")
+        .ok()
+        .and_then(|text| text.split_whitespace().nth(1).and_then(|pages| pages.parse::<u64>().ok()))
+        .map_or(0, |pages| pages * 4096)
+}
+
+pub struct Metrics {
+    histograms: Vec<Histogram<u64>>,
+    pub blocks: Vec<BlockSample>,
+    start: Instant,
+    pub io_at_start: ProcIo,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Metrics::new()
+    }
+}
+
+impl Metrics {
+    pub fn new() -> Metrics {
+        let histograms = OpKind::ALL
+            .iter()
+            // Nanoseconds, from 1 ns to an hour, 3 significant digits.
+            .map(|_| Histogram::new_with_bounds(1, 3_600_000_000_000, 3).expect("valid histogram bounds"))
+            .collect();
+        Metrics { histograms, blocks: Vec::new(), start: Instant::now(), io_at_start: ProcIo::now() }
+    }
+
+    pub fn record_op(&mut self, kind: OpKind, elapsed: Duration) {
+        let ns = (elapsed.as_nanos() as u64).clamp(1, 3_600_000_000_000);
+        self.histograms[kind.index()].record(ns).expect("value within the histogram's bounds");
+    }
+
+    pub fn histogram(&self, kind: OpKind) -> &Histogram<u64> {
+        &self.histograms[kind.index()]
+    }
+
+    pub fn end_block(&mut self, ops: u32, wall: Duration, commit: Duration, store: &Store) -> BlockSample {
+        let io = ProcIo::now();
+        let sample = BlockSample {
+            block: self.blocks.len() as u64,
+            ops,
+            wall_us: wall.as_micros() as u64,
+            commit_us: commit.as_micros() as u64,
+            at_s: self.start.elapsed().as_secs_f64(),
+            pack_bytes: store.stats().pack_bytes,
+            rss_bytes: rss_bytes(),
+            read_bytes: io.read_bytes,
+            write_bytes: io.write_bytes,
+            read_syscalls: io.read_syscalls,
+            write_syscalls: io.write_syscalls,
+        };
+        self.blocks.push(sample);
+        sample
+    }
+
+    pub fn elapsed(&self) -> Duration {
+        self.start.elapsed()
+    }
+}

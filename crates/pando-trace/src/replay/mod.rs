@@ -1,0 +1,257 @@
+//! Replaying a trace into a pando store.
+//!
+//! Each row is applied as irmin's own replay applies it: context 0 is the
+//! empty genesis tree; a context used with `Forget` is dropped after use
+//! (and updated in place, since nothing else holds it); a commit's trace
+//! hash is mapped to the real one for later checkouts and, when the trace
+//! recorded a real context hash, compared with it; every recorded
+//! `find`/`mem`/`mem_tree` result is compared with the store's answer.
+//!
+//! Invariant: a mismatch is counted and reported, never fatal; a row that
+//! cannot be applied at all (unknown context or commit) is an error.
+
+pub mod metrics;
+
+use pando_core::Hash;
+use pando_core::trace::{ContextId, Key, Row, Scope};
+use pando_store::{Store, Tree};
+use std::collections::HashMap;
+use std::time::Instant;
+
+pub use metrics::{BlockSample, Metrics, OpKind};
+
+/// Commits made by a replay have this author, as Tezos commits do.
+pub const AUTHOR: &str = "Tezos";
+/// How many mismatches are kept as examples.
+const MAX_EXAMPLES: usize = 20;
+
+/// Why a replay stopped.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ReplayError {
+    #[error("row {row}: {source}")]
+    Store { row: u64, source: pando_store::Error },
+    #[error("row {row}: {reason}")]
+    Trace { row: u64, reason: String },
+}
+
+/// What a replay checked, and what disagreed.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct Checks {
+    pub hashes_checked: u64,
+    pub hash_mismatches: u64,
+    pub reads_checked: u64,
+    pub read_mismatches: u64,
+    /// Copies whose source did not exist (irmin's replay fails on them).
+    pub missing_copy_sources: u64,
+    pub examples: Vec<String>,
+}
+
+impl Checks {
+    fn note(&mut self, example: String) {
+        if self.examples.len() < MAX_EXAMPLES {
+            self.examples.push(example);
+        }
+    }
+
+    /// True when every check passed.
+    pub fn all_passed(&self) -> bool {
+        self.hash_mismatches == 0 && self.read_mismatches == 0 && self.missing_copy_sources == 0
+    }
+}
+
+/// Replays rows one at a time into a store.
+pub struct Replayer<'a> {
+    store: &'a Store,
+    contexts: HashMap<ContextId, Tree>,
+    commits: HashMap<Vec<u8>, Hash>,
+    row: u64,
+    block_ops: u32,
+    block_start: Option<Instant>,
+    pub checks: Checks,
+    pub metrics: Metrics,
+    /// The hash of the last commit made.
+    pub last_commit: Option<Hash>,
+}
+
+/// The result of applying a row.
+pub enum Applied {
+    Op,
+    /// The row was a commit: a block ended.
+    Block(BlockSample),
+}
+
+fn path_text(key: &Key) -> String {
+    key.iter().map(|s| String::from_utf8_lossy(s).into_owned()).collect::<Vec<_>>().join("/")
+}
+
+/// The context hash a trace recorded, if it recorded one (a `Co...` string
+/// or 32 raw bytes); traces from the generator use opaque identifiers.
+pub fn recorded_hash(trace_hash: &[u8]) -> Option<Hash> {
+    if trace_hash.len() == 32 {
+        return Hash::from_slice(trace_hash);
+    }
+    std::str::from_utf8(trace_hash).ok().and_then(|text| Hash::from_base58(text).ok())
+}
+
+impl<'a> Replayer<'a> {
+    pub fn new(store: &'a Store) -> Replayer<'a> {
+        let mut contexts = HashMap::new();
+        contexts.insert(0, store.empty_tree());
+        Replayer {
+            store,
+            contexts,
+            commits: HashMap::new(),
+            row: 0,
+            block_ops: 0,
+            block_start: None,
+            checks: Checks::default(),
+            metrics: Metrics::new(),
+            last_commit: None,
+        }
+    }
+
+    fn trace_error(&self, reason: impl Into<String>) -> ReplayError {
+        ReplayError::Trace { row: self.row, reason: reason.into() }
+    }
+
+    fn store_error(&self) -> impl Fn(pando_store::Error) -> ReplayError {
+        let row = self.row;
+        move |source| ReplayError::Store { row, source }
+    }
+
+    /// The tree of a context, to be changed: taken if this is its last use
+    /// (so it is updated in place), cloned otherwise.
+    fn take_context(&mut self, ctx: &Scope<ContextId>) -> Result<Tree, ReplayError> {
+        let id = *ctx.value();
+        let tree = if ctx.is_keep() || id == 0 { self.contexts.get(&id).cloned() } else { self.contexts.remove(&id) };
+        tree.ok_or_else(|| self.trace_error(format!("unknown context {id}")))
+    }
+
+    fn read_context(&mut self, ctx: &Scope<ContextId>) -> Result<Tree, ReplayError> {
+        self.take_context(ctx)
+    }
+
+    fn put_context(&mut self, ctx: &Scope<ContextId>, tree: Tree) {
+        if ctx.is_keep() {
+            self.contexts.insert(*ctx.value(), tree);
+        }
+    }
+
+    fn resolve_commit(&mut self, trace_hash: &Scope<Vec<u8>>) -> Result<Hash, ReplayError> {
+        let bytes = trace_hash.value();
+        let found = if trace_hash.is_keep() { self.commits.get(bytes).copied() } else { self.commits.remove(bytes) };
+        if let Some(hash) = found {
+            return Ok(hash);
+        }
+        // A commit made before this replay, named by its real hash.
+        match recorded_hash(bytes) {
+            Some(hash) if self.store.exists(&hash) => Ok(hash),
+            _ => Err(self.trace_error(format!("unknown commit {:?}", String::from_utf8_lossy(bytes)))),
+        }
+    }
+
+    fn check_read(&mut self, kind: OpKind, key: &Key, expected: bool, found: bool) {
+        self.checks.reads_checked += 1;
+        if expected != found {
+            self.checks.read_mismatches += 1;
+            let row = self.row;
+            self.checks.note(format!("row {row}: {} {} recorded {expected}, replay {found}", kind.name(), path_text(key)));
+        }
+    }
+
+    /// Applies one row.
+    pub fn apply(&mut self, row: Row) -> Result<Applied, ReplayError> {
+        let start = Instant::now();
+        self.block_start.get_or_insert(start);
+        let kind = OpKind::of(&row);
+        match row {
+            Row::Checkout { hash, ctx } => {
+                let real = self.resolve_commit(&hash)?;
+                let tree = self.store.checkout(&real).map_err(self.store_error())?;
+                let tree = tree.ok_or_else(|| self.trace_error(format!("commit {real} is not in the store")))?;
+                self.put_context(&ctx, tree);
+            }
+            Row::Add { key, value, in_ctx, out_ctx } => {
+                let mut tree = self.take_context(&in_ctx)?;
+                tree.add_mut(&key, &value).map_err(self.store_error())?;
+                self.put_context(&out_ctx, tree);
+            }
+            Row::Remove { key, in_ctx, out_ctx } => {
+                let mut tree = self.take_context(&in_ctx)?;
+                tree.remove_mut(&key).map_err(self.store_error())?;
+                self.put_context(&out_ctx, tree);
+            }
+            Row::Copy { source, target, in_ctx, out_ctx } => {
+                let mut tree = self.take_context(&in_ctx)?;
+                match tree.find_tree(&source).map_err(self.store_error())? {
+                    Some(subtree) => tree.add_tree_mut(&target, &subtree).map_err(self.store_error())?,
+                    None => {
+                        self.checks.missing_copy_sources += 1;
+                        let row = self.row;
+                        self.checks.note(format!("row {row}: copy from missing {}", path_text(&source)));
+                    }
+                }
+                self.put_context(&out_ctx, tree);
+            }
+            Row::Find { key, found, ctx } => {
+                let tree = self.read_context(&ctx)?;
+                let got = tree.find(&key).map_err(self.store_error())?.is_some();
+                self.check_read(kind, &key, found, got);
+            }
+            Row::Mem { key, found, ctx } => {
+                let tree = self.read_context(&ctx)?;
+                let got = tree.mem(&key).map_err(self.store_error())?;
+                self.check_read(kind, &key, found, got);
+            }
+            Row::MemTree { key, found, ctx } => {
+                let tree = self.read_context(&ctx)?;
+                let got = tree.mem_tree(&key).map_err(self.store_error())?;
+                self.check_read(kind, &key, found, got);
+            }
+            Row::Commit { hash, date, message, parents, in_ctx } => {
+                let tree = self.take_context(&in_ctx)?;
+                let mut real_parents = Vec::with_capacity(parents.len());
+                for parent in &parents {
+                    real_parents.push(self.resolve_commit(parent)?);
+                }
+                let message = String::from_utf8(message).map_err(|_| self.trace_error("commit message is not UTF-8"))?;
+                let real = self.store.commit(&tree, &real_parents, date, AUTHOR, &message).map_err(self.store_error())?;
+                drop(tree);
+                if let Some(recorded) = recorded_hash(hash.value()) {
+                    self.checks.hashes_checked += 1;
+                    if recorded != real {
+                        self.checks.hash_mismatches += 1;
+                        let row = self.row;
+                        self.checks.note(format!("row {row}: commit hash recorded {recorded}, replay {real}"));
+                    }
+                }
+                if hash.is_keep() {
+                    self.commits.insert(hash.value().clone(), real);
+                }
+                self.last_commit = Some(real);
+                let end = Instant::now();
+                self.metrics.record_op(kind, end - start);
+                self.row += 1;
+                let block_start = self.block_start.take().unwrap_or(start);
+                let sample = self.metrics.end_block(self.block_ops + 1, end - block_start, end - start, self.store);
+                self.block_ops = 0;
+                return Ok(Applied::Block(sample));
+            }
+        }
+        self.metrics.record_op(kind, start.elapsed());
+        self.row += 1;
+        self.block_ops += 1;
+        Ok(Applied::Op)
+    }
+
+    /// Rows applied so far.
+    pub fn rows(&self) -> u64 {
+        self.row
+    }
+
+    /// Contexts and commit names currently held (memory the trace asks us to keep).
+    pub fn held(&self) -> (usize, usize) {
+        (self.contexts.len(), self.commits.len())
+    }
+}
