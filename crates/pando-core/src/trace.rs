@@ -47,16 +47,51 @@ pub type ContextId = i64;
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Row {
     /// The tree of a commit becomes context `ctx`.
-    Checkout { hash: Scope<Vec<u8>>, ctx: Scope<ContextId> },
-    Add { key: Key, value: Vec<u8>, in_ctx: Scope<ContextId>, out_ctx: Scope<ContextId> },
-    Remove { key: Key, in_ctx: Scope<ContextId>, out_ctx: Scope<ContextId> },
+    Checkout {
+        hash: Scope<Vec<u8>>,
+        ctx: Scope<ContextId>,
+    },
+    Add {
+        key: Key,
+        value: Vec<u8>,
+        in_ctx: Scope<ContextId>,
+        out_ctx: Scope<ContextId>,
+    },
+    Remove {
+        key: Key,
+        in_ctx: Scope<ContextId>,
+        out_ctx: Scope<ContextId>,
+    },
     /// The subtree at `source` is added at `target`.
-    Copy { source: Key, target: Key, in_ctx: Scope<ContextId>, out_ctx: Scope<ContextId> },
+    Copy {
+        source: Key,
+        target: Key,
+        in_ctx: Scope<ContextId>,
+        out_ctx: Scope<ContextId>,
+    },
     /// `find`: whether a contents was found.
-    Find { key: Key, found: bool, ctx: Scope<ContextId> },
-    Mem { key: Key, found: bool, ctx: Scope<ContextId> },
-    MemTree { key: Key, found: bool, ctx: Scope<ContextId> },
-    Commit { hash: Scope<Vec<u8>>, date: i64, message: Vec<u8>, parents: Vec<Scope<Vec<u8>>>, in_ctx: Scope<ContextId> },
+    Find {
+        key: Key,
+        found: bool,
+        ctx: Scope<ContextId>,
+    },
+    Mem {
+        key: Key,
+        found: bool,
+        ctx: Scope<ContextId>,
+    },
+    MemTree {
+        key: Key,
+        found: bool,
+        ctx: Scope<ContextId>,
+    },
+    Commit {
+        hash: Scope<Vec<u8>>,
+        date: i64,
+        message: Vec<u8>,
+        parents: Vec<Scope<Vec<u8>>>,
+        in_ctx: Scope<ContextId>,
+    },
 }
 
 impl Row {

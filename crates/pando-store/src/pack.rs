@@ -87,11 +87,14 @@ impl Pack {
             .collect();
         starts.sort_unstable();
         let (live, beyond): (Vec<u64>, Vec<u64>) = starts.into_iter().partition(|&s| s <= durable_end);
-        if writable {
-            // Chunks started by a batch that never became durable.
+        if writable && !beyond.is_empty() {
+            // Chunks started by a batch that never became durable. The
+            // removal must be durable before the last chunk grows past
+            // their start, or a crash could bring one back mid-pack.
             for start in beyond {
                 storage.remove(&chunk_name(start)).map_err(Error::io(chunk_name(start), "remove"))?;
             }
+            storage.sync_dir().map_err(Error::io(storage.describe(), "sync directory"))?;
         }
         if live.first() != Some(&first_start) {
             return Err(Error::corrupt(chunk_name(first_start), 0, "the first chunk of the store is missing"));

@@ -1,7 +1,7 @@
 //! pando-trace: the instrument by which context stores are compared.
 //!
 //! - [`file`]: reading and writing irmin's replayable traces (`IrmRepBT`);
-//! - [`gen`]: a deterministic generator of Tezos-like traces;
+//! - [`generate`]: a deterministic generator of Tezos-like traces;
 //! - [`replay`]: replaying a trace into a pando store, checking recorded
 //!   results and measuring what WORKLOAD.md lists;
 //! - [`report`]: the text summary, JSON and HTML page of a replay.
@@ -10,6 +10,7 @@
 //! never touches a store's files.
 
 pub mod file;
+pub mod generate;
 pub mod replay;
 
 pub use file::{TraceError, TraceReader, TraceWriter};

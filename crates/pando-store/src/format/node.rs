@@ -60,8 +60,9 @@ fn write_step(out: &mut Vec<u8>, step: &Step, dict: &Dict, raw_steps: &mut Vec<S
     }
 }
 
-/// Encodes a value inode. `hashes[i]` is the hash of entry `i`'s child, and
-/// every child that is not inline has been written (its offset is known).
+/// Encodes a value inode in its stored form: every child is inline
+/// contents, a blob pointer or a stored directory pointer. `hashes[i]` is
+/// the hash of entry `i`'s child.
 pub fn encode_values(
     entries: &[(Step, Child)],
     hashes: &[Hash],
@@ -81,11 +82,7 @@ pub fn encode_values(
                 scratch.extend_from_slice(&value.bytes);
                 CHILD_INLINE
             }
-            Child::Value(value) => {
-                let offset = *value.stored.get().expect("blob written before its directory");
-                write_delta(&mut scratch, at, offset, hash);
-                CHILD_BLOB
-            }
+            Child::Value(_) => panic!("a large value is written as a blob before its directory is encoded"),
             Child::Blob { offset, .. } => {
                 write_delta(&mut scratch, at, *offset, hash);
                 CHILD_BLOB
@@ -100,7 +97,8 @@ pub fn encode_values(
     }
 }
 
-/// Encodes a tree inode; `hashes[i]` is the inode hash of child `i`.
+/// Encodes a tree inode whose children are all stored pointers;
+/// `hashes[i]` is the inode hash of child `i`.
 pub fn encode_tree(
     depth: u32,
     len: u64,
@@ -129,7 +127,7 @@ pub fn encode_tree(
 fn ptr_offset(ptr: &Ptr) -> u64 {
     match ptr {
         Ptr::Stored { offset, .. } => *offset,
-        Ptr::Mem(inode) => inode.stored_offset().expect("children are written before their parents"),
+        Ptr::Mem(_) => panic!("children are written, and given as stored pointers, before their parents are encoded"),
     }
 }
 

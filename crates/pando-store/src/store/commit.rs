@@ -32,6 +32,8 @@ use crate::tree::node::{Body, Child, Inode, Loader, Ptr, Step, Value};
 
 /// Builds one commit's batch of records.
 struct Batch<'a> {
+    /// The store instance writing: marks of other instances are ignored.
+    instance: u64,
     /// Logical offset of the batch's first byte.
     base: u64,
     buf: Vec<u8>,
@@ -55,19 +57,19 @@ impl Batch<'_> {
     }
 
     fn write_blob(&mut self, value: &Value) -> u64 {
-        if let Some(offset) = value.stored.get() {
-            return *offset;
+        if let Some(offset) = value.stored_offset(self.instance) {
+            return offset;
         }
         self.payload.clear();
         self.payload.extend_from_slice(&value.bytes);
         let at = self.push_record(RecordKind::Blob);
-        let _ = value.stored.set(at);
+        value.mark_stored(self.instance, at);
         at
     }
 
     /// Writes the inode and its new descendants; returns its offset.
     fn write_inode(&mut self, inode: &Arc<Inode>, depth: u32) -> Result<u64> {
-        if let Some(offset) = inode.stored_offset() {
+        if let Some(offset) = inode.stored_offset(self.instance) {
             return Ok(offset);
         }
         let mut patch_chain = 0;
@@ -92,7 +94,7 @@ impl Batch<'_> {
                 }
                 let at = self.next_offset();
                 self.payload.clear();
-                encode_values(entries, &hashes, at, self.dict, &mut self.raw_steps, &mut self.payload);
+                encode_values(&stored_entries, &hashes, at, self.dict, &mut self.raw_steps, &mut self.payload);
                 Body::Values(stored_entries)
             }
             Body::Tree { depth: tree_depth, len, children } => {
@@ -111,12 +113,12 @@ impl Batch<'_> {
                 }
                 let at = self.next_offset();
                 self.payload.clear();
-                match plan_patch(inode, depth, *len, &stored_children) {
+                match plan_patch(self.instance, inode, depth, *len, &stored_children) {
                     Some((patch, chain)) => {
                         patch.encode(at, &mut self.payload);
                         patch_chain = chain;
                     }
-                    None => encode_tree(depth, *len, children, &hashes, at, &mut self.payload),
+                    None => encode_tree(depth, *len, &stored_children, &hashes, at, &mut self.payload),
                 }
                 Body::Tree { depth, len: *len, children: stored_children }
             }
@@ -127,11 +129,11 @@ impl Batch<'_> {
             Body::Tree { .. } => RecordKind::Tree,
         };
         let at = self.push_record(kind);
-        inode.mark_stored(at, patch_chain);
+        inode.mark_stored(self.instance, at, patch_chain);
         // The cached copy points to children by offset only, so it keeps
         // nothing else alive; it carries the hashes already computed.
         let stored = Inode::new(stored_body);
-        stored.mark_stored(at, patch_chain);
+        stored.mark_stored(self.instance, at, patch_chain);
         if let Some(hash) = inode.hash.get() {
             let _ = stored.hash.set(*hash);
         }
@@ -143,20 +145,20 @@ impl Batch<'_> {
     }
 }
 
-/// Offset of what a child slot points to, if it is written.
-fn slot_offset(slot: &Option<Ptr>) -> Option<u64> {
+/// Offset of what a child slot points to, if `instance` wrote it.
+fn slot_offset(instance: u64, slot: &Option<Ptr>) -> Option<u64> {
     match slot {
         None => None,
         Some(Ptr::Stored { offset, .. }) => Some(*offset),
-        Some(Ptr::Mem(inode)) => inode.stored_offset(),
+        Some(Ptr::Mem(inode)) => inode.stored_offset(instance),
     }
 }
 
 /// A patch against the inode's base when few children changed and the
 /// base's chain of patches is short; `None` to write the inode in full.
-fn plan_patch(inode: &Inode, depth: u32, len: u64, children: &[Option<Ptr>; ENTRIES]) -> Option<(TreePatch, u8)> {
+fn plan_patch(instance: u64, inode: &Inode, depth: u32, len: u64, children: &[Option<Ptr>; ENTRIES]) -> Option<(TreePatch, u8)> {
     let base = inode.base.lock().clone()?;
-    let base_offset = base.stored_offset()?;
+    let base_offset = base.stored_offset(instance)?;
     let chain = base.patch_chain.get().copied()?;
     let Body::Tree { depth: base_depth, children: base_children, .. } = &base.body else { return None };
     if *base_depth != depth || chain >= MAX_PATCH_CHAIN {
@@ -164,8 +166,8 @@ fn plan_patch(inode: &Inode, depth: u32, len: u64, children: &[Option<Ptr>; ENTR
     }
     let mut changes = Vec::new();
     for (index, (slot, base_slot)) in children.iter().zip(base_children.iter()).enumerate() {
-        let offset = slot_offset(slot);
-        let base_offset = if base_slot.is_some() { Some(slot_offset(base_slot)?) } else { None };
+        let offset = slot_offset(instance, slot);
+        let base_offset = if base_slot.is_some() { Some(slot_offset(instance, base_slot)?) } else { None };
         if offset != base_offset {
             let pointer = match slot {
                 Some(Ptr::Stored { offset, hash, .. }) => Some((*offset, *hash)),
@@ -189,7 +191,7 @@ impl Repo {
         {
             return Err(Error::ForeignTree);
         }
-        let Child::Dir(root) = tree.node() else { return Err(Error::RootNotDirectory) };
+        let Child::Dir(root) = tree.node()? else { return Err(Error::RootNotDirectory) };
         let root_hash = dir_ptr_hash(root, self)?;
         let mut parent_links = Vec::with_capacity(parents.len());
         {
@@ -221,6 +223,7 @@ impl Repo {
         let mut buf = std::mem::take(&mut writer.batch_buf);
         buf.clear();
         let mut batch = Batch {
+            instance: self.id,
             base,
             buf,
             payload: Vec::with_capacity(4096),
@@ -259,8 +262,6 @@ impl Repo {
                 dict.push(step);
             }
         }
-        self.index.write().insert(hash, commit_at);
-        self.last_commit.store(commit_at, Ordering::Release);
         writer.control.commits += 1;
         writer.control.last_commit = commit_at;
         let sync_now = match self.options.sync {
@@ -271,6 +272,10 @@ impl Repo {
         if sync_now {
             self.flush_locked(&mut writer, false)?;
         }
+        // Published only now: no thread sees a commit that is not as durable
+        // as the policy promises.
+        self.index.write().insert(hash, commit_at);
+        self.last_commit.store(commit_at, Ordering::Release);
         for (offset, inode) in written {
             self.cache.insert(offset, Cached::inode(inode));
         }

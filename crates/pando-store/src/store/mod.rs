@@ -34,7 +34,7 @@ use crate::format::record::RecordKind;
 use crate::io::{File, FsStorage, Storage};
 use crate::options::Options;
 use crate::pack::Pack;
-use crate::tree::node::{Child, Inode, Loader, Ptr, Value};
+use crate::tree::node::{Body, Child, Inode, Loader, Ptr, Value};
 use crate::tree::{Source, Tree};
 
 /// State only the writer touches.
@@ -108,7 +108,7 @@ impl Store {
     /// An empty tree bound to this store.
     pub fn empty_tree(&self) -> Tree {
         let source: Arc<dyn Source> = self.repo.clone();
-        Tree::from_parts(Tree::empty().node().clone(), Some(source))
+        Tree::from_parts(Child::Dir(Ptr::Mem(Inode::empty())), Some(source))
     }
 
     /// True if `commit` is in the store.
@@ -244,6 +244,12 @@ impl Repo {
     /// at most `patches` patch records to their bases.
     fn load_inode_at(&self, offset: u64, depth: u32, patches: u8) -> Result<Arc<Inode>> {
         if let Some(Cached::Inode(inode, _)) = self.cache.get(offset) {
+            // A damaged pointer may reach a cached tree inode at another depth.
+            if let Body::Tree { depth: found, .. } = &inode.body {
+                if *found != depth {
+                    return Err(Error::corrupt("pack", offset, format!("tree inode of depth {found} reached at depth {depth}")));
+                }
+            }
             return Ok(inode);
         }
         let (kind, payload) = self.pack.read_record(offset)?;
@@ -265,7 +271,7 @@ impl Repo {
             }
             other => return Err(corrupt(format!("expected an inode record, found {other:?}"))),
         };
-        inode.mark_stored(offset, chain);
+        inode.mark_stored(self.id, offset, chain);
         let inode = Arc::new(inode);
         self.cache.insert(offset, Cached::inode(inode.clone()));
         Ok(inode)
@@ -290,7 +296,7 @@ impl Loader for Repo {
             return Err(Error::corrupt("pack", offset, format!("expected a blob record, found {kind:?}")));
         }
         let value = Arc::new(Value::with_hash(payload.into_boxed_slice(), *hash));
-        let _ = value.stored.set(offset);
+        value.mark_stored(self.id, offset);
         self.cache.insert(offset, Cached::Blob(value.clone()));
         Ok(value)
     }

@@ -69,6 +69,9 @@ pub fn open(storage: Arc<dyn Storage>, options: Options) -> Result<Repo> {
     for step in read_prefix(&*dict_file, DICT, control.dict_bytes, writable).and_then(|bytes| {
         dict::decode_file(&bytes, control.dict_entries).map_err(|(at, reason)| Error::corrupt(DICT, at as u64, reason))
     })? {
+        if dict.id_of(&step).is_some() {
+            return Err(Error::corrupt(DICT, 0, format!("entry {} repeats an earlier one", dict.len())));
+        }
         dict.push(step);
     }
 

@@ -33,6 +33,9 @@ pub trait Source: Loader + Send + Sync {
 pub struct Tree {
     node: Child,
     source: Option<Arc<dyn Source>>,
+    /// Set when an update failed midway (an I/O error while loading): the
+    /// tree may then break the layout rules, so it refuses every use.
+    broken: bool,
 }
 
 /// The function `fold` calls on each key and subtree.
@@ -81,20 +84,26 @@ pub enum Order {
 impl Tree {
     /// The empty directory.
     pub fn empty() -> Tree {
-        Tree { node: Child::Dir(Ptr::Mem(Inode::empty())), source: None }
+        Tree { node: Child::Dir(Ptr::Mem(Inode::empty())), source: None, broken: false }
     }
 
     /// A tree that is a single contents value.
     pub fn of_value(bytes: &[u8]) -> Tree {
-        Tree { node: Child::Value(Arc::new(Value::new(bytes))), source: None }
+        Tree { node: Child::Value(Arc::new(Value::new(bytes))), source: None, broken: false }
     }
 
     pub(crate) fn from_parts(node: Child, source: Option<Arc<dyn Source>>) -> Tree {
-        Tree { node, source }
+        Tree { node, source, broken: false }
     }
 
-    pub(crate) fn node(&self) -> &Child {
-        &self.node
+    /// The root, unless an earlier update left the tree broken.
+    pub(crate) fn node(&self) -> Result<&Child> {
+        if self.broken {
+            return Err(crate::Error::Invalid(
+                "this tree was left inconsistent by an update that failed; take it again from a commit".into(),
+            ));
+        }
+        Ok(&self.node)
     }
 
     pub(crate) fn source(&self) -> Option<&Arc<dyn Source>> {
@@ -109,7 +118,7 @@ impl Tree {
     }
 
     fn with_node(&self, node: Child) -> Tree {
-        Tree { node, source: self.source.clone() }
+        Tree { node, source: self.source.clone(), broken: false }
     }
 
     pub fn kind(&self) -> Kind {
@@ -118,24 +127,24 @@ impl Tree {
 
     /// The Tezos context hash of this tree.
     pub fn hash(&self) -> Result<Hash> {
-        hash::child_hash(&self.node, self.loader())
+        hash::child_hash(self.node()?, self.loader())
     }
 
     /// The value, if this tree is a contents.
     pub fn to_value(&self) -> Result<Option<Vec<u8>>> {
-        Ok(hash::value_of(&self.node, self.loader())?.map(|v| v.bytes.to_vec()))
+        Ok(hash::value_of(self.node()?, self.loader())?.map(|v| v.bytes.to_vec()))
     }
 
     /// True for a directory with no entries.
     pub fn is_empty(&self) -> Result<bool> {
-        match &self.node {
+        match self.node()? {
             Child::Dir(ptr) => Ok(load(ptr, 0, self.loader())?.is_empty()),
             _ => Ok(false),
         }
     }
 
     fn get<S: AsRef<[u8]>>(&self, path: &[S]) -> Result<Option<Child>> {
-        let mut current = self.node.clone();
+        let mut current = self.node()?.clone();
         for step in path {
             let Child::Dir(ptr) = &current else { return Ok(None) };
             let root = load(ptr, 0, self.loader())?;
@@ -218,6 +227,7 @@ impl Tree {
     }
 
     fn replace<S: AsRef<[u8]>>(&mut self, path: &[S], new: Option<Child>) -> Result<()> {
+        self.node()?;
         let steps: Vec<&[u8]> = path.iter().map(|s| s.as_ref()).collect();
         if steps.is_empty() {
             self.node = new.unwrap_or_else(|| Child::Dir(Ptr::Mem(Inode::empty())));
@@ -241,6 +251,9 @@ impl Tree {
         };
         let result = update_dir(&mut root, &steps, new, self.loader());
         self.node = Child::Dir(Ptr::Mem(root));
+        // A failure after part of the update was applied (a directory
+        // emptied, then its removal failed) must not be committed.
+        self.broken = result.is_err();
         result
     }
 

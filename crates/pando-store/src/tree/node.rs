@@ -33,8 +33,9 @@ pub type Step = smallvec::SmallVec<[u8; 48]>;
 pub struct Value {
     pub bytes: Box<[u8]>,
     hash: OnceLock<Hash>,
-    /// Offset of the blob record holding it, once written (large values only).
-    pub(crate) stored: OnceLock<u64>,
+    /// The store instance and offset of the blob record holding it, once
+    /// written (large values only).
+    stored: OnceLock<(u64, u64)>,
 }
 
 impl Value {
@@ -51,6 +52,15 @@ impl Value {
 
     pub fn hash(&self) -> Hash {
         *self.hash.get_or_init(|| contents_hash(&self.bytes))
+    }
+
+    /// Where store instance `instance` wrote this value, if it did.
+    pub(crate) fn stored_offset(&self, instance: u64) -> Option<u64> {
+        self.stored.get().filter(|(owner, _)| *owner == instance).map(|(_, offset)| *offset)
+    }
+
+    pub(crate) fn mark_stored(&self, instance: u64, offset: u64) {
+        let _ = self.stored.set((instance, offset));
     }
 }
 
@@ -124,8 +134,10 @@ pub struct Inode {
     pub(crate) hash: OnceLock<Hash>,
     /// For a directory root: the Tezos hash of the directory.
     pub(crate) dir_hash: OnceLock<Hash>,
-    /// Offset of the record holding this inode, once written.
-    pub(crate) stored: OnceLock<u64>,
+    /// The store instance that wrote this inode, and the record's offset.
+    /// Offsets mean nothing to another instance (another store, or the same
+    /// directory reopened after a failed write).
+    stored: OnceLock<(u64, u64)>,
     /// For a written tree inode: how many patch records lead from its
     /// record to a full one (0 for a full record).
     pub(crate) patch_chain: OnceLock<u8>,
@@ -187,11 +199,11 @@ impl Inode {
     /// inode and it was never written, otherwise on a fresh copy. Memoised
     /// hashes are cleared either way.
     pub fn make_mut(this: &mut Arc<Inode>) -> &mut Inode {
-        let in_place = this.stored.get().is_none() && Arc::get_mut(this).is_some();
+        let in_place = !this.is_stored() && Arc::get_mut(this).is_some();
         if !in_place {
             let copy = this.fresh_copy();
             // Remember the written version this one derives from.
-            let base = if this.stored.get().is_some() { Some(this.clone()) } else { this.base.lock().clone() };
+            let base = if this.is_stored() { Some(this.clone()) } else { this.base.lock().clone() };
             *copy.base.lock() = base;
             *this = Arc::new(copy);
         }
@@ -201,16 +213,21 @@ impl Inode {
         inode
     }
 
-    /// Records where this inode was written; forgets its base.
-    pub(crate) fn mark_stored(&self, offset: u64, patch_chain: u8) {
-        let _ = self.stored.set(offset);
+    /// Records where store instance `instance` wrote this inode; forgets its base.
+    pub(crate) fn mark_stored(&self, instance: u64, offset: u64, patch_chain: u8) {
+        let _ = self.stored.set((instance, offset));
         let _ = self.patch_chain.set(patch_chain);
         self.base.lock().take();
     }
 
-    /// Where this inode was written, if it was.
-    pub fn stored_offset(&self) -> Option<u64> {
-        self.stored.get().copied()
+    /// Where store instance `instance` wrote this inode, if it did.
+    pub fn stored_offset(&self, instance: u64) -> Option<u64> {
+        self.stored.get().filter(|(owner, _)| *owner == instance).map(|(_, offset)| *offset)
+    }
+
+    /// Whether any store wrote this inode (it must then never change in place).
+    pub fn is_stored(&self) -> bool {
+        self.stored.get().is_some()
     }
 
     /// Approximate bytes of memory held, for the cache's budget.

@@ -97,11 +97,23 @@ pub fn set(node: &mut Arc<Inode>, depth: u32, step: &[u8], child: Child, loader:
 
 /// Removes `step` from the inode at `depth`, updating `node` like [`set`].
 /// Returns whether it was present. The result may be empty; the caller
-/// removes empty directories.
+/// removes empty directories. On error `node` holds the same entries as
+/// before (every load happens before the change), as with [`set`].
 pub fn remove(node: &mut Arc<Inode>, depth: u32, step: &[u8], loader: &dyn Loader) -> Result<bool> {
     // Look first, so that removing an absent step copies nothing.
     if !contains(node, step, loader)? {
         return Ok(false);
+    }
+    if let Body::Tree { len, .. } = &node.body {
+        if len - 1 <= ENTRIES as u64 {
+            // Back to a value inode. Everything that can fail (loading the
+            // siblings) happens before anything changes.
+            let mut entries = collect_sorted(node, loader)?;
+            let i = entries.binary_search_by(|(s, _)| s[..].cmp(step)).expect("contains checked");
+            entries.remove(i);
+            *node = Inode::values(entries);
+            return Ok(true);
+        }
     }
     let inode = Inode::make_mut(node);
     match &mut inode.body {
@@ -120,11 +132,6 @@ pub fn remove(node: &mut Arc<Inode>, depth: u32, step: &[u8], loader: &dyn Loade
             *slot = if current.is_empty() { None } else { Some(Ptr::Mem(current)) };
             removed?;
             *len -= 1;
-            if *len as usize <= ENTRIES {
-                // Back to a value inode: gather what is left.
-                let entries = collect_sorted(inode, loader)?;
-                *node = Inode::values(entries);
-            }
         }
     }
     Ok(true)
@@ -182,7 +189,8 @@ pub fn for_each(node: &Inode, loader: &dyn Loader, f: &mut dyn FnMut(&Step, &Chi
 
 /// Every entry below `node`, sorted by step.
 pub fn collect_sorted(node: &Inode, loader: &dyn Loader) -> Result<Vec<(Step, Child)>> {
-    let mut out = Vec::with_capacity(node.len() as usize);
+    // The length comes from disk: do not trust it for an allocation.
+    let mut out = Vec::with_capacity(node.len().min(1024) as usize);
     for_each(node, loader, &mut |step, child| {
         out.push((step.clone(), child.clone()));
         Ok(true)
