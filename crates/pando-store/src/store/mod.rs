@@ -245,10 +245,10 @@ impl Repo {
     fn load_inode_at(&self, offset: u64, depth: u32, patches: u8) -> Result<Arc<Inode>> {
         if let Some(Cached::Inode(inode, _)) = self.cache.get(offset) {
             // A damaged pointer may reach a cached tree inode at another depth.
-            if let Body::Tree { depth: found, .. } = &inode.body {
-                if *found != depth {
-                    return Err(Error::corrupt("pack", offset, format!("tree inode of depth {found} reached at depth {depth}")));
-                }
+            if let Body::Tree { depth: found, .. } = &inode.body
+                && *found != depth
+            {
+                return Err(Error::corrupt("pack", offset, format!("tree inode of depth {found} reached at depth {depth}")));
             }
             return Ok(inode);
         }

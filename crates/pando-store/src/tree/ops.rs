@@ -104,16 +104,16 @@ pub fn remove(node: &mut Arc<Inode>, depth: u32, step: &[u8], loader: &dyn Loade
     if !contains(node, step, loader)? {
         return Ok(false);
     }
-    if let Body::Tree { len, .. } = &node.body {
-        if len - 1 <= ENTRIES as u64 {
-            // Back to a value inode. Everything that can fail (loading the
-            // siblings) happens before anything changes.
-            let mut entries = collect_sorted(node, loader)?;
-            let i = entries.binary_search_by(|(s, _)| s[..].cmp(step)).expect("contains checked");
-            entries.remove(i);
-            *node = Inode::values(entries);
-            return Ok(true);
-        }
+    if let Body::Tree { len, .. } = &node.body
+        && len - 1 <= ENTRIES as u64
+    {
+        // Back to a value inode. Everything that can fail (loading the
+        // siblings) happens before anything changes.
+        let mut entries = collect_sorted(node, loader)?;
+        let i = entries.binary_search_by(|(s, _)| s[..].cmp(step)).expect("contains checked");
+        entries.remove(i);
+        *node = Inode::values(entries);
+        return Ok(true);
     }
     let inode = Inode::make_mut(node);
     match &mut inode.body {

@@ -101,7 +101,7 @@ impl Generator {
             self.ctx = self.fresh_ctx();
             rows.push(Row::Checkout { hash: Scope::Keep(self.commit_id(n - 1)), ctx: Scope::Keep(self.ctx) });
             self.block_body(&mut rows);
-            if n % self.preset.cycle_blocks == 0 {
+            if n.is_multiple_of(self.preset.cycle_blocks) {
                 self.cycle_boundary(&mut rows, n / self.preset.cycle_blocks);
             }
         }
@@ -311,7 +311,7 @@ impl Generator {
             // A failed operation: only the reads happened.
             return;
         }
-        let fields = self.accounts[source as usize].fields.clone();
+        let fields = self.accounts[source as usize].fields;
         self.find(rows, model::field_key(&path, Field::Balance), fields.contains(Field::Balance));
         self.find(rows, model::field_key(&path, Field::Counter), fields.contains(Field::Counter));
         let counter = self.small_value(4);
@@ -430,7 +430,7 @@ impl Generator {
     fn cycle_boundary(&mut self, rows: &mut Vec<Row>, cycle: u64) {
         let preserved = self.preset.preserved_cycles;
         // Every fifth cycle writes far more (WORKLOAD.md).
-        let burst = if cycle % 5 == 0 { self.preset.cycle_burst_objects } else { self.preset.cycle_burst_objects / 5 };
+        let burst = if cycle.is_multiple_of(5) { self.preset.cycle_burst_objects } else { self.preset.cycle_burst_objects / 5 };
         self.cycle_data(rows, cycle + preserved, burst);
         // A snapshot of the delegates' stakes is copied.
         let snapshot = cycle.to_string().into_bytes();
