@@ -67,6 +67,76 @@ enum Command {
         #[arg(short = 'n', long, default_value_t = 20)]
         count: usize,
     },
+    /// Generate a Tezos-like trace (irmin's IrmRepBT format).
+    Gen {
+        /// tiny (200 blocks), small (5,000), medium (50,000) or large (300,000).
+        #[arg(long, default_value = "small")]
+        preset: String,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Output file [default: <preset>-<seed>.repr].
+        #[arg(short, long)]
+        output: Option<PathBuf>,
+    },
+    /// Replay a trace into a store and report on it. With no trace, generate
+    /// one (--preset, default small) into a temporary directory and replay it.
+    Replay {
+        /// Trace file (IrmRepBT); omitted: a generated one.
+        trace: Option<PathBuf>,
+        /// Store directory [default: a temporary one].
+        #[arg(long)]
+        store: Option<PathBuf>,
+        /// Where to write report.json and report.html.
+        #[arg(long, default_value = "pando-report")]
+        report: PathBuf,
+        /// Name of this run in the report.
+        #[arg(long)]
+        label: Option<String>,
+        /// Preset and seed of the generated trace when no trace is given.
+        #[arg(long, default_value = "small")]
+        preset: String,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Stop after this many blocks.
+        #[arg(long)]
+        blocks: Option<u64>,
+        /// fsync policy: `every` commit (default), `never` (until the end), or a number N (every N commits).
+        #[arg(long, default_value = "every")]
+        sync: String,
+        /// Node cache size in MiB.
+        #[arg(long, default_value_t = 256)]
+        cache_mb: u64,
+        /// Compare two reports side by side instead of replaying.
+        #[arg(long, num_args = 2, value_names = ["A.json", "B.json"], conflicts_with_all = ["trace", "store"])]
+        compare: Option<Vec<PathBuf>>,
+    },
+    /// Read trace files.
+    Trace {
+        #[command(subcommand)]
+        command: TraceCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum TraceCommand {
+    /// Print a trace's rows as text, one per line (`!` marks a last use).
+    Cat {
+        file: PathBuf,
+        /// Print at most this many rows.
+        #[arg(short = 'n', long)]
+        limit: Option<u64>,
+    },
+    /// Summarise a trace: blocks, operations by kind, path prefixes, value sizes.
+    Stats { file: PathBuf },
+}
+
+fn sync_policy(text: &str) -> anyhow::Result<pando_store::SyncPolicy> {
+    use pando_store::SyncPolicy;
+    Ok(match text {
+        "every" => SyncPolicy::EveryCommit,
+        "never" => SyncPolicy::Never,
+        n => SyncPolicy::EveryN(n.parse().map_err(|_| anyhow::anyhow!("--sync takes every, never or a number, not {n:?}"))?),
+    })
 }
 
 fn main() -> anyhow::Result<()> {
@@ -77,5 +147,27 @@ fn main() -> anyhow::Result<()> {
         Command::Get { path, at, hex } => commands::get(&at, &path, hex),
         Command::Ls { path, at, offset, length, hashes } => commands::ls(&at, &path, offset, length, hashes),
         Command::Log { at, count } => commands::log(&at, count),
+        Command::Gen { preset, seed, output } => {
+            let preset = commands::trace::preset(&preset)?;
+            let output = output.unwrap_or_else(|| PathBuf::from(format!("{}-{seed}.repr", preset.name)));
+            commands::trace::generate(preset, seed, &output, false)
+        }
+        Command::Replay { compare: Some(files), .. } => commands::replay::compare(&files[0], &files[1]),
+        Command::Replay { trace, store, report, label, preset, seed, blocks, sync, cache_mb, compare: None } => {
+            let sync = sync_policy(&sync)?;
+            commands::replay::replay(&commands::replay::ReplayArgs {
+                trace,
+                store,
+                report,
+                label,
+                preset,
+                seed,
+                blocks,
+                sync,
+                cache_mb,
+            })
+        }
+        Command::Trace { command: TraceCommand::Cat { file, limit } } => commands::trace::cat(&file, limit),
+        Command::Trace { command: TraceCommand::Stats { file } } => commands::trace::stats(&file),
     }
 }

@@ -12,5 +12,7 @@
 pub mod file;
 pub mod generate;
 pub mod replay;
+pub mod report;
+pub mod stats;
 
 pub use file::{TraceError, TraceReader, TraceWriter};

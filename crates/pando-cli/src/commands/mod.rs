@@ -1,5 +1,8 @@
 //! The subcommands that create and inspect a store.
 
+pub mod replay;
+pub mod trace;
+
 use anyhow::{Context, bail};
 use pando_core::Hash;
 use pando_store::{Kind, Options, Store, Tree};

@@ -323,9 +323,11 @@ impl Generator {
 
         let kind: f64 = self.rng.r#gen();
         let new_account_chance = self.preset.new_accounts_per_block / self.preset.mean_transactions;
+        // Mix of manager operations (chosen: transfers dominate mainnet,
+        // contract calls come next, originations are rare).
         if kind < 0.72 {
             self.transfer(rows, new_account_chance);
-        } else if kind < 0.92 {
+        } else if kind < 0.955 {
             self.contract_call(rows);
         } else if kind < 0.96 {
             self.new_account(rows, true);

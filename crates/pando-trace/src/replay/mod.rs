@@ -36,7 +36,7 @@ pub enum ReplayError {
 }
 
 /// What a replay checked, and what disagreed.
-#[derive(Clone, Debug, Default, serde::Serialize)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct Checks {
     pub hashes_checked: u64,
     pub hash_mismatches: u64,

@@ -1,0 +1,124 @@
+//! `pando replay`: replay a trace into a store and report on it.
+
+use anyhow::{Context, bail};
+use indicatif::{ProgressBar, ProgressStyle};
+use pando_store::{Options, Store, SyncPolicy};
+use pando_trace::TraceReader;
+use pando_trace::replay::{Applied, Replayer};
+use pando_trace::report::{self, Report};
+use std::path::{Path, PathBuf};
+
+use super::trace as trace_cmd;
+
+/// What `pando replay` was asked to do.
+pub struct ReplayArgs {
+    pub trace: Option<PathBuf>,
+    pub store: Option<PathBuf>,
+    pub report: PathBuf,
+    pub label: Option<String>,
+    pub preset: String,
+    pub seed: u64,
+    pub blocks: Option<u64>,
+    pub sync: SyncPolicy,
+    pub cache_mb: u64,
+}
+
+pub fn replay(args: &ReplayArgs) -> anyhow::Result<()> {
+    let scratch = tempfile::Builder::new().prefix("pando-replay-").tempdir()?;
+    let trace = match &args.trace {
+        Some(path) => path.clone(),
+        None => {
+            let preset = trace_cmd::preset(&args.preset)?;
+            let path = scratch.path().join(format!("{}-{}.repr", preset.name, args.seed));
+            trace_cmd::generate(preset, args.seed, &path, false)?;
+            path
+        }
+    };
+    let store_dir = match &args.store {
+        Some(dir) => dir.clone(),
+        None => scratch.path().join("store"),
+    };
+    let options = Options { sync: args.sync, cache_bytes: args.cache_mb << 20, ..Options::default() };
+    let store = Store::open(&store_dir, options).with_context(|| format!("cannot open the store in {}", store_dir.display()))?;
+
+    let mut reader = TraceReader::open(&trace)?;
+    let trace_bytes = std::fs::metadata(&trace).map(|m| m.len()).unwrap_or(0);
+    let progress = ProgressBar::new(trace_bytes);
+    progress.set_style(
+        ProgressStyle::with_template("{spinner} [{elapsed_precise}] {wide_bar} {percent:>3}% {msg} ETA {eta}")
+            .expect("valid progress template"),
+    );
+    let mut replayer = Replayer::new(&store);
+    let mut failure = None;
+    let mut blocks = 0u64;
+    while let Some(row) = reader.next_row() {
+        let row = match row {
+            Ok(row) => row,
+            Err(e) => {
+                failure = Some(anyhow::Error::from(e));
+                break;
+            }
+        };
+        match replayer.apply(row) {
+            Ok(Applied::Block(_)) => {
+                blocks += 1;
+                if blocks % 16 == 0 {
+                    progress.set_position(reader.offset());
+                    let elapsed = replayer.metrics.elapsed().as_secs_f64();
+                    progress.set_message(format!("{blocks} blocks, {:.1} blocks/s", blocks as f64 / elapsed.max(1e-9)));
+                }
+                if args.blocks.is_some_and(|limit| blocks >= limit) {
+                    break;
+                }
+            }
+            Ok(Applied::Op) => {}
+            Err(e) => {
+                failure = Some(e.into());
+                break;
+            }
+        }
+    }
+    progress.finish_and_clear();
+    store.flush()?;
+
+    let label = args.label.clone().unwrap_or_else(|| "pando".to_string());
+    let report = Report::build(
+        &label,
+        &trace.display().to_string(),
+        &store_dir.display().to_string(),
+        &replayer.metrics,
+        &replayer.checks,
+        replayer.rows(),
+    );
+    print!("{}", report::text::render(&report));
+    write_report(&args.report, &report)?;
+    if let Some(e) = failure {
+        // What came before the error was replayed and reported.
+        return Err(e.context(format!("the replay stopped after {blocks} blocks")));
+    }
+    if !report.checks.all_passed() {
+        bail!("the replay disagrees with the trace (see the checks above)");
+    }
+    Ok(())
+}
+
+fn write_report(dir: &Path, report: &Report) -> anyhow::Result<()> {
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let json = dir.join("report.json");
+    std::fs::write(&json, serde_json::to_vec_pretty(report)?).with_context(|| format!("cannot write {}", json.display()))?;
+    let html = dir.join("report.html");
+    std::fs::write(&html, report::html::render(report)).with_context(|| format!("cannot write {}", html.display()))?;
+    println!("\nreport: {} and {}", json.display(), html.display());
+    Ok(())
+}
+
+fn read_report(path: &Path) -> anyhow::Result<Report> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    serde_json::from_str(&text).with_context(|| format!("{} is not a pando replay report", path.display()))
+}
+
+pub fn compare(first: &Path, second: &Path) -> anyhow::Result<()> {
+    let (a, b) = (read_report(first)?, read_report(second)?);
+    print!("{}", report::compare::render(&a, &b));
+    Ok(())
+}

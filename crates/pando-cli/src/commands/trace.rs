@@ -1,0 +1,133 @@
+//! `pando gen`, `pando trace cat` and `pando trace stats`.
+
+use anyhow::Context;
+use pando_core::trace::{Key, Row, Scope};
+use pando_trace::generate::{Generator, Preset};
+use pando_trace::stats::TraceStats;
+use pando_trace::{TraceReader, TraceWriter};
+use std::path::Path;
+use std::time::Instant;
+
+pub fn preset(name: &str) -> anyhow::Result<&'static Preset> {
+    Preset::named(name).with_context(|| format!("unknown preset {name:?} (tiny, small, medium, large)"))
+}
+
+/// Writes the trace of `preset` and `seed` to `output`.
+pub fn generate(preset: &Preset, seed: u64, output: &Path, quiet: bool) -> anyhow::Result<()> {
+    let start = Instant::now();
+    let mut writer = TraceWriter::create(output)?;
+    let summary = Generator::new(preset, seed).run(&mut |row| writer.append(row))?;
+    writer.finish()?;
+    if !quiet {
+        let bytes = std::fs::metadata(output).map(|m| m.len()).unwrap_or(0);
+        eprintln!(
+            "generated {} ({} blocks, {} rows: {} writes, {} reads, {} removes, {} copies; {} bytes) in {:.1?}",
+            output.display(),
+            summary.blocks,
+            summary.rows,
+            summary.writes,
+            summary.reads,
+            summary.removes,
+            summary.copies,
+            bytes,
+            start.elapsed()
+        );
+    }
+    Ok(())
+}
+
+fn text(bytes: &[u8]) -> String {
+    match std::str::from_utf8(bytes) {
+        Ok(t) if t.chars().all(|c| !c.is_control()) => t.to_string(),
+        _ => format!("0x{}", bytes.iter().map(|b| format!("{b:02x}")).collect::<String>()),
+    }
+}
+
+fn key(key: &Key) -> String {
+    let steps: Vec<String> = key.iter().map(|s| text(s)).collect();
+    format!("/{}", steps.join("/"))
+}
+
+fn ctx(scope: &Scope<i64>) -> String {
+    match scope {
+        Scope::Keep(c) => format!("{c}"),
+        Scope::Forget(c) => format!("{c}!"),
+    }
+}
+
+fn hash(scope: &Scope<Vec<u8>>) -> String {
+    match scope {
+        Scope::Keep(h) => text(h),
+        Scope::Forget(h) => format!("{}!", text(h)),
+    }
+}
+
+fn value(bytes: &[u8]) -> String {
+    if bytes.len() > 48 { format!("<{} bytes>", bytes.len()) } else { text(bytes) }
+}
+
+/// One row as a line of text. Context ids and hashes seen for the last
+/// time are marked with `!`.
+pub fn row_line(row: &Row) -> String {
+    match row {
+        Row::Checkout { hash: h, ctx: c } => format!("checkout {} -> ctx {}", hash(h), ctx(c)),
+        Row::Add { key: k, value: v, in_ctx, out_ctx } => {
+            format!("add {} = {} (ctx {} -> {})", key(k), value(v), ctx(in_ctx), ctx(out_ctx))
+        }
+        Row::Remove { key: k, in_ctx, out_ctx } => format!("remove {} (ctx {} -> {})", key(k), ctx(in_ctx), ctx(out_ctx)),
+        Row::Copy { source, target, in_ctx, out_ctx } => {
+            format!("copy {} -> {} (ctx {} -> {})", key(source), key(target), ctx(in_ctx), ctx(out_ctx))
+        }
+        Row::Find { key: k, found, ctx: c } => format!("find {} = {found} (ctx {})", key(k), ctx(c)),
+        Row::Mem { key: k, found, ctx: c } => format!("mem {} = {found} (ctx {})", key(k), ctx(c)),
+        Row::MemTree { key: k, found, ctx: c } => format!("mem_tree {} = {found} (ctx {})", key(k), ctx(c)),
+        Row::Commit { hash: h, date, message, parents, in_ctx } => {
+            let parents: Vec<String> = parents.iter().map(hash).collect();
+            format!(
+                "commit {} date {date} message {:?} parents [{}] (ctx {})",
+                hash(h),
+                text(message),
+                parents.join(", "),
+                ctx(in_ctx)
+            )
+        }
+    }
+}
+
+pub fn cat(path: &Path, limit: Option<u64>) -> anyhow::Result<()> {
+    use std::io::Write;
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    for (i, row) in TraceReader::open(path)?.enumerate() {
+        if limit.is_some_and(|l| i as u64 >= l) {
+            break;
+        }
+        let row = row?;
+        if writeln!(out, "{}", row_line(&row)).is_err() {
+            // The reader went away (a pipe closed): stop quietly.
+            return Ok(());
+        }
+    }
+    Ok(())
+}
+
+pub fn stats(path: &Path) -> anyhow::Result<()> {
+    let mut stats = TraceStats::default();
+    let mut reader = TraceReader::open(path)?;
+    let mut error = None;
+    for row in &mut reader {
+        match row {
+            Ok(row) => stats.add(&row),
+            Err(e) => {
+                error = Some(e);
+                break;
+            }
+        }
+    }
+    print!("{}", stats.render());
+    match error {
+        // What came before the damage is summarised, then the error is reported.
+        Some(e) => Err(e.into()),
+        None => Ok(()),
+    }
+}
