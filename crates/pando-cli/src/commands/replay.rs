@@ -62,7 +62,7 @@ pub fn replay(args: &ReplayArgs) -> anyhow::Result<()> {
         match replayer.apply(row) {
             Ok(Applied::Block(_)) => {
                 blocks += 1;
-                if blocks % 16 == 0 {
+                if blocks.is_multiple_of(16) {
                     progress.set_position(reader.offset());
                     let elapsed = replayer.metrics.elapsed().as_secs_f64();
                     progress.set_message(format!("{blocks} blocks, {:.1} blocks/s", blocks as f64 / elapsed.max(1e-9)));
