@@ -370,3 +370,70 @@ mod tests {
         }
     }
 }
+
+/// Finds the last occurrence of every context id and commit hash of a
+/// trace, so that a recording made with `Keep` everywhere can be rewritten
+/// with `Forget` at each last occurrence (which lets a replayer drop what
+/// it holds). Two passes: [`Scoper::note`] every row in order, then
+/// [`Scoper::apply`] to every row in the same order.
+#[derive(Default)]
+pub struct Scoper {
+    last_ctx: std::collections::HashMap<ContextId, u64>,
+    last_hash: std::collections::HashMap<Vec<u8>, u64>,
+}
+
+impl Scoper {
+    fn visit(row: &mut Row, f: &mut dyn FnMut(Ref<'_>)) {
+        match row {
+            Row::Checkout { hash, ctx } => {
+                f(Ref::Hash(hash));
+                f(Ref::Ctx(ctx));
+            }
+            Row::Add { in_ctx, out_ctx, .. } | Row::Remove { in_ctx, out_ctx, .. } | Row::Copy { in_ctx, out_ctx, .. } => {
+                f(Ref::Ctx(in_ctx));
+                f(Ref::Ctx(out_ctx));
+            }
+            Row::Find { ctx, .. } | Row::Mem { ctx, .. } | Row::MemTree { ctx, .. } => f(Ref::Ctx(ctx)),
+            Row::Commit { hash, parents, in_ctx, .. } => {
+                for parent in parents {
+                    f(Ref::Hash(parent));
+                }
+                f(Ref::Ctx(in_ctx));
+                f(Ref::Hash(hash));
+            }
+        }
+    }
+
+    /// First pass: row number `index` occurs.
+    pub fn note(&mut self, index: u64, row: &Row) {
+        let mut row = row.clone();
+        Scoper::visit(&mut row, &mut |r| match r {
+            Ref::Ctx(scope) => {
+                self.last_ctx.insert(*scope.value(), index);
+            }
+            Ref::Hash(scope) => {
+                self.last_hash.insert(scope.value().clone(), index);
+            }
+        });
+    }
+
+    /// Second pass: marks the last occurrences in row `index` as `Forget`.
+    pub fn apply(&self, index: u64, row: &mut Row) {
+        Scoper::visit(row, &mut |r| match r {
+            Ref::Ctx(scope) => {
+                let id = *scope.value();
+                *scope = if self.last_ctx.get(&id) == Some(&index) { Scope::Forget(id) } else { Scope::Keep(id) };
+            }
+            Ref::Hash(scope) => {
+                let last = self.last_hash.get(scope.value()) == Some(&index);
+                let value = scope.value().clone();
+                *scope = if last { Scope::Forget(value) } else { Scope::Keep(value) };
+            }
+        });
+    }
+}
+
+enum Ref<'a> {
+    Ctx(&'a mut Scope<ContextId>),
+    Hash(&'a mut Scope<Vec<u8>>),
+}

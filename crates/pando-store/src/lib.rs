@@ -18,6 +18,7 @@ pub mod format;
 pub mod io;
 pub mod options;
 pub mod pack;
+pub mod record;
 pub mod store;
 pub mod tree;
 

@@ -26,6 +26,9 @@ pub struct Options {
     pub checkpoint_commits: u64,
     /// Open without writing anything; another process may be the writer.
     pub read_only: bool,
+    /// Record every call made through the store's API into this trace file
+    /// (irmin's `IrmRepBT` format), finished when the store is closed.
+    pub record_trace: Option<std::path::PathBuf>,
 }
 
 impl Default for Options {
@@ -36,6 +39,7 @@ impl Default for Options {
             chunk_target_bytes: 1 << 30,
             checkpoint_commits: 1024,
             read_only: false,
+            record_trace: None,
         }
     }
 }

@@ -100,3 +100,23 @@ impl Storage for FsStorage {
         self.dir.display().to_string()
     }
 }
+
+/// Creates (or truncates) a file outside a store, such as a recorded trace.
+pub fn create_file(path: &std::path::Path) -> io::Result<Box<dyn std::io::Write + Send>> {
+    Ok(Box::new(fs::File::create(path)?))
+}
+
+/// Opens a file outside a store for reading.
+pub fn open_file(path: &std::path::Path) -> io::Result<fs::File> {
+    fs::File::open(path)
+}
+
+/// Syncs `source` and renames it over `target`, then syncs the directory.
+pub fn replace_file(source: &std::path::Path, target: &std::path::Path) -> io::Result<()> {
+    fs::File::open(source)?.sync_all()?;
+    fs::rename(source, target)?;
+    if let Some(dir) = target.parent().filter(|d| !d.as_os_str().is_empty()) {
+        fs::File::open(dir)?.sync_all()?;
+    }
+    Ok(())
+}

@@ -13,7 +13,7 @@
 //!   before it is durable.
 
 mod faulty;
-mod fs;
+pub(crate) mod fs;
 mod memory;
 
 pub use faulty::{CrashMode, FaultKind, FaultPlan, FaultyStorage};

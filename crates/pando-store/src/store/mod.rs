@@ -34,8 +34,10 @@ use crate::format::record::RecordKind;
 use crate::io::{File, FsStorage, Storage};
 use crate::options::Options;
 use crate::pack::Pack;
+use crate::record::{Recorder, RecordingSummary, TraceSink};
 use crate::tree::node::{Body, Child, Inode, Loader, Ptr, Value};
 use crate::tree::{Source, Tree};
+use pando_core::trace::{Row, Scope};
 
 /// State only the writer touches.
 pub(crate) struct Writer {
@@ -65,6 +67,8 @@ pub(crate) struct Repo {
     poisoned: AtomicBool,
     /// Offset of the newest commit record, `u64::MAX` when there is none.
     last_commit: AtomicU64,
+    /// Records calls as a trace, when asked to.
+    recorder: Option<Recorder>,
 }
 
 /// A pando store.
@@ -105,10 +109,11 @@ impl Store {
         Ok(Store { repo: Arc::new(open::open(storage, options)?) })
     }
 
-    /// An empty tree bound to this store.
+    /// An empty tree bound to this store (context 0 of a recorded trace).
     pub fn empty_tree(&self) -> Tree {
         let source: Arc<dyn Source> = self.repo.clone();
-        Tree::from_parts(Child::Dir(Ptr::Mem(Inode::empty())), Some(source))
+        let ctx = self.repo.recording().then_some(0);
+        Tree::from_parts(Child::Dir(Ptr::Mem(Inode::empty())), Some(source), ctx)
     }
 
     /// True if `commit` is in the store.
@@ -126,7 +131,12 @@ impl Store {
         let Some(record) = self.repo.commit_record(commit)? else { return Ok(None) };
         let source: Arc<dyn Source> = self.repo.clone();
         let root = Ptr::stored(record.root_offset, record.root_hash);
-        Ok(Some(Tree::from_parts(Child::Dir(root), Some(source))))
+        let ctx = self.repo.record(|sink| {
+            let ctx = sink.fresh_context();
+            sink.write(&Row::Checkout { hash: Scope::Keep(commit.to_base58().into_bytes()), ctx: Scope::Keep(ctx) });
+            ctx
+        });
+        Ok(Some(Tree::from_parts(Child::Dir(root), Some(source), ctx)))
     }
 
     /// The metadata and parents of `commit`.
@@ -137,7 +147,26 @@ impl Store {
     /// Commits `tree` with the given parents and metadata; returns the
     /// commit hash once the commit is as durable as the sync policy says.
     pub fn commit(&self, tree: &Tree, parents: &[Hash], date: i64, author: &str, message: &str) -> Result<Hash> {
-        self.repo.commit(tree, parents, date, author, message)
+        let hash = self.repo.commit(tree, parents, date, author, message)?;
+        self.repo.record(|sink| match tree.context() {
+            Some(ctx) => sink.write(&Row::Commit {
+                hash: Scope::Keep(hash.to_base58().into_bytes()),
+                date,
+                message: message.as_bytes().to_vec(),
+                parents: parents.iter().map(|p| Scope::Keep(p.to_base58().into_bytes())).collect(),
+                in_ctx: Scope::Keep(ctx),
+            }),
+            None => sink.gap("a commit of a tree that is not a recorded context"),
+        });
+        Ok(hash)
+    }
+
+    /// Ends the recording of a trace (if the store records one): flushes it
+    /// and marks last occurrences. Later calls are not recorded.
+    pub fn finish_recording(&self) -> Result<Option<RecordingSummary>> {
+        let Some(recorder) = &self.repo.recorder else { return Ok(None) };
+        let path = recorder.path().display().to_string();
+        recorder.finish().map_err(Error::io(path, "record trace"))
     }
 
     /// The most recent commit, if any.
@@ -154,8 +183,9 @@ impl Store {
         self.repo.flush()
     }
 
-    /// Flushes and closes the store.
+    /// Flushes and closes the store (and finishes a recorded trace).
     pub fn close(self) -> Result<()> {
+        self.finish_recording()?;
         self.repo.flush()
     }
 
@@ -197,11 +227,21 @@ impl Drop for Store {
     fn drop(&mut self) {
         // Best effort: an error here was or will be reported by an explicit
         // flush; a dropped store must not panic.
+        let _ = self.finish_recording();
         let _ = self.repo.flush();
     }
 }
 
 impl Repo {
+    fn recording(&self) -> bool {
+        self.trace_sink().is_some()
+    }
+
+    /// Runs `f` on the trace sink, if the store is recording.
+    fn record<T>(&self, f: impl FnOnce(&dyn TraceSink) -> T) -> Option<T> {
+        self.trace_sink().map(f)
+    }
+
     fn check_writable(&self) -> Result<()> {
         if self.writer.is_none() {
             return Err(Error::ReadOnly);
@@ -305,5 +345,9 @@ impl Loader for Repo {
 impl Source for Repo {
     fn instance_id(&self) -> u64 {
         self.id
+    }
+
+    fn trace_sink(&self) -> Option<&dyn TraceSink> {
+        self.recorder.as_ref().filter(|r| r.is_recording()).map(|r| r as &dyn TraceSink)
     }
 }

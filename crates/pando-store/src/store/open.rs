@@ -23,6 +23,7 @@ use crate::format::record::RecordKind;
 use crate::io::{File, Storage, read_all};
 use crate::options::Options;
 use crate::pack::Pack;
+use crate::record::Recorder;
 
 pub const CONTROL: &str = "control";
 pub const INDEX: &str = "index";
@@ -139,7 +140,12 @@ pub fn open(storage: Arc<dyn Storage>, options: Options) -> Result<Repo> {
     } else {
         None
     };
+    let recorder = match &options.record_trace {
+        Some(path) => Some(Recorder::create(path).map_err(Error::io(path.display().to_string(), "create trace"))?),
+        None => None,
+    };
     Ok(Repo {
+        recorder,
         id: NEXT_INSTANCE.fetch_add(1, Ordering::Relaxed),
         storage,
         pack,

@@ -16,8 +16,15 @@ pub mod hash;
 pub mod node;
 pub mod ops;
 
+use pando_core::trace::{ContextId, Key, Row, Scope};
 use pando_core::{Hash, Kind};
 use std::sync::Arc;
+
+use crate::record::TraceSink;
+
+fn to_key<S: AsRef<[u8]>>(path: &[S]) -> Key {
+    path.iter().map(|s| s.as_ref().to_vec()).collect()
+}
 
 use crate::error::Result;
 use node::{Child, Inode, Loader, NoLoader, Ptr, Step, Value, load};
@@ -26,6 +33,8 @@ use node::{Child, Inode, Loader, NoLoader, Ptr, Step, Value, load};
 pub trait Source: Loader + Send + Sync {
     /// Identifies one open store instance.
     fn instance_id(&self) -> u64;
+    /// Where calls are recorded, when the store records a trace.
+    fn trace_sink(&self) -> Option<&dyn TraceSink>;
 }
 
 /// A tree: a directory or a contents value.
@@ -36,6 +45,11 @@ pub struct Tree {
     /// Set when an update failed midway (an I/O error while loading): the
     /// tree may then break the layout rules, so it refuses every use.
     broken: bool,
+    /// The trace context this tree is, when the store records a trace.
+    ctx: Option<ContextId>,
+    /// For a tree read with `find_tree`: the context and path it came from,
+    /// so that adding it back into that context is recorded as a copy.
+    origin: Option<(ContextId, Key)>,
 }
 
 /// The function `fold` calls on each key and subtree.
@@ -84,16 +98,47 @@ pub enum Order {
 impl Tree {
     /// The empty directory.
     pub fn empty() -> Tree {
-        Tree { node: Child::Dir(Ptr::Mem(Inode::empty())), source: None, broken: false }
+        Tree { node: Child::Dir(Ptr::Mem(Inode::empty())), source: None, broken: false, ctx: None, origin: None }
     }
 
     /// A tree that is a single contents value.
     pub fn of_value(bytes: &[u8]) -> Tree {
-        Tree { node: Child::Value(Arc::new(Value::new(bytes))), source: None, broken: false }
+        Tree { node: Child::Value(Arc::new(Value::new(bytes))), source: None, broken: false, ctx: None, origin: None }
     }
 
-    pub(crate) fn from_parts(node: Child, source: Option<Arc<dyn Source>>) -> Tree {
-        Tree { node, source, broken: false }
+    pub(crate) fn from_parts(node: Child, source: Option<Arc<dyn Source>>, ctx: Option<ContextId>) -> Tree {
+        Tree { node, source, broken: false, ctx, origin: None }
+    }
+
+    /// The trace context of this tree, if it is one.
+    pub(crate) fn context(&self) -> Option<ContextId> {
+        self.ctx
+    }
+
+    fn sink(&self) -> Option<&dyn TraceSink> {
+        self.source.as_ref().and_then(|s| s.trace_sink())
+    }
+
+    fn record_read<S: AsRef<[u8]>>(&self, path: &[S], found: bool, make: fn(Key, bool, Scope<ContextId>) -> Row) {
+        if let Some(sink) = self.sink() {
+            match self.ctx {
+                Some(ctx) => sink.write(&make(to_key(path), found, Scope::Keep(ctx))),
+                None => sink.gap("a read of a subtree"),
+            }
+        }
+    }
+
+    /// Records an update that turned context `self.ctx` into a new one.
+    fn record_update(&mut self, make: impl FnOnce(Scope<ContextId>, Scope<ContextId>) -> Row) {
+        let Some(sink) = self.sink() else { return };
+        match self.ctx {
+            Some(ctx) => {
+                let out = sink.fresh_context();
+                sink.write(&make(Scope::Keep(ctx), Scope::Keep(out)));
+                self.ctx = Some(out);
+            }
+            None => sink.gap("an update of a subtree"),
+        }
     }
 
     /// The root, unless an earlier update left the tree broken.
@@ -117,8 +162,9 @@ impl Tree {
         }
     }
 
+    /// A subtree: not a context of the trace.
     fn with_node(&self, node: Child) -> Tree {
-        Tree { node, source: self.source.clone(), broken: false }
+        Tree { node, source: self.source.clone(), broken: false, ctx: None, origin: None }
     }
 
     pub fn kind(&self) -> Kind {
@@ -158,25 +204,35 @@ impl Tree {
 
     /// The contents at `path`, if `path` holds a contents.
     pub fn find<S: AsRef<[u8]>>(&self, path: &[S]) -> Result<Option<Vec<u8>>> {
-        match self.get(path)? {
-            Some(child) => Ok(hash::value_of(&child, self.loader())?.map(|v| v.bytes.to_vec())),
-            None => Ok(None),
-        }
+        let value = match self.get(path)? {
+            Some(child) => hash::value_of(&child, self.loader())?.map(|v| v.bytes.to_vec()),
+            None => None,
+        };
+        self.record_read(path, value.is_some(), |key, found, ctx| Row::Find { key, found, ctx });
+        Ok(value)
     }
 
     /// The subtree (directory or contents) at `path`.
     pub fn find_tree<S: AsRef<[u8]>>(&self, path: &[S]) -> Result<Option<Tree>> {
-        Ok(self.get(path)?.map(|child| self.with_node(child)))
+        Ok(self.get(path)?.map(|child| {
+            let mut tree = self.with_node(child);
+            tree.origin = self.ctx.map(|ctx| (ctx, to_key(path)));
+            tree
+        }))
     }
 
     /// True if `path` holds a contents.
     pub fn mem<S: AsRef<[u8]>>(&self, path: &[S]) -> Result<bool> {
-        Ok(self.get(path)?.is_some_and(|c| c.kind() == Kind::Contents))
+        let found = self.get(path)?.is_some_and(|c| c.kind() == Kind::Contents);
+        self.record_read(path, found, |key, found, ctx| Row::Mem { key, found, ctx });
+        Ok(found)
     }
 
     /// True if `path` holds anything (a contents or a directory).
     pub fn mem_tree<S: AsRef<[u8]>>(&self, path: &[S]) -> Result<bool> {
-        Ok(self.get(path)?.is_some())
+        let found = self.get(path)?.is_some();
+        self.record_read(path, found, |key, found, ctx| Row::MemTree { key, found, ctx });
+        Ok(found)
     }
 
     /// A tree where `path` holds `value`. Contents met on the way are
@@ -204,7 +260,9 @@ impl Tree {
     /// [`Tree::add`] in place: inodes this tree alone holds are updated
     /// without copying. Other trees sharing them are not affected.
     pub fn add_mut<S: AsRef<[u8]>>(&mut self, path: &[S], value: &[u8]) -> Result<()> {
-        self.replace(path, Some(Child::Value(Arc::new(Value::new(value)))))
+        self.replace(path, Some(Child::Value(Arc::new(Value::new(value)))))?;
+        self.record_update(|in_ctx, out_ctx| Row::Add { key: to_key(path), value: value.to_vec(), in_ctx, out_ctx });
+        Ok(())
     }
 
     /// [`Tree::add_tree`] in place.
@@ -218,12 +276,38 @@ impl Tree {
             self.source = tree.source.clone();
         }
         let new = if tree.is_empty()? { None } else { Some(tree.node.clone()) };
-        self.replace(path, new)
+        self.replace(path, new)?;
+        match &tree.origin {
+            // Read from this very context: the trace's copy.
+            Some((ctx, source)) if Some(*ctx) == self.ctx => {
+                let source = source.clone();
+                self.record_update(|in_ctx, out_ctx| Row::Copy { source, target: to_key(path), in_ctx, out_ctx });
+            }
+            _ => {
+                if let Some(sink) = self.sink() {
+                    sink.gap("add_tree of a tree not read from the same context");
+                    // The context changed in a way the trace cannot replay.
+                    self.ctx = None;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Adds the subtree at `source` at `target` (Octez's `copy`); nothing
+    /// changes when `source` holds nothing.
+    pub fn copy_mut<S: AsRef<[u8]>, T: AsRef<[u8]>>(&mut self, source: &[S], target: &[T]) -> Result<()> {
+        if let Some(subtree) = self.find_tree(source)? {
+            self.add_tree_mut(target, &subtree)?;
+        }
+        Ok(())
     }
 
     /// [`Tree::remove`] in place.
     pub fn remove_mut<S: AsRef<[u8]>>(&mut self, path: &[S]) -> Result<()> {
-        self.replace(path, None)
+        self.replace(path, None)?;
+        self.record_update(|in_ctx, out_ctx| Row::Remove { key: to_key(path), in_ctx, out_ctx });
+        Ok(())
     }
 
     fn replace<S: AsRef<[u8]>>(&mut self, path: &[S], new: Option<Child>) -> Result<()> {
