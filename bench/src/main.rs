@@ -6,6 +6,8 @@
 //! the floor: BLAKE2b over the bytes pando wrote per block plus one fsync.
 
 mod backend;
+mod iavl;
+mod rocks;
 mod workload;
 
 use anyhow::{Context, bail};
@@ -36,8 +38,8 @@ enum Cmd {
         /// `tezos:<preset>[:seed]` or `random:<existing keys>[:updates per block]`.
         #[arg(long, default_value = "tezos:tiny")]
         workload: String,
-        /// Comma-separated: pando-tree, pando-flat, nomt, redb.
-        #[arg(long, default_value = "pando-tree,pando-flat,nomt,redb")]
+        /// Comma-separated: pando-tree, pando-flat, nomt, jmt, iavl, rocksdb, redb.
+        #[arg(long, default_value = "pando-tree,pando-flat,nomt,jmt,iavl,rocksdb,redb")]
         backends: String,
         /// Blocks to run (after loading, for the random workload).
         #[arg(long)]
@@ -180,6 +182,9 @@ fn run_one(workload: &str, backend: &str, blocks: Option<usize>, dir: &Path, tra
             // NOMT's default is 64,000 buckets; large key sets need more.
             "nomt" => Box::new(backend::NomtBackend::open(dir, (load.len() as u32 * 100_000 / 8).max(64_000))?),
             "redb" => Box::new(backend::RedbBackend::open(dir)?),
+            "jmt" => Box::new(rocks::JmtBackend::open(dir)?),
+            "rocksdb" => Box::new(rocks::RocksBackend::open(dir)?),
+            "iavl" => Box::new(iavl::IavlBackend::open(dir)?),
             other => bail!("unknown backend {other}"),
         };
         let start = Instant::now();

@@ -7,8 +7,9 @@
 //! varint-length-prefixed, int64 is 8 bytes big-endian, a bool is one byte
 //! (`00` false, `ff` true), a variant starts with its tag as a varint.
 //!
-//! Invariant: decoding never panics and never allocates more than the input
-//! it was given; every error says where in the row it happened.
+//! Invariant: decoding never panics; what it allocates is bounded by the
+//! input's size (keys and parent lists are capped in length); every error
+//! says where in the row it happened.
 
 use crate::varint;
 
@@ -16,6 +17,10 @@ use crate::varint;
 pub const MAGIC: &[u8; 8] = b"IrmRepBT";
 /// The only version this module reads and writes.
 pub const VERSION: i32 = 0;
+/// Most steps in a key and parents of a commit accepted in a row (Tezos
+/// keys have about ten steps), which bounds what decoding allocates.
+pub const MAX_KEY_STEPS: usize = 256;
+pub const MAX_PARENTS: usize = 256;
 
 /// A value tagged with whether this is its last occurrence in the trace.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -178,6 +183,9 @@ impl Row {
                 let date = r.i64()?;
                 let message = r.bytes()?;
                 let count = r.count()?;
+                if count > MAX_PARENTS {
+                    return Err(r.error(format!("{count} parents (at most {MAX_PARENTS})")));
+                }
                 let mut parents = Vec::with_capacity(count.min(16));
                 for _ in 0..count {
                     parents.push(r.scope(Reader::bytes)?);
@@ -277,6 +285,9 @@ impl Reader<'_> {
 
     fn key(&mut self) -> Result<Key, DecodeError> {
         let n = self.count()?;
+        if n > MAX_KEY_STEPS {
+            return Err(self.error(format!("a key of {n} steps (at most {MAX_KEY_STEPS})")));
+        }
         let mut key = Vec::with_capacity(n.min(64));
         for _ in 0..n {
             key.push(self.bytes()?);

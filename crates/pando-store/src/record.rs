@@ -13,6 +13,7 @@
 //! Invariant: a failure to write the trace never fails a store operation;
 //! it is reported by [`Recorder::finish`].
 
+use pando_core::Hash;
 use pando_core::trace::{self, ContextId, Row, Scoper};
 use pando_core::varint;
 use parking_lot::Mutex;
@@ -21,6 +22,9 @@ use std::path::{Path, PathBuf};
 
 use crate::io::fs as fs_io;
 
+/// The author of the commits a replay makes (the trace does not record it).
+pub const TEZOS_AUTHOR: &str = "Tezos";
+
 /// Where trees send the rows they record.
 pub trait TraceSink: Send + Sync {
     /// A new context id.
@@ -28,10 +32,16 @@ pub trait TraceSink: Send + Sync {
     fn write(&self, row: &Row);
     /// A call the trace format cannot express.
     fn gap(&self, what: &str);
+    /// Notes a commit made during the recording.
+    fn known(&self, commit: Hash);
+    /// Whether a replay of the recording can know this commit.
+    fn is_known(&self, commit: &Hash) -> bool;
 }
 
 struct State {
     out: io::BufWriter<Box<dyn Write + Send>>,
+    /// Commits made during the recording.
+    known: std::collections::HashSet<Hash>,
     next_ctx: ContextId,
     rows: u64,
     gaps: u64,
@@ -64,7 +74,16 @@ impl Recorder {
         Ok(Recorder {
             path: path.to_path_buf(),
             // Context 0 is the empty tree of a fresh store.
-            state: Mutex::new(State { out, next_ctx: 1, rows: 0, gaps: 0, first_gap: None, error: None, buf: Vec::new() }),
+            state: Mutex::new(State {
+                out,
+                known: Default::default(),
+                next_ctx: 1,
+                rows: 0,
+                gaps: 0,
+                first_gap: None,
+                error: None,
+                buf: Vec::new(),
+            }),
             finished: std::sync::atomic::AtomicBool::new(false),
         })
     }
@@ -126,6 +145,14 @@ impl TraceSink for Recorder {
         let mut state = self.state.lock();
         state.gaps += 1;
         state.first_gap.get_or_insert_with(|| what.to_string());
+    }
+
+    fn known(&self, commit: Hash) {
+        self.state.lock().known.insert(commit);
+    }
+
+    fn is_known(&self, commit: &Hash) -> bool {
+        self.state.lock().known.contains(commit)
     }
 }
 

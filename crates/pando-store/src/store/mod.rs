@@ -132,6 +132,9 @@ impl Store {
         let source: Arc<dyn Source> = self.repo.clone();
         let root = Ptr::stored(record.root_offset, record.root_hash);
         let ctx = self.repo.record(|sink| {
+            if !sink.is_known(commit) {
+                sink.gap("a checkout of a commit made before the recording started");
+            }
             let ctx = sink.fresh_context();
             sink.write(&Row::Checkout { hash: Scope::Keep(commit.to_base58().into_bytes()), ctx: Scope::Keep(ctx) });
             ctx
@@ -148,15 +151,25 @@ impl Store {
     /// commit hash once the commit is as durable as the sync policy says.
     pub fn commit(&self, tree: &Tree, parents: &[Hash], date: i64, author: &str, message: &str) -> Result<Hash> {
         let hash = self.repo.commit(tree, parents, date, author, message)?;
-        self.repo.record(|sink| match tree.context() {
-            Some(ctx) => sink.write(&Row::Commit {
-                hash: Scope::Keep(hash.to_base58().into_bytes()),
-                date,
-                message: message.as_bytes().to_vec(),
-                parents: parents.iter().map(|p| Scope::Keep(p.to_base58().into_bytes())).collect(),
-                in_ctx: Scope::Keep(ctx),
-            }),
-            None => sink.gap("a commit of a tree that is not a recorded context"),
+        self.repo.record(|sink| {
+            // A replay commits as Tezos does, with the parents it made itself.
+            if author != crate::record::TEZOS_AUTHOR {
+                sink.gap("a commit by an author other than Tezos");
+            }
+            if parents.iter().any(|p| !sink.is_known(p)) {
+                sink.gap("a commit whose parent was made before the recording started");
+            }
+            sink.known(hash);
+            match tree.context() {
+                Some(ctx) => sink.write(&Row::Commit {
+                    hash: Scope::Keep(hash.to_base58().into_bytes()),
+                    date,
+                    message: message.as_bytes().to_vec(),
+                    parents: parents.iter().map(|p| Scope::Keep(p.to_base58().into_bytes())).collect(),
+                    in_ctx: Scope::Keep(ctx),
+                }),
+                None => sink.gap("a commit of a tree that is not a recorded context"),
+            }
         });
         Ok(hash)
     }

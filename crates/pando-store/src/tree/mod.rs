@@ -22,6 +22,10 @@ use std::sync::Arc;
 
 use crate::record::TraceSink;
 
+/// Longest path accepted: Tezos paths have about ten steps, and the
+/// recursion of hashing and writing grows with the depth.
+pub const MAX_PATH_STEPS: usize = pando_core::trace::MAX_KEY_STEPS;
+
 fn to_key<S: AsRef<[u8]>>(path: &[S]) -> Key {
     path.iter().map(|s| s.as_ref().to_vec()).collect()
 }
@@ -317,9 +321,15 @@ impl Tree {
             self.node = new.unwrap_or_else(|| Child::Dir(Ptr::Mem(Inode::empty())));
             return Ok(());
         }
-        if new.is_none() && !self.mem_tree(path)? {
+        if steps.len() > MAX_PATH_STEPS {
+            return Err(crate::Error::Invalid(format!("a path of {} steps (at most {MAX_PATH_STEPS})", steps.len())));
+        }
+        // Not `mem_tree`: that would record a read nobody made.
+        if new.is_none() && self.get(path)?.is_none() {
             return Ok(());
         }
+        // Changed, a subtree is no longer a copy of where it was read.
+        self.origin = None;
         let placeholder = Child::Dir(Ptr::Mem(Inode::empty()));
         let mut root = match std::mem::replace(&mut self.node, placeholder) {
             Child::Dir(Ptr::Mem(inode)) => inode,

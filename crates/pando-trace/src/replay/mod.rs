@@ -21,7 +21,7 @@ use std::time::Instant;
 pub use metrics::{BlockSample, Metrics, OpKind};
 
 /// Commits made by a replay have this author, as Tezos commits do.
-pub const AUTHOR: &str = "Tezos";
+pub const AUTHOR: &str = pando_store::record::TEZOS_AUTHOR;
 /// How many mismatches are kept as examples.
 const MAX_EXAMPLES: usize = 20;
 
@@ -228,6 +228,9 @@ impl<'a> Replayer<'a> {
                 }
                 if hash.is_keep() {
                     self.commits.insert(hash.value().clone(), real);
+                } else {
+                    // As irmin's replay: replace, then forget.
+                    self.commits.remove(hash.value());
                 }
                 self.last_commit = Some(real);
                 let end = Instant::now();
