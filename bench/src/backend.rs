@@ -22,6 +22,11 @@ pub trait Backend {
     fn apply(&mut self, block: &Block) -> anyhow::Result<Duration>;
     /// Bytes the store occupies on disk.
     fn disk_bytes(&self) -> u64;
+    /// For a store in another process: its bytes written and peak RSS,
+    /// which replace this process's figures.
+    fn process_figures(&self) -> Option<(u64, u64)> {
+        None
+    }
 }
 
 /// Bytes allocated on disk by every file below `dir` (not the apparent

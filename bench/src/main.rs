@@ -7,6 +7,7 @@
 
 mod backend;
 mod iavl;
+mod radix;
 mod rocks;
 mod workload;
 
@@ -45,6 +46,11 @@ enum Cmd {
         #[arg(long)]
         blocks: Option<usize>,
         /// Directory for the stores and the results.
+        #[arg(long, default_value = "bench-results")]
+        out: PathBuf,
+    },
+    /// RChain's RadixHistory table, reproduced on pando.
+    Radix {
         #[arg(long, default_value = "bench-results")]
         out: PathBuf,
     },
@@ -147,6 +153,7 @@ fn run_one(workload: &str, backend: &str, blocks: Option<usize>, dir: &Path, tra
     let mut result = RunResult { backend: backend.to_string(), workload: workload.to_string(), ..RunResult::default() };
     let mut block_us = Vec::new();
     let mut commit_us = Vec::new();
+    let mut external = None;
     let io_start = proc_io_write_bytes();
     if backend == "pando-tree" {
         // The trace itself, through pando's tree API.
@@ -205,12 +212,18 @@ fn run_one(workload: &str, backend: &str, blocks: Option<usize>, dir: &Path, tra
         }
         result.total_s = start.elapsed().as_secs_f64();
         result.disk_bytes = store.disk_bytes();
+        external = store.process_figures();
     }
     result.blocks = block_us.len() as u64;
     result.block_ms = Stats::of(&block_us);
     result.commit_ms = Stats::of(&commit_us);
     result.bytes_written = proc_io_write_bytes() - io_start;
     result.peak_rss_bytes = peak_rss();
+    // A store in another process (IAVL): its own writes; both processes' memory.
+    if let Some((written, rss)) = external {
+        result.bytes_written = written;
+        result.peak_rss_bytes += rss;
+    }
     Ok(result)
 }
 
@@ -331,6 +344,10 @@ fn run(workload: &str, backends: &str, blocks: Option<usize>, out: &Path) -> any
 fn main() -> anyhow::Result<()> {
     match Cli::parse().command {
         Cmd::Run { workload, backends, blocks, out } => run(&workload, &backends, blocks, &out),
+        Cmd::Radix { out } => {
+            std::fs::create_dir_all(&out)?;
+            radix::run(&out)
+        }
         Cmd::One { workload, backend, blocks, dir, trace } => {
             let result = run_one(&workload, &backend, blocks, &dir, trace.as_deref())?;
             println!("{}", serde_json::to_string(&result)?);
