@@ -5,11 +5,11 @@
 //! commit itself took.
 
 use anyhow::Context;
-use redb::ReadableTable;
 use nomt::hasher::Blake3Hasher;
 use nomt::{KeyReadWrite, Nomt, SessionParams};
 use pando_core::Hash;
 use pando_store::{Options, Store, Tree};
+use redb::ReadableTable;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -59,7 +59,6 @@ impl PandoFlat {
 }
 
 impl Backend for PandoFlat {
-
     fn apply(&mut self, block: &Block) -> anyhow::Result<Duration> {
         let mut tree: Tree = match self.head {
             Some(h) => self.store.checkout(&h)?.context("head commit")?,
@@ -107,7 +106,6 @@ impl NomtBackend {
 }
 
 impl Backend for NomtBackend {
-
     fn apply(&mut self, block: &Block) -> anyhow::Result<Duration> {
         let session = self.nomt.begin_session(SessionParams::default());
         let mut actuals: BTreeMap<[u8; 32], KeyReadWrite> = BTreeMap::new();
@@ -162,7 +160,6 @@ impl RedbBackend {
 }
 
 impl Backend for RedbBackend {
-
     fn apply(&mut self, block: &Block) -> anyhow::Result<Duration> {
         let txn = self.db.begin_write()?;
         {

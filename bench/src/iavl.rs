@@ -16,7 +16,14 @@ use crate::workload::{Block, Op};
 pub fn build() -> anyhow::Result<PathBuf> {
     let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("iavl");
     let binary = Path::new(env!("CARGO_MANIFEST_DIR")).join("target").join("iavl-bench");
-    let status = Command::new("go").arg("build").arg("-o").arg(&binary).arg(".").current_dir(&source).status().context("running go build")?;
+    let status = Command::new("go")
+        .arg("build")
+        .arg("-o")
+        .arg(&binary)
+        .arg(".")
+        .current_dir(&source)
+        .status()
+        .context("running go build")?;
     if !status.success() {
         bail!("go build of the IAVL program failed");
     }

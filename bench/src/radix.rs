@@ -11,8 +11,12 @@ use std::path::Path;
 use std::time::Instant;
 
 /// Published: records, insert / read / delete seconds (into an empty store).
-const PUBLISHED: [(usize, f64, f64, f64); 4] =
-    [(100_000, 0.758, 0.788, 0.45), (200_000, 1.629, 1.627, 0.793), (400_000, 3.297, 3.319, 2.022), (800_000, 6.263, 6.519, 4.611)];
+const PUBLISHED: [(usize, f64, f64, f64); 4] = [
+    (100_000, 0.758, 0.788, 0.45),
+    (200_000, 1.629, 1.627, 0.793),
+    (400_000, 3.297, 3.319, 2.022),
+    (800_000, 6.263, 6.519, 4.611),
+];
 
 fn records(rng: &mut ChaCha8Rng, n: usize) -> Vec<([u8; 32], [u8; 32])> {
     (0..n).map(|_| (rng.r#gen(), rng.r#gen())).collect()

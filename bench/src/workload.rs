@@ -41,8 +41,12 @@ impl Flattener {
     fn below(&self, prefix: &[u8]) -> Vec<(Vec<u8>, Vec<u8>)> {
         let mut start = prefix.to_vec();
         start.push(b'/');
-        let mut out: Vec<(Vec<u8>, Vec<u8>)> =
-            self.model.range(start.clone()..).take_while(|(k, _)| k.starts_with(&start)).map(|(k, v)| (k.clone(), v.clone())).collect();
+        let mut out: Vec<(Vec<u8>, Vec<u8>)> = self
+            .model
+            .range(start.clone()..)
+            .take_while(|(k, _)| k.starts_with(&start))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
         if let Some(v) = self.model.get(prefix) {
             out.push((prefix.to_vec(), v.clone()));
         }
