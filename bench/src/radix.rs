@@ -47,7 +47,7 @@ pub fn run(out: &Path) -> anyhow::Result<()> {
                 None => store.empty_tree(),
             };
             let batch = records(&mut rng, n);
-            let before = store.stats().pack_bytes;
+            let before = store.pack_bytes();
 
             let start = Instant::now();
             let mut tree = base;
@@ -56,7 +56,7 @@ pub fn run(out: &Path) -> anyhow::Result<()> {
             }
             let inserted = store.commit(&tree, &head, 1, "bench", "insert")?;
             let insert_s = start.elapsed().as_secs_f64();
-            let size = store.stats().pack_bytes - before;
+            let size = store.pack_bytes() - before;
 
             let start = Instant::now();
             let tree = store.checkout(&inserted)?.expect("just committed");

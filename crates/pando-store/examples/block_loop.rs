@@ -36,7 +36,7 @@ fn main() {
     }
     let mut head = store.commit(&tree, &[], 0, "Tezos", "genesis").unwrap();
     eprintln!("genesis: {accounts} accounts in {:.2?}", t.elapsed());
-    let genesis_bytes = store.stats().pack_bytes;
+    let genesis_bytes = store.pack_bytes();
 
     let mut times = Vec::new();
     let (mut t_read, mut t_write, mut t_commit) = (0.0, 0.0, 0.0);
@@ -83,6 +83,6 @@ fn main() {
         1e3 * t_write / n,
         1e3 * t_commit / n,
         1e3 * times[(times.len() * 99 / 100).min(times.len() - 1)],
-        (store.stats().pack_bytes - genesis_bytes) as f64 / n,
+        (store.pack_bytes() - genesis_bytes) as f64 / n,
     );
 }

@@ -174,16 +174,7 @@ fn deep_key_in_hostile_trace() {
     let key: Vec<Vec<u8>> = (0..3_000).map(|_| b"a".to_vec()).collect();
     write_trace(
         &trace,
-        &[
-            Row::Add { key: key.clone(), value: b"v".to_vec(), in_ctx: Scope::Keep(0), out_ctx: Scope::Keep(1) },
-            Row::Commit {
-                hash: Scope::Keep(b"h".to_vec()),
-                date: 0,
-                message: b"m".to_vec(),
-                parents: vec![],
-                in_ctx: Scope::Keep(1),
-            },
-        ],
+        &[Row::Add { key: key.clone(), value: b"v".to_vec(), in_ctx: Scope::Keep(0), out_ctx: Scope::Keep(1) }, commit_row()],
     );
     let (_, _, err) = replay(&trace, dir.path());
     let err = err.expect("a 3,000-step key is refused, not a stack overflow");
@@ -200,31 +191,19 @@ fn empty_steps_amplify_allocation() {
     assert!(Row::decode(&body).is_err(), "a key of 20 million steps is refused before allocating them");
 }
 
+/// The commit that ends each hostile case.
+fn commit_row() -> Row {
+    use pando_core::trace::Scope;
+    Row::Commit { hash: Scope::Keep(b"h".to_vec()), date: 0, message: b"m".to_vec(), parents: vec![], in_ctx: Scope::Keep(1) }
+}
+
 #[test]
 fn hostile_small_cases() {
     use pando_core::trace::Scope;
     let dir = tempfile::tempdir().unwrap();
     let cases: Vec<Vec<Row>> = vec![
-        vec![
-            Row::Add { key: vec![], value: b"v".to_vec(), in_ctx: Scope::Keep(0), out_ctx: Scope::Keep(1) },
-            Row::Commit {
-                hash: Scope::Keep(b"h".to_vec()),
-                date: 0,
-                message: b"m".to_vec(),
-                parents: vec![],
-                in_ctx: Scope::Keep(1),
-            },
-        ],
-        vec![
-            Row::Add { key: vec![vec![]], value: b"v".to_vec(), in_ctx: Scope::Keep(0), out_ctx: Scope::Keep(1) },
-            Row::Commit {
-                hash: Scope::Keep(b"h".to_vec()),
-                date: 0,
-                message: b"m".to_vec(),
-                parents: vec![],
-                in_ctx: Scope::Keep(1),
-            },
-        ],
+        vec![Row::Add { key: vec![], value: b"v".to_vec(), in_ctx: Scope::Keep(0), out_ctx: Scope::Keep(1) }, commit_row()],
+        vec![Row::Add { key: vec![vec![]], value: b"v".to_vec(), in_ctx: Scope::Keep(0), out_ctx: Scope::Keep(1) }, commit_row()],
         vec![
             Row::Copy { source: vec![], target: vec![b"a".to_vec()], in_ctx: Scope::Keep(0), out_ctx: Scope::Keep(1) },
             Row::Commit {

@@ -218,10 +218,15 @@ impl Store {
         self.repo.branches.read().iter().map(|(n, h)| (n.clone(), *h)).collect()
     }
 
+    /// Bytes in the pack: cheap (no lock), for callers sampling every block.
+    pub fn pack_bytes(&self) -> u64 {
+        self.repo.pack.size_bytes()
+    }
+
     pub fn stats(&self) -> StoreStats {
         StoreStats {
             commits: self.commit_count(),
-            pack_bytes: self.repo.pack.size_bytes(),
+            pack_bytes: self.pack_bytes(),
             chunks: self.repo.pack.chunk_sizes(),
             dict_entries: self.repo.dict.read().len(),
             cache_bytes: self.repo.cache.weight_bytes(),

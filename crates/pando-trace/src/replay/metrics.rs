@@ -154,7 +154,7 @@ impl Metrics {
             wall_us: wall.as_micros() as u64,
             commit_us: commit.as_micros() as u64,
             at_s: self.start.elapsed().as_secs_f64(),
-            pack_bytes: store.stats().pack_bytes,
+            pack_bytes: store.pack_bytes(),
             rss_bytes: rss_bytes(),
             read_bytes: io.read_bytes,
             write_bytes: io.write_bytes,
