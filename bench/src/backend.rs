@@ -27,6 +27,10 @@ pub trait Backend {
     fn process_figures(&self) -> Option<(u64, u64)> {
         None
     }
+    /// pando's count of its system calls and their time.
+    fn io_times(&self) -> Option<pando_store::io::IoTimes> {
+        None
+    }
 }
 
 /// Bytes allocated on disk by every file below `dir` (not the apparent
@@ -82,6 +86,9 @@ impl Backend for PandoFlat {
 
     fn disk_bytes(&self) -> u64 {
         dir_bytes(&self.dir)
+    }
+    fn io_times(&self) -> Option<pando_store::io::IoTimes> {
+        self.store.io_times()
     }
 }
 

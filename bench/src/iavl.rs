@@ -1,6 +1,7 @@
-//! IAVL (github.com/cosmos/iavl v1, Go) driven over a pipe: the Go program
-//! in `bench/iavl` reads blocks on its standard input and answers with each
-//! commit's duration. Built with `go build` when the backend is opened.
+//! IAVL (github.com/cosmos/iavl, Go) driven over a pipe: the Go programs in
+//! `bench/iavl` (v1, over goleveldb) and `bench/iavl2` (v2, over SQLite)
+//! read blocks on their standard input and answer with each commit's
+//! duration. Built with `go build` when the backend is opened.
 
 use anyhow::{Context, bail};
 use std::io::{BufWriter, Read, Write};
@@ -11,11 +12,26 @@ use std::time::Duration;
 use crate::backend::{Backend, dir_bytes};
 use crate::workload::{Block, Op};
 
+#[derive(Clone, Copy, Debug)]
+pub enum Version {
+    V1,
+    V2,
+}
+
+impl Version {
+    fn program(self) -> &'static str {
+        match self {
+            Version::V1 => "iavl",
+            Version::V2 => "iavl2",
+        }
+    }
+}
+
 /// Builds the Go program (Go's cache makes this quick when nothing
 /// changed) and returns its path.
-pub fn build() -> anyhow::Result<PathBuf> {
-    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("iavl");
-    let binary = Path::new(env!("CARGO_MANIFEST_DIR")).join("target").join("iavl-bench");
+pub fn build(version: Version) -> anyhow::Result<PathBuf> {
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join(version.program());
+    let binary = Path::new(env!("CARGO_MANIFEST_DIR")).join("target").join(format!("{}-bench", version.program()));
     let status = Command::new("go")
         .arg("build")
         .arg("-o")
@@ -25,7 +41,7 @@ pub fn build() -> anyhow::Result<PathBuf> {
         .status()
         .context("running go build")?;
     if !status.success() {
-        bail!("go build of the IAVL program failed");
+        bail!("go build of {} failed", source.display());
     }
     Ok(binary)
 }
@@ -38,9 +54,9 @@ pub struct IavlBackend {
 }
 
 impl IavlBackend {
-    pub fn open(dir: &Path) -> anyhow::Result<IavlBackend> {
+    pub fn open(dir: &Path, version: Version) -> anyhow::Result<IavlBackend> {
         std::fs::create_dir_all(dir)?;
-        let mut child = Command::new(build()?).arg(dir).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn()?;
+        let mut child = Command::new(build(version)?).arg(dir).stdin(Stdio::piped()).stdout(Stdio::piped()).spawn()?;
         let input = BufWriter::with_capacity(1 << 20, child.stdin.take().context("stdin")?);
         let output = child.stdout.take().context("stdout")?;
         Ok(IavlBackend { dir: dir.to_path_buf(), child, input, output })

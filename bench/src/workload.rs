@@ -27,14 +27,9 @@ fn join(key: &Key) -> Vec<u8> {
 /// Converts a linear trace into flat blocks. Subtree removals and copies
 /// become explicit deletes and writes of every key below the path, found
 /// in a model of the current keys.
+#[derive(Default)]
 pub struct Flattener {
     model: BTreeMap<Vec<u8>, Vec<u8>>,
-}
-
-impl Default for Flattener {
-    fn default() -> Self {
-        Flattener { model: BTreeMap::new() }
-    }
 }
 
 impl Flattener {
@@ -84,24 +79,37 @@ impl Flattener {
     }
 }
 
-/// Reads a trace into flat blocks (all in memory: meant for tiny and small).
-pub fn flat_blocks(trace: &Path, max_blocks: Option<usize>) -> anyhow::Result<Vec<Block>> {
-    let mut flattener = Flattener::default();
-    let mut blocks = Vec::new();
-    let mut block = Vec::new();
-    for row in TraceReader::open(trace)? {
-        if flattener.push(&row?, &mut block) {
-            blocks.push(std::mem::take(&mut block));
-            if max_blocks.is_some_and(|m| blocks.len() >= m) {
-                break;
+/// Where a flat backend's blocks come from, one block at a time (a
+/// `medium` trace flattened is gigabytes: it is never held whole).
+pub enum Source {
+    Trace { rows: TraceReader, flattener: Flattener },
+    Random(Box<RandomWorkload>),
+}
+
+impl Source {
+    pub fn trace(path: &Path) -> anyhow::Result<Source> {
+        Ok(Source::Trace { rows: TraceReader::open(path)?, flattener: Flattener::default() })
+    }
+
+    /// The next measured block, or `None` at the end of a trace.
+    pub fn next_block(&mut self) -> anyhow::Result<Option<Block>> {
+        match self {
+            Source::Trace { rows, flattener } => {
+                let mut block = Vec::new();
+                for row in rows {
+                    if flattener.push(&row?, &mut block) {
+                        return Ok(Some(block));
+                    }
+                }
+                Ok(None)
             }
+            Source::Random(random) => Ok(Some(random.next_block())),
         }
     }
-    Ok(blocks)
 }
 
 /// The peer-native workload (NOMT's and Firewood's benchmarks): random
-/// 32-byte keys and values; a first block loads `existing` keys, then each
+/// 32-byte keys and values; loading blocks write `existing` keys, then each
 /// block makes `updates` writes (80% to existing keys, 20% new keys) and
 /// reads 20% as many existing keys.
 pub struct RandomWorkload {
@@ -122,15 +130,10 @@ impl RandomWorkload {
         key
     }
 
-    /// The loading blocks: `existing` keys in blocks of `batch`.
-    pub fn load_blocks(&mut self, batch: usize) -> Vec<Block> {
-        let mut blocks = Vec::new();
-        while self.keys.len() < self.existing {
-            let n = batch.min(self.existing - self.keys.len());
-            let block = (0..n).map(|_| Op::Write(self.new_key().to_vec(), Some(self.rng.r#gen::<[u8; 32]>().to_vec()))).collect();
-            blocks.push(block);
-        }
-        blocks
+    /// The next loading block (`batch` new keys) until `existing` keys exist.
+    pub fn load_block(&mut self, batch: usize) -> Option<Block> {
+        let n = batch.min(self.existing - self.keys.len());
+        (n > 0).then(|| (0..n).map(|_| Op::Write(self.new_key().to_vec(), Some(self.rng.r#gen::<[u8; 32]>().to_vec()))).collect())
     }
 
     pub fn next_block(&mut self) -> Block {

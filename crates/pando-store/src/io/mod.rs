@@ -22,6 +22,8 @@ pub use memory::MemStorage;
 
 use std::io;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
 
 /// One open file. Offsets are absolute; there is no cursor.
 #[expect(clippy::len_without_is_empty, reason = "a file's length is a size, not a collection")]
@@ -55,6 +57,73 @@ pub trait Storage: Send + Sync {
     fn lock(&self, name: &str) -> io::Result<Box<dyn std::any::Any + Send + Sync>>;
     /// Where the store is, for error messages.
     fn describe(&self) -> String;
+    /// The system calls made so far and the time spent in them, for
+    /// storages that count them (real files do).
+    fn io_times(&self) -> Option<IoTimes> {
+        None
+    }
+}
+
+/// System calls of a storage and the wall time spent in them, since it was
+/// opened: what a profile of the store needs to tell waiting on the disk
+/// from computing.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct IoTimes {
+    pub reads: u64,
+    pub read_bytes: u64,
+    pub read_ns: u64,
+    pub writes: u64,
+    pub write_bytes: u64,
+    pub write_ns: u64,
+    /// `fdatasync` of files and fsync of the directory.
+    pub syncs: u64,
+    pub sync_ns: u64,
+}
+
+/// The counters behind [`IoTimes`], shared by a storage and its files.
+#[derive(Debug, Default)]
+pub(crate) struct IoCounters {
+    counters: [AtomicU64; 8],
+}
+
+#[derive(Clone, Copy)]
+pub(crate) enum IoKind {
+    Read = 0,
+    Write = 3,
+    Sync = 6,
+}
+
+impl IoCounters {
+    /// Runs `call` (moving `bytes`) and counts it under `kind`.
+    pub(crate) fn time<T>(&self, kind: IoKind, bytes: usize, call: impl FnOnce() -> io::Result<T>) -> io::Result<T> {
+        let start = Instant::now();
+        let result = call();
+        let ns = start.elapsed().as_nanos() as u64;
+        let base = kind as usize;
+        self.counters[base].fetch_add(1, Ordering::Relaxed);
+        match kind {
+            IoKind::Sync => self.counters[base + 1].fetch_add(ns, Ordering::Relaxed),
+            IoKind::Read | IoKind::Write => {
+                self.counters[base + 1].fetch_add(bytes as u64, Ordering::Relaxed);
+                self.counters[base + 2].fetch_add(ns, Ordering::Relaxed)
+            }
+        };
+        result
+    }
+
+    pub(crate) fn snapshot(&self) -> IoTimes {
+        let c = |i: usize| self.counters[i].load(Ordering::Relaxed);
+        IoTimes {
+            reads: c(0),
+            read_bytes: c(1),
+            read_ns: c(2),
+            writes: c(3),
+            write_bytes: c(4),
+            write_ns: c(5),
+            syncs: c(6),
+            sync_ns: c(7),
+        }
+    }
 }
 
 /// Reads the whole of a file.

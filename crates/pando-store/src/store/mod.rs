@@ -235,6 +235,12 @@ impl Store {
         }
     }
 
+    /// The store's system calls so far and the time spent in them (for a
+    /// store on real files).
+    pub fn io_times(&self) -> Option<crate::io::IoTimes> {
+        self.repo.storage.io_times()
+    }
+
     /// Where the store lives.
     pub fn describe(&self) -> String {
         self.repo.storage.describe()

@@ -7,6 +7,7 @@
 
 pub mod compare;
 pub mod html;
+pub mod svg;
 pub mod text;
 
 use hdrhistogram::Histogram;
