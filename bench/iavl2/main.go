@@ -103,6 +103,9 @@ func syncStore(dir string) error {
 
 // latestVersion reads the last saved version from root.sqlite (0 if none):
 // IAVL v2 has no API for it, and LoadVersion needs it to reopen a store.
+// LoadVersion replays the leaf changelog since the last checkpoint, which
+// fails ("sequence mismatch") if a block wrote or deleted a key twice; the
+// harness always starts on a fresh DIR.
 func latestVersion(dir string) (version int64, err error) {
 	conn, err := sqlite3.Open(filepath.Join(dir, "root.sqlite"))
 	if err != nil {
