@@ -42,8 +42,8 @@ enum Cmd {
         /// `tezos:<preset>[:seed]` or `random:<existing keys>[:updates per block]`.
         #[arg(long, default_value = "tezos:tiny")]
         workload: String,
-        /// Comma-separated: pando-tree, pando-flat, nomt, jmt, iavl, rocksdb, redb.
-        #[arg(long, default_value = "pando-tree,pando-flat,nomt,jmt,iavl,rocksdb,redb")]
+        /// Comma-separated: pando-tree, pando-flat, nomt, jmt, iavl, iavl2, rocksdb, redb.
+        #[arg(long, default_value = "pando-tree,pando-flat,nomt,jmt,iavl,iavl2,rocksdb,redb")]
         backends: String,
         /// Blocks to run (after loading, for the random workload).
         #[arg(long)]

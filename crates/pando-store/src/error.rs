@@ -32,6 +32,14 @@ pub enum Error {
     ForeignTree,
     #[error("invalid argument: {0}")]
     Invalid(String),
+    #[error("the record at offset {offset} was garbage-collected")]
+    Collected { offset: u64 },
+    #[error("commit {0} was garbage-collected")]
+    CollectedCommit(Hash),
+    #[error("a garbage collection is already running")]
+    GcRunning,
+    #[error("the last garbage collection failed (the store is as it was before it): {0}")]
+    GcFailed(String),
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;

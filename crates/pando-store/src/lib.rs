@@ -3,7 +3,8 @@
 //!
 //! Module map (dependency order): [`io`] (all file access) → [`format`]
 //! (bytes on disk) → [`tree`] (immutable trees over a loader) → [`pack`],
-//! [`cache`], [`dict`] → [`store`] (open, commit, checkout, recovery).
+//! [`cache`], [`dict`], [`gc_plan`] → [`store`] (open, commit, checkout,
+//! recovery, garbage collection).
 //!
 //! Invariants kept across modules:
 //! - A commit that returned is durable under the default sync policy.
@@ -15,6 +16,7 @@ pub mod crash_point;
 pub mod dict;
 pub mod error;
 pub mod format;
+pub mod gc_plan;
 pub mod io;
 pub mod options;
 pub mod pack;

@@ -6,9 +6,15 @@
 //! once the last one has reached the target size, so a batch never straddles
 //! two chunks and GC can later drop or rewrite whole chunks.
 //!
+//! After a garbage collection, the live records below the first chunk are in
+//! a prefix file (`prefix-<generation>.pack`) at the positions its mapping
+//! gives; their logical offsets do not change, so every pointer stays valid.
+//!
 //! Invariants:
 //! - Bytes below `end` are never rewritten; readers may read them while the
-//!   writer appends.
+//!   writer appends. A collection replaces old chunks by a prefix in one
+//!   step (`switch`); a reader that located a record in an old file keeps
+//!   reading it through its open handle.
 //! - Every chunk but the last is exactly `next.start - start` bytes long.
 //! - Boundary: the pack knows records, not nodes or commits.
 
@@ -17,6 +23,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::error::{Error, Result};
+use crate::format::mapping::{self, Run};
 use crate::format::record::{self, Parse, RecordKind};
 use crate::io::{File, Storage};
 
@@ -39,11 +46,27 @@ fn parse_chunk_name(name: &str) -> Option<u64> {
     u64::from_str_radix(hex, 16).ok()
 }
 
+/// The name of the prefix file of `generation`.
+pub fn prefix_name(generation: u64) -> String {
+    format!("prefix-{generation:016x}.pack")
+}
+
+/// The live records below the first chunk, copied by a collection.
+pub struct Prefix {
+    pub generation: u64,
+    pub file: Arc<dyn File>,
+    pub name: String,
+    /// Sorted by logical offset (see `format::mapping`).
+    pub runs: Vec<Run>,
+}
+
+/// Where a record lies: its file, the position of its first byte there,
+/// and how many bytes of the same region follow from it.
 struct Located {
     file: Arc<dyn File>,
     name: String,
-    start: u64,
-    limit: u64,
+    pos: u64,
+    avail: u64,
 }
 
 struct Chunk {
@@ -55,6 +78,9 @@ struct Chunk {
 pub struct Pack {
     storage: Arc<dyn Storage>,
     chunks: RwLock<Vec<Chunk>>,
+    prefix: RwLock<Option<Arc<Prefix>>>,
+    /// The first chunk's start, readable without a lock.
+    first_start: AtomicU64,
     /// End of the appended bytes, visible to readers of this process.
     end: AtomicU64,
     chunk_target_bytes: u64,
@@ -77,6 +103,7 @@ impl Pack {
         durable_end: u64,
         chunk_target_bytes: u64,
         writable: bool,
+        prefix: Option<Prefix>,
     ) -> Result<Pack> {
         let mut starts: Vec<u64> = storage
             .list()
@@ -86,6 +113,18 @@ impl Pack {
             .filter(|&start| start >= first_start)
             .collect();
         starts.sort_unstable();
+        if writable {
+            // Chunks a finished collection replaced (a crash came before their removal).
+            let replaced: Vec<String> = storage
+                .list()
+                .map_err(Error::io(storage.describe(), "list"))?
+                .into_iter()
+                .filter(|name| parse_chunk_name(name).is_some_and(|start| start < first_start))
+                .collect();
+            for name in &replaced {
+                storage.remove(name).map_err(Error::io(name.as_str(), "remove"))?;
+            }
+        }
         let (live, beyond): (Vec<u64>, Vec<u64>) = starts.into_iter().partition(|&s| s <= durable_end);
         if writable && !beyond.is_empty() {
             // Chunks started by a batch that never became durable. The
@@ -124,7 +163,54 @@ impl Pack {
             }
             chunks.push(Chunk { start, name, file });
         }
-        Ok(Pack { storage, chunks: RwLock::new(chunks), end: AtomicU64::new(durable_end), chunk_target_bytes })
+        Ok(Pack {
+            storage,
+            chunks: RwLock::new(chunks),
+            prefix: RwLock::new(prefix.map(Arc::new)),
+            first_start: AtomicU64::new(first_start),
+            end: AtomicU64::new(durable_end),
+            chunk_target_bytes,
+        })
+    }
+
+    /// Logical offset of the first chunk's first byte: below it, only the
+    /// prefix's runs remain.
+    pub fn first_chunk_start(&self) -> u64 {
+        self.first_start.load(Ordering::Acquire)
+    }
+
+    /// True if `offset` is a byte the store still holds: anything from the
+    /// first chunk on (including a batch being built), or a run of the prefix.
+    pub fn holds(&self, offset: u64) -> bool {
+        if offset >= self.first_chunk_start() {
+            return true;
+        }
+        self.prefix.read().as_ref().is_some_and(|p| mapping::find(&p.runs, offset).is_some())
+    }
+
+    /// The chunk starts, in order, with the end of each chunk's bytes.
+    pub fn chunk_bounds(&self) -> Vec<(u64, u64)> {
+        let end = self.end();
+        let chunks = self.chunks.read();
+        chunks.iter().enumerate().map(|(i, c)| (c.start, chunks.get(i + 1).map_or(end, |n| n.start))).collect()
+    }
+
+    /// The current prefix, if a collection made one.
+    pub fn prefix(&self) -> Option<Arc<Prefix>> {
+        self.prefix.read().clone()
+    }
+
+    /// Replaces the chunks below `boundary` (a chunk start) and the old
+    /// prefix by `prefix`. Returns the names of the files no longer used,
+    /// for the caller to remove once the switch is durable.
+    pub fn switch(&self, prefix: Prefix, boundary: u64) -> Vec<String> {
+        let mut chunks = self.chunks.write();
+        let keep_from = chunks.iter().position(|c| c.start == boundary).expect("the boundary is a chunk start");
+        let mut replaced: Vec<String> = chunks.drain(..keep_from).map(|c| c.name).collect();
+        let old = self.prefix.write().replace(Arc::new(prefix));
+        self.first_start.store(boundary, Ordering::Release);
+        replaced.extend(old.map(|p| p.name.clone()));
+        replaced
     }
 
     /// End of the appended bytes.
@@ -132,9 +218,10 @@ impl Pack {
         self.end.load(Ordering::Acquire)
     }
 
-    /// Total bytes in the chunks.
+    /// Total bytes in the chunks and the prefix.
     pub fn size_bytes(&self) -> u64 {
-        self.end() - self.chunks.read()[0].start
+        let prefix: u64 = self.prefix.read().as_ref().map_or(0, |p| p.runs.iter().map(|r| r.len).sum());
+        self.end() - self.chunks.read()[0].start + prefix
     }
 
     pub fn chunk_count(&self) -> usize {
@@ -184,39 +271,62 @@ impl Pack {
         file.sync().map_err(Error::io(&name, "sync"))
     }
 
-    /// The chunk holding `offset`: its file, name, start, and the end of its bytes.
+    /// The file region holding `offset`: a chunk, or a run of the prefix.
     fn locate(&self, offset: u64) -> Result<Located> {
         let end = self.end();
         let chunks = self.chunks.read();
         let i = chunks.partition_point(|c| c.start <= offset);
-        if i == 0 || offset >= end {
+        if offset >= end {
             return Err(Error::corrupt("pack", offset, format!("offset outside the pack ({}..{end})", chunks[0].start)));
+        }
+        if i == 0 {
+            let prefix = self.prefix.read();
+            let located = prefix.as_ref().and_then(|p| {
+                let run = mapping::find(&p.runs, offset)?;
+                let skip = offset - run.old;
+                Some(Located { file: p.file.clone(), name: p.name.clone(), pos: run.new + skip, avail: run.len - skip })
+            });
+            return located.ok_or(Error::Collected { offset });
         }
         let chunk = &chunks[i - 1];
         let limit = chunks.get(i).map_or(end, |next| next.start);
-        Ok(Located { file: chunk.file.clone(), name: chunk.name.clone(), start: chunk.start, limit })
+        Ok(Located { file: chunk.file.clone(), name: chunk.name.clone(), pos: offset - chunk.start, avail: limit - offset })
+    }
+
+    /// Reads the bytes at `offset..offset + buf.len()` (which may span
+    /// chunks, or lie in one run of the prefix).
+    pub fn read_raw(&self, mut offset: u64, mut buf: &mut [u8]) -> Result<()> {
+        while !buf.is_empty() {
+            let Located { file, name, pos, avail } = self.locate(offset)?;
+            let n = (avail.min(buf.len() as u64)) as usize;
+            file.read_exact_at(&mut buf[..n], pos).map_err(Error::io(&name, "read"))?;
+            buf = &mut buf[n..];
+            offset += n as u64;
+        }
+        Ok(())
     }
 
     /// Reads and checks the record at `offset`.
     pub fn read_record(&self, offset: u64) -> Result<(RecordKind, Vec<u8>)> {
-        let Located { file, name, start, limit } = self.locate(offset)?;
-        let mut want = READ_AHEAD.min(limit - offset);
+        self.read_record_sized(offset).map(|(kind, payload, _)| (kind, payload))
+    }
+
+    /// Reads and checks the record at `offset`; also returns its length in bytes.
+    pub fn read_record_sized(&self, offset: u64) -> Result<(RecordKind, Vec<u8>, u64)> {
+        let Located { file, name, pos, avail } = self.locate(offset)?;
+        let mut want = READ_AHEAD.min(avail);
         loop {
             let mut buf = vec![0u8; want as usize];
-            file.read_exact_at(&mut buf, offset - start).map_err(Error::io(&name, "read"))?;
+            file.read_exact_at(&mut buf, pos).map_err(Error::io(&name, "read"))?;
             match record::parse(&buf) {
-                Parse::Record { kind, payload, .. } => return Ok((kind, payload.to_vec())),
-                Parse::NeedMore { total } if (total as u64) > want && (total as u64) <= limit - offset => {
+                Parse::Record { kind, payload, total } => return Ok((kind, payload.to_vec(), total as u64)),
+                Parse::NeedMore { total } if (total as u64) > want && (total as u64) <= avail => {
                     want = total as u64;
                 }
                 Parse::NeedMore { total } => {
-                    return Err(Error::corrupt(
-                        &name,
-                        offset - start,
-                        format!("record of {total} bytes runs past the end of its chunk"),
-                    ));
+                    return Err(Error::corrupt(&name, pos, format!("record of {total} bytes runs past the end of its region")));
                 }
-                Parse::Invalid { reason } => return Err(Error::corrupt(&name, offset - start, reason)),
+                Parse::Invalid { reason } => return Err(Error::corrupt(&name, pos, reason)),
             }
         }
     }
@@ -226,12 +336,12 @@ impl Pack {
     pub fn scan(&self, from: u64, to: u64, f: &mut RecordFn<'_>) -> Result<()> {
         let mut offset = from;
         while offset < to {
-            let Located { file, name, start, limit } = self.locate(offset)?;
-            let limit = limit.min(to);
-            // Read the rest of this chunk's range in pieces of up to 8 MiB.
-            let piece = (limit - offset).min(8 << 20);
+            let Located { file, name, pos: start_pos, avail } = self.locate(offset)?;
+            let avail = avail.min(to - offset);
+            // Read the rest of this region in pieces of up to 8 MiB.
+            let piece = avail.min(8 << 20);
             let mut buf = vec![0u8; piece as usize];
-            file.read_exact_at(&mut buf, offset - start).map_err(Error::io(&name, "read"))?;
+            file.read_exact_at(&mut buf, start_pos).map_err(Error::io(&name, "read"))?;
             let mut pos = 0usize;
             loop {
                 match record::parse(&buf[pos..]) {
@@ -244,12 +354,8 @@ impl Pack {
                     }
                     Parse::NeedMore { total } => {
                         if pos == 0 {
-                            if (total as u64) > limit - offset {
-                                return Err(Error::corrupt(
-                                    &name,
-                                    offset - start,
-                                    "record runs past the end of the durable data",
-                                ));
+                            if (total as u64) > avail {
+                                return Err(Error::corrupt(&name, start_pos, "record runs past the end of the durable data"));
                             }
                             // A record larger than the piece: read it alone.
                             let (kind, payload) = self.read_record(offset)?;
@@ -259,7 +365,7 @@ impl Pack {
                         break;
                     }
                     Parse::Invalid { reason } => {
-                        return Err(Error::corrupt(&name, offset + pos as u64 - start, reason));
+                        return Err(Error::corrupt(&name, start_pos + pos as u64, reason));
                     }
                 }
             }

@@ -1,14 +1,17 @@
 //! Model-based property test: random sequences of add, remove, add_tree,
-//! commit, checkout and reopen against a `BTreeMap` model per commit; every
-//! hash is compared with the reference hasher built from scratch.
+//! commit, checkout, reopen and garbage collection against a `BTreeMap`
+//! model per commit; every hash is compared with the reference hasher built
+//! from scratch. Every kept commit reads back right; every collected one is
+//! a clean `CollectedCommit` error.
 
 mod common;
 
 use common::*;
 use pando_core::Hash;
 use pando_store::io::MemStorage;
-use pando_store::{Depth, Kind, Options, Order, Store, SyncPolicy, Tree};
+use pando_store::{Depth, Error, Kind, Options, Order, Store, SyncPolicy, Tree};
 use proptest::prelude::*;
+use std::collections::HashSet;
 use std::sync::Arc;
 
 #[derive(Clone, Debug)]
@@ -27,6 +30,9 @@ enum Op {
     Snapshot,
     /// Switches between the functional (`add`) and in-place (`add_mut`) forms.
     ToggleInPlace,
+    /// Starts a collection keeping the given commit and those after it.
+    Gc(usize),
+    WaitGc,
 }
 
 /// Steps from a small set, so that paths collide often: removals hit,
@@ -66,6 +72,8 @@ fn op() -> impl Strategy<Value = Op> {
         1 => Just(Op::Reopen),
         1 => Just(Op::Snapshot),
         2 => Just(Op::ToggleInPlace),
+        1 => (0usize..100).prop_map(Op::Gc),
+        1 => Just(Op::WaitGc),
     ]
 }
 
@@ -78,7 +86,7 @@ fn fill_path(dir: &Path, i: u32) -> Path {
 fn options() -> Options {
     Options {
         cache_bytes: 64 << 10,
-        chunk_target_bytes: 16 << 10,
+        chunk_target_bytes: 2 << 10,
         checkpoint_commits: 3,
         sync: SyncPolicy::EveryCommit,
         ..Options::default()
@@ -94,6 +102,11 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
     let mut head: Option<Hash> = None;
     let mut snapshots: Vec<(Tree, Model)> = Vec::new();
     let mut in_place = false;
+    // Collections: the position (in `commits`) of the first kept commit of
+    // the running one; the commits collected so far.
+    let mut pending_gc: Option<usize> = None;
+    let mut collected: HashSet<Hash> = HashSet::new();
+    let first_position = |commits: &[(Hash, Model)], hash: &Hash| commits.iter().position(|(c, _)| c == hash).unwrap();
     for (n, op) in ops.into_iter().enumerate() {
         let s = store.as_ref().unwrap();
         match op {
@@ -155,13 +168,37 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
                     continue;
                 }
                 let (hash, m) = &commits[i % commits.len()];
+                if collected.contains(hash) {
+                    prop_assert!(matches!(s.checkout(hash), Err(Error::CollectedCommit(h)) if h == *hash));
+                    continue;
+                }
                 tree = s.checkout(hash).unwrap().expect("committed earlier");
                 model = m.clone();
                 head = Some(*hash);
             }
+            Op::Gc(i) => {
+                if commits.is_empty() {
+                    continue;
+                }
+                let (hash, _) = &commits[i % commits.len()];
+                let started = s.gc(hash);
+                if pending_gc.is_some() {
+                    prop_assert!(matches!(started, Err(Error::GcRunning)), "{started:?}");
+                } else if collected.contains(hash) {
+                    prop_assert!(matches!(started, Err(Error::CollectedCommit(_))), "{started:?}");
+                } else {
+                    started.unwrap();
+                    pending_gc = Some(first_position(&commits, hash));
+                }
+            }
+            Op::WaitGc => {
+                s.wait_gc().unwrap();
+            }
             Op::Reopen => {
                 // Trees of the closed instance cannot be committed to the new one.
                 snapshots.clear();
+                // Closing stops a running collection: nothing is collected.
+                pending_gc = None;
                 drop(store.take());
                 store = Some(Store::open_storage(Arc::new(storage.clone()), options()).unwrap());
                 let s = store.as_ref().unwrap();
@@ -174,9 +211,38 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
                     None => Model::new(),
                 };
                 for (hash, m) in &commits {
-                    let t = s.checkout(hash).unwrap().expect("every commit survives a reopen");
+                    if collected.contains(hash) {
+                        prop_assert!(matches!(s.checkout(hash), Err(Error::CollectedCommit(_))));
+                        continue;
+                    }
+                    let t = s.checkout(hash).unwrap().expect("every kept commit survives a reopen");
                     check_tree(&t, m).map_err(TestCaseError::fail)?;
                 }
+            }
+        }
+        // A collection that finished has switched (at a commit, or in wait_gc).
+        let s = store.as_ref().unwrap();
+        if let Some(keep) = pending_gc
+            && s.gc_status().is_none()
+        {
+            pending_gc = None;
+            s.wait_gc().unwrap();
+            collected.extend(commits[..keep].iter().map(|(h, _)| *h).filter(|h| first_position(&commits, h) < keep));
+            snapshots.clear();
+            for (hash, m) in &commits {
+                if collected.contains(hash) {
+                    prop_assert!(matches!(s.checkout(hash), Err(Error::CollectedCommit(_))));
+                } else {
+                    let t = s.checkout(hash).unwrap().expect("kept");
+                    check_tree(&t, m).map_err(|e| TestCaseError::fail(format!("after a collection: {e}")))?;
+                }
+            }
+            // Work goes on from the newest commit if the current one was collected.
+            if head.is_some_and(|h| collected.contains(&h)) {
+                let (hash, m) = commits.last().unwrap();
+                tree = s.checkout(hash).unwrap().unwrap();
+                model = m.clone();
+                head = Some(*hash);
             }
         }
         check_tree(&tree, &model).map_err(|e| TestCaseError::fail(format!("after op {n}: {e}")))?;

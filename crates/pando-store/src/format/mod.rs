@@ -4,6 +4,7 @@
 //! Boundary: this module encodes and decodes; it never opens a file.
 
 pub mod control;
+pub mod mapping;
 pub mod node;
 pub mod record;
 

@@ -24,6 +24,7 @@ use pando_core::varint::{self, write_u64};
 use std::sync::Arc;
 
 use crate::dict::{Dict, read_bytes};
+use crate::format::record::RecordKind;
 use crate::tree::node::{Body, Child, Inode, Ptr, Step, Value};
 
 /// Contents of at most this many bytes are stored inside their directory.
@@ -426,5 +427,64 @@ impl TreePatch {
             return Err("tree inode without children".into());
         }
         Ok(Inode::new(Body::Tree { depth: self.depth, len: self.len, children }))
+    }
+}
+
+/// Appends to `out` the offsets of the records that the record of `kind`
+/// at `at` refers to: a directory's children and blobs, a tree patch's base
+/// and changed children, a commit's root tree. A commit's parents are not
+/// references: a commit can outlive its parents (garbage collection keeps
+/// commits from a chosen one onwards). Reads only the structure, so it
+/// needs no dictionary.
+pub fn references(kind: RecordKind, payload: &[u8], at: u64, out: &mut Vec<u64>) -> Result<(), String> {
+    let mut r = Reader { bytes: payload, pos: 0 };
+    match kind {
+        RecordKind::Values => {
+            let count = r.varint()?;
+            if count > ENTRIES as u64 {
+                return Err(format!("value inode with {count} entries (at most {ENTRIES})"));
+            }
+            for _ in 0..count {
+                let tag = r.byte()?;
+                match tag & 3 {
+                    STEP_DICT => {
+                        r.varint()?;
+                    }
+                    STEP_RAW | STEP_HEX => {
+                        read_bytes(payload, &mut r.pos)?;
+                    }
+                    other => return Err(format!("unknown step kind {other}")),
+                }
+                match tag >> 2 {
+                    CHILD_DIR | CHILD_BLOB => out.push(r.pointer(at)?.0),
+                    CHILD_INLINE => {
+                        read_bytes(payload, &mut r.pos)?;
+                    }
+                    other => return Err(format!("unknown child kind {other}")),
+                }
+            }
+            r.finish()
+        }
+        RecordKind::Tree => {
+            r.byte()?;
+            r.varint()?;
+            let bitmap = u32::from_le_bytes(r.take(4)?.try_into().expect("4 bytes"));
+            for _ in 0..bitmap.count_ones() {
+                out.push(r.pointer(at)?.0);
+            }
+            r.finish()
+        }
+        RecordKind::TreePatch => {
+            let depth = u32::from(*payload.first().ok_or("truncated payload")?);
+            let patch = TreePatch::decode(payload, at, depth)?;
+            out.push(patch.base);
+            out.extend(patch.changes.iter().filter_map(|(_, pointer)| pointer.map(|(offset, _)| offset)));
+            Ok(())
+        }
+        RecordKind::Commit => {
+            out.push(CommitRecord::decode(payload, at)?.root_offset);
+            Ok(())
+        }
+        RecordKind::Blob | RecordKind::Dict => Ok(()),
     }
 }

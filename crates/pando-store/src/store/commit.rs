@@ -40,6 +40,7 @@ struct Batch<'a> {
     payload: Vec<u8>,
     dict: &'a Dict,
     loader: &'a dyn Loader,
+    pack: &'a crate::pack::Pack,
     raw_steps: Vec<Step>,
     /// Inodes written, in stored form, for the cache.
     written: Vec<(u64, Arc<Inode>)>,
@@ -56,8 +57,14 @@ impl Batch<'_> {
         at
     }
 
+    /// The offset a node in memory was written at by this store instance,
+    /// if that record is still held (a collection may have removed it).
+    fn written_at(&self, offset: Option<u64>) -> Option<u64> {
+        offset.filter(|&o| self.pack.holds(o))
+    }
+
     fn write_blob(&mut self, value: &Value) -> u64 {
-        if let Some(offset) = value.stored_offset(self.instance) {
+        if let Some(offset) = self.written_at(value.stored_offset(self.instance)) {
             return offset;
         }
         self.payload.clear();
@@ -69,7 +76,7 @@ impl Batch<'_> {
 
     /// Writes the inode and its new descendants; returns its offset.
     fn write_inode(&mut self, inode: &Arc<Inode>, depth: u32) -> Result<u64> {
-        if let Some(offset) = inode.stored_offset(self.instance) {
+        if let Some(offset) = self.written_at(inode.stored_offset(self.instance)) {
             return Ok(offset);
         }
         let mut patch_chain = 0;
@@ -113,7 +120,7 @@ impl Batch<'_> {
                 }
                 let at = self.next_offset();
                 self.payload.clear();
-                match plan_patch(self.instance, inode, depth, *len, &stored_children) {
+                match plan_patch(self.instance, |o| self.pack.holds(o), inode, depth, *len, &stored_children) {
                     Some((patch, chain)) => {
                         patch.encode(at, &mut self.payload);
                         patch_chain = chain;
@@ -145,6 +152,38 @@ impl Batch<'_> {
     }
 }
 
+/// Checks that every stored record the unwritten part of a tree refers to
+/// is still held by the pack (after a garbage collection, a tree taken from
+/// a collected commit may refer to records that are gone). Runs before
+/// anything is encoded, so a refused commit leaves no stored marks behind.
+fn check_refs(instance: u64, pack: &crate::pack::Pack, inode: &Arc<Inode>) -> Result<()> {
+    let held = |offset: u64| if pack.holds(offset) { Ok(()) } else { Err(Error::Collected { offset }) };
+    // A node in memory whose record was collected is written again.
+    if inode.stored_offset(instance).is_some_and(|offset| pack.holds(offset)) {
+        return Ok(());
+    }
+    match &inode.body {
+        Body::Values(entries) => {
+            for (_, child) in entries {
+                match child {
+                    Child::Value(_) => {}
+                    Child::Blob { offset, .. } | Child::Dir(Ptr::Stored { offset, .. }) => held(*offset)?,
+                    Child::Dir(Ptr::Mem(root)) => check_refs(instance, pack, root)?,
+                }
+            }
+        }
+        Body::Tree { children, .. } => {
+            for child in children.iter().flatten() {
+                match child {
+                    Ptr::Stored { offset, .. } => held(*offset)?,
+                    Ptr::Mem(inode) => check_refs(instance, pack, inode)?,
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Offset of what a child slot points to, if `instance` wrote it.
 fn slot_offset(instance: u64, slot: &Option<Ptr>) -> Option<u64> {
     match slot {
@@ -156,9 +195,17 @@ fn slot_offset(instance: u64, slot: &Option<Ptr>) -> Option<u64> {
 
 /// A patch against the inode's base when few children changed and the
 /// base's chain of patches is short; `None` to write the inode in full.
-fn plan_patch(instance: u64, inode: &Inode, depth: u32, len: u64, children: &[Option<Ptr>; ENTRIES]) -> Option<(TreePatch, u8)> {
+fn plan_patch(
+    instance: u64,
+    held: impl Fn(u64) -> bool,
+    inode: &Inode,
+    depth: u32,
+    len: u64,
+    children: &[Option<Ptr>; ENTRIES],
+) -> Option<(TreePatch, u8)> {
     let base = inode.base.lock().clone()?;
-    let base_offset = base.stored_offset(instance)?;
+    // A base that a collection removed is not patched against.
+    let base_offset = base.stored_offset(instance).filter(|&o| held(o))?;
     let chain = base.patch_chain.get().copied()?;
     let Body::Tree { depth: base_depth, children: base_children, .. } = &base.body else { return None };
     if *base_depth != depth || chain >= MAX_PATCH_CHAIN {
@@ -197,8 +244,11 @@ impl Repo {
         {
             let index = self.index.read();
             for parent in parents {
-                let offset = index.get(parent).ok_or(Error::UnknownCommit(*parent))?;
-                parent_links.push((*parent, *offset));
+                let offset = *index.get(parent).ok_or(Error::UnknownCommit(*parent))?;
+                if offset == index_file::COLLECTED {
+                    return Err(Error::CollectedCommit(*parent));
+                }
+                parent_links.push((*parent, offset));
             }
         }
         parent_links.sort();
@@ -214,6 +264,7 @@ impl Repo {
 
         let mut writer = self.writer.as_ref().expect("checked writable").lock();
         self.check_writable()?;
+        self.switch_if_ready(&mut writer)?;
         if self.index.read().contains_key(&hash) {
             // The same commit again: nothing to write.
             return Ok(hash);
@@ -229,9 +280,17 @@ impl Repo {
             payload: Vec::with_capacity(4096),
             dict: &dict,
             loader: self,
+            pack: &self.pack,
             raw_steps: Vec::new(),
             written: Vec::new(),
         };
+        if self.pack.first_chunk_start() > 0 {
+            match root {
+                Ptr::Stored { offset, .. } if !self.pack.holds(*offset) => return Err(Error::Collected { offset: *offset }),
+                Ptr::Stored { .. } => {}
+                Ptr::Mem(inode) => check_refs(self.id, &self.pack, inode)?,
+            }
+        }
         let root_offset = match root {
             Ptr::Stored { offset, .. } => *offset,
             Ptr::Mem(inode) => self.guard(batch.write_inode(inode, 0))?,
@@ -275,6 +334,9 @@ impl Repo {
         // Published only now: no thread sees a commit that is not as durable
         // as the policy promises.
         self.index.write().insert(hash, commit_at);
+        if self.gc.running.load(Ordering::Acquire) {
+            self.gc.since_start.lock().push((hash, commit_at));
+        }
         self.last_commit.store(commit_at, Ordering::Release);
         for (offset, inode) in written {
             self.cache.insert(offset, Cached::inode(inode));
@@ -328,6 +390,16 @@ impl Repo {
         let at = next.index_entries * index_file::ENTRY_BYTES as u64;
         writer.index_file.write_all_at(&entries, at).map_err(Error::io("index", "write"))?;
         writer.index_file.sync().map_err(Error::io("index", "sync"))?;
+        self.checkpoint_dict(writer, next)?;
+        next.index_entries += writer.unflushed_index.len() as u64;
+        next.checkpoint_end = next.durable_end;
+        writer.unflushed_index.clear();
+        Ok(())
+    }
+
+    /// Appends the dictionary entries not yet in its file and syncs it;
+    /// `next` records the new length.
+    pub(super) fn checkpoint_dict(&self, writer: &Writer, next: &mut crate::format::control::Control) -> Result<()> {
         let dict = self.dict.read();
         let new_steps = dict.steps_from(next.dict_entries as usize);
         if !new_steps.is_empty() {
@@ -337,9 +409,6 @@ impl Repo {
             next.dict_bytes += bytes.len() as u64;
             next.dict_entries = dict.len() as u64;
         }
-        next.index_entries += writer.unflushed_index.len() as u64;
-        next.checkpoint_end = next.durable_end;
-        writer.unflushed_index.clear();
         Ok(())
     }
 }

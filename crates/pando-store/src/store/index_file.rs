@@ -2,11 +2,20 @@
 //! `hash ‖ offset (u64 LE) ‖ crc32c (u32 LE) of the 40 bytes before it`.
 //!
 //! Invariant: only the first `control.index_entries` entries are trusted;
-//! each is checked to point inside the durable pack.
+//! each is checked to point inside the durable pack, or to be `COLLECTED`.
 
 use pando_core::Hash;
 
 pub const ENTRY_BYTES: usize = 44;
+
+/// The offset of a commit that a garbage collection discarded: the index
+/// keeps its hash, so checking it out is a clear error, not "unknown".
+pub const COLLECTED: u64 = u64::MAX;
+
+/// The index file of collection generation `generation`.
+pub fn name(generation: u64) -> String {
+    if generation == 0 { "index".to_string() } else { format!("index-{generation:016x}") }
+}
 
 pub fn encode(entries: &[(Hash, u64)]) -> Vec<u8> {
     let mut out = Vec::with_capacity(entries.len() * ENTRY_BYTES);
@@ -31,7 +40,7 @@ pub fn decode(bytes: &[u8], durable_end: u64) -> Result<Vec<(Hash, u64)>, (usize
             if crc32c::crc32c(&entry[..40]) != crc {
                 return Err((i, "index entry checksum mismatch".to_string()));
             }
-            if offset >= durable_end {
+            if offset >= durable_end && offset != COLLECTED {
                 return Err((i, format!("offset {offset} past the durable end {durable_end}")));
             }
             Ok((hash, offset))

@@ -15,8 +15,11 @@
 
 mod branches;
 mod commit;
+mod gc;
 mod index_file;
 mod open;
+
+pub use gc::{GcPhase, GcReport, GcStatus};
 
 use pando_core::{CommitInfo, Hash};
 use parking_lot::{Mutex, RwLock};
@@ -69,6 +72,9 @@ pub(crate) struct Repo {
     last_commit: AtomicU64,
     /// Records calls as a trace, when asked to.
     recorder: Option<Recorder>,
+    gc: gc::GcState,
+    /// Index entries of collected commits.
+    collected_commits: AtomicU64,
 }
 
 /// A pando store.
@@ -118,12 +124,42 @@ impl Store {
 
     /// True if `commit` is in the store.
     pub fn exists(&self, commit: &Hash) -> bool {
-        self.repo.index.read().contains_key(commit)
+        self.repo.index.read().get(commit).is_some_and(|&offset| offset != index_file::COLLECTED)
     }
 
-    /// Number of commits.
+    /// Number of commits (not counting collected ones).
     pub fn commit_count(&self) -> u64 {
-        self.repo.index.read().len() as u64
+        self.repo.index.read().len() as u64 - self.repo.collected_commits.load(Ordering::Relaxed)
+    }
+
+    /// Starts a garbage collection in the background: every record not
+    /// reachable from `keep_from`, the commits made after it, or a pinned
+    /// commit is discarded. The writer keeps committing and readers keep
+    /// reading; the store switches to the collected generation at the next
+    /// commit after the work is done, or in [`Store::wait_gc`]. Checking out
+    /// a collected commit is then `Error::CollectedCommit`.
+    pub fn gc(&self, keep_from: &Hash) -> Result<()> {
+        self.repo.start_gc(keep_from)
+    }
+
+    /// Waits for the running collection (if any) and completes it.
+    pub fn wait_gc(&self) -> Result<Option<GcReport>> {
+        self.repo.wait_gc()
+    }
+
+    /// The progress of the running collection, if any.
+    pub fn gc_status(&self) -> Option<GcStatus> {
+        self.repo.gc_status()
+    }
+
+    /// Keeps `commit` through every collection started while it is pinned
+    /// (pins are counted, and last as long as this store is open).
+    pub fn pin(&self, commit: &Hash) -> Result<()> {
+        self.repo.pin(commit)
+    }
+
+    pub fn unpin(&self, commit: &Hash) {
+        self.repo.unpin(commit)
     }
 
     /// The tree of `commit`, or `None` if the store does not have it.
@@ -196,8 +232,10 @@ impl Store {
         self.repo.flush()
     }
 
-    /// Flushes and closes the store (and finishes a recorded trace).
+    /// Flushes and closes the store (and finishes a recorded trace). A
+    /// collection still running is stopped and discarded.
     pub fn close(self) -> Result<()> {
+        self.repo.cancel_gc();
         self.finish_recording()?;
         self.repo.flush()
     }
@@ -251,6 +289,7 @@ impl Drop for Store {
     fn drop(&mut self) {
         // Best effort: an error here was or will be reported by an explicit
         // flush; a dropped store must not panic.
+        self.repo.cancel_gc();
         let _ = self.finish_recording();
         let _ = self.repo.flush();
     }
@@ -286,6 +325,9 @@ impl Repo {
 
     fn commit_record(&self, commit: &Hash) -> Result<Option<CommitRecord>> {
         let Some(offset) = self.index.read().get(commit).copied() else { return Ok(None) };
+        if offset == index_file::COLLECTED {
+            return Err(Error::CollectedCommit(*commit));
+        }
         let record = self.read_commit_at(offset)?;
         let found = record.info().hash();
         if found != *commit {

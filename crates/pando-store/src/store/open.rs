@@ -63,7 +63,19 @@ pub fn open(storage: Arc<dyn Storage>, options: Options) -> Result<Repo> {
     let control = control::decode(&control_bytes).map_err(|(first, second)| slot_error(first, second))?;
     let writable = !options.read_only;
 
-    let pack = Pack::open(storage.clone(), control.first_chunk_start, control.durable_end, control.chunk_target_bytes, writable)?;
+    let generation = control.generation;
+    if writable {
+        remove_other_generations(&*storage, generation)?;
+    }
+    let prefix = if generation > 0 { Some(load_prefix(&*storage, generation, control.first_chunk_start)?) } else { None };
+    let pack = Pack::open(
+        storage.clone(),
+        control.first_chunk_start,
+        control.durable_end,
+        control.chunk_target_bytes,
+        writable,
+        prefix,
+    )?;
 
     let dict_file = open_file(&*storage, DICT, false)?;
     let mut dict = Dict::default();
@@ -76,10 +88,11 @@ pub fn open(storage: Arc<dyn Storage>, options: Options) -> Result<Repo> {
         dict.push(step);
     }
 
-    let index_file = open_file(&*storage, INDEX, false)?;
-    let index_bytes = read_prefix(&*index_file, INDEX, control.index_entries * index_file::ENTRY_BYTES as u64, writable)?;
+    let index_name = index_file::name(generation);
+    let index_file = open_file(&*storage, &index_name, false)?;
+    let index_bytes = read_prefix(&*index_file, &index_name, control.index_entries * index_file::ENTRY_BYTES as u64, writable)?;
     let entries = index_file::decode(&index_bytes, control.durable_end)
-        .map_err(|(i, reason)| Error::corrupt(INDEX, (i * index_file::ENTRY_BYTES) as u64, reason))?;
+        .map_err(|(i, reason)| Error::corrupt(&index_name, (i * index_file::ENTRY_BYTES) as u64, reason))?;
     let mut index: HashMap<Hash, u64> = HashMap::with_capacity(entries.len() + 1024);
     index.extend(entries);
     let mut last_commit = control.last_commit;
@@ -116,7 +129,7 @@ pub fn open(storage: Arc<dyn Storage>, options: Options) -> Result<Repo> {
     })?;
     if index.len() as u64 != control.commits {
         return Err(Error::corrupt(
-            INDEX,
+            index_name,
             0,
             format!("{} commits found, the control file says {}", index.len(), control.commits),
         ));
@@ -125,6 +138,7 @@ pub fn open(storage: Arc<dyn Storage>, options: Options) -> Result<Repo> {
         last_commit = u64::MAX;
     }
 
+    let collected = index.values().filter(|&&offset| offset == index_file::COLLECTED).count() as u64;
     let branches = read_branches(&*storage, writable)?;
     let writer = if writable {
         Some(Mutex::new(Writer {
@@ -157,6 +171,8 @@ pub fn open(storage: Arc<dyn Storage>, options: Options) -> Result<Repo> {
         options,
         poisoned: AtomicBool::new(false),
         last_commit: AtomicU64::new(last_commit),
+        gc: Default::default(),
+        collected_commits: AtomicU64::new(collected),
     })
 }
 
@@ -207,6 +223,54 @@ fn read_branches(storage: &dyn Storage, writable: bool) -> Result<BTreeMap<Strin
     let file = open_file(storage, branches::FILE, false)?;
     let bytes = read_all(&*file).map_err(Error::io(branches::FILE, "read"))?;
     branches::decode(&bytes).map_err(|(at, reason)| Error::corrupt(branches::FILE, at, reason))
+}
+
+/// The generation of a file a collection writes (`prefix-<g>.pack`,
+/// `mapping-<g>`, `index-<g>`), if `name` is one.
+pub fn generation_of(name: &str) -> Option<u64> {
+    let hex = name
+        .strip_prefix("prefix-")
+        .and_then(|n| n.strip_suffix(".pack"))
+        .or_else(|| name.strip_prefix("mapping-"))
+        .or_else(|| name.strip_prefix("index-"))?;
+    if hex.len() != 16 {
+        return None;
+    }
+    u64::from_str_radix(hex, 16).ok()
+}
+
+pub fn mapping_name(generation: u64) -> String {
+    format!("mapping-{generation:016x}")
+}
+
+/// Removes the files of other collection generations: those of an older
+/// generation a finished collection replaced, those of a newer one an
+/// unfinished collection left (a crash before its switch).
+fn remove_other_generations(storage: &dyn Storage, generation: u64) -> Result<()> {
+    let names = storage.list().map_err(Error::io(storage.describe(), "list"))?;
+    let stale: Vec<&String> = names
+        .iter()
+        .filter(|name| generation_of(name).is_some_and(|g| g != generation) || (generation > 0 && name.as_str() == INDEX))
+        .collect();
+    for name in &stale {
+        storage.remove(name).map_err(Error::io(name.as_str(), "remove"))?;
+    }
+    if !stale.is_empty() {
+        storage.sync_dir().map_err(Error::io(storage.describe(), "sync directory"))?;
+    }
+    Ok(())
+}
+
+/// Opens the prefix file and mapping of `generation`.
+fn load_prefix(storage: &dyn Storage, generation: u64, boundary: u64) -> Result<crate::pack::Prefix> {
+    let name = crate::pack::prefix_name(generation);
+    let file = open_file(storage, &name, false)?;
+    let len = file.len().map_err(Error::io(&name, "stat"))?;
+    let mapping = mapping_name(generation);
+    let bytes = read_all(&*open_file(storage, &mapping, false)?).map_err(Error::io(&mapping, "read"))?;
+    let runs =
+        crate::format::mapping::decode(&bytes, len, boundary).map_err(|(at, reason)| Error::corrupt(&mapping, at, reason))?;
+    Ok(crate::pack::Prefix { generation, file, name, runs })
 }
 
 fn slot_error(first: SlotError, second: SlotError) -> Error {

@@ -1,0 +1,140 @@
+//! Garbage collection: what is kept reads back right (before and after a
+//! reopen), what is collected errors cleanly, the writer commits while a
+//! collection runs, and disk shrinks.
+
+mod common;
+
+use common::*;
+use pando_core::Hash;
+use pando_store::io::{MemStorage, Storage};
+use pando_store::{Error, Options, Store};
+use std::sync::Arc;
+
+fn options() -> Options {
+    Options { chunk_target_bytes: 8 << 10, checkpoint_commits: 4, cache_bytes: 64 << 10, ..Options::default() }
+}
+
+/// Commits `n` blocks on top of `head`, each rewriting some accounts and
+/// adding new ones; returns the commits and their models.
+fn blocks(store: &Store, head: Option<(Hash, Model)>, n: usize, seed: u32) -> Vec<(Hash, Model)> {
+    let (mut tree, mut model, mut parent) = match head {
+        Some((h, m)) => (store.checkout(&h).unwrap().unwrap(), m, Some(h)),
+        None => (store.empty_tree(), Model::new(), None),
+    };
+    let mut out = Vec::new();
+    for b in 0..n as u32 {
+        for i in 0..40u32 {
+            let account = (b * 7 + i * 13 + seed) % 300;
+            let path = vec![b"contracts".to_vec(), format!("{account:04}").into_bytes(), b"balance".to_vec()];
+            let value = format!("{}-{}-{}", seed, b, i).into_bytes();
+            tree.add_mut(&path, &value).unwrap();
+            model_add(&mut model, &path, &value);
+        }
+        let big = vec![b"big".to_vec(), format!("{}", b % 5).into_bytes()];
+        let value = vec![(b % 251) as u8; 100];
+        tree.add_mut(&big, &value).unwrap();
+        model_add(&mut model, &big, &value);
+        let hash = store.commit(&tree, &parent.into_iter().collect::<Vec<_>>(), b as i64, "Tezos", "block").unwrap();
+        parent = Some(hash);
+        out.push((hash, model.clone()));
+        tree = store.checkout(&hash).unwrap().unwrap();
+    }
+    out
+}
+
+fn check_kept_and_collected(store: &Store, commits: &[(Hash, Model)], first_kept: usize) {
+    for (i, (hash, model)) in commits.iter().enumerate() {
+        if i >= first_kept {
+            let tree = store.checkout(hash).unwrap().expect("kept");
+            check_tree(&tree, model).unwrap_or_else(|e| panic!("commit {i}: {e}"));
+            assert!(store.exists(hash));
+        } else {
+            assert!(matches!(store.checkout(hash), Err(Error::CollectedCommit(h)) if h == *hash), "commit {i} collected");
+            assert!(!store.exists(hash));
+        }
+    }
+}
+
+#[test]
+fn collection_keeps_recent_commits_and_frees_space() {
+    let storage = MemStorage::new();
+    let store = Store::open_storage(Arc::new(storage.clone()), options()).unwrap();
+    let commits = blocks(&store, None, 60, 1);
+    let before = store.pack_bytes();
+    store.gc(&commits[40].0).unwrap();
+    let report = store.wait_gc().unwrap().expect("a collection ran");
+    assert_eq!(report.generation, 1);
+    assert_eq!(report.collected_commits, 40);
+    assert!(store.pack_bytes() < before / 2, "{} -> {}", before, store.pack_bytes());
+    check_kept_and_collected(&store, &commits, 40);
+    assert_eq!(store.commit_count(), 20);
+
+    // The store goes on, and a second collection works over the first.
+    let more = blocks(&store, commits.last().cloned(), 30, 2);
+    let all: Vec<(Hash, Model)> = commits.iter().chain(&more).cloned().collect();
+    store.gc(&all[75].0).unwrap();
+    assert_eq!(store.wait_gc().unwrap().unwrap().generation, 2);
+    check_kept_and_collected(&store, &all, 75);
+    drop(store);
+
+    let store = Store::open_storage(Arc::new(storage.clone()), options()).unwrap();
+    check_kept_and_collected(&store, &all, 75);
+    let names = storage.list().unwrap();
+    assert!(names.iter().all(|n| !n.starts_with("prefix-0000000000000001") && n != "index"), "old files removed: {names:?}");
+    // And commits continue after a reopen.
+    blocks(&store, all.last().cloned(), 5, 3);
+}
+
+#[test]
+fn writer_commits_while_collection_runs() {
+    let storage = MemStorage::new();
+    let store = Store::open_storage(Arc::new(storage.clone()), options()).unwrap();
+    let mut commits = blocks(&store, None, 50, 1);
+    store.gc(&commits[30].0).unwrap();
+    // Commits made during the collection, some refer to old subtrees.
+    commits.extend(blocks(&store, commits.last().cloned(), 20, 4));
+    store.wait_gc().unwrap();
+    check_kept_and_collected(&store, &commits, 30);
+    drop(store);
+    let store = Store::open_storage(Arc::new(storage), options()).unwrap();
+    check_kept_and_collected(&store, &commits, 30);
+}
+
+#[test]
+fn pinned_commits_survive_and_stale_trees_are_refused() {
+    let store = Store::open_storage(Arc::new(MemStorage::new()), options()).unwrap();
+    let commits = blocks(&store, None, 50, 1);
+    store.pin(&commits[3].0).unwrap();
+    let stale = store.checkout(&commits[5].0).unwrap().unwrap();
+    store.gc(&commits[40].0).unwrap();
+    store.wait_gc().unwrap();
+    let pinned = store.checkout(&commits[3].0).unwrap().expect("pinned commits are kept");
+    check_tree(&pinned, &commits[3].1).unwrap();
+    assert!(matches!(store.checkout(&commits[5].0), Err(Error::CollectedCommit(_))));
+    // A tree of a collected commit: reading what was collected, or
+    // committing it, is a clear error, never wrong data.
+    let changed = stale.add(&["x"], b"y");
+    let committed = changed.and_then(|tree| store.commit(&tree, &[commits[49].0], 0, "Tezos", "stale"));
+    assert!(matches!(committed, Err(Error::Collected { .. })), "expected Collected, got {committed:?}");
+    // Even when the stale root is still in memory, its collected subtrees are refused.
+    let loaded = store.checkout(&commits[45].0).unwrap().unwrap();
+    let mut mixed = loaded.clone();
+    mixed.add_tree_mut(&["old"], &pinned.find_tree(&["contracts"]).unwrap().unwrap()).unwrap();
+    store.commit(&mixed, &[commits[49].0], 0, "Tezos", "pinned subtree").expect("a pinned commit's subtree is kept");
+    // A collected parent is refused too.
+    let fresh = store.checkout(&commits[49].0).unwrap().unwrap();
+    assert!(matches!(store.commit(&fresh, &[commits[5].0], 0, "Tezos", ""), Err(Error::CollectedCommit(_))));
+    // The store still works.
+    blocks(&store, commits.last().cloned(), 3, 5);
+    assert!(matches!(store.gc(&commits[5].0), Err(Error::CollectedCommit(_))));
+}
+
+#[test]
+fn a_second_collection_waits_for_the_first() {
+    let store = Store::open_storage(Arc::new(MemStorage::new()), options()).unwrap();
+    let commits = blocks(&store, None, 30, 1);
+    store.gc(&commits[10].0).unwrap();
+    assert!(matches!(store.gc(&commits[20].0), Err(Error::GcRunning)) || store.gc_status().is_none());
+    store.wait_gc().unwrap();
+    assert!(store.wait_gc().unwrap().is_none());
+}
