@@ -67,6 +67,15 @@ enum Command {
         #[arg(short = 'n', long, default_value_t = 20)]
         count: usize,
     },
+    /// Garbage-collect: keep the last N commits (following first parents
+    /// from the last commit) and every commit made after the N-th.
+    Gc {
+        #[command(flatten)]
+        store: commands::StoreArg,
+        /// How many levels of history to keep.
+        #[arg(long)]
+        keep_last: u64,
+    },
     /// Generate a Tezos-like trace (irmin's IrmRepBT format).
     Gen {
         /// tiny (200 blocks), small (5,000), medium (50,000) or large (300,000).
@@ -147,6 +156,7 @@ fn main() -> anyhow::Result<()> {
         Command::Get { path, at, hex } => commands::get(&at, &path, hex),
         Command::Ls { path, at, offset, length, hashes } => commands::ls(&at, &path, offset, length, hashes),
         Command::Log { at, count } => commands::log(&at, count),
+        Command::Gc { store, keep_last } => commands::gc(&store, keep_last),
         Command::Gen { preset, seed, output } => {
             let preset = commands::trace::preset(&preset)?;
             let output = output.unwrap_or_else(|| PathBuf::from(format!("{}-{seed}.repr", preset.name)));

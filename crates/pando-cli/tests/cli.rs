@@ -75,3 +75,36 @@ fn clean_errors() {
     assert!(failure(&pando(&["init", other.path().to_str().unwrap()])).contains("not a pando store"));
     assert!(stdout(&pando(&["--help"])).contains("init"));
 }
+
+#[test]
+fn gc_keeps_the_last_levels() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store");
+    let p = path.to_str().unwrap();
+    let commits = {
+        let options = Options { chunk_target_bytes: 4096, ..Options::default() };
+        let store = Store::open(&path, options).unwrap();
+        let mut tree = store.empty_tree();
+        let mut commits = Vec::new();
+        for block in 0..40u32 {
+            for i in 0..20u32 {
+                tree.add_mut(&["contracts", &format!("{:03}", (block * 3 + i) % 97), "balance"], &block.to_be_bytes()).unwrap();
+            }
+            let parents: Vec<_> = commits.last().copied().into_iter().collect();
+            let hash = store.commit(&tree, &parents, i64::from(block), "Tezos", &format!("block {block}")).unwrap();
+            commits.push(hash);
+        }
+        commits
+    };
+    let out = stdout(&pando(&["gc", "-s", p, "--keep-last", "10"]));
+    assert!(out.contains("collected:     30 commits"), "{out}");
+    assert!(out.contains(&commits[30].to_base58()), "{out}");
+    // The kept history reads; the log ends where history was collected.
+    assert_eq!(stdout(&pando(&["get", "contracts/000/balance", "-s", p])).len(), 9);
+    let log = stdout(&pando(&["log", "-s", p, "-n", "50"]));
+    assert_eq!(log.matches("commit ").count(), 10, "{log}");
+    assert!(log.contains("garbage-collected"));
+    let old = pando(&["get", "contracts/000/balance", "-s", p, "-c", &commits[3].to_base58()]);
+    assert!(failure(&old).contains("garbage-collected"));
+    assert!(failure(&pando(&["gc", "-s", p, "--keep-last", "0"])).contains("at least 1"));
+}

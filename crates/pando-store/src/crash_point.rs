@@ -11,6 +11,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 pub const POINTS: &[&str] =
     &["chunk-created", "after-append", "after-data-sync", "after-checkpoint", "after-control-write", "after-control-sync"];
 
+/// The points of a garbage collection, in order: its files written and
+/// synced; the new index completed (in the switch); the switch's control
+/// write synced; the old files removed.
+pub const GC_POINTS: &[&str] = &["gc-copied", "gc-index-written", "gc-switched", "gc-removed"];
+
 struct Armed {
     name: String,
     after: u64,

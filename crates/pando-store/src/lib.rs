@@ -25,7 +25,7 @@ pub mod store;
 pub mod tree;
 
 pub use error::{Error, Result};
-pub use options::{Options, SyncPolicy};
+pub use options::{Options, Retention, SyncPolicy};
 pub use pando_core::{CommitInfo, Hash, Kind};
-pub use store::{Commit, Store, StoreStats};
+pub use store::{Commit, GcPhase, GcReport, GcStatus, Store, StoreStats};
 pub use tree::{Depth, Order, Tree};

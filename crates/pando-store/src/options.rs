@@ -14,6 +14,17 @@ pub enum SyncPolicy {
     Never,
 }
 
+/// Which history a store keeps on its own.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Retention {
+    /// Every commit (an archive node); collections run only when asked.
+    KeepAll,
+    /// The last `commits` commits (a rolling node: e.g. 5 cycles of
+    /// blocks): a collection starts in the background every `every`
+    /// commits, keeping the `commits`-th last commit and those after it.
+    KeepLast { commits: u64, every: u64 },
+}
+
 #[derive(Clone, Debug)]
 pub struct Options {
     /// Bytes of decoded nodes kept in memory.
@@ -29,6 +40,7 @@ pub struct Options {
     /// Record every call made through the store's API into this trace file
     /// (irmin's `IrmRepBT` format), finished when the store is closed.
     pub record_trace: Option<std::path::PathBuf>,
+    pub retention: Retention,
 }
 
 impl Default for Options {
@@ -40,6 +52,7 @@ impl Default for Options {
             checkpoint_commits: 1024,
             read_only: false,
             record_trace: None,
+            retention: Retention::KeepAll,
         }
     }
 }

@@ -138,3 +138,27 @@ fn a_second_collection_waits_for_the_first() {
     store.wait_gc().unwrap();
     assert!(store.wait_gc().unwrap().is_none());
 }
+
+#[test]
+fn retention_policy_collects_on_its_own() {
+    use pando_store::Retention;
+    let storage = MemStorage::new();
+    let options = Options { retention: Retention::KeepLast { commits: 10, every: 5 }, ..options() };
+    let store = Store::open_storage(Arc::new(storage.clone()), options.clone()).unwrap();
+    let commits = blocks(&store, None, 60, 1);
+    store.wait_gc().unwrap();
+    for (i, (hash, model)) in commits.iter().enumerate().skip(50) {
+        check_tree(&store.checkout(hash).unwrap().unwrap(), model).unwrap_or_else(|e| panic!("commit {i}: {e}"));
+    }
+    for (hash, _) in &commits[..30] {
+        assert!(matches!(store.checkout(hash), Err(Error::CollectedCommit(_))));
+    }
+    // After a reopen the policy knows the recent commits again.
+    drop(store);
+    let store = Store::open_storage(Arc::new(storage), options).unwrap();
+    let more = blocks(&store, commits.last().cloned(), 20, 2);
+    store.wait_gc().unwrap();
+    assert!(matches!(store.checkout(&commits[55].0), Err(Error::CollectedCommit(_))));
+    check_tree(&store.checkout(&more[19].0).unwrap().unwrap(), &more[19].1).unwrap();
+    assert_eq!(store.ancestor(&more[19].0, 5).unwrap(), more[15].0);
+}

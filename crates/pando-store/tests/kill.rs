@@ -1,8 +1,11 @@
 //! The kill test (RELIABILITY.md, test 1): a child process commits blocks
 //! and prints an acknowledgement after each commit returns (durable); the
 //! parent kills it with SIGKILL at a random moment, or lets it abort at a
-//! named crash point, then reopens the store and checks that every
-//! acknowledged commit reads back with its hash and its contents.
+//! named crash point (of a commit or of a garbage collection), then reopens
+//! the store and checks that every acknowledged commit reads back with its
+//! hash and its contents. The child keeps the last `KEEP` commits, so
+//! collections run in the background all along; an acknowledged commit
+//! older than that may be collected, never lost otherwise.
 //!
 //! A short run is part of `cargo test`. The long run:
 //! `PANDO_KILL_ITERATIONS=500 cargo test --release -p pando-store --test kill -- --nocapture`
@@ -11,8 +14,8 @@ mod common;
 
 use common::*;
 use pando_core::Hash;
-use pando_store::crash_point::POINTS;
-use pando_store::{Options, Store};
+use pando_store::crash_point::{GC_POINTS, POINTS};
+use pando_store::{Error, Options, Retention, Store};
 use rand::{Rng, SeedableRng, rngs::SmallRng};
 use std::io::{BufRead, BufReader};
 use std::os::unix::process::ExitStatusExt;
@@ -22,8 +25,22 @@ use std::time::{Duration, Instant};
 
 const CHILD_DIR: &str = "PANDO_KILL_CHILD_DIR";
 
+/// Commits the child's retention policy keeps.
+const KEEP: u64 = 30;
+
 fn options() -> Options {
-    Options { cache_bytes: 1 << 20, chunk_target_bytes: 256 << 10, checkpoint_commits: 7, ..Options::default() }
+    Options {
+        cache_bytes: 1 << 20,
+        chunk_target_bytes: 256 << 10,
+        checkpoint_commits: 7,
+        retention: Retention::KeepLast { commits: KEEP, every: 8 },
+        ..Options::default()
+    }
+}
+
+/// The number of the block after the last commit (its date is its number).
+fn next_block(store: &Store) -> u64 {
+    store.last_commit().unwrap().map_or(0, |h| store.commit_info(&h).unwrap().unwrap().date as u64 + 1)
 }
 
 /// The writes of block `n`: a function of `n` alone, so the parent can
@@ -66,7 +83,7 @@ fn kill_child() {
         None => store.empty_tree(),
     };
     loop {
-        let n = store.commit_count();
+        let n = next_block(&store);
         for (path, value) in block_ops(n) {
             match value {
                 Some(v) => tree.add_mut(&path, &v).unwrap(),
@@ -139,11 +156,18 @@ impl Checker {
     /// one is compared in full with the model.
     fn verify(&mut self, dir: &FsPath, acknowledged: &[(u64, Hash)]) -> u64 {
         let store = Store::open(dir, options()).unwrap_or_else(|e| panic!("reopen after kill: {e}"));
-        let count = store.commit_count();
+        let count = next_block(&store);
         for (n, hash) in acknowledged {
-            let info = store.commit_info(hash).unwrap().unwrap_or_else(|| panic!("acknowledged commit {n} ({hash}) lost"));
-            assert_eq!(info.date, *n as i64);
-            assert!(*n < count);
+            match store.commit_info(hash) {
+                Ok(info) => {
+                    let info = info.unwrap_or_else(|| panic!("acknowledged commit {n} ({hash}) lost"));
+                    assert_eq!(info.date, *n as i64);
+                    assert!(*n < count);
+                }
+                // Collected by the retention policy: only commits older than the kept ones.
+                Err(Error::CollectedCommit(_)) => assert!(*n + KEEP < count, "commit {n} collected, {count} blocks"),
+                Err(e) => panic!("acknowledged commit {n}: {e}"),
+            }
         }
         if let Some(&(newest, hash)) = acknowledged.iter().max() {
             while self.next_block <= newest {
@@ -178,7 +202,7 @@ fn kill_at_random_moments_and_crash_points() {
         }
     }
     let mut crashes = 0;
-    for point in POINTS {
+    for point in POINTS.iter().chain(GC_POINTS) {
         let after = rng.gen_range(1..6);
         let outcome = run_child(dir.path(), Some((point, after)), Duration::from_secs(30));
         assert_eq!(outcome.signal, Some(6), "the child aborted at crash point {point}");

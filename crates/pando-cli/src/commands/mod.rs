@@ -41,6 +41,8 @@ fn resolve(store: &Store, commit: Option<&str>) -> anyhow::Result<Hash> {
             }
             let hash = Hash::parse(text).with_context(|| format!("{text:?} is neither a branch nor a commit hash"))?;
             if !store.exists(&hash) {
+                // A collected commit is its own error.
+                store.commit_info(&hash)?;
                 bail!("unknown commit {hash}");
             }
             Ok(hash)
@@ -102,6 +104,40 @@ pub fn info(arg: &StoreArg) -> anyhow::Result<()> {
     Ok(())
 }
 
+pub fn gc(arg: &StoreArg, keep_last: u64) -> anyhow::Result<()> {
+    anyhow::ensure!(keep_last > 0, "--keep-last must be at least 1");
+    let store = Store::open(&arg.store, Options::default())
+        .with_context(|| format!("cannot open the store in {}", arg.store.display()))?;
+    let last = store.last_commit()?.context("the store has no commits")?;
+    let keep_from = store.ancestor(&last, keep_last)?;
+    let before = store.pack_bytes();
+    store.gc(&keep_from)?;
+    let mut shown = None;
+    while let Some(status) = store.gc_status() {
+        if status.phase == pando_store::GcPhase::Ready {
+            break;
+        }
+        if shown != Some(status.phase) {
+            eprintln!("{:?} ...", status.phase);
+            shown = Some(status.phase);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let report = store.wait_gc()?.context("the collection did not run")?;
+    println!("kept from:     {keep_from}");
+    println!("generation:    {}", report.generation);
+    println!("collected:     {} commits", report.collected_commits);
+    println!("live copied:   {} bytes in {} runs", report.live_bytes, report.live_runs);
+    println!("pack:          {before} bytes -> {} bytes", store.pack_bytes());
+    println!(
+        "took:          {:.2} s (writer held {:.2} ms by the switch)",
+        report.duration.as_secs_f64(),
+        report.switch_pause.as_secs_f64() * 1e3
+    );
+    store.close()?;
+    Ok(())
+}
+
 pub fn get(at: &AtCommit, path: &str, as_hex: bool) -> anyhow::Result<()> {
     let (_store, hash, tree) = checkout(at)?;
     let steps = split_path(path);
@@ -152,7 +188,13 @@ pub fn log(at: &AtCommit, count: usize) -> anyhow::Result<()> {
         if shown == count {
             break;
         }
-        let info = store.commit_info(&hash)?.with_context(|| format!("commit {hash} is missing"))?;
+        let info = match store.commit_info(&hash) {
+            Err(pando_store::Error::CollectedCommit(_)) => {
+                println!("(older history was garbage-collected)");
+                break;
+            }
+            other => other?.with_context(|| format!("commit {hash} is missing"))?,
+        };
         println!("commit {hash}");
         println!("date   {}", info.date);
         println!("author {}", info.author);

@@ -39,6 +39,7 @@ use crate::error::{Error, Result};
 use crate::format::mapping::{self, Run};
 use crate::gc_plan;
 use crate::io::File;
+use crate::options::Retention;
 use crate::pack::{Prefix, prefix_name};
 
 /// Catch-up rounds stop once fewer new bytes than this remain to scan; the
@@ -77,7 +78,8 @@ pub struct GcReport {
     pub generation: u64,
     /// Records below this offset were collected or copied.
     pub boundary: u64,
-    pub live_records: u64,
+    /// Runs of contiguous live records copied.
+    pub live_runs: u64,
     /// Bytes copied into the new prefix.
     pub live_bytes: u64,
     /// Pack bytes before and after.
@@ -153,6 +155,10 @@ pub(crate) struct GcState {
     last_error: Mutex<Option<String>>,
     /// Asks the worker to stop (the store is closing).
     cancel: AtomicBool,
+    /// The most recent commits, oldest first, for `Retention::KeepLast`.
+    recent: Mutex<std::collections::VecDeque<Hash>>,
+    /// Commits since the retention policy last started a collection.
+    since_retention: AtomicU64,
 }
 
 impl Repo {
@@ -296,6 +302,41 @@ impl Repo {
         }
     }
 
+    /// Loads the most recent commits for the retention policy (at open).
+    pub(crate) fn init_retention(&self) {
+        let Retention::KeepLast { commits, .. } = self.options.retention else { return };
+        let mut live: Vec<(u64, Hash)> =
+            self.index.read().iter().filter(|(_, o)| **o != index_file::COLLECTED).map(|(h, o)| (*o, *h)).collect();
+        live.sort_unstable();
+        let keep = live.len().saturating_sub(commits as usize);
+        *self.gc.recent.lock() = live[keep..].iter().map(|(_, h)| *h).collect();
+    }
+
+    /// After a commit: notes it, and starts a collection when the
+    /// retention policy says one is due (and none is running).
+    pub(crate) fn apply_retention(self: &Arc<Self>, commit: Hash) -> Result<()> {
+        let Retention::KeepLast { commits, every } = self.options.retention else { return Ok(()) };
+        let keep_from = {
+            let mut recent = self.gc.recent.lock();
+            if recent.back() != Some(&commit) {
+                recent.push_back(commit);
+            }
+            while recent.len() as u64 > commits.max(1) {
+                recent.pop_front();
+            }
+            let due = self.gc.since_retention.fetch_add(1, Ordering::Relaxed) + 1 >= every.max(1);
+            if !due || (recent.len() as u64) < commits || self.gc.job.lock().is_some() {
+                return Ok(());
+            }
+            *recent.front().expect("not empty")
+        };
+        self.gc.since_retention.store(0, Ordering::Relaxed);
+        match self.start_gc(&keep_from) {
+            Ok(()) | Err(Error::GcRunning) => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
     /// Stops a running collection without switching (the store is closing);
     /// its files are removed.
     pub(crate) fn cancel_gc(&self) {
@@ -368,7 +409,7 @@ impl Repo {
             }
         }
         self.collected_commits.fetch_add(prepared.collected.len() as u64, Ordering::Relaxed);
-        let live_records = prepared.runs.len() as u64;
+        let live_runs = prepared.runs.len() as u64;
         let live_bytes = prepared.runs.iter().map(|r| r.len).sum();
         let replaced = self.pack.switch(
             Prefix {
@@ -395,7 +436,7 @@ impl Repo {
         Ok(GcReport {
             generation: prepared.generation,
             boundary: prepared.boundary,
-            live_records,
+            live_runs,
             live_bytes,
             bytes_before: prepared.bytes_before,
             bytes_after: self.pack.size_bytes(),

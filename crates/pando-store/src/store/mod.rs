@@ -112,7 +112,9 @@ impl Store {
 
     /// Opens a store on any [`Storage`].
     pub fn open_storage(storage: Arc<dyn Storage>, options: Options) -> Result<Store> {
-        Ok(Store { repo: Arc::new(open::open(storage, options)?) })
+        let repo = Arc::new(open::open(storage, options)?);
+        repo.init_retention();
+        Ok(Store { repo })
     }
 
     /// An empty tree bound to this store (context 0 of a recorded trace).
@@ -162,6 +164,24 @@ impl Store {
         self.repo.unpin(commit)
     }
 
+    /// The commit `n - 1` first parents before `from` (or the oldest one
+    /// reachable, if the history is shorter or older commits were
+    /// collected): what `gc` keeps from to keep the last `n` levels.
+    pub fn ancestor(&self, from: &Hash, n: u64) -> Result<Hash> {
+        let mut at = *from;
+        for _ in 1..n.max(1) {
+            match self.repo.commit_record(&at) {
+                Ok(Some(record)) => match record.parents.first() {
+                    Some((parent, _)) if self.exists(parent) => at = *parent,
+                    _ => break,
+                },
+                Ok(None) => return Err(Error::UnknownCommit(at)),
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(at)
+    }
+
     /// The tree of `commit`, or `None` if the store does not have it.
     pub fn checkout(&self, commit: &Hash) -> Result<Option<Tree>> {
         let Some(record) = self.repo.commit_record(commit)? else { return Ok(None) };
@@ -187,6 +207,7 @@ impl Store {
     /// commit hash once the commit is as durable as the sync policy says.
     pub fn commit(&self, tree: &Tree, parents: &[Hash], date: i64, author: &str, message: &str) -> Result<Hash> {
         let hash = self.repo.commit(tree, parents, date, author, message)?;
+        self.repo.apply_retention(hash)?;
         self.repo.record(|sink| {
             // A replay commits as Tezos does, with the parents it made itself.
             if author != crate::record::TEZOS_AUTHOR {
