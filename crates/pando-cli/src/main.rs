@@ -115,6 +115,13 @@ enum Command {
         /// Node cache size in MiB.
         #[arg(long, default_value_t = 256)]
         cache_mb: u64,
+        /// Keep only the last N commits: garbage-collect in the background
+        /// (with --gc-every) as a rolling node does.
+        #[arg(long, requires = "gc_every")]
+        keep_last: Option<u64>,
+        /// With --keep-last: start a collection every M commits.
+        #[arg(long, requires = "keep_last")]
+        gc_every: Option<u64>,
         /// Compare two reports side by side instead of replaying.
         #[arg(long, num_args = 2, value_names = ["A.json", "B.json"], conflicts_with_all = ["trace", "store"])]
         compare: Option<Vec<PathBuf>>,
@@ -163,8 +170,25 @@ fn main() -> anyhow::Result<()> {
             commands::trace::generate(preset, seed, &output, false)
         }
         Command::Replay { compare: Some(files), .. } => commands::replay::compare(&files[0], &files[1]),
-        Command::Replay { trace, store, report, label, preset, seed, blocks, sync, cache_mb, compare: None } => {
+        Command::Replay {
+            trace,
+            store,
+            report,
+            label,
+            preset,
+            seed,
+            blocks,
+            sync,
+            cache_mb,
+            keep_last,
+            gc_every,
+            compare: None,
+        } => {
             let sync = sync_policy(&sync)?;
+            let retention = match (keep_last, gc_every) {
+                (Some(commits), Some(every)) => pando_store::Retention::KeepLast { commits, every },
+                _ => pando_store::Retention::KeepAll,
+            };
             commands::replay::replay(&commands::replay::ReplayArgs {
                 trace,
                 store,
@@ -175,6 +199,7 @@ fn main() -> anyhow::Result<()> {
                 blocks,
                 sync,
                 cache_mb,
+                retention,
             })
         }
         Command::Trace { command: TraceCommand::Cat { file, limit } } => commands::trace::cat(&file, limit),

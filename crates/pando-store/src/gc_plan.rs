@@ -4,15 +4,18 @@
 //!
 //! Liveness: a record refers only to records written before it (lower
 //! offsets), so popping the highest pending offset from a max-heap visits
-//! every live record once, each after all of its referrers. Memory is the
-//! heap (the frontier) plus the output list of 16 bytes per live record: no
-//! hash table of every object in the store.
+//! every live record once, each after all of its referrers. A tree inode
+//! reached only through patches is needed without the children those
+//! patches replaced: the masks of its referrers are intersected while it
+//! is pending (see `format::node::references`). Memory is the frontier
+//! (heap and pending masks) plus the output list of 16 bytes per live
+//! record: no hash table of every object in the store.
 //!
 //! Invariants: the live list is sorted and without duplicates; runs
 //! coalesce only records that touch, and are laid out densely in the prefix
 //! in order of their logical offsets, after the prefix's first `base` bytes.
 
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, HashMap};
 
 use crate::error::{Error, Result};
 use crate::format::mapping::Run;
@@ -22,39 +25,78 @@ use crate::format::record::RecordKind;
 /// Reads the record at an offset: its kind, payload and length in bytes.
 pub type ReadRecord<'a> = dyn FnMut(u64) -> Result<(RecordKind, Vec<u8>, u64)> + 'a;
 
-/// Every record below `boundary` reachable from `roots` (offsets, which may
-/// lie at or above the boundary; those are ignored), skipping those for
-/// which `done` is true (already copied): `(offset, length)`, ascending.
+/// What `live_records` found.
+#[derive(Debug, Default)]
+pub struct Live {
+    /// Records to copy: `(offset, length)`, ascending.
+    pub records: Vec<(u64, u64)>,
+    /// Records visited with a mask, and records already copied that were
+    /// visited again: `(offset, mask)`.
+    pub masks: Vec<(u64, u32)>,
+}
+
+/// Every record below `boundary` reachable from `roots` (offsets with
+/// masks, see `format::node::references`; roots at or above the boundary
+/// are ignored). Records for which `skip` is true (copied, with every
+/// child needed) are not visited; records for which `copied` is true are
+/// visited (a referrer may now need children it did not) but not listed.
 pub fn live_records(
     boundary: u64,
-    roots: impl IntoIterator<Item = u64>,
-    done: &dyn Fn(u64) -> bool,
+    roots: impl IntoIterator<Item = (u64, u32)>,
+    skip: &dyn Fn(u64) -> bool,
+    copied: &dyn Fn(u64) -> bool,
     read: &mut ReadRecord<'_>,
-) -> Result<Vec<(u64, u64)>> {
-    let mut pending: BinaryHeap<u64> = roots.into_iter().filter(|&o| o < boundary && !done(o)).collect();
-    let mut live: Vec<(u64, u64)> = Vec::new();
-    let mut refs = Vec::new();
-    while let Some(offset) = pending.pop() {
-        if live.last().is_some_and(|&(last, _)| last == offset) {
-            continue;
+) -> Result<Live> {
+    let mut heap: BinaryHeap<u64> = BinaryHeap::new();
+    // The pending offsets and the children none of their referrers needs.
+    let mut masks: HashMap<u64, u32> = HashMap::new();
+    let push = |heap: &mut BinaryHeap<u64>, masks: &mut HashMap<u64, u32>, (offset, mask): (u64, u32)| {
+        if offset >= boundary || skip(offset) {
+            return;
         }
+        match masks.get_mut(&offset) {
+            Some(pending) => *pending &= mask,
+            None => {
+                masks.insert(offset, mask);
+                heap.push(offset);
+            }
+        }
+    };
+    for root in roots {
+        push(&mut heap, &mut masks, root);
+    }
+    let mut live = Live::default();
+    let mut refs = Vec::new();
+    while let Some(offset) = heap.pop() {
+        let mask = masks.remove(&offset).expect("pending offsets have a mask");
         let (kind, payload, len) = read(offset)?;
         refs.clear();
-        references(kind, &payload, offset, &mut refs).map_err(|reason| Error::corrupt("pack", offset, reason))?;
-        pending.extend(refs.iter().copied().filter(|&r| !done(r)));
-        live.push((offset, len));
+        references(kind, &payload, offset, mask, &mut refs).map_err(|reason| Error::corrupt("pack", offset, reason))?;
+        for &r in &refs {
+            if r.0 >= offset {
+                return Err(Error::corrupt("pack", offset, "a record refers to a later one"));
+            }
+            push(&mut heap, &mut masks, r);
+        }
+        let was_copied = copied(offset);
+        if !was_copied {
+            live.records.push((offset, len));
+        }
+        if mask != 0 || was_copied {
+            live.masks.push((offset, mask));
+        }
     }
-    live.reverse();
+    live.records.reverse();
     Ok(live)
 }
 
-/// Appends to `out` the offsets below `boundary` that the record at `offset` refers to.
-pub fn references_below(boundary: u64, offset: u64, kind: RecordKind, payload: &[u8], out: &mut Vec<u64>) -> Result<()> {
+/// Appends to `out` what the record at `offset` (kept whole) needs below `boundary`.
+pub fn references_below(boundary: u64, offset: u64, kind: RecordKind, payload: &[u8], out: &mut Vec<(u64, u32)>) -> Result<()> {
     let start = out.len();
-    references(kind, payload, offset, out).map_err(|reason| Error::corrupt("pack", offset, reason))?;
+    references(kind, payload, offset, 0, out).map_err(|reason| Error::corrupt("pack", offset, reason))?;
     let mut keep = start;
     for i in start..out.len() {
-        if out[i] < boundary {
+        if out[i].0 < boundary {
             out[keep] = out[i];
             keep += 1;
         }
@@ -111,18 +153,22 @@ mod tests {
             reads.set(reads.get() + 1);
             records.get(&offset).cloned().ok_or(Error::Collected { offset })
         };
-        let live = live_records(45, [30, 40, 99], &|_| false, &mut read).unwrap();
-        assert_eq!(live, vec![(10, 10), (30, 10), (40, 10)]);
+        let live = live_records(45, [(30, 0), (40, 0), (99, 0)], &|_| false, &|_| false, &mut read).unwrap();
+        assert_eq!(live.records, vec![(10, 10), (30, 10), (40, 10)]);
         assert_eq!(reads.get(), 3, "each live record read once");
         // Already copied records are not visited again.
-        let live = live_records(45, [30, 40], &|o| o == 30, &mut read).unwrap();
-        assert_eq!(live, vec![(10, 10), (40, 10)]);
+        let live = live_records(45, [(30, 0), (40, 0)], &|o| o == 30, &|_| false, &mut read).unwrap();
+        assert_eq!(live.records, vec![(10, 10), (40, 10)]);
+        // Copied records are visited (for their children) but not listed again.
+        let live = live_records(45, [(30, 0), (40, 0)], &|_| false, &|o| o == 10, &mut read).unwrap();
+        assert_eq!(live.records, vec![(30, 10), (40, 10)]);
+        assert_eq!(live.masks, vec![(10, 0)]);
     }
 
     #[test]
     fn damaged_reference_is_an_error() {
         let mut read = |_offset: u64| Ok((RecordKind::Tree, vec![0u8, 40, 1, 0, 0, 0, 99], 10));
-        assert!(matches!(live_records(100, [50], &|_| false, &mut read), Err(Error::Corrupt { .. })));
+        assert!(matches!(live_records(100, [(50, 0)], &|_| false, &|_| false, &mut read), Err(Error::Corrupt { .. })));
     }
 
     #[test]

@@ -48,7 +48,7 @@ impl Default for Options {
         Options {
             cache_bytes: 256 << 20,
             sync: SyncPolicy::EveryCommit,
-            chunk_target_bytes: 1 << 30,
+            chunk_target_bytes: 128 << 20,
             checkpoint_commits: 1024,
             read_only: false,
             record_trace: None,

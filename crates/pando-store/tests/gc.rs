@@ -162,3 +162,68 @@ fn retention_policy_collects_on_its_own() {
     check_tree(&store.checkout(&more[19].0).unwrap().unwrap(), &more[19].1).unwrap();
     assert_eq!(store.ancestor(&more[19].0, 5).unwrap(), more[15].0);
 }
+
+#[test]
+fn a_collection_started_while_another_is_being_waited_for_is_refused() {
+    let storage = MemStorage::new();
+    let store = Arc::new(Store::open_storage(Arc::new(storage.clone()), options()).unwrap());
+    let commits = blocks(&store, None, 60, 1);
+    store.gc(&commits[20].0).unwrap();
+    let waiter = {
+        let store = store.clone();
+        std::thread::spawn(move || store.wait_gc().unwrap().map(|r| r.generation))
+    };
+    // Until the first collection has switched, a second one is refused.
+    loop {
+        match store.gc(&commits[40].0) {
+            Ok(()) => break,
+            Err(Error::GcRunning) => std::thread::yield_now(),
+            Err(e) => panic!("{e}"),
+        }
+    }
+    let first = waiter.join().unwrap();
+    let second = store.wait_gc().unwrap().map(|r| r.generation);
+    assert_eq!((first, second), (Some(1), Some(2)));
+    check_kept_and_collected(&store, &commits, 40);
+    drop(store);
+    let store = Store::open_storage(Arc::new(storage), options()).unwrap();
+    check_kept_and_collected(&store, &commits, 40);
+}
+
+#[test]
+fn keeping_from_a_commit_in_the_prefix() {
+    let storage = MemStorage::new();
+    let store = Store::open_storage(Arc::new(storage.clone()), options()).unwrap();
+    let commits = blocks(&store, None, 40, 1);
+    store.pin(&commits[2].0).unwrap();
+    store.gc(&commits[30].0).unwrap();
+    store.wait_gc().unwrap();
+    // commits[2] now lies in the prefix: keeping from it keeps it and what follows.
+    store.gc(&commits[2].0).unwrap();
+    store.wait_gc().unwrap();
+    check_tree(&store.checkout(&commits[2].0).unwrap().unwrap(), &commits[2].1).unwrap();
+    check_tree(&store.checkout(&commits[35].0).unwrap().unwrap(), &commits[35].1).unwrap();
+    drop(store);
+    let store = Store::open_storage(Arc::new(storage), options()).unwrap();
+    check_tree(&store.checkout(&commits[2].0).unwrap().unwrap(), &commits[2].1).unwrap();
+}
+
+#[test]
+fn recommitting_a_collected_commit_is_an_error() {
+    let store = Store::open_storage(Arc::new(MemStorage::new()), options()).unwrap();
+    let genesis_tree = store.empty_tree().add(&["a"], b"1").unwrap();
+    let genesis = store.commit(&genesis_tree, &[], 0, "Tezos", "genesis").unwrap();
+    let commits = blocks(&store, Some((genesis, model_of(&[("a", "1")]))), 30, 1);
+    store.gc(&commits[20].0).unwrap();
+    store.wait_gc().unwrap();
+    let fresh = store.empty_tree().add(&["a"], b"1").unwrap();
+    assert!(matches!(store.commit(&fresh, &[], 0, "Tezos", "genesis"), Err(Error::CollectedCommit(h)) if h == genesis));
+}
+
+fn model_of(entries: &[(&str, &str)]) -> Model {
+    let mut model = Model::new();
+    for (path, value) in entries {
+        model_add(&mut model, &[path.as_bytes().to_vec()], value.as_bytes());
+    }
+    model
+}

@@ -158,10 +158,22 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
             }
             Op::Commit => {
                 let parents: Vec<Hash> = head.into_iter().collect();
-                let hash = s.commit(&tree, &parents, n as i64, "Tezos", &format!("op {n}")).unwrap();
-                commits.push((hash, model.clone()));
-                head = Some(hash);
-                tree = s.checkout(&hash).unwrap().expect("just committed");
+                match s.commit(&tree, &parents, n as i64, "Tezos", &format!("op {n}")) {
+                    Ok(hash) => {
+                        commits.push((hash, model.clone()));
+                        head = Some(hash);
+                        tree = s.checkout(&hash).unwrap().expect("just committed");
+                    }
+                    // The collection switched at this commit and collected
+                    // the commit the tree came from: a clean refusal.
+                    Err(Error::Collected { .. } | Error::CollectedCommit(_)) => {
+                        let keep = pending_gc.expect("only a collection refuses a commit");
+                        let base = head.expect("a collected base");
+                        prop_assert!(first_position(&commits, &base) < keep, "the base was kept, yet the commit was refused");
+                        prop_assert!(s.gc_status().is_none(), "refused without a switch");
+                    }
+                    Err(e) => return Err(TestCaseError::fail(format!("commit: {e}"))),
+                }
             }
             Op::Checkout(i) => {
                 if commits.is_empty() {
@@ -197,11 +209,21 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
             Op::Reopen => {
                 // Trees of the closed instance cannot be committed to the new one.
                 snapshots.clear();
-                // Closing stops a running collection: nothing is collected.
-                pending_gc = None;
                 drop(store.take());
                 store = Some(Store::open_storage(Arc::new(storage.clone()), options()).unwrap());
                 let s = store.as_ref().unwrap();
+                // Closing switches to a collection that had finished, and
+                // stops one still running: the oldest commit tells which.
+                if let Some(keep) = pending_gc.take()
+                    && keep > 0
+                    && !collected.contains(&commits[keep - 1].0)
+                    && matches!(s.checkout(&commits[keep - 1].0), Err(Error::CollectedCommit(_)))
+                {
+                    collected.extend(commits[..keep].iter().map(|(h, _)| *h));
+                    if head.is_some_and(|h| collected.contains(&h)) {
+                        head = commits.last().map(|(h, _)| *h);
+                    }
+                }
                 tree = match head {
                     Some(h) => s.checkout(&h).unwrap().expect("durable commit"),
                     None => s.empty_tree(),

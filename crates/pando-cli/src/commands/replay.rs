@@ -21,6 +21,7 @@ pub struct ReplayArgs {
     pub blocks: Option<u64>,
     pub sync: SyncPolicy,
     pub cache_mb: u64,
+    pub retention: pando_store::Retention,
 }
 
 pub fn replay(args: &ReplayArgs) -> anyhow::Result<()> {
@@ -38,7 +39,7 @@ pub fn replay(args: &ReplayArgs) -> anyhow::Result<()> {
         Some(dir) => dir.clone(),
         None => scratch.path().join("store"),
     };
-    let options = Options { sync: args.sync, cache_bytes: args.cache_mb << 20, ..Options::default() };
+    let options = Options { sync: args.sync, cache_bytes: args.cache_mb << 20, retention: args.retention, ..Options::default() };
     let store = Store::open(&store_dir, options).with_context(|| format!("cannot open the store in {}", store_dir.display()))?;
 
     let mut reader = TraceReader::open(&trace)?;
@@ -51,6 +52,7 @@ pub fn replay(args: &ReplayArgs) -> anyhow::Result<()> {
     let mut replayer = Replayer::new(&store);
     let mut failure = None;
     let mut blocks = 0u64;
+    let mut gc = GcWatch::default();
     while let Some(row) = reader.next_row() {
         let row = match row {
             Ok(row) => row,
@@ -62,6 +64,7 @@ pub fn replay(args: &ReplayArgs) -> anyhow::Result<()> {
         match replayer.apply(row) {
             Ok(Applied::Block(_)) => {
                 blocks += 1;
+                gc.after_block(&store, blocks - 1);
                 if blocks.is_multiple_of(16) {
                     progress.set_position(reader.offset());
                     let elapsed = replayer.metrics.elapsed().as_secs_f64();
@@ -79,10 +82,13 @@ pub fn replay(args: &ReplayArgs) -> anyhow::Result<()> {
         }
     }
     progress.finish_and_clear();
+    // A collection still running is finished, so the report shows it whole.
+    store.wait_gc()?;
+    gc.after_block(&store, blocks.saturating_sub(1));
     store.flush()?;
 
     let label = args.label.clone().unwrap_or_else(|| "pando".to_string());
-    let report = Report::build(
+    let mut report = Report::build(
         &label,
         &trace.display().to_string(),
         &store_dir.display().to_string(),
@@ -90,6 +96,7 @@ pub fn replay(args: &ReplayArgs) -> anyhow::Result<()> {
         &replayer.checks,
         replayer.rows(),
     );
+    report.gc = gc.events;
     print!("{}", report::text::render(&report));
     write_report(&args.report, &report)?;
     if let Some(e) = failure {
@@ -100,6 +107,32 @@ pub fn replay(args: &ReplayArgs) -> anyhow::Result<()> {
         bail!("the replay disagrees with the trace (see the checks above)");
     }
     Ok(())
+}
+
+/// Notes when background collections start and finish, by block.
+#[derive(Default)]
+struct GcWatch {
+    started_at: Option<u64>,
+    events: Vec<pando_trace::report::GcEvent>,
+}
+
+impl GcWatch {
+    fn after_block(&mut self, store: &Store, block: u64) {
+        if self.started_at.is_none() && store.gc_status().is_some() {
+            self.started_at = Some(block);
+        }
+        for done in store.take_gc_reports() {
+            self.events.push(pando_trace::report::GcEvent {
+                start_block: self.started_at.take().unwrap_or(block),
+                end_block: block,
+                seconds: done.duration.as_secs_f64(),
+                max_pause_ms: done.start_pause.max(done.switch_pause).as_secs_f64() * 1e3,
+                collected_commits: done.collected_commits,
+                bytes_before: done.bytes_before,
+                bytes_after: done.bytes_after,
+            });
+        }
+    }
 }
 
 fn write_report(dir: &Path, report: &Report) -> anyhow::Result<()> {

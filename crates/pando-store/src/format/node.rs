@@ -430,13 +430,20 @@ impl TreePatch {
     }
 }
 
-/// Appends to `out` the offsets of the records that the record of `kind`
-/// at `at` refers to: a directory's children and blobs, a tree patch's base
-/// and changed children, a commit's root tree. A commit's parents are not
-/// references: a commit can outlive its parents (garbage collection keeps
-/// commits from a chosen one onwards). Reads only the structure, so it
-/// needs no dictionary.
-pub fn references(kind: RecordKind, payload: &[u8], at: u64, out: &mut Vec<u64>) -> Result<(), String> {
+/// Appends to `out` the records that the record of `kind` at `at` needs,
+/// each with a mask of the child indices its reader does not need (a tree
+/// inode's children that a later patch replaced).
+///
+/// - A directory needs its children and blobs; a commit its root tree. A
+///   commit's parents are not references: a commit can outlive its parents
+///   (garbage collection keeps commits from a chosen one onwards).
+/// - A tree inode reached with `mask` needs its children outside `mask`.
+/// - A tree patch reached with `mask` needs its changed children outside
+///   `mask`, and its base with `mask` plus the indices it changed: what the
+///   patch replaced in its base is not needed through it.
+///
+/// Reads only the structure, so it needs no dictionary.
+pub fn references(kind: RecordKind, payload: &[u8], at: u64, mask: u32, out: &mut Vec<(u64, u32)>) -> Result<(), String> {
     let mut r = Reader { bytes: payload, pos: 0 };
     match kind {
         RecordKind::Values => {
@@ -456,7 +463,7 @@ pub fn references(kind: RecordKind, payload: &[u8], at: u64, out: &mut Vec<u64>)
                     other => return Err(format!("unknown step kind {other}")),
                 }
                 match tag >> 2 {
-                    CHILD_DIR | CHILD_BLOB => out.push(r.pointer(at)?.0),
+                    CHILD_DIR | CHILD_BLOB => out.push((r.pointer(at)?.0, 0)),
                     CHILD_INLINE => {
                         read_bytes(payload, &mut r.pos)?;
                     }
@@ -469,20 +476,33 @@ pub fn references(kind: RecordKind, payload: &[u8], at: u64, out: &mut Vec<u64>)
             r.byte()?;
             r.varint()?;
             let bitmap = u32::from_le_bytes(r.take(4)?.try_into().expect("4 bytes"));
-            for _ in 0..bitmap.count_ones() {
-                out.push(r.pointer(at)?.0);
+            for index in 0..ENTRIES {
+                if bitmap & (1 << index) != 0 {
+                    let offset = r.pointer(at)?.0;
+                    if mask & (1 << index) == 0 {
+                        out.push((offset, 0));
+                    }
+                }
             }
             r.finish()
         }
         RecordKind::TreePatch => {
             let depth = u32::from(*payload.first().ok_or("truncated payload")?);
             let patch = TreePatch::decode(payload, at, depth)?;
-            out.push(patch.base);
-            out.extend(patch.changes.iter().filter_map(|(_, pointer)| pointer.map(|(offset, _)| offset)));
+            let mut changed = 0u32;
+            for (index, pointer) in &patch.changes {
+                changed |= 1 << index;
+                if let Some((offset, _)) = pointer
+                    && mask & (1 << index) == 0
+                {
+                    out.push((*offset, 0));
+                }
+            }
+            out.push((patch.base, mask | changed));
             Ok(())
         }
         RecordKind::Commit => {
-            out.push(CommitRecord::decode(payload, at)?.root_offset);
+            out.push((CommitRecord::decode(payload, at)?.root_offset, 0));
             Ok(())
         }
         RecordKind::Blob | RecordKind::Dict => Ok(()),

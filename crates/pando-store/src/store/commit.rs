@@ -265,9 +265,19 @@ impl Repo {
         let mut writer = self.writer.as_ref().expect("checked writable").lock();
         self.check_writable()?;
         self.switch_if_ready(&mut writer)?;
-        if self.index.read().contains_key(&hash) {
+        self.check_writable()?;
+        // A collection that switched just now may have collected a parent.
+        if let Some((parent, _)) = {
+            let index = self.index.read();
+            parent_links.iter().find(|(p, _)| index.get(p) == Some(&index_file::COLLECTED)).copied()
+        } {
+            return Err(Error::CollectedCommit(parent));
+        }
+        match self.index.read().get(&hash) {
             // The same commit again: nothing to write.
-            return Ok(hash);
+            Some(&index_file::COLLECTED) => return Err(Error::CollectedCommit(hash)),
+            Some(_) => return Ok(hash),
+            None => {}
         }
         let base = self.guard(self.pack.prepare_append())?;
         let dict = self.dict.read();

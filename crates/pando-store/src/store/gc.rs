@@ -45,6 +45,9 @@ use crate::pack::{Prefix, prefix_name};
 /// Catch-up rounds stop once fewer new bytes than this remain to scan; the
 /// writer scans the rest during the switch.
 const CATCH_UP_BYTES: u64 = 4 << 20;
+/// At most this many catch-up rounds (a writer faster than the collector
+/// would keep it catching up forever): the switch scans what remains.
+const CATCH_UP_ROUNDS: usize = 8;
 
 /// What a collection is doing.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -87,7 +90,8 @@ pub struct GcReport {
     pub bytes_after: u64,
     pub collected_commits: u64,
     pub duration: Duration,
-    /// How long the writer was held by the switch.
+    /// How long the writer was held: to start the collection, and by the switch.
+    pub start_pause: Duration,
     pub switch_pause: Duration,
 }
 
@@ -131,12 +135,16 @@ struct Prepared {
     collected: Vec<Hash>,
     /// True when runs were added after the mapping file was written.
     mapping_stale: bool,
+    /// Copied records some of whose children were not needed (patch
+    /// bases), with the mask of those children.
+    masked: HashMap<u64, u32>,
     bytes_before: u64,
 }
 
 struct Job {
     generation: u64,
     started: Instant,
+    start_pause: Duration,
     progress: Arc<Progress>,
     handle: JoinHandle<Result<Prepared>>,
 }
@@ -159,6 +167,8 @@ pub(crate) struct GcState {
     recent: Mutex<std::collections::VecDeque<Hash>>,
     /// Commits since the retention policy last started a collection.
     since_retention: AtomicU64,
+    /// Reports of finished collections not yet taken.
+    finished: Mutex<Vec<GcReport>>,
 }
 
 impl Repo {
@@ -205,6 +215,7 @@ impl Repo {
     pub(crate) fn start_gc(self: &Arc<Self>, keep_from: &Hash) -> Result<()> {
         self.check_writable()?;
         // Locks in the writer's order: the writer, then the job.
+        let started = Instant::now();
         let writer = self.writer.as_ref().expect("checked writable").lock();
         let mut job = self.gc.job.lock();
         if job.is_some() {
@@ -217,11 +228,16 @@ impl Repo {
         };
         // From here on, commits are noted for the new index; those before
         // are all below `scan_end`.
+        let generation = writer.control.generation.checked_add(1).ok_or(Error::Invalid("generation overflow".into()))?;
         self.gc.since_start.lock().clear();
         self.gc.running.store(true, Ordering::Release);
-        let (generation, scan_end) = (writer.control.generation + 1, self.pack.end());
+        let scan_end = self.pack.end();
         drop(writer);
-        let boundary = self.pack.chunk_bounds().iter().rev().find(|(start, _)| *start <= keep_offset).map_or(0, |c| c.0);
+        let start_pause = started.elapsed();
+        // The chunk holding `keep_from`; a commit kept in the prefix (pinned
+        // by an earlier collection) keeps the boundary where it is, and is a root.
+        let first = self.pack.first_chunk_start();
+        let boundary = self.pack.chunk_bounds().iter().rev().find(|(start, _)| *start <= keep_offset).map_or(first, |c| c.0);
         // Kept: commits from `keep_from` on, and pinned ones (their records are roots).
         let pinned: Vec<Hash> = self.gc.pinned.lock().keys().copied().collect();
         let (mut entries, mut collected, mut roots) = (Vec::new(), Vec::new(), Vec::new());
@@ -252,52 +268,71 @@ impl Repo {
                 self.gc.running.store(false, Ordering::Release);
                 Error::io("pando-gc", "spawn thread")(e)
             })?;
-        *job = Some(Job { generation, started: Instant::now(), progress, handle });
+        *job = Some(Job { generation, started, start_pause, progress, handle });
         Ok(())
     }
 
     /// Waits for the running collection, if any, and switches to its
     /// generation.
     pub(crate) fn wait_gc(&self) -> Result<Option<GcReport>> {
-        let Some(job) = self.gc.job.lock().take() else {
-            return match self.gc.last_error.lock().take() {
-                Some(e) => Err(Error::GcFailed(e)),
-                None => Ok(None),
-            };
-        };
-        let started = job.started;
-        let prepared = job.handle.join().map_err(|_| Error::Invalid("the collector thread panicked".into()))?;
-        let prepared = match prepared {
-            Ok(prepared) => prepared,
-            Err(e) => {
-                self.gc.running.store(false, Ordering::Release);
-                self.remove_generation_files(job.generation);
-                return Err(e);
+        // The job stays in its slot until the switch, so no other
+        // collection can start meanwhile.
+        loop {
+            match self.gc.job.lock().as_ref() {
+                None => {
+                    return match self.gc.last_error.lock().take() {
+                        Some(e) => Err(Error::GcFailed(e)),
+                        None => Ok(None),
+                    };
+                }
+                Some(job) if job.handle.is_finished() => break,
+                Some(_) => {}
             }
-        };
+            std::thread::sleep(Duration::from_millis(2));
+        }
         let mut writer = self.writer.as_ref().expect("a collection runs on a writable store").lock();
-        self.switch(&mut writer, prepared, started).map(Some)
+        match self.finish_job(&mut writer)? {
+            Some(report) => Ok(Some(report)),
+            // The writer switched first (at a commit): its report, or its error.
+            None => match self.gc.last_error.lock().take() {
+                Some(e) => Err(Error::GcFailed(e)),
+                None => Ok(self.gc.finished.lock().last().cloned()),
+            },
+        }
     }
 
     /// Called by the writer before a commit: switches if a collection is ready.
     pub(crate) fn switch_if_ready(&self, writer: &mut Writer) -> Result<()> {
+        self.finish_job(writer).map(drop)
+    }
+
+    /// With the writer lock held: if the job is finished, takes it and
+    /// switches to its generation. A failed (or panicked) collection leaves
+    /// the store as it was: its files are removed and its error kept for
+    /// `wait_gc`, and the commit that found it goes on.
+    fn finish_job(&self, writer: &mut Writer) -> Result<Option<GcReport>> {
         let job = {
             let mut job = self.gc.job.lock();
             if !job.as_ref().is_some_and(|j| j.handle.is_finished()) {
-                return Ok(());
+                return Ok(None);
             }
             job.take().expect("checked")
         };
-        let started = job.started;
-        match job.handle.join().map_err(|_| Error::Invalid("the collector thread panicked".into()))? {
-            Ok(prepared) => self.switch(writer, prepared, started).map(drop),
+        let (started, start_pause, generation) = (job.started, job.start_pause, job.generation);
+        let outcome = match job.handle.join() {
+            Ok(Ok(prepared)) => self.switch(writer, prepared, started, start_pause),
+            Ok(Err(e)) => Err(e),
+            Err(_) => Err(Error::GcFailed("the collector thread panicked".into())),
+        };
+        match outcome {
+            Ok(report) => Ok(Some(report)),
             Err(e) => {
-                // A failed collection leaves the store as it was; it is
-                // reported by `wait_gc` or the next start, not by this commit.
                 self.gc.running.store(false, Ordering::Release);
-                self.remove_generation_files(job.generation);
+                if writer.control.generation < generation {
+                    self.remove_generation_files(generation);
+                }
                 *self.gc.last_error.lock() = Some(e.to_string());
-                Ok(())
+                Ok(None)
             }
         }
     }
@@ -340,6 +375,12 @@ impl Repo {
     /// Stops a running collection without switching (the store is closing);
     /// its files are removed.
     pub(crate) fn cancel_gc(&self) {
+        if self.gc.job.lock().as_ref().is_some_and(|j| j.handle.is_finished()) {
+            if let Some(writer) = &self.writer {
+                let _ = self.finish_job(&mut writer.lock());
+            }
+            return;
+        }
         let Some(job) = self.gc.job.lock().take() else { return };
         self.gc.cancel.store(true, Ordering::Release);
         let _ = job.handle.join();
@@ -356,9 +397,12 @@ impl Repo {
     }
 
     /// The switch: one durable control write names the new generation.
-    fn switch(&self, writer: &mut Writer, mut prepared: Prepared, started: Instant) -> Result<GcReport> {
+    fn switch(&self, writer: &mut Writer, mut prepared: Prepared, started: Instant, start_pause: Duration) -> Result<GcReport> {
         let pause = Instant::now();
         self.check_writable()?;
+        if !self.pack.chunk_bounds().iter().any(|(start, _)| *start == prepared.boundary) {
+            return Err(Error::GcFailed(format!("the boundary {} is not a chunk start", prepared.boundary)));
+        }
         // Everything committed so far becomes durable first.
         self.flush_locked(writer, false)?;
         let end = self.pack.end();
@@ -433,7 +477,7 @@ impl Repo {
         }
         let _ = self.storage.sync_dir();
         crash_point::reach("gc-removed");
-        Ok(GcReport {
+        let report = GcReport {
             generation: prepared.generation,
             boundary: prepared.boundary,
             live_runs,
@@ -442,8 +486,15 @@ impl Repo {
             bytes_after: self.pack.size_bytes(),
             collected_commits: prepared.collected.len() as u64,
             duration: started.elapsed(),
+            start_pause,
             switch_pause,
-        })
+        };
+        self.gc.finished.lock().push(report.clone());
+        Ok(report)
+    }
+
+    pub(crate) fn take_gc_reports(&self) -> Vec<GcReport> {
+        std::mem::take(&mut *self.gc.finished.lock())
     }
 
     fn check_cancel(&self) -> Result<()> {
@@ -464,9 +515,12 @@ fn catch_up(repo: &Repo, prepared: &mut Prepared, end: u64) -> Result<()> {
         gc_plan::references_below(boundary, offset, kind, payload, &mut roots)
     })?;
     prepared.scanned_end = end;
-    let runs = &prepared.runs;
-    let done = |offset: u64| mapping::find(runs, offset).is_some();
-    let live = gc_plan::live_records(boundary, roots, &done, &mut |o| repo.pack.read_record_sized(o))?;
+    let (runs, masked) = (&prepared.runs, &prepared.masked);
+    let copied = |offset: u64| mapping::find(runs, offset).is_some();
+    let skip = |offset: u64| copied(offset) && !masked.contains_key(&offset);
+    let found = gc_plan::live_records(boundary, roots, &skip, &copied, &mut |o| repo.pack.read_record_sized(o))?;
+    note_masks(&mut prepared.masked, &found.masks);
+    let live = found.records;
     if live.is_empty() {
         return Ok(());
     }
@@ -479,6 +533,17 @@ fn catch_up(repo: &Repo, prepared: &mut Prepared, end: u64) -> Result<()> {
     prepared.runs.sort_unstable_by_key(|r| r.old);
     prepared.mapping_stale = true;
     Ok(())
+}
+
+/// Records the masks a traversal visited copied records with.
+fn note_masks(masked: &mut HashMap<u64, u32>, visits: &[(u64, u32)]) {
+    for &(offset, mask) in visits {
+        if mask == 0 {
+            masked.remove(&offset);
+        } else {
+            *masked.entry(offset).or_insert(mask) &= mask;
+        }
+    }
 }
 
 fn chunk_starts(repo: &Repo) -> Vec<u64> {
@@ -524,7 +589,7 @@ impl Work<'_> {
         // 1. References into the region below the boundary, from the records
         //    kept in place and from the kept commits below it.
         self.progress.enter(GcPhase::Scanning, scan_end - boundary);
-        let mut pending: Vec<u64> = roots.into_iter().filter(|&o| o < boundary).collect();
+        let mut pending: Vec<(u64, u32)> = roots.into_iter().filter(|&o| o < boundary).map(|o| (o, 0)).collect();
         repo.pack.scan(boundary, scan_end, &mut |offset, kind, payload| {
             self.progress.done.store(offset - boundary, Ordering::Relaxed);
             repo.check_cancel()?;
@@ -533,11 +598,14 @@ impl Work<'_> {
         // 2. The live records below the boundary.
         self.progress.enter(GcPhase::Tracing, 0);
         let progress = self.progress;
-        let live = gc_plan::live_records(boundary, pending, &|_| false, &mut |offset| {
+        let found = gc_plan::live_records(boundary, pending, &|_| false, &|_| false, &mut |offset| {
             progress.done.fetch_add(1, Ordering::Relaxed);
             repo.check_cancel()?;
             repo.pack.read_record_sized(offset)
         })?;
+        let mut masked = HashMap::new();
+        note_masks(&mut masked, &found.masks);
+        let live = found.records;
         // 3. Copy them; write the mapping and the new index.
         let runs = gc_plan::runs(&live, 0, &chunk_starts(repo));
         let prefix_len: u64 = live.iter().map(|l| l.1).sum();
@@ -568,15 +636,17 @@ impl Work<'_> {
             index_entries: entries.len() as u64,
             collected,
             mapping_stale: false,
+            masked,
             bytes_before,
         };
         // 4. Catch up with the writer until little is left for the switch.
         self.progress.enter(GcPhase::CatchingUp, 0);
-        loop {
+        for _ in 0..CATCH_UP_ROUNDS {
             let end = repo.pack.end();
             if end - prepared.scanned_end < CATCH_UP_BYTES {
                 break;
             }
+            repo.check_cancel()?;
             catch_up(repo, &mut prepared, end)?;
         }
         if prepared.mapping_stale {

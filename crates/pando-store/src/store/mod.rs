@@ -112,7 +112,24 @@ impl Store {
 
     /// Opens a store on any [`Storage`].
     pub fn open_storage(storage: Arc<dyn Storage>, options: Options) -> Result<Store> {
-        let repo = Arc::new(open::open(storage, options)?);
+        let repo = if options.read_only {
+            // A reader can open while the writer switches to a collected
+            // generation and removes the files it was about to open: it
+            // tries again with the new control file.
+            let mut attempt = 0;
+            loop {
+                match open::open(storage.clone(), options.clone()) {
+                    Ok(repo) => break Arc::new(repo),
+                    Err(Error::Corrupt { .. } | Error::Io { .. }) if attempt < 5 => {
+                        attempt += 1;
+                        std::thread::sleep(std::time::Duration::from_millis(10 << attempt));
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+        } else {
+            Arc::new(open::open(storage, options)?)
+        };
         repo.init_retention();
         Ok(Store { repo })
     }
@@ -147,6 +164,12 @@ impl Store {
     /// Waits for the running collection (if any) and completes it.
     pub fn wait_gc(&self) -> Result<Option<GcReport>> {
         self.repo.wait_gc()
+    }
+
+    /// The reports of the collections finished since the last call (also
+    /// those switched at a commit).
+    pub fn take_gc_reports(&self) -> Vec<GcReport> {
+        self.repo.take_gc_reports()
     }
 
     /// The progress of the running collection, if any.

@@ -64,9 +64,6 @@ pub fn open(storage: Arc<dyn Storage>, options: Options) -> Result<Repo> {
     let writable = !options.read_only;
 
     let generation = control.generation;
-    if writable {
-        remove_other_generations(&*storage, generation)?;
-    }
     let prefix = if generation > 0 { Some(load_prefix(&*storage, generation, control.first_chunk_start)?) } else { None };
     let pack = Pack::open(
         storage.clone(),
@@ -90,7 +87,11 @@ pub fn open(storage: Arc<dyn Storage>, options: Options) -> Result<Repo> {
 
     let index_name = index_file::name(generation);
     let index_file = open_file(&*storage, &index_name, false)?;
-    let index_bytes = read_prefix(&*index_file, &index_name, control.index_entries * index_file::ENTRY_BYTES as u64, writable)?;
+    let index_len = control
+        .index_entries
+        .checked_mul(index_file::ENTRY_BYTES as u64)
+        .ok_or_else(|| Error::corrupt(CONTROL, 0, "index entry count out of range"))?;
+    let index_bytes = read_prefix(&*index_file, &index_name, index_len, writable)?;
     let entries = index_file::decode(&index_bytes, control.durable_end)
         .map_err(|(i, reason)| Error::corrupt(&index_name, (i * index_file::ENTRY_BYTES) as u64, reason))?;
     let mut index: HashMap<Hash, u64> = HashMap::with_capacity(entries.len() + 1024);
@@ -139,6 +140,10 @@ pub fn open(storage: Arc<dyn Storage>, options: Options) -> Result<Repo> {
     }
 
     let collected = index.values().filter(|&&offset| offset == index_file::COLLECTED).count() as u64;
+    if writable {
+        // Only once the current generation has loaded.
+        remove_other_generations(&*storage, generation)?;
+    }
     let branches = read_branches(&*storage, writable)?;
     let writer = if writable {
         Some(Mutex::new(Writer {

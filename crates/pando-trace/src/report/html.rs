@@ -33,9 +33,34 @@ pub fn render(report: &Report) -> String {
     } else {
         "Time per block, against the 30 s budget".to_string()
     };
-    let per_block = Chart::new(&title, "block", "ms", max_block, if max_ms > 0.0 { max_ms } else { genesis_ms })
-        .dots(&block_points, budget_color)
-        .finish();
+    let mut per_block = Chart::new(&title, "block", "ms", max_block, if max_ms > 0.0 { max_ms } else { genesis_ms });
+    for gc in &report.gc {
+        per_block = per_block.band(gc.start_block as f64, gc.end_block as f64, "#8a5aa8");
+    }
+    let per_block = per_block.dots(&block_points, budget_color).finish();
+    let gc_rows: String = report
+        .gc
+        .iter()
+        .map(|g| {
+            format!(
+                "<tr><td>{}..{}</td><td>{:.1}</td><td>{:.2}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                g.start_block,
+                g.end_block,
+                g.seconds,
+                g.max_pause_ms,
+                g.collected_commits,
+                human_bytes(g.bytes_before as f64),
+                human_bytes(g.bytes_after as f64)
+            )
+        })
+        .collect();
+    let gc_table = if gc_rows.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "<h2>Garbage collections (shaded in the block chart)</h2><table><tr><th>blocks</th><th>seconds</th><th>writer pause ms</th><th>commits collected</th><th>pack before</th><th>after</th></tr>{gc_rows}</table>"
+        )
+    };
     let cumulative_points: Vec<(f64, f64)> = samples.iter().map(|s| (s.block as f64, s.at_s)).collect();
     let cumulative =
         Chart::new("Cumulative time", "block", "seconds", max_block, report.total_s).line(&cumulative_points, "#4f7cac").finish();
@@ -93,6 +118,7 @@ pub fn render(report: &Report) -> String {
 <ul>{examples}</ul>
 <p class="legend">Block time against the 30 s budget:<span style="background:#2a9d5c"></span>&lt; 1%<span style="background:#9bbf2a"></span>&lt; 10%<span style="background:#e9a21f"></span>&lt; 50%<span style="background:#d1392b"></span>≥ 50%</p>
 <div class="grid2">{per_block}{cumulative}{disk}{memory_chart}</div>
+{gc_table}
 <h2>Latency per operation</h2>
 <table><tr><th>operation</th><th>count</th><th>mean µs</th><th>p50 µs</th><th>p99 µs</th><th>p99.9 µs</th><th>max µs</th></tr>{rows}</table>
 <div class="grid2">{histograms}</div>

@@ -121,6 +121,23 @@ pub struct Report {
     pub checks: Checks,
     /// Per-block samples, evenly thinned to at most [`MAX_SAMPLES`].
     pub samples: Vec<BlockSample>,
+    /// Garbage collections that ran during the replay.
+    #[serde(default)]
+    pub gc: Vec<GcEvent>,
+}
+
+/// A garbage collection during a replay, as the report shows it.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct GcEvent {
+    /// The block during which it started, and the one whose commit switched to it.
+    pub start_block: u64,
+    pub end_block: u64,
+    pub seconds: f64,
+    /// The writer's longest wait caused by the collection (start or switch), ms.
+    pub max_pause_ms: f64,
+    pub collected_commits: u64,
+    pub bytes_before: u64,
+    pub bytes_after: u64,
 }
 
 fn buckets(histogram: &Histogram<u64>) -> Vec<(f64, u64)> {
@@ -189,6 +206,7 @@ impl Report {
             write_syscalls: last.write_syscalls.saturating_sub(io0.write_syscalls),
             checks: checks.clone(),
             samples,
+            gc: Vec::new(),
         }
     }
 }

@@ -190,6 +190,19 @@ td:first-child, th:first-child { text-align: left; }
 pub const PALETTE: [&str; 8] = ["#4f7cac", "#c0642f", "#2a9d5c", "#8a5aa8", "#d1392b", "#9bbf2a", "#e9a21f", "#555555"];
 
 impl Chart {
+    /// A shaded band from `x0` to `x1` (such as the time a collection ran).
+    pub fn band(mut self, x0: f64, x1: f64, color: &str) -> Chart {
+        let (px0, top) = self.point(x0, self.y_max);
+        let (px1, bottom) = self.point(x1, 0.0);
+        let _ = write!(
+            self.svg,
+            r#"<rect x="{px0:.1}" y="{top:.1}" width="{:.1}" height="{:.1}" fill="{color}" fill-opacity="0.18"/>"#,
+            (px1 - px0).max(1.0),
+            bottom - top
+        );
+        self
+    }
+
     /// A legend of `(name, colour)` in the top right corner.
     pub fn legend(mut self, series: &[(&str, &str)]) -> Chart {
         for (i, (name, color)) in series.iter().enumerate() {

@@ -29,6 +29,23 @@ pub fn render(report: &Report) -> String {
         "commit (ms):     mean {:.2}, p50 {:.2}, p99 {:.2}, p99.9 {:.2}, max {:.2}",
         c.mean, c.p50, c.p99, c.p999, c.max
     );
+    if !report.gc.is_empty() {
+        let longest = report.gc.iter().map(|g| g.max_pause_ms).fold(0.0, f64::max);
+        let _ = writeln!(w, "garbage collections: {}, longest writer pause {longest:.2} ms", report.gc.len());
+        for g in &report.gc {
+            let _ = writeln!(
+                w,
+                "  blocks {}..{}: {:.1} s, {} commits collected, pack {} -> {}, writer paused {:.2} ms",
+                g.start_block,
+                g.end_block,
+                g.seconds,
+                g.collected_commits,
+                human_bytes(g.bytes_before as f64),
+                human_bytes(g.bytes_after as f64),
+                g.max_pause_ms
+            );
+        }
+    }
     let _ = writeln!(w);
     let _ = writeln!(
         w,
