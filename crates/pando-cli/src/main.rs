@@ -72,9 +72,12 @@ enum Command {
     Gc {
         #[command(flatten)]
         store: commands::StoreArg,
-        /// How many levels of history to keep.
+        /// How many levels of history to keep (in the hot files, with --archive).
         #[arg(long)]
         keep_last: u64,
+        /// Archive mode: keep every commit, moving old data to cold files.
+        #[arg(long)]
+        archive: bool,
     },
     /// Generate a Tezos-like trace (irmin's IrmRepBT format).
     Gen {
@@ -163,7 +166,7 @@ fn main() -> anyhow::Result<()> {
         Command::Get { path, at, hex } => commands::get(&at, &path, hex),
         Command::Ls { path, at, offset, length, hashes } => commands::ls(&at, &path, offset, length, hashes),
         Command::Log { at, count } => commands::log(&at, count),
-        Command::Gc { store, keep_last } => commands::gc(&store, keep_last),
+        Command::Gc { store, keep_last, archive } => commands::gc(&store, keep_last, archive),
         Command::Gen { preset, seed, output } => {
             let preset = commands::trace::preset(&preset)?;
             let output = output.unwrap_or_else(|| PathBuf::from(format!("{}-{seed}.repr", preset.name)));

@@ -23,6 +23,18 @@ pub enum Retention {
     /// blocks): a collection starts in the background every `every`
     /// commits, keeping the `commits`-th last commit and those after it.
     KeepLast { commits: u64, every: u64 },
+    /// Every commit, but only the last `commits` in the hot files: every
+    /// `every` commits a collection copies what they need into the prefix
+    /// and moves the older chunks to cold files (`cold-*.pack`), which stay
+    /// readable as usual. A collection started by hand does the same.
+    Archive { commits: u64, every: u64 },
+}
+
+impl Retention {
+    /// True if collections move old data to cold files instead of discarding it.
+    pub fn archive(&self) -> bool {
+        matches!(self, Retention::Archive { .. })
+    }
 }
 
 #[derive(Clone, Debug)]

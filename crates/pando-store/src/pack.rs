@@ -46,6 +46,20 @@ fn parse_chunk_name(name: &str) -> Option<u64> {
     u64::from_str_radix(hex, 16).ok()
 }
 
+/// The name a chunk takes when an archive-mode collection moves it out of
+/// the hot set: still readable, never written again.
+pub fn cold_name(start: u64) -> String {
+    format!("cold-{start:016x}.pack")
+}
+
+fn parse_cold_name(name: &str) -> Option<u64> {
+    let hex = name.strip_prefix("cold-")?.strip_suffix(".pack")?;
+    if hex.len() != 16 {
+        return None;
+    }
+    u64::from_str_radix(hex, 16).ok()
+}
+
 /// The name of the prefix file of `generation`.
 pub fn prefix_name(generation: u64) -> String {
     format!("prefix-{generation:016x}.pack")
@@ -79,6 +93,9 @@ pub struct Pack {
     storage: Arc<dyn Storage>,
     chunks: RwLock<Vec<Chunk>>,
     prefix: RwLock<Option<Arc<Prefix>>>,
+    /// Archive mode: the chunks collections moved out of the hot set,
+    /// sorted; read below the first chunk when the prefix lacks a record.
+    cold: RwLock<Vec<Chunk>>,
     /// The first chunk's start, readable without a lock.
     first_start: AtomicU64,
     /// End of the appended bytes, visible to readers of this process.
@@ -104,6 +121,7 @@ impl Pack {
         chunk_target_bytes: u64,
         writable: bool,
         prefix: Option<Prefix>,
+        archive: bool,
     ) -> Result<Pack> {
         let mut starts: Vec<u64> = storage
             .list()
@@ -122,8 +140,29 @@ impl Pack {
                 .filter(|name| parse_chunk_name(name).is_some_and(|start| start < first_start))
                 .collect();
             for name in &replaced {
-                storage.remove(name).map_err(Error::io(name.as_str(), "remove"))?;
+                match parse_chunk_name(name).filter(|_| archive) {
+                    Some(start) => storage.rename(name, &cold_name(start)),
+                    None => storage.remove(name),
+                }
+                .map_err(Error::io(name.as_str(), "remove"))?;
             }
+            if !replaced.is_empty() {
+                storage.sync_dir().map_err(Error::io(storage.describe(), "sync directory"))?;
+            }
+        }
+        let mut cold_starts: Vec<u64> = storage
+            .list()
+            .map_err(Error::io(storage.describe(), "list"))?
+            .iter()
+            .filter_map(|name| parse_cold_name(name))
+            .filter(|&start| start < first_start)
+            .collect();
+        cold_starts.sort_unstable();
+        let mut cold = Vec::with_capacity(cold_starts.len());
+        for start in cold_starts {
+            let name = cold_name(start);
+            let file = storage.open(&name, false).map_err(Error::io(&name, "open"))?;
+            cold.push(Chunk { start, name, file });
         }
         let (live, beyond): (Vec<u64>, Vec<u64>) = starts.into_iter().partition(|&s| s <= durable_end);
         if writable && !beyond.is_empty() {
@@ -167,6 +206,7 @@ impl Pack {
             storage,
             chunks: RwLock::new(chunks),
             prefix: RwLock::new(prefix.map(Arc::new)),
+            cold: RwLock::new(cold),
             first_start: AtomicU64::new(first_start),
             end: AtomicU64::new(durable_end),
             chunk_target_bytes,
@@ -186,6 +226,7 @@ impl Pack {
             return true;
         }
         self.prefix.read().as_ref().is_some_and(|p| mapping::find(&p.runs, offset).is_some())
+            || self.cold.read().first().is_some_and(|c| c.start <= offset)
     }
 
     /// The chunk starts, in order, with the end of each chunk's bytes.
@@ -202,16 +243,28 @@ impl Pack {
 
     /// Replaces the chunks below `boundary` (a chunk start) and the old
     /// prefix by `prefix`. Returns the names of the files no longer used,
-    /// for the caller to remove once the switch is durable.
-    pub fn switch(&self, prefix: Prefix, boundary: u64) -> Vec<String> {
+    /// for the caller to remove once the switch is durable, and (archive
+    /// mode) the chunks to rename to their cold names, which stay readable.
+    pub fn switch(&self, prefix: Prefix, boundary: u64, archive: bool) -> (Vec<String>, Vec<(String, String)>) {
         let mut chunks = self.chunks.write();
         // The caller checked the boundary is a chunk start, under the writer lock.
         let keep_from = chunks.iter().position(|c| c.start == boundary).unwrap_or(0);
-        let mut replaced: Vec<String> = chunks.drain(..keep_from).map(|c| c.name).collect();
+        let replaced: Vec<Chunk> = chunks.drain(..keep_from).collect();
         let old = self.prefix.write().replace(Arc::new(prefix));
+        let (mut remove, mut rename) = (Vec::new(), Vec::new());
+        if archive {
+            let mut cold = self.cold.write();
+            for chunk in replaced {
+                let name = cold_name(chunk.start);
+                rename.push((chunk.name, name.clone()));
+                cold.push(Chunk { name, ..chunk });
+            }
+        } else {
+            remove.extend(replaced.into_iter().map(|c| c.name));
+        }
         self.first_start.store(boundary, Ordering::Release);
-        replaced.extend(old.map(|p| p.name.clone()));
-        replaced
+        remove.extend(old.map(|p| p.name.clone()));
+        (remove, rename)
     }
 
     /// End of the appended bytes.
@@ -286,6 +339,18 @@ impl Pack {
                 let run = mapping::find(&p.runs, offset)?;
                 let skip = offset - run.old;
                 Some(Located { file: p.file.clone(), name: p.name.clone(), pos: run.new + skip, avail: run.len - skip })
+            });
+            let located = located.or_else(|| {
+                let cold = self.cold.read();
+                let i = cold.partition_point(|c| c.start <= offset);
+                let chunk = cold.get(i.checked_sub(1)?)?;
+                let limit = cold.get(i).map_or(chunks[0].start, |next| next.start);
+                Some(Located {
+                    file: chunk.file.clone(),
+                    name: chunk.name.clone(),
+                    pos: offset - chunk.start,
+                    avail: limit - offset,
+                })
             });
             return located.ok_or(Error::Collected { offset });
         }

@@ -227,3 +227,25 @@ fn model_of(entries: &[(&str, &str)]) -> Model {
     }
     model
 }
+
+#[test]
+fn archive_mode_keeps_every_commit_in_cold_files() {
+    use pando_store::Retention;
+    let storage = MemStorage::new();
+    let options = Options { retention: Retention::Archive { commits: 10, every: 1_000_000 }, ..options() };
+    let store = Store::open_storage(Arc::new(storage.clone()), options.clone()).unwrap();
+    let commits = blocks(&store, None, 60, 1);
+    store.gc(&commits[40].0).unwrap();
+    let report = store.wait_gc().unwrap().unwrap();
+    assert_eq!(report.collected_commits, 0);
+    check_kept_and_collected(&store, &commits, 0);
+    let names = storage.list().unwrap();
+    assert!(names.iter().any(|n| n.starts_with("cold-")), "{names:?}");
+    let more = blocks(&store, commits.last().cloned(), 10, 2);
+    store.gc(&more[5].0).unwrap();
+    store.wait_gc().unwrap();
+    drop(store);
+    let store = Store::open_storage(Arc::new(storage), options).unwrap();
+    let all: Vec<(Hash, Model)> = commits.iter().chain(&more).cloned().collect();
+    check_kept_and_collected(&store, &all, 0);
+}

@@ -104,9 +104,15 @@ pub fn info(arg: &StoreArg) -> anyhow::Result<()> {
     Ok(())
 }
 
-pub fn gc(arg: &StoreArg, keep_last: u64) -> anyhow::Result<()> {
+pub fn gc(arg: &StoreArg, keep_last: u64, archive: bool) -> anyhow::Result<()> {
     anyhow::ensure!(keep_last > 0, "--keep-last must be at least 1");
-    let store = Store::open(&arg.store, Options::default())
+    // The retention policy's numbers play no part in a collection started by hand.
+    let retention = if archive {
+        pando_store::Retention::Archive { commits: keep_last, every: u64::MAX }
+    } else {
+        Options::default().retention
+    };
+    let store = Store::open(&arg.store, Options { retention, ..Options::default() })
         .with_context(|| format!("cannot open the store in {}", arg.store.display()))?;
     let last = store.last_commit()?.context("the store has no commits")?;
     let keep_from = store.ancestor(&last, keep_last)?;

@@ -12,6 +12,9 @@
 
 use super::FORMAT_VERSION;
 
+/// See [`Control::flags`].
+pub const FLAG_ARCHIVE: u64 = 1;
+
 /// Bytes per slot; each slot sits in its own 4 KiB page.
 pub const SLOT_SIZE: usize = 4096;
 const MAGIC: &[u8; 8] = b"PANDOCTL";
@@ -43,8 +46,10 @@ pub struct Control {
     pub last_commit: u64,
     /// Collection generation (bumped by GC).
     pub generation: u64,
-    /// Reserved for future use; written as zero.
-    pub reserved: u64,
+    /// Bit 0 ([`FLAG_ARCHIVE`]): the last collection moved the chunks it
+    /// replaced to cold files (archive mode) instead of discarding them.
+    /// Other bits are zero.
+    pub flags: u64,
 }
 
 impl Control {
@@ -69,7 +74,7 @@ impl Control {
             self.commits,
             self.last_commit,
             self.generation,
-            self.reserved,
+            self.flags,
         ] {
             out.extend_from_slice(&field.to_le_bytes());
         }
@@ -126,7 +131,7 @@ pub fn decode_slot(bytes: &[u8]) -> Result<Control, SlotError> {
         commits: field(8),
         last_commit: field(9),
         generation: field(10),
-        reserved: field(11),
+        flags: field(11),
     };
     if control.checkpoint_end > control.durable_end || control.first_chunk_start > control.durable_end {
         return Err(SlotError::Inconsistent("offsets out of order"));

@@ -245,7 +245,9 @@ impl Repo {
             if offset != index_file::COLLECTED && offset >= scan_end {
                 continue;
             }
-            if offset == index_file::COLLECTED || (offset < keep_offset && !pinned.contains(hash)) {
+            // Archive mode keeps every commit: older ones are read from cold files.
+            let archive = self.options.retention.archive();
+            if offset == index_file::COLLECTED || (!archive && offset < keep_offset && !pinned.contains(hash)) {
                 entries.push((*hash, index_file::COLLECTED));
                 if offset != index_file::COLLECTED {
                     collected.push(*hash);
@@ -339,7 +341,7 @@ impl Repo {
 
     /// Loads the most recent commits for the retention policy (at open).
     pub(crate) fn init_retention(&self) {
-        let Retention::KeepLast { commits, .. } = self.options.retention else { return };
+        let (Retention::KeepLast { commits, .. } | Retention::Archive { commits, .. }) = self.options.retention else { return };
         let mut live: Vec<(u64, Hash)> =
             self.index.read().iter().filter(|(_, o)| **o != index_file::COLLECTED).map(|(h, o)| (*o, *h)).collect();
         live.sort_unstable();
@@ -350,7 +352,9 @@ impl Repo {
     /// After a commit: notes it, and starts a collection when the
     /// retention policy says one is due (and none is running).
     pub(crate) fn apply_retention(self: &Arc<Self>, commit: Hash) -> Result<()> {
-        let Retention::KeepLast { commits, every } = self.options.retention else { return Ok(()) };
+        let (Retention::KeepLast { commits, every } | Retention::Archive { commits, every }) = self.options.retention else {
+            return Ok(());
+        };
         let keep_from = {
             let mut recent = self.gc.recent.lock();
             if recent.back() != Some(&commit) {
@@ -433,6 +437,7 @@ impl Repo {
         next.seq += 1;
         next.generation = prepared.generation;
         next.first_chunk_start = prepared.boundary;
+        next.flags = if self.options.retention.archive() { crate::format::control::FLAG_ARCHIVE } else { 0 };
         next.index_entries = prepared.index_entries + since.len() as u64;
         // The new index holds every commit: the checkpoint is complete.
         writer.unflushed_index.clear();
@@ -455,7 +460,7 @@ impl Repo {
         self.collected_commits.fetch_add(prepared.collected.len() as u64, Ordering::Relaxed);
         let live_runs = prepared.runs.len() as u64;
         let live_bytes = prepared.runs.iter().map(|r| r.len).sum();
-        let replaced = self.pack.switch(
+        let (replaced, to_cold) = self.pack.switch(
             Prefix {
                 generation: prepared.generation,
                 file: prepared.prefix,
@@ -463,6 +468,7 @@ impl Repo {
                 runs: prepared.runs,
             },
             prepared.boundary,
+            self.options.retention.archive(),
         );
         let switch_pause = pause.elapsed();
         // The old files leave the directory; readers holding them keep their handles.
@@ -471,9 +477,13 @@ impl Repo {
             old.push(open::mapping_name(prepared.generation - 1));
         }
         old.push(index_file::name(prepared.generation - 1));
-        // Best effort: the switch is durable; what is left is removed at the next open.
+        // Best effort: the switch is durable; what is left is removed (or
+        // moved to cold files) at the next open.
         for name in &old {
             let _ = self.storage.remove(name);
+        }
+        for (name, cold) in &to_cold {
+            let _ = self.storage.rename(name, cold);
         }
         let _ = self.storage.sync_dir();
         crash_point::reach("gc-removed");

@@ -72,6 +72,7 @@ pub fn open(storage: Arc<dyn Storage>, options: Options) -> Result<Repo> {
         control.chunk_target_bytes,
         writable,
         prefix,
+        control.flags & crate::format::control::FLAG_ARCHIVE != 0,
     )?;
 
     let dict_file = open_file(&*storage, DICT, false)?;
