@@ -114,15 +114,19 @@ impl Store {
     pub fn open_storage(storage: Arc<dyn Storage>, options: Options) -> Result<Store> {
         let repo = if options.read_only {
             // A reader can open while the writer switches to a collected
-            // generation and removes the files it was about to open: it
-            // tries again with the new control file.
+            // generation and removes the files it was about to open: if the
+            // control file changed meanwhile, it tries again with the new one.
+            let control = |storage: &dyn Storage| storage.open(open::CONTROL, false).and_then(|f| crate::io::read_all(&*f)).ok();
             let mut attempt = 0;
             loop {
+                let before = control(&*storage);
                 match open::open(storage.clone(), options.clone()) {
                     Ok(repo) => break Arc::new(repo),
-                    Err(Error::Corrupt { .. } | Error::Io { .. }) if attempt < 5 => {
+                    Err(e @ (Error::Corrupt { .. } | Error::Io { .. })) => {
+                        if attempt == 5 || control(&*storage) == before {
+                            return Err(e);
+                        }
                         attempt += 1;
-                        std::thread::sleep(std::time::Duration::from_millis(10 << attempt));
                     }
                     Err(e) => return Err(e),
                 }
