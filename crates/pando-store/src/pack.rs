@@ -38,12 +38,17 @@ pub fn chunk_name(start: u64) -> String {
     format!("chunk-{start:016x}.pack")
 }
 
-fn parse_chunk_name(name: &str) -> Option<u64> {
-    let hex = name.strip_prefix("chunk-")?.strip_suffix(".pack")?;
+/// The 16 hex digits of a name `<kind><digits><suffix>`, as a number.
+pub(crate) fn parse_hex_name(name: &str, kind: &str, suffix: &str) -> Option<u64> {
+    let hex = name.strip_prefix(kind)?.strip_suffix(suffix)?;
     if hex.len() != 16 {
         return None;
     }
     u64::from_str_radix(hex, 16).ok()
+}
+
+fn parse_chunk_name(name: &str) -> Option<u64> {
+    parse_hex_name(name, "chunk-", ".pack")
 }
 
 /// The name a chunk takes when an archive-mode collection moves it out of
@@ -53,11 +58,7 @@ pub fn cold_name(start: u64) -> String {
 }
 
 fn parse_cold_name(name: &str) -> Option<u64> {
-    let hex = name.strip_prefix("cold-")?.strip_suffix(".pack")?;
-    if hex.len() != 16 {
-        return None;
-    }
-    u64::from_str_radix(hex, 16).ok()
+    parse_hex_name(name, "cold-", ".pack")
 }
 
 /// The name of the prefix file of `generation`.

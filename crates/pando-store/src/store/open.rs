@@ -234,15 +234,10 @@ fn read_branches(storage: &dyn Storage, writable: bool) -> Result<BTreeMap<Strin
 /// The generation of a file a collection writes (`prefix-<g>.pack`,
 /// `mapping-<g>`, `index-<g>`), if `name` is one.
 pub fn generation_of(name: &str) -> Option<u64> {
-    let hex = name
-        .strip_prefix("prefix-")
-        .and_then(|n| n.strip_suffix(".pack"))
-        .or_else(|| name.strip_prefix("mapping-"))
-        .or_else(|| name.strip_prefix("index-"))?;
-    if hex.len() != 16 {
-        return None;
-    }
-    u64::from_str_radix(hex, 16).ok()
+    use crate::pack::parse_hex_name;
+    parse_hex_name(name, "prefix-", ".pack")
+        .or_else(|| parse_hex_name(name, "mapping-", ""))
+        .or_else(|| parse_hex_name(name, "index-", ""))
 }
 
 pub fn mapping_name(generation: u64) -> String {
