@@ -44,10 +44,10 @@ use crate::pack::{Prefix, prefix_name};
 
 /// Catch-up rounds stop once fewer new bytes than this remain to scan; the
 /// writer scans the rest during the switch.
-const CATCH_UP_BYTES: u64 = 4 << 20;
+const CATCH_UP_BYTES: u64 = 1 << 20;
 /// At most this many catch-up rounds (a writer faster than the collector
 /// would keep it catching up forever): the switch scans what remains.
-const CATCH_UP_ROUNDS: usize = 8;
+const CATCH_UP_ROUNDS: usize = 16;
 
 /// What a collection is doing.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -131,6 +131,9 @@ struct Prepared {
     scanned_end: u64,
     index: Arc<dyn File>,
     index_entries: u64,
+    /// How many of the commits made since the start the worker already
+    /// appended to the new index (the switch appends the rest).
+    since_written: usize,
     /// Commits marked collected in the new index.
     collected: Vec<Hash>,
     /// True when runs were added after the mapping file was written.
@@ -233,36 +236,37 @@ impl Repo {
         self.gc.running.store(true, Ordering::Release);
         let scan_end = self.pack.end();
         drop(writer);
-        let start_pause = started.elapsed();
         // The chunk holding `keep_from`; a commit kept in the prefix (pinned
         // by an earlier collection) keeps the boundary where it is, and is a root.
         let first = self.pack.first_chunk_start();
         let boundary = self.pack.chunk_bounds().iter().rev().find(|(start, _)| *start <= keep_offset).map_or(first, |c| c.0);
-        // Kept: commits from `keep_from` on, and pinned ones (their records are roots).
-        let pinned: Vec<Hash> = self.gc.pinned.lock().keys().copied().collect();
-        let (mut entries, mut collected, mut roots) = (Vec::new(), Vec::new(), Vec::new());
-        for (hash, &offset) in self.index.read().iter() {
-            if offset != index_file::COLLECTED && offset >= scan_end {
-                continue;
-            }
-            // Archive mode keeps every commit: older ones are read from cold files.
-            let archive = self.options.retention.archive();
-            if offset == index_file::COLLECTED || (!archive && offset < keep_offset && !pinned.contains(hash)) {
-                entries.push((*hash, index_file::COLLECTED));
-                if offset != index_file::COLLECTED {
-                    collected.push(*hash);
-                }
-            } else {
-                entries.push((*hash, offset));
-                roots.push(offset);
-            }
-        }
+        let pinned: std::collections::HashSet<Hash> = self.gc.pinned.lock().keys().copied().collect();
         let progress = Arc::new(Progress::default());
         let repo = self.clone();
         let worker_progress = progress.clone();
         let handle = std::thread::Builder::new()
             .name("pando-gc".into())
             .spawn(move || {
+                // Kept: commits from `keep_from` on, and pinned ones (their
+                // records are roots). Commits after `scan_end` are in
+                // `since_start`; no switch can happen while this job runs.
+                let archive = repo.options.retention.archive();
+                let (mut entries, mut collected, mut roots) = (Vec::new(), Vec::new(), Vec::new());
+                for (hash, &offset) in repo.index.read().iter() {
+                    if offset != index_file::COLLECTED && offset >= scan_end {
+                        continue;
+                    }
+                    // Archive mode keeps every commit: older ones are read from cold files.
+                    if offset == index_file::COLLECTED || (!archive && offset < keep_offset && !pinned.contains(hash)) {
+                        entries.push((*hash, index_file::COLLECTED));
+                        if offset != index_file::COLLECTED {
+                            collected.push(*hash);
+                        }
+                    } else {
+                        entries.push((*hash, offset));
+                        roots.push(offset);
+                    }
+                }
                 let work = Work { repo: &repo, generation, boundary, progress: &worker_progress };
                 work.run(scan_end, roots, entries, collected)
             })
@@ -270,6 +274,8 @@ impl Repo {
                 self.gc.running.store(false, Ordering::Release);
                 Error::io("pando-gc", "spawn thread")(e)
             })?;
+        // On the caller's thread (the writer's, when the retention policy starts it).
+        let start_pause = started.elapsed();
         *job = Some(Job { generation, started, start_pause, progress, handle });
         Ok(())
     }
@@ -426,8 +432,9 @@ impl Repo {
         // The new index: what the worker wrote, then the commits made since.
         let since: Vec<(Hash, u64)> = std::mem::take(&mut *self.gc.since_start.lock());
         self.gc.running.store(false, Ordering::Release);
+        let since = &since[prepared.since_written.min(since.len())..];
         let index_name = index_file::name(prepared.generation);
-        let bytes = index_file::encode(&since);
+        let bytes = index_file::encode(since);
         let at = prepared.index_entries * index_file::ENTRY_BYTES as u64;
         self.guard(prepared.index.write_all_at(&bytes, at).map_err(Error::io(&index_name, "write")))?;
         self.guard(prepared.index.sync().map_err(Error::io(&index_name, "sync")))?;
@@ -644,6 +651,7 @@ impl Work<'_> {
             scanned_end: scan_end,
             index,
             index_entries: entries.len() as u64,
+            since_written: 0,
             collected,
             mapping_stale: false,
             masked,
@@ -659,6 +667,13 @@ impl Work<'_> {
             repo.check_cancel()?;
             catch_up(repo, &mut prepared, end)?;
         }
+        // The commits made so far go into the new index now, off the writer's path.
+        let since: Vec<(Hash, u64)> = self.repo.gc.since_start.lock().clone();
+        let at = prepared.index_entries * index_file::ENTRY_BYTES as u64;
+        prepared.index.write_all_at(&index_file::encode(&since), at).map_err(Error::io(&index_name, "write"))?;
+        prepared.index.sync().map_err(Error::io(&index_name, "sync"))?;
+        prepared.index_entries += since.len() as u64;
+        prepared.since_written = since.len();
         if prepared.mapping_stale {
             mapping.truncate(0).map_err(Error::io(&mapping_name, "truncate"))?;
             mapping.write_all_at(&mapping::encode(&prepared.runs), 0).map_err(Error::io(&mapping_name, "write"))?;
