@@ -27,6 +27,15 @@ fn options() -> Options {
 /// churn, and a branch. Returns the commits acknowledged before the first
 /// error, with their models.
 fn workload(storage: &FaultyStorage) -> (Vec<(Hash, Model)>, Option<Error>) {
+    workload_with(storage, false)
+}
+
+/// The commits a collection in the workload may discard (`with_gc`).
+const COLLECTIBLE: usize = 4;
+
+/// The workload, with a garbage collection after block 6 keeping block
+/// `COLLECTIBLE` and those after it, if `with_gc`.
+fn workload_with(storage: &FaultyStorage, with_gc: bool) -> (Vec<(Hash, Model)>, Option<Error>) {
     let mut acknowledged = Vec::new();
     let store = match Store::open_storage(Arc::new(storage.clone()), options()) {
         Ok(store) => store,
@@ -66,6 +75,13 @@ fn workload(storage: &FaultyStorage) -> (Vec<(Hash, Model)>, Option<Error>) {
             std::mem::forget(store);
             return (acknowledged, Some(e));
         }
+        if with_gc
+            && block == 6
+            && let Err(e) = store.gc(&acknowledged[COLLECTIBLE].0).and_then(|()| store.wait_gc())
+        {
+            std::mem::forget(store);
+            return (acknowledged, Some(e));
+        }
     }
     // Simulate a crash, not a clean close: no final flush.
     std::mem::forget(store);
@@ -74,13 +90,23 @@ fn workload(storage: &FaultyStorage) -> (Vec<(Hash, Model)>, Option<Error>) {
 
 /// Reopens a crashed image and checks every acknowledged commit.
 fn verify(image: FaultyStorage, acknowledged: &[(Hash, Model)], what: &str) {
+    verify_with(image, acknowledged, 0, what)
+}
+
+/// The same, where the first `collectible` commits may have been collected.
+fn verify_with(image: FaultyStorage, acknowledged: &[(Hash, Model)], collectible: usize, what: &str) {
     let store = Store::open_storage(Arc::new(image), options()).unwrap_or_else(|e| panic!("{what}: reopen failed: {e}"));
-    for (hash, model) in acknowledged {
-        let tree = store.checkout(hash).unwrap().unwrap_or_else(|| panic!("{what}: acknowledged commit {hash} lost"));
+    for (i, (hash, model)) in acknowledged.iter().enumerate() {
+        let tree = match store.checkout(hash) {
+            Err(Error::CollectedCommit(_)) if i < collectible => continue,
+            other => other.unwrap_or_else(|e| panic!("{what}: commit {i}: {e}")),
+        };
+        let tree = tree.unwrap_or_else(|| panic!("{what}: acknowledged commit {hash} lost"));
         check_tree(&tree, model).unwrap_or_else(|e| panic!("{what}: commit {hash}: {e}"));
     }
     if let Some((last, _)) = acknowledged.last() {
-        assert!(store.commit_count() >= acknowledged.len() as u64);
+        // Collected commits are no longer counted.
+        assert!(store.commit_count() + collectible as u64 >= acknowledged.len() as u64);
         // The store accepts new commits after recovery.
         let tree = store.checkout(last).unwrap().unwrap().add(&["after"], b"recovery").unwrap();
         store
@@ -114,6 +140,38 @@ fn every_operation_fails_in_turn_then_crash() {
         }
     }
     eprintln!("{total_ops} operations x 3 fault kinds x 4 crashes = {runs} recoveries checked, 0 acknowledged commits lost");
+}
+
+#[test]
+fn every_operation_of_a_collection_fails_in_turn_then_crash() {
+    let clean = FaultyStorage::new();
+    let (all, error) = workload_with(&clean, true);
+    assert!(error.is_none(), "{error:?}");
+    assert_eq!(all.len(), 10);
+    let total_ops = clean.mutating_ops();
+    let mut runs = 0;
+    for op in 0..total_ops {
+        for kind in [FaultKind::Eio, FaultKind::NoSpace, FaultKind::ShortWrite] {
+            let storage = FaultyStorage::new();
+            storage.set_plan(FaultPlan { fail_op: Some((op, kind)), fail_reads_after: None });
+            let (acknowledged, _error) = workload_with(&storage, true);
+            for (i, mode) in
+                [CrashMode::DropAll, CrashMode::KeepAll, CrashMode::Random, CrashMode::Random].into_iter().enumerate()
+            {
+                let image = storage.crash(mode, op * 31 + i as u64);
+                verify_with(
+                    image,
+                    &acknowledged,
+                    COLLECTIBLE,
+                    &format!("GC workload, fault {kind:?} at operation {op}, crash {mode:?}"),
+                );
+                runs += 1;
+            }
+        }
+    }
+    eprintln!(
+        "with a collection: {total_ops} operations x 3 fault kinds x 4 crashes = {runs} recoveries checked, 0 acknowledged commits lost"
+    );
 }
 
 #[test]

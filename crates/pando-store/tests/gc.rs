@@ -249,3 +249,38 @@ fn archive_mode_keeps_every_commit_in_cold_files() {
     let all: Vec<(Hash, Model)> = commits.iter().chain(&more).cloned().collect();
     check_kept_and_collected(&store, &all, 0);
 }
+
+#[test]
+fn leftover_and_damaged_collection_files() {
+    let storage = MemStorage::new();
+    let store = Store::open_storage(Arc::new(storage.clone()), options()).unwrap();
+    let commits = blocks(&store, None, 50, 1);
+    store.gc(&commits[30].0).unwrap();
+    assert_eq!(store.wait_gc().unwrap().unwrap().generation, 1);
+    drop(store);
+    // Leftovers of an unfinished next collection, and an old chunk: removed on open.
+    let leftovers =
+        ["prefix-0000000000000002.pack", "mapping-0000000000000002", "index-0000000000000002", "chunk-0000000000000000.pack"];
+    for name in leftovers {
+        storage.open(name, true).unwrap().write_all_at(b"garbage", 0).unwrap();
+    }
+    let store = Store::open_storage(Arc::new(storage.clone()), options()).unwrap();
+    check_kept_and_collected(&store, &commits, 30);
+    drop(store);
+    let names = storage.list().unwrap();
+    assert!(leftovers.iter().all(|l| !names.iter().any(|n| n == l)), "{names:?}");
+    // Damage to the current generation's files is a precise error.
+    let mapping = storage.open("mapping-0000000000000001", false).unwrap();
+    let mut byte = [0u8; 1];
+    mapping.read_exact_at(&mut byte, 30).unwrap();
+    mapping.write_all_at(&[byte[0] ^ 0x40], 30).unwrap();
+    match Store::open_storage(Arc::new(storage.clone()), options()) {
+        Err(Error::Corrupt { file, .. }) => assert_eq!(file, "mapping-0000000000000001"),
+        Err(e) => panic!("expected Corrupt, got {e}"),
+        Ok(_) => panic!("a damaged mapping was accepted"),
+    }
+    mapping.write_all_at(&byte, 30).unwrap();
+    let prefix = storage.open("prefix-0000000000000001.pack", false).unwrap();
+    prefix.truncate(prefix.len().unwrap() - 1).unwrap();
+    assert!(matches!(Store::open_storage(Arc::new(storage), options()), Err(Error::Corrupt { .. })));
+}

@@ -336,7 +336,10 @@ impl Repo {
             Ok(report) => Ok(Some(report)),
             Err(e) => {
                 self.gc.running.store(false, Ordering::Release);
-                if writer.control.generation < generation {
+                // A failed switch poisoned the store; its control slot may
+                // have reached the disk: the files stay, and the next open
+                // keeps or removes them by what the control file says.
+                if writer.control.generation < generation && !self.poisoned.load(Ordering::Acquire) {
                     self.remove_generation_files(generation);
                 }
                 *self.gc.last_error.lock() = Some(e.to_string());
