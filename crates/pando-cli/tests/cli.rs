@@ -107,6 +107,8 @@ fn gc_keeps_the_last_levels() {
     let old = pando(&["get", "contracts/000/balance", "-s", p, "-c", &commits[3].to_base58()]);
     assert!(failure(&old).contains("garbage-collected"));
     assert!(failure(&pando(&["gc", "-s", p, "--keep-last", "0"])).contains("at least 1"));
+    let info = stdout(&pando(&["info", "-s", p]));
+    assert!(info.contains("collected:    generation 1, 30 commits collected"), "{info}");
     // Archive mode: nothing more is collected, old data goes to cold files.
     let out = stdout(&pando(&["gc", "-s", p, "--keep-last", "3", "--archive"]));
     assert!(out.contains("collected:     0 commits"), "{out}");

@@ -101,6 +101,12 @@ pub fn info(arg: &StoreArg) -> anyhow::Result<()> {
         println!("bytes/commit: {per_commit}");
     }
     println!("dictionary:   {} entries", stats.dict_entries);
+    if stats.generation > 0 {
+        println!(
+            "collected:    generation {}, {} commits collected, {} live bytes in the prefix",
+            stats.generation, stats.collected_commits, stats.prefix_bytes
+        );
+    }
     Ok(())
 }
 

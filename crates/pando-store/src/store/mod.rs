@@ -99,6 +99,11 @@ pub struct StoreStats {
     pub cache_bytes: u64,
     pub cache_entries: usize,
     pub branches: usize,
+    /// Garbage collection: the generation in use (0 before any), the live
+    /// bytes in its prefix file and how many commits it collected.
+    pub generation: u64,
+    pub prefix_bytes: u64,
+    pub collected_commits: u64,
 }
 
 impl Store {
@@ -310,6 +315,7 @@ impl Store {
     }
 
     pub fn stats(&self) -> StoreStats {
+        let prefix = self.repo.pack.prefix();
         StoreStats {
             commits: self.commit_count(),
             pack_bytes: self.pack_bytes(),
@@ -318,6 +324,9 @@ impl Store {
             cache_bytes: self.repo.cache.weight_bytes(),
             cache_entries: self.repo.cache.len(),
             branches: self.repo.branches.read().len(),
+            generation: prefix.as_ref().map_or(0, |p| p.generation),
+            prefix_bytes: prefix.as_ref().map_or(0, |p| p.runs.iter().map(|r| r.len).sum()),
+            collected_commits: self.repo.collected_commits.load(Ordering::Relaxed),
         }
     }
 
