@@ -35,6 +35,15 @@ impl Retention {
     pub fn archive(&self) -> bool {
         matches!(self, Retention::Archive { .. })
     }
+
+    /// `(commits, every)`: how many commits to keep (in the hot files), and
+    /// how often a collection starts; `None` for `KeepAll`.
+    pub fn keep_last(&self) -> Option<(u64, u64)> {
+        match *self {
+            Retention::KeepAll => None,
+            Retention::KeepLast { commits, every } | Retention::Archive { commits, every } => Some((commits, every)),
+        }
+    }
 }
 
 #[derive(Clone, Debug)]

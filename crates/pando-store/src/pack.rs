@@ -75,6 +75,13 @@ pub struct Prefix {
     pub runs: Vec<Run>,
 }
 
+impl Prefix {
+    /// Bytes of live records it holds.
+    pub fn live_bytes(&self) -> u64 {
+        self.runs.iter().map(|r| r.len).sum()
+    }
+}
+
 /// Where a record lies: its file, the position of its first byte there,
 /// and how many bytes of the same region follow from it.
 struct Located {
@@ -99,6 +106,9 @@ pub struct Pack {
     cold: RwLock<Vec<Chunk>>,
     /// The first chunk's start, readable without a lock.
     first_start: AtomicU64,
+    /// The prefix's live bytes, readable without a lock (`size_bytes` is
+    /// sampled after every block of a replay).
+    prefix_bytes: AtomicU64,
     /// End of the appended bytes, visible to readers of this process.
     end: AtomicU64,
     chunk_target_bytes: u64,
@@ -124,47 +134,43 @@ impl Pack {
         prefix: Option<Prefix>,
         archive: bool,
     ) -> Result<Pack> {
-        let mut starts: Vec<u64> = storage
-            .list()
-            .map_err(Error::io(storage.describe(), "list"))?
-            .iter()
-            .filter_map(|name| parse_chunk_name(name))
-            .filter(|&start| start >= first_start)
-            .collect();
+        let names = storage.list().map_err(Error::io(storage.describe(), "list"))?;
+        let mut starts: Vec<u64> =
+            names.iter().filter_map(|name| parse_chunk_name(name)).filter(|&start| start >= first_start).collect();
         starts.sort_unstable();
-        if writable {
-            // Chunks a finished collection replaced (a crash came before their removal).
-            let replaced: Vec<String> = storage
-                .list()
-                .map_err(Error::io(storage.describe(), "list"))?
-                .into_iter()
-                .filter(|name| parse_chunk_name(name).is_some_and(|start| start < first_start))
-                .collect();
-            for name in &replaced {
-                match parse_chunk_name(name).filter(|_| archive) {
-                    Some(start) => storage.rename(name, &cold_name(start)),
-                    None => storage.remove(name),
-                }
-                .map_err(Error::io(name.as_str(), "remove"))?;
-            }
-            if !replaced.is_empty() {
-                storage.sync_dir().map_err(Error::io(storage.describe(), "sync directory"))?;
-            }
-        }
-        let mut cold_starts: Vec<u64> = storage
-            .list()
-            .map_err(Error::io(storage.describe(), "list"))?
+        let mut cold: Vec<(u64, String)> = names
             .iter()
-            .filter_map(|name| parse_cold_name(name))
-            .filter(|&start| start < first_start)
+            .filter_map(|name| parse_cold_name(name).map(|start| (start, name.clone())))
+            .filter(|(start, _)| *start < first_start)
             .collect();
-        cold_starts.sort_unstable();
-        let mut cold = Vec::with_capacity(cold_starts.len());
-        for start in cold_starts {
-            let name = cold_name(start);
-            let file = storage.open(&name, false).map_err(Error::io(&name, "open"))?;
-            cold.push(Chunk { start, name, file });
+        // Chunks a finished collection replaced: a crash came before their
+        // removal, or (archive mode) their move to cold files. Read-only,
+        // an archive's are read where they are.
+        let replaced: Vec<u64> =
+            names.iter().filter_map(|name| parse_chunk_name(name)).filter(|&start| start < first_start).collect();
+        for &start in &replaced {
+            let name = chunk_name(start);
+            match (writable, archive) {
+                (true, true) => {
+                    storage.rename(&name, &cold_name(start)).map_err(Error::io(name.as_str(), "rename"))?;
+                    cold.push((start, cold_name(start)));
+                }
+                (true, false) => storage.remove(&name).map_err(Error::io(name.as_str(), "remove"))?,
+                (false, true) => cold.push((start, name)),
+                (false, false) => {}
+            }
         }
+        if writable && !replaced.is_empty() {
+            storage.sync_dir().map_err(Error::io(storage.describe(), "sync directory"))?;
+        }
+        cold.sort_unstable();
+        let cold = cold
+            .into_iter()
+            .map(|(start, name)| {
+                let file = storage.open(&name, false).map_err(Error::io(&name, "open"))?;
+                Ok(Chunk { start, name, file })
+            })
+            .collect::<Result<Vec<_>>>()?;
         let (live, beyond): (Vec<u64>, Vec<u64>) = starts.into_iter().partition(|&s| s <= durable_end);
         if writable && !beyond.is_empty() {
             // Chunks started by a batch that never became durable. The
@@ -206,6 +212,7 @@ impl Pack {
         Ok(Pack {
             storage,
             chunks: RwLock::new(chunks),
+            prefix_bytes: AtomicU64::new(prefix.as_ref().map_or(0, Prefix::live_bytes)),
             prefix: RwLock::new(prefix.map(Arc::new)),
             cold: RwLock::new(cold),
             first_start: AtomicU64::new(first_start),
@@ -251,6 +258,7 @@ impl Pack {
         // The caller checked the boundary is a chunk start, under the writer lock.
         let keep_from = chunks.iter().position(|c| c.start == boundary).unwrap_or(0);
         let replaced: Vec<Chunk> = chunks.drain(..keep_from).collect();
+        self.prefix_bytes.store(prefix.live_bytes(), Ordering::Release);
         let old = self.prefix.write().replace(Arc::new(prefix));
         let (mut remove, mut rename) = (Vec::new(), Vec::new());
         if archive {
@@ -273,10 +281,9 @@ impl Pack {
         self.end.load(Ordering::Acquire)
     }
 
-    /// Total bytes in the chunks and the prefix.
+    /// Total bytes in the chunks and the prefix (no lock).
     pub fn size_bytes(&self) -> u64 {
-        let prefix: u64 = self.prefix.read().as_ref().map_or(0, |p| p.runs.iter().map(|r| r.len).sum());
-        self.end() - self.chunks.read()[0].start + prefix
+        self.end() - self.first_chunk_start() + self.prefix_bytes.load(Ordering::Acquire)
     }
 
     pub fn chunk_count(&self) -> usize {

@@ -244,11 +244,8 @@ impl Repo {
         {
             let index = self.index.read();
             for parent in parents {
-                let offset = *index.get(parent).ok_or(Error::UnknownCommit(*parent))?;
-                if offset == index_file::COLLECTED {
-                    return Err(Error::CollectedCommit(*parent));
-                }
-                parent_links.push((*parent, offset));
+                // A collected parent is refused under the writer lock, below.
+                parent_links.push((*parent, *index.get(parent).ok_or(Error::UnknownCommit(*parent))?));
             }
         }
         parent_links.sort();
@@ -266,7 +263,7 @@ impl Repo {
         self.check_writable()?;
         self.switch_if_ready(&mut writer)?;
         self.check_writable()?;
-        // A collection that switched just now may have collected a parent.
+        // A collected parent (also one a collection collected just now) is refused.
         if let Some((parent, _)) = {
             let index = self.index.read();
             parent_links.iter().find(|(p, _)| index.get(p) == Some(&index_file::COLLECTED)).copied()

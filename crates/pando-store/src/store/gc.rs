@@ -39,7 +39,6 @@ use crate::error::{Error, Result};
 use crate::format::mapping::{self, Run};
 use crate::gc_plan;
 use crate::io::File;
-use crate::options::Retention;
 use crate::pack::{Prefix, prefix_name};
 
 /// Catch-up rounds stop once fewer new bytes than this remain to scan; the
@@ -48,6 +47,9 @@ const CATCH_UP_BYTES: u64 = 1 << 20;
 /// At most this many catch-up rounds (a writer faster than the collector
 /// would keep it catching up forever): the switch scans what remains.
 const CATCH_UP_ROUNDS: usize = 16;
+
+/// Reports of finished collections kept for `take_gc_reports`, at most.
+const MAX_REPORTS: usize = 64;
 
 /// What a collection is doing.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -170,7 +172,7 @@ pub(crate) struct GcState {
     recent: Mutex<std::collections::VecDeque<Hash>>,
     /// Commits since the retention policy last started a collection.
     since_retention: AtomicU64,
-    /// Reports of finished collections not yet taken.
+    /// Reports of finished collections not yet taken (the last `MAX_REPORTS`).
     finished: Mutex<Vec<GcReport>>,
 }
 
@@ -311,6 +313,10 @@ impl Repo {
 
     /// Called by the writer before a commit: switches if a collection is ready.
     pub(crate) fn switch_if_ready(&self, writer: &mut Writer) -> Result<()> {
+        // `running` is set exactly while a job exists: most commits stop here.
+        if !self.gc.running.load(Ordering::Acquire) {
+            return Ok(());
+        }
         self.finish_job(writer).map(drop)
     }
 
@@ -350,7 +356,7 @@ impl Repo {
 
     /// Loads the most recent commits for the retention policy (at open).
     pub(crate) fn init_retention(&self) {
-        let (Retention::KeepLast { commits, .. } | Retention::Archive { commits, .. }) = self.options.retention else { return };
+        let Some((commits, _)) = self.options.retention.keep_last() else { return };
         let mut live: Vec<(u64, Hash)> =
             self.index.read().iter().filter(|(_, o)| **o != index_file::COLLECTED).map(|(h, o)| (*o, *h)).collect();
         live.sort_unstable();
@@ -361,9 +367,7 @@ impl Repo {
     /// After a commit: notes it, and starts a collection when the
     /// retention policy says one is due (and none is running).
     pub(crate) fn apply_retention(self: &Arc<Self>, commit: Hash) -> Result<()> {
-        let (Retention::KeepLast { commits, every } | Retention::Archive { commits, every }) = self.options.retention else {
-            return Ok(());
-        };
+        let Some((commits, every)) = self.options.retention.keep_last() else { return Ok(()) };
         let keep_from = {
             let mut recent = self.gc.recent.lock();
             if recent.back() != Some(&commit) {
@@ -469,7 +473,7 @@ impl Repo {
         }
         self.collected_commits.fetch_add(prepared.collected.len() as u64, Ordering::Relaxed);
         let live_runs = prepared.runs.len() as u64;
-        let live_bytes = prepared.runs.iter().map(|r| r.len).sum();
+        let live_bytes = prepared.prefix_len;
         let (replaced, to_cold) = self.pack.switch(
             Prefix {
                 generation: prepared.generation,
@@ -509,7 +513,12 @@ impl Repo {
             start_pause,
             switch_pause,
         };
-        self.gc.finished.lock().push(report.clone());
+        let mut finished = self.gc.finished.lock();
+        if finished.len() == MAX_REPORTS {
+            finished.remove(0);
+        }
+        finished.push(report.clone());
+        drop(finished);
         Ok(report)
     }
 

@@ -325,7 +325,7 @@ impl Store {
             cache_entries: self.repo.cache.len(),
             branches: self.repo.branches.read().len(),
             generation: prefix.as_ref().map_or(0, |p| p.generation),
-            prefix_bytes: prefix.as_ref().map_or(0, |p| p.runs.iter().map(|r| r.len).sum()),
+            prefix_bytes: prefix.as_ref().map_or(0, |p| p.live_bytes()),
             collected_commits: self.repo.collected_commits.load(Ordering::Relaxed),
         }
     }
