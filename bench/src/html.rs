@@ -34,10 +34,6 @@ fn cumulative(block_us: &[u64]) -> Vec<(f64, f64)> {
         .collect()
 }
 
-fn blocks_per_s(r: &RunResult) -> f64 {
-    r.blocks as f64 / r.total_s.max(1e-9)
-}
-
 pub fn render(workload: &str, results: &[RunResult], floor: &Stats, profile: Option<&Profile>) -> String {
     let pando = results.iter().find(|r| r.backend.starts_with("pando")).cloned().unwrap_or_default();
     let names: Vec<&str> = results.iter().map(|r| r.backend.as_str()).collect();
@@ -46,7 +42,7 @@ pub fn render(workload: &str, results: &[RunResult], floor: &Stats, profile: Opt
         hbars(title, unit, &results.iter().map(|r| (r.backend.clone(), value(r))).collect::<Vec<_>>())
     };
     let mut charts = vec![
-        bars("Blocks per second (higher is better)", "blocks/s", &blocks_per_s),
+        bars("Blocks per second (higher is better)", "blocks/s", &RunResult::blocks_per_s),
         bars("Commit latency p99, ms (lower is better)", "ms", &|r| r.commit_ms.p99),
         bars("Written, MB (lower is better)", "MB", &|r| r.bytes_written as f64 / 1e6),
         bars("Disk at the end, MB", "MB", &|r| r.disk_bytes as f64 / 1e6),
@@ -78,16 +74,16 @@ pub fn render(workload: &str, results: &[RunResult], floor: &Stats, profile: Opt
     }
 
     let mut rows = String::new();
-    let pando_bps = blocks_per_s(&pando);
+    let pando_bps = pando.blocks_per_s();
     for r in results {
-        let bps = blocks_per_s(r);
+        let bps = r.blocks_per_s();
         let _ = write!(
             rows,
             "<tr><td>{}</td><td>{bps:.1}</td><td>{}</td><td>{:.0}</td><td>{:.0}</td><td>{:.2}</td><td>{:.2}</td><td>{:.2}</td><td>{:.1}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
             escape(&r.backend),
             if pando_bps > 0.0 { format!("{:.2}x", bps / pando_bps) } else { "-".into() },
-            r.writes as f64 / r.total_s.max(1e-9),
-            r.reads as f64 / r.total_s.max(1e-9),
+            r.updates_per_s(),
+            r.reads_per_s(),
             r.block_ms.p50,
             r.commit_ms.p50,
             r.commit_ms.p99,

@@ -99,18 +99,9 @@ impl Backend for IavlBackend {
     }
 
     fn process_figures(&self) -> Option<(u64, u64)> {
-        let pid = self.child.id();
-        let written = std::fs::read_to_string(format!("/proc/{pid}/io"))
-            .ok()?
-            .lines()
-            .find(|l| l.starts_with("wchar:"))
-            .and_then(|l| l[6..].trim().parse().ok())?;
-        let rss = std::fs::read_to_string(format!("/proc/{pid}/status"))
-            .ok()?
-            .lines()
-            .find(|l| l.starts_with("VmHWM:"))
-            .and_then(|l| l.split_whitespace().nth(1).and_then(|kb| kb.parse::<u64>().ok()))?;
-        Some((written, rss * 1024))
+        use pando_trace::replay::metrics::{ProcIo, peak_rss_bytes};
+        let pid = self.child.id().to_string();
+        Some((ProcIo::of(&pid).write_bytes, peak_rss_bytes(&pid)))
     }
 }
 

@@ -23,7 +23,12 @@ use std::time::{Duration, Instant};
 
 use backend::Backend;
 use pando_store::io::IoTimes;
+use pando_trace::replay::metrics::{ProcIo, peak_rss_bytes};
+use pando_trace::report::human_bytes;
 use workload::{Op, RandomWorkload};
+
+/// Every backend, in the order of the table.
+const BACKENDS: &str = "pando-tree,pando-flat,nomt,jmt,iavl,iavl2,rocksdb,redb";
 
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -42,8 +47,8 @@ enum Cmd {
         /// `tezos:<preset>[:seed]` or `random:<existing keys>[:updates per block]`.
         #[arg(long, default_value = "tezos:tiny")]
         workload: String,
-        /// Comma-separated: pando-tree, pando-flat, nomt, jmt, iavl, iavl2, rocksdb, redb.
-        #[arg(long, default_value = "pando-tree,pando-flat,nomt,jmt,iavl,iavl2,rocksdb,redb")]
+        /// Comma-separated, from: pando-tree, pando-flat, nomt, jmt, iavl, iavl2, rocksdb, redb.
+        #[arg(long, default_value = BACKENDS)]
         backends: String,
         /// Blocks to run (after loading, for the random workload).
         #[arg(long)]
@@ -135,6 +140,18 @@ struct RunResult {
     io: Option<Io>,
 }
 
+impl RunResult {
+    fn blocks_per_s(&self) -> f64 {
+        self.blocks as f64 / self.total_s.max(1e-9)
+    }
+    fn updates_per_s(&self) -> f64 {
+        self.writes as f64 / self.total_s.max(1e-9)
+    }
+    fn reads_per_s(&self) -> f64 {
+        self.reads as f64 / self.total_s.max(1e-9)
+    }
+}
+
 /// `pando_store::io::IoTimes`, as saved in the results.
 #[derive(Clone, Copy, Debug, Default, Serialize, Deserialize)]
 struct Io {
@@ -163,21 +180,7 @@ impl Io {
 }
 
 fn proc_io_write_bytes() -> u64 {
-    std::fs::read_to_string("/proc/self/io")
-        .ok()
-        .and_then(|t| t.lines().find(|l| l.starts_with("wchar:")).and_then(|l| l[6..].trim().parse().ok()))
-        .unwrap_or(0)
-}
-
-fn peak_rss() -> u64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|t| {
-            t.lines()
-                .find(|l| l.starts_with("VmHWM:"))
-                .and_then(|l| l.split_whitespace().nth(1).and_then(|kb| kb.parse::<u64>().ok()))
-        })
-        .map_or(0, |kb| kb * 1024)
+    ProcIo::now().write_bytes
 }
 
 /// What a child measures as it applies blocks.
@@ -316,7 +319,7 @@ fn serve(workload: &str, backend: &str, blocks: Option<usize>, dir: &Path, trace
     result.written_per_block = meter.written_per_block;
     result.block_us = meter.block_us;
     result.bytes_written = proc_io_write_bytes() - io_start;
-    result.peak_rss_bytes = peak_rss();
+    result.peak_rss_bytes = peak_rss_bytes("self");
     // A store in another process (IAVL): its own writes; both processes' memory.
     if let Some((written, rss)) = external {
         result.bytes_written = written;
@@ -425,16 +428,6 @@ fn ratio(pando: f64, peer: f64) -> String {
     if pando == 0.0 || peer == 0.0 { "-".into() } else { format!("{:.2}x", peer / pando) }
 }
 
-fn human(bytes: f64) -> String {
-    if bytes >= 1e9 {
-        format!("{:.2} GB", bytes / 1e9)
-    } else if bytes >= 1e6 {
-        format!("{:.1} MB", bytes / 1e6)
-    } else {
-        format!("{:.0} KB", bytes / 1e3)
-    }
-}
-
 /// For a `tezos:<preset>[:seed]` workload, generates its trace in `out`.
 fn prepare_trace(workload: &str, out: &Path) -> anyhow::Result<Option<PathBuf>> {
     let parts: Vec<&str> = workload.split(':').collect();
@@ -537,20 +530,20 @@ fn report(workload: &str, results: &[RunResult], out: &Path) -> anyhow::Result<(
         "peak RSS"
     );
     for r in results {
-        let bps = r.blocks as f64 / r.total_s.max(1e-9);
+        let bps = r.blocks_per_s();
         println!(
             "{:<11} {:>10.1} {:>10} {:>10.0} {:>10.0} {:>8.2}ms {:>8.2}ms {:>8.1}ms {:>10} {:>10} {:>10}",
             r.backend,
             bps,
-            ratio(pando.blocks as f64 / pando.total_s.max(1e-9), bps),
-            r.writes as f64 / r.total_s.max(1e-9),
-            r.reads as f64 / r.total_s.max(1e-9),
+            ratio(pando.blocks_per_s(), bps),
+            r.updates_per_s(),
+            r.reads_per_s(),
             r.commit_ms.p50,
             r.commit_ms.p99,
             r.commit_ms.max,
-            human(r.bytes_written as f64),
-            human(r.disk_bytes as f64),
-            human(r.peak_rss_bytes as f64),
+            human_bytes(r.bytes_written as f64),
+            human_bytes(r.disk_bytes as f64),
+            human_bytes(r.peak_rss_bytes as f64),
         );
     }
     println!(
@@ -587,8 +580,7 @@ fn main() -> anyhow::Result<()> {
         Cmd::Run { workload, backends, blocks, interleave, out } => run(&workload, &backends, blocks, interleave, &out),
         Cmd::Report { out } => {
             let mut results = Vec::new();
-            let order = ["pando-tree", "pando-flat", "nomt", "jmt", "iavl", "iavl2", "rocksdb", "redb"];
-            for backend in order {
+            for backend in BACKENDS.split(',') {
                 if let Ok(bytes) = std::fs::read(out.join(format!("result-{backend}.json"))) {
                     results.push(serde_json::from_slice::<RunResult>(&bytes)?);
                 }

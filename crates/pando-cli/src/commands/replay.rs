@@ -97,6 +97,9 @@ pub fn replay(args: &ReplayArgs) -> anyhow::Result<()> {
         replayer.rows(),
     );
     report.gc = gc.events;
+    // The kernel's high-water mark also sees a peak inside a block (a
+    // genesis commit), which samples between blocks miss.
+    report.peak_rss_bytes = report.peak_rss_bytes.max(pando_trace::replay::metrics::peak_rss_bytes("self"));
     print!("{}", report::text::render(&report));
     write_report(&args.report, &report)?;
     if let Some(e) = failure {

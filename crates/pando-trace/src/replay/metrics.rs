@@ -87,8 +87,13 @@ pub struct ProcIo {
 
 impl ProcIo {
     pub fn now() -> ProcIo {
+        ProcIo::of("self")
+    }
+
+    /// The counters of `process` (a pid, or `self`).
+    pub fn of(process: &str) -> ProcIo {
         let mut io = ProcIo::default();
-        if let Ok(text) = std::fs::read_to_string("/proc/self/io") {
+        if let Ok(text) = std::fs::read_to_string(format!("/proc/{process}/io")) {
             for line in text.lines() {
                 let mut parts = line.split(':');
                 let (Some(name), Some(value)) = (parts.next(), parts.next()) else { continue };
@@ -104,6 +109,19 @@ impl ProcIo {
         }
         io
     }
+}
+
+/// The highest resident memory `process` (a pid, or `self`) has had, as
+/// the kernel counts it (`VmHWM`); zero where unavailable. Unlike samples
+/// taken between blocks, it sees the peak inside a block.
+pub fn peak_rss_bytes(process: &str) -> u64 {
+    std::fs::read_to_string(format!("/proc/{process}/status"))
+        .ok()
+        .and_then(|text| {
+            let line = text.lines().find(|l| l.starts_with("VmHWM:"))?;
+            line.split_whitespace().nth(1)?.parse::<u64>().ok()
+        })
+        .map_or(0, |kb| kb * 1024)
 }
 
 /// Resident memory of this process, from /proc/self/statm; zero where unavailable.
