@@ -202,13 +202,10 @@ impl Store {
     pub fn ancestor(&self, from: &Hash, n: u64) -> Result<Hash> {
         let mut at = *from;
         for _ in 1..n.max(1) {
-            match self.repo.commit_record(&at) {
-                Ok(Some(record)) => match record.parents.first() {
-                    Some((parent, _)) if self.exists(parent) => at = *parent,
-                    _ => break,
-                },
-                Ok(None) => return Err(Error::UnknownCommit(at)),
-                Err(e) => return Err(e),
+            let record = self.repo.commit_record(&at)?.ok_or(Error::UnknownCommit(at))?;
+            match record.parents.first() {
+                Some((parent, _)) if self.exists(parent) => at = *parent,
+                _ => break,
             }
         }
         Ok(at)
