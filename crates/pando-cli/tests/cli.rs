@@ -108,7 +108,7 @@ fn gc_keeps_the_last_levels() {
     assert!(failure(&old).contains("garbage-collected"));
     assert!(failure(&pando(&["gc", "-s", p, "--keep-last", "0"])).contains("at least 1"));
     let info = stdout(&pando(&["info", "-s", p]));
-    assert!(info.contains("collected:    generation 1, 30 commits collected"), "{info}");
+    assert!(info.contains("collected:    generation ") && info.contains(", 30 commits collected"), "{info}");
     // Archive mode: nothing more is collected, old data goes to cold files.
     let out = stdout(&pando(&["gc", "-s", p, "--keep-last", "3", "--archive"]));
     assert!(out.contains("collected:     0 commits"), "{out}");

@@ -14,7 +14,8 @@ pub const POINTS: &[&str] =
 /// The points of a garbage collection, in order: its files written and
 /// synced; the new index completed (in the switch); the switch's control
 /// write synced; the old files removed.
-pub const GC_POINTS: &[&str] = &["gc-copied", "gc-index-written", "gc-switched", "gc-removed"];
+pub const GC_POINTS: &[&str] =
+    &["gc-planned", "gc-index-written", "gc-switched", "gc-removed", "gc-segment-written", "gc-relocated"];
 
 struct Armed {
     name: String,

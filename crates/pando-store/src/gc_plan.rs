@@ -1,6 +1,7 @@
 //! The decisions of a garbage collection, as pure functions over a record
-//! reader: which records below the boundary are live, and where they go in
-//! the prefix file. `store::gc` acts on them (files, threads, the switch).
+//! reader and run tables: which records below the boundary are live, where
+//! they lie, which files to rewrite and how. `store::gc` acts on them
+//! (files, threads, the switches).
 //!
 //! Liveness: a record refers only to records written before it (lower
 //! offsets), so popping the highest pending offset from a max-heap visits
@@ -8,14 +9,19 @@
 //! reached only through patches is needed without the children those
 //! patches replaced: the masks of its referrers are intersected while it
 //! is pending (see `format::node::references`). Memory is the frontier
-//! (heap and pending masks) plus the output list of 16 bytes per live
-//! record: no hash table of every object in the store.
+//! (heap and pending masks) plus the output, coalesced into ranges of
+//! records that touch as it is produced: no table of every object.
 //!
-//! Invariants: the live list is sorted and without duplicates; runs
-//! coalesce only records that touch, and are laid out densely in the prefix
-//! in order of their logical offsets, after the prefix's first `base` bytes.
+//! Relocation: a collection first keeps live records where they are (runs
+//! into the old files), then rewrites the files whose live share is low,
+//! a group at a time, each group into one new segment.
+//!
+//! Invariants: ranges and runs are sorted by logical offset and disjoint;
+//! runs coalesce only bytes contiguous both in the pack and in one file;
+//! a relocated group's runs are laid out densely in its segment in logical
+//! order.
 
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap};
 
 use crate::error::{Error, Result};
 use crate::format::mapping::Run;
@@ -25,26 +31,34 @@ use crate::format::record::RecordKind;
 /// Reads the record at an offset: its kind, payload and length in bytes.
 pub type ReadRecord<'a> = dyn FnMut(u64) -> Result<(RecordKind, Vec<u8>, u64)> + 'a;
 
+/// Where a logical offset lies now: its file, the position there, and how
+/// many bytes of the same region follow.
+pub type Locate<'a> = dyn FnMut(u64) -> Result<(u64, u64, u64)> + 'a;
+
+/// A file is rewritten when less than this share of it (in percent) is live.
+pub const REWRITE_BELOW_PERCENT: u64 = 80;
+
 /// What `live_records` found.
 #[derive(Debug, Default)]
 pub struct Live {
-    /// Records to copy: `(offset, length)`, ascending.
-    pub records: Vec<(u64, u64)>,
-    /// Records visited with a mask, and records already copied that were
+    /// Live records not already known, coalesced where they touch:
+    /// `(offset, length)`, ascending.
+    pub ranges: Vec<(u64, u64)>,
+    /// Records visited with a mask, and records already known that were
     /// visited again: `(offset, mask)`.
     pub masks: Vec<(u64, u32)>,
 }
 
 /// Every record below `boundary` reachable from `roots` (offsets with
 /// masks, see `format::node::references`; roots at or above the boundary
-/// are ignored). Records for which `skip` is true (copied, with every
-/// child needed) are not visited; records for which `copied` is true are
+/// are ignored). Records for which `skip` is true (known live, with every
+/// child needed) are not visited; records for which `known` is true are
 /// visited (a referrer may now need children it did not) but not listed.
 pub fn live_records(
     boundary: u64,
     roots: impl IntoIterator<Item = (u64, u32)>,
     skip: &dyn Fn(u64) -> bool,
-    copied: &dyn Fn(u64) -> bool,
+    known: &dyn Fn(u64) -> bool,
     read: &mut ReadRecord<'_>,
 ) -> Result<Live> {
     let mut heap: BinaryHeap<u64> = BinaryHeap::new();
@@ -66,6 +80,8 @@ pub fn live_records(
         push(&mut heap, &mut masks, root);
     }
     let mut live = Live::default();
+    // The range being extended downwards.
+    let mut current: Option<(u64, u64)> = None;
     let mut refs = Vec::new();
     while let Some(offset) = heap.pop() {
         let mask = masks.remove(&offset).expect("pending offsets have a mask");
@@ -78,15 +94,23 @@ pub fn live_records(
             }
             push(&mut heap, &mut masks, r);
         }
-        let was_copied = copied(offset);
-        if !was_copied {
-            live.records.push((offset, len));
+        let was_known = known(offset);
+        if !was_known {
+            current = match current {
+                Some((start, n)) if offset + len == start => Some((offset, n + len)),
+                Some(done) => {
+                    live.ranges.push(done);
+                    Some((offset, len))
+                }
+                None => Some((offset, len)),
+            };
         }
-        if mask != 0 || was_copied {
+        if mask != 0 || was_known {
             live.masks.push((offset, mask));
         }
     }
-    live.records.reverse();
+    live.ranges.extend(current);
+    live.ranges.reverse();
     Ok(live)
 }
 
@@ -105,27 +129,99 @@ pub fn references_below(boundary: u64, offset: u64, kind: RecordKind, payload: &
     Ok(())
 }
 
-/// Lays out `live` (ascending) in the prefix from position `base`:
-/// touching records share a run, unless the run would cross one of
-/// `breaks` (chunk starts: a run is read from one file).
-pub fn runs(live: &[(u64, u64)], base: u64, breaks: &[u64]) -> Vec<Run> {
-    let mut runs: Vec<Run> = Vec::new();
-    let mut new = base;
-    for &(old, len) in live {
-        match runs.last_mut() {
-            Some(run) if run.old + run.len == old && breaks.binary_search(&old).is_err() => run.len += len,
-            _ => runs.push(Run { old, new, len }),
-        }
-        new += len;
+/// Appends `run` to `runs`, merging it into the last one when the bytes
+/// continue it both in the pack and in its file.
+fn push_run(runs: &mut Vec<Run>, run: Run) {
+    match runs.last_mut() {
+        Some(last) if last.file == run.file && last.end() == run.old && last.new + last.len == run.new => last.len += run.len,
+        _ => runs.push(run),
     }
-    runs
+}
+
+/// The runs holding `ranges` (ascending) where they lie now.
+pub fn place(ranges: &[(u64, u64)], locate: &mut Locate<'_>) -> Result<Vec<Run>> {
+    let mut runs = Vec::new();
+    for &(start, len) in ranges {
+        let mut offset = start;
+        while offset < start + len {
+            let (file, pos, avail) = locate(offset)?;
+            let n = avail.min(start + len - offset);
+            if n == 0 {
+                return Err(Error::corrupt("pack", offset, "a live record lies in no file"));
+            }
+            push_run(&mut runs, Run { old: offset, new: pos, len: n, file });
+            offset += n;
+        }
+    }
+    Ok(runs)
+}
+
+/// The union of two disjoint run tables.
+pub fn merge(a: Vec<Run>, b: Vec<Run>) -> Vec<Run> {
+    let mut all = a;
+    all.extend(b);
+    all.sort_unstable_by_key(|r| r.old);
+    let mut out = Vec::with_capacity(all.len());
+    for run in all {
+        push_run(&mut out, run);
+    }
+    out
+}
+
+/// The groups of files to rewrite, each group into one segment: the files
+/// `may_rewrite` allows whose live share is under
+/// [`REWRITE_BELOW_PERCENT`], in the order of their first live byte, a
+/// group closed once it holds `target` live bytes. `sizes` gives each
+/// file's length.
+pub fn rewrite_groups(runs: &[Run], sizes: &BTreeMap<u64, u64>, may_rewrite: &dyn Fn(u64) -> bool, target: u64) -> Vec<Vec<u64>> {
+    let live = crate::format::mapping::live_bytes(runs);
+    let mut first: Vec<(u64, u64)> = Vec::new();
+    let mut seen = BTreeSet::new();
+    for run in runs {
+        if seen.insert(run.file) {
+            first.push((run.old, run.file));
+        }
+    }
+    let mut groups: Vec<Vec<u64>> = Vec::new();
+    let mut filled = 0;
+    for (_, file) in first {
+        let (bytes, size) = (live[&file], sizes.get(&file).copied().unwrap_or(0));
+        if !may_rewrite(file) || bytes * 100 >= size * REWRITE_BELOW_PERCENT {
+            continue;
+        }
+        match groups.last_mut() {
+            Some(group) if filled < target => group.push(file),
+            _ => {
+                groups.push(vec![file]);
+                filled = 0;
+            }
+        }
+        filled += bytes;
+    }
+    groups
+}
+
+/// The run table after moving the runs of `sources` into the new segment
+/// `segment`, laid out densely in logical order; and the segment's length.
+pub fn relocate(runs: &[Run], sources: &BTreeSet<u64>, segment: u64) -> (Vec<Run>, u64) {
+    let mut out = Vec::with_capacity(runs.len());
+    let mut len = 0;
+    for run in runs {
+        if sources.contains(&run.file) {
+            push_run(&mut out, Run { new: len, file: segment, ..*run });
+            len += run.len;
+        } else {
+            push_run(&mut out, *run);
+        }
+    }
+    (out, len)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::format::mapping::IN_CHUNK;
     use pando_core::Hash;
-    use std::collections::BTreeMap;
 
     /// A pack of tree records, each referring to the given earlier records.
     fn pack(records: &[(u64, &[u64])]) -> BTreeMap<u64, (RecordKind, Vec<u8>, u64)> {
@@ -144,6 +240,10 @@ mod tests {
         out
     }
 
+    fn run(old: u64, new: u64, len: u64, file: u64) -> Run {
+        Run { old, new, len, file }
+    }
+
     #[test]
     fn live_set_is_what_roots_reach_below_the_boundary() {
         // 10 <- 30 <- 50 (root above the boundary 45); 20 is garbage; 40 <- 60 (root); 10 shared.
@@ -154,14 +254,14 @@ mod tests {
             records.get(&offset).cloned().ok_or(Error::Collected { offset })
         };
         let live = live_records(45, [(30, 0), (40, 0), (99, 0)], &|_| false, &|_| false, &mut read).unwrap();
-        assert_eq!(live.records, vec![(10, 10), (30, 10), (40, 10)]);
+        assert_eq!(live.ranges, vec![(10, 10), (30, 20)], "touching records coalesce");
         assert_eq!(reads.get(), 3, "each live record read once");
-        // Already copied records are not visited again.
+        // Known records with every child needed are not visited again.
         let live = live_records(45, [(30, 0), (40, 0)], &|o| o == 30, &|_| false, &mut read).unwrap();
-        assert_eq!(live.records, vec![(10, 10), (40, 10)]);
-        // Copied records are visited (for their children) but not listed again.
+        assert_eq!(live.ranges, vec![(10, 10), (40, 10)]);
+        // Known records are visited (for their children) but not listed again.
         let live = live_records(45, [(30, 0), (40, 0)], &|_| false, &|o| o == 10, &mut read).unwrap();
-        assert_eq!(live.records, vec![(30, 10), (40, 10)]);
+        assert_eq!(live.ranges, vec![(30, 20)]);
         assert_eq!(live.masks, vec![(10, 0)]);
     }
 
@@ -172,12 +272,38 @@ mod tests {
     }
 
     #[test]
-    fn runs_coalesce_touching_records_within_a_chunk() {
-        let live = [(0, 10), (10, 5), (20, 5), (25, 5), (30, 4)];
-        let runs = runs(&live, 100, &[0, 30]);
+    fn ranges_are_placed_where_they_lie_and_split_at_file_ends() {
+        // Chunks at 0 and 100 in place; 100..130 of the pack are in segment 7 at 50.
+        let mut locate = |offset: u64| -> Result<(u64, u64, u64)> {
+            Ok(match offset {
+                0..100 => (IN_CHUNK, offset, 100 - offset),
+                100..130 => (7, 50 + offset - 100, 130 - offset),
+                _ => (IN_CHUNK | 130, offset - 130, 1000),
+            })
+        };
+        let runs = place(&[(10, 5), (15, 5), (90, 50)], &mut locate).unwrap();
         assert_eq!(
             runs,
-            vec![Run { old: 0, new: 100, len: 15 }, Run { old: 20, new: 115, len: 10 }, Run { old: 30, new: 125, len: 4 }]
+            vec![run(10, 10, 10, IN_CHUNK), run(90, 90, 10, IN_CHUNK), run(100, 50, 30, 7), run(130, 0, 10, IN_CHUNK | 130)]
         );
+        let mut nowhere = |_offset: u64| -> Result<(u64, u64, u64)> { Ok((1, 0, 0)) };
+        assert!(place(&[(10, 5)], &mut nowhere).is_err());
+        let merged = merge(runs.clone(), vec![run(20, 20, 5, IN_CHUNK), run(150, 0, 5, 7)]);
+        assert_eq!(merged[0], run(10, 10, 15, IN_CHUNK), "contiguous in pack and file: one run");
+        assert_eq!(merged.len(), runs.len() + 1);
+        assert!(merged.windows(2).all(|w| w[0].end() <= w[1].old));
+    }
+
+    #[test]
+    fn mostly_dead_files_are_rewritten_in_groups() {
+        // File 1: 100 bytes, 10 live; file 2: 100 bytes, 90 live (kept); file 3 and 4: 10 live of 100.
+        let runs = vec![run(0, 0, 10, 1), run(100, 0, 90, 2), run(200, 0, 5, 3), run(250, 50, 5, 3), run(300, 0, 10, 4)];
+        let sizes = BTreeMap::from([(1, 100), (2, 100), (3, 100), (4, 100)]);
+        assert_eq!(rewrite_groups(&runs, &sizes, &|_| true, 20), vec![vec![1, 3], vec![4]]);
+        assert_eq!(rewrite_groups(&runs, &sizes, &|_| true, 1000), vec![vec![1, 3, 4]]);
+        assert_eq!(rewrite_groups(&runs, &sizes, &|f| f != 3, 1000), vec![vec![1, 4]]);
+        let (moved, len) = relocate(&runs, &BTreeSet::from([1, 3]), 9);
+        assert_eq!(len, 20);
+        assert_eq!(moved, vec![run(0, 0, 10, 9), run(100, 0, 90, 2), run(200, 10, 5, 9), run(250, 15, 5, 9), run(300, 0, 10, 4)]);
     }
 }

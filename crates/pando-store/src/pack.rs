@@ -6,24 +6,27 @@
 //! once the last one has reached the target size, so a batch never straddles
 //! two chunks and GC can later drop or rewrite whole chunks.
 //!
-//! After a garbage collection, the live records below the first chunk are in
-//! a prefix file (`prefix-<generation>.pack`) at the positions its mapping
-//! gives; their logical offsets do not change, so every pointer stays valid.
+//! After a garbage collection, the live records below the first chunk are
+//! found through a run table (`format::mapping`): each run of live bytes
+//! lies in a segment a collection wrote (`segment-<g>.pack`) or in an old
+//! chunk kept in place. Their logical offsets do not change, so every
+//! pointer stays valid.
 //!
 //! Invariants:
 //! - Bytes below `end` are never rewritten; readers may read them while the
-//!   writer appends. A collection replaces old chunks by a prefix in one
-//!   step (`switch`); a reader that located a record in an old file keeps
-//!   reading it through its open handle.
+//!   writer appends. A collection replaces the layout below the first chunk
+//!   in one step (`switch`); a reader that located a record in an old file
+//!   keeps reading it through its open handle.
 //! - Every chunk but the last is exactly `next.start - start` bytes long.
 //! - Boundary: the pack knows records, not nodes or commits.
 
 use parking_lot::RwLock;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::error::{Error, Result};
-use crate::format::mapping::{self, Run};
+use crate::format::mapping::{self, IN_CHUNK, Run};
 use crate::format::record::{self, Parse, RecordKind};
 use crate::io::{File, Storage};
 
@@ -61,25 +64,64 @@ fn parse_cold_name(name: &str) -> Option<u64> {
     parse_hex_name(name, "cold-", ".pack")
 }
 
-/// The name of the prefix file of `generation`.
-pub fn prefix_name(generation: u64) -> String {
-    format!("prefix-{generation:016x}.pack")
+/// The name of the segment a collection wrote at `generation`.
+pub fn segment_name(generation: u64) -> String {
+    format!("segment-{generation:016x}.pack")
 }
 
-/// The live records below the first chunk, copied by a collection.
-pub struct Prefix {
-    pub generation: u64,
-    pub file: Arc<dyn File>,
+fn parse_segment_name(name: &str) -> Option<u64> {
+    parse_hex_name(name, "segment-", ".pack")
+}
+
+/// A file below the first chunk that runs point into.
+pub struct Source {
     pub name: String,
+    pub file: Arc<dyn File>,
+    pub len: u64,
+}
+
+/// The layout below the first chunk after a collection: the runs of live
+/// records and the files holding them.
+pub struct Collected {
+    pub generation: u64,
     /// Sorted by logical offset (see `format::mapping`).
     pub runs: Vec<Run>,
+    /// Every file a run points into, by [`Run::file`].
+    pub files: BTreeMap<u64, Source>,
 }
 
-impl Prefix {
-    /// Bytes of live records it holds.
+impl Collected {
+    /// Bytes of the files it uses (live records and what else they hold).
+    pub fn file_bytes(&self) -> u64 {
+        self.files.values().map(|f| f.len).sum()
+    }
+
+    /// Bytes of live records.
     pub fn live_bytes(&self) -> u64 {
         self.runs.iter().map(|r| r.len).sum()
     }
+}
+
+/// A new layout below the first chunk, for [`Pack::resolve`].
+pub struct Layout {
+    pub generation: u64,
+    pub runs: Vec<Run>,
+    /// Files written for it (segments); the others its runs name are the
+    /// current layout's, or chunks below `boundary`.
+    pub new_files: Vec<(u64, Source)>,
+    /// The new first chunk's start (a chunk start, at or after the current one).
+    pub boundary: u64,
+    /// Archive mode: chunks below the boundary move to cold files.
+    pub archive: bool,
+}
+
+/// A layout whose files are all found, for [`Pack::install`].
+pub struct Resolved {
+    generation: u64,
+    runs: Vec<Run>,
+    files: BTreeMap<u64, Source>,
+    boundary: u64,
+    archive: bool,
 }
 
 /// Where a record lies: its file, the position of its first byte there,
@@ -87,6 +129,7 @@ impl Prefix {
 struct Located {
     file: Arc<dyn File>,
     name: String,
+    key: u64,
     pos: u64,
     avail: u64,
 }
@@ -100,15 +143,15 @@ struct Chunk {
 pub struct Pack {
     storage: Arc<dyn Storage>,
     chunks: RwLock<Vec<Chunk>>,
-    prefix: RwLock<Option<Arc<Prefix>>>,
+    collected: RwLock<Option<Arc<Collected>>>,
     /// Archive mode: the chunks collections moved out of the hot set,
-    /// sorted; read below the first chunk when the prefix lacks a record.
+    /// sorted; read below the first chunk when no run holds a record.
     cold: RwLock<Vec<Chunk>>,
     /// The first chunk's start, readable without a lock.
     first_start: AtomicU64,
-    /// The prefix's live bytes, readable without a lock (`size_bytes` is
-    /// sampled after every block of a replay).
-    prefix_bytes: AtomicU64,
+    /// The bytes of the files below the first chunk, readable without a
+    /// lock (`size_bytes` is sampled after every block of a replay).
+    collected_bytes: AtomicU64,
     /// End of the appended bytes, visible to readers of this process.
     end: AtomicU64,
     chunk_target_bytes: u64,
@@ -122,19 +165,23 @@ impl Pack {
         file.sync().map_err(Error::io(&name, "sync"))
     }
 
-    /// Opens the chunks of a store whose durable end is `durable_end`.
+    /// Opens the chunks of a store whose durable end is `durable_end`, and
+    /// the files the run table `collected` (generation and runs) points into.
     /// Writable: removes chunks past the durable end and truncates the last
-    /// one there. Read-only: ignores what lies past it.
+    /// one there; finishes what a collection left (chunks and segments no
+    /// run needs are removed, or in archive mode chunks below the first
+    /// become cold). Read-only: ignores what lies past the durable end.
     pub fn open(
         storage: Arc<dyn Storage>,
         first_start: u64,
         durable_end: u64,
         chunk_target_bytes: u64,
         writable: bool,
-        prefix: Option<Prefix>,
+        collected: Option<(u64, Vec<Run>)>,
         archive: bool,
     ) -> Result<Pack> {
         let names = storage.list().map_err(Error::io(storage.describe(), "list"))?;
+        let needed: BTreeSet<u64> = collected.iter().flat_map(|(_, runs)| runs.iter().map(|r| r.file)).collect();
         let mut starts: Vec<u64> =
             names.iter().filter_map(|name| parse_chunk_name(name)).filter(|&start| start >= first_start).collect();
         starts.sort_unstable();
@@ -143,24 +190,38 @@ impl Pack {
             .filter_map(|name| parse_cold_name(name).map(|start| (start, name.clone())))
             .filter(|(start, _)| *start < first_start)
             .collect();
-        // Chunks a finished collection replaced: a crash came before their
-        // removal, or (archive mode) their move to cold files. Read-only,
-        // an archive's are read where they are.
+        // Chunks a collection replaced: kept in place while runs point into
+        // them; otherwise a crash came before their removal, or (archive
+        // mode) their move to cold files. Read-only, an archive's are read
+        // where they are.
         let replaced: Vec<u64> =
             names.iter().filter_map(|name| parse_chunk_name(name)).filter(|&start| start < first_start).collect();
+        let mut changed = false;
         for &start in &replaced {
             let name = chunk_name(start);
             match (writable, archive) {
                 (true, true) => {
                     storage.rename(&name, &cold_name(start)).map_err(Error::io(name.as_str(), "rename"))?;
                     cold.push((start, cold_name(start)));
+                    changed = true;
                 }
-                (true, false) => storage.remove(&name).map_err(Error::io(name.as_str(), "remove"))?,
+                (true, false) if !needed.contains(&(IN_CHUNK | start)) => {
+                    storage.remove(&name).map_err(Error::io(name.as_str(), "remove"))?;
+                    changed = true;
+                }
                 (false, true) => cold.push((start, name)),
-                (false, false) => {}
+                _ => {}
             }
         }
-        if writable && !replaced.is_empty() {
+        // Segments of an unfinished step, or of an older layout.
+        for generation in names.iter().filter_map(|name| parse_segment_name(name)) {
+            if writable && !needed.contains(&generation) {
+                let name = segment_name(generation);
+                storage.remove(&name).map_err(Error::io(name.as_str(), "remove"))?;
+                changed = true;
+            }
+        }
+        if changed {
             storage.sync_dir().map_err(Error::io(storage.describe(), "sync directory"))?;
         }
         cold.sort_unstable();
@@ -171,6 +232,10 @@ impl Pack {
                 Ok(Chunk { start, name, file })
             })
             .collect::<Result<Vec<_>>>()?;
+        let collected = match collected {
+            Some((generation, runs)) => Some(Arc::new(open_collected(&*storage, generation, runs, &cold)?)),
+            None => None,
+        };
         let (live, beyond): (Vec<u64>, Vec<u64>) = starts.into_iter().partition(|&s| s <= durable_end);
         if writable && !beyond.is_empty() {
             // Chunks started by a batch that never became durable. The
@@ -212,8 +277,8 @@ impl Pack {
         Ok(Pack {
             storage,
             chunks: RwLock::new(chunks),
-            prefix_bytes: AtomicU64::new(prefix.as_ref().map_or(0, Prefix::live_bytes)),
-            prefix: RwLock::new(prefix.map(Arc::new)),
+            collected_bytes: AtomicU64::new(collected.as_ref().map_or(0, |c| c.file_bytes())),
+            collected: RwLock::new(collected),
             cold: RwLock::new(cold),
             first_start: AtomicU64::new(first_start),
             end: AtomicU64::new(durable_end),
@@ -228,12 +293,12 @@ impl Pack {
     }
 
     /// True if `offset` is a byte the store still holds: anything from the
-    /// first chunk on (including a batch being built), or a run of the prefix.
+    /// first chunk on (including a batch being built), or a live run below it.
     pub fn holds(&self, offset: u64) -> bool {
         if offset >= self.first_chunk_start() {
             return true;
         }
-        self.prefix.read().as_ref().is_some_and(|p| mapping::find(&p.runs, offset).is_some())
+        self.collected.read().as_ref().is_some_and(|c| mapping::find(&c.runs, offset).is_some())
             || self.cold.read().first().is_some_and(|c| c.start <= offset)
     }
 
@@ -244,36 +309,95 @@ impl Pack {
         chunks.iter().enumerate().map(|(i, c)| (c.start, chunks.get(i + 1).map_or(end, |n| n.start))).collect()
     }
 
-    /// The current prefix, if a collection made one.
-    pub fn prefix(&self) -> Option<Arc<Prefix>> {
-        self.prefix.read().clone()
+    /// The layout below the first chunk, if a collection made one.
+    pub fn collected(&self) -> Option<Arc<Collected>> {
+        self.collected.read().clone()
     }
 
-    /// Replaces the chunks below `boundary` (a chunk start) and the old
-    /// prefix by `prefix`. Returns the names of the files no longer used,
-    /// for the caller to remove once the switch is durable, and (archive
-    /// mode) the chunks to rename to their cold names, which stay readable.
-    pub fn switch(&self, prefix: Prefix, boundary: u64, archive: bool) -> (Vec<String>, Vec<(String, String)>) {
-        let mut chunks = self.chunks.write();
-        // The caller checked the boundary is a chunk start, under the writer lock.
-        let keep_from = chunks.iter().position(|c| c.start == boundary).unwrap_or(0);
-        let replaced: Vec<Chunk> = chunks.drain(..keep_from).collect();
-        self.prefix_bytes.store(prefix.live_bytes(), Ordering::Release);
-        let old = self.prefix.write().replace(Arc::new(prefix));
-        let (mut remove, mut rename) = (Vec::new(), Vec::new());
-        if archive {
-            let mut cold = self.cold.write();
-            for chunk in replaced {
-                let name = cold_name(chunk.start);
-                rename.push((chunk.name, name.clone()));
-                cold.push(Chunk { name, ..chunk });
-            }
-        } else {
-            remove.extend(replaced.into_iter().map(|c| c.name));
+    /// Finds the file of every run of `layout`, changing nothing: a
+    /// collection checks this before the control write that makes the
+    /// layout durable, then installs it.
+    pub fn resolve(&self, layout: Layout) -> Result<Resolved> {
+        let chunks = self.chunks.read();
+        let cold = self.cold.read();
+        let current = self.collected.read();
+        let keep_from = chunks.partition_point(|c| c.start < layout.boundary);
+        if chunks.get(keep_from).is_none_or(|c| c.start != layout.boundary) {
+            return Err(Error::GcFailed(format!("the boundary {} is not a chunk start", layout.boundary)));
         }
+        let mut new_files: BTreeMap<u64, Source> = layout.new_files.into_iter().collect();
+        let old_files = current.as_ref().map(|c| &c.files);
+        let mut files = BTreeMap::new();
+        for key in layout.runs.iter().map(|r| r.file).collect::<BTreeSet<u64>>() {
+            let found = match new_files.remove(&key) {
+                Some(source) => Some(source),
+                None => match old_files.and_then(|files| files.get(&key)) {
+                    Some(f) => Some(Source { name: f.name.clone(), file: f.file.clone(), len: f.len }),
+                    None if key & IN_CHUNK != 0 => self.chunk_source(&chunks[..=keep_from], &cold, key & !IN_CHUNK)?,
+                    None => None,
+                },
+            };
+            match found {
+                Some(source) => files.insert(key, source),
+                None => return Err(Error::GcFailed(format!("no file for runs in {}", mapping::describe(key)))),
+            };
+        }
+        Ok(Resolved {
+            generation: layout.generation,
+            runs: layout.runs,
+            files,
+            boundary: layout.boundary,
+            archive: layout.archive,
+        })
+    }
+
+    /// Makes a resolved layout the one below the first chunk, which moves
+    /// to its boundary. Returns the names of the files no longer used, for
+    /// the caller to remove once the switch is durable, and (archive mode)
+    /// the chunks to rename to their cold names, which stay readable.
+    pub fn install(&self, resolved: Resolved) -> (Vec<String>, Vec<(String, String)>) {
+        let Resolved { generation, runs, mut files, boundary, archive } = resolved;
+        let mut chunks = self.chunks.write();
+        let mut cold = self.cold.write();
+        let mut current = self.collected.write();
+        let keep_from = chunks.partition_point(|c| c.start < boundary);
+        let (mut remove, mut rename) = (Vec::new(), Vec::new());
+        for chunk in chunks.drain(..keep_from) {
+            if archive {
+                let name = cold_name(chunk.start);
+                rename.push((chunk.name.clone(), name.clone()));
+                if let Some(source) = files.get_mut(&(IN_CHUNK | chunk.start)) {
+                    source.name = name.clone();
+                }
+                let at = cold.partition_point(|c| c.start < chunk.start);
+                cold.insert(at, Chunk { name, ..chunk });
+            } else if !files.contains_key(&(IN_CHUNK | chunk.start)) {
+                remove.push(chunk.name);
+            }
+        }
+        for (key, source) in current.iter().flat_map(|c| c.files.iter()) {
+            let is_cold = key & IN_CHUNK != 0 && cold.iter().any(|c| c.start == key & !IN_CHUNK);
+            if !files.contains_key(key) && !is_cold {
+                remove.push(source.name.clone());
+            }
+        }
+        let next = Collected { generation, runs, files };
+        self.collected_bytes.store(next.file_bytes(), Ordering::Release);
+        *current = Some(Arc::new(next));
         self.first_start.store(boundary, Ordering::Release);
-        remove.extend(old.map(|p| p.name.clone()));
         (remove, rename)
+    }
+
+    /// The chunk at `start` as a file runs point into: one of `chunks`
+    /// (each followed by the next, so its length is known), or a cold one.
+    fn chunk_source(&self, chunks: &[Chunk], cold: &[Chunk], start: u64) -> Result<Option<Source>> {
+        if let Some(w) = chunks.windows(2).find(|w| w[0].start == start) {
+            let len = w[1].start - start;
+            return Ok(Some(Source { name: w[0].name.clone(), file: w[0].file.clone(), len }));
+        }
+        let Some(chunk) = cold.iter().find(|c| c.start == start) else { return Ok(None) };
+        let len = chunk.file.len().map_err(Error::io(&chunk.name, "stat"))?;
+        Ok(Some(Source { name: chunk.name.clone(), file: chunk.file.clone(), len }))
     }
 
     /// End of the appended bytes.
@@ -281,9 +405,9 @@ impl Pack {
         self.end.load(Ordering::Acquire)
     }
 
-    /// Total bytes in the chunks and the prefix (no lock).
+    /// Total bytes in the chunks and the files below them (no lock).
     pub fn size_bytes(&self) -> u64 {
-        self.end() - self.first_chunk_start() + self.prefix_bytes.load(Ordering::Acquire)
+        self.end() - self.first_chunk_start() + self.collected_bytes.load(Ordering::Acquire)
     }
 
     pub fn chunk_count(&self) -> usize {
@@ -333,7 +457,15 @@ impl Pack {
         file.sync().map_err(Error::io(&name, "sync"))
     }
 
-    /// The file region holding `offset`: a chunk, or a run of the prefix.
+    /// Where `offset` lies: its file's key ([`Run::file`]; a chunk's is
+    /// `IN_CHUNK | start`), the position there, and how many bytes of the
+    /// same region follow.
+    pub fn whereabouts(&self, offset: u64) -> Result<(u64, u64, u64)> {
+        self.locate(offset).map(|l| (l.key, l.pos, l.avail))
+    }
+
+    /// The file region holding `offset`: a chunk, a run below the first
+    /// chunk, or (archive mode) a cold chunk.
     fn locate(&self, offset: u64) -> Result<Located> {
         let end = self.end();
         let chunks = self.chunks.read();
@@ -342,11 +474,18 @@ impl Pack {
             return Err(Error::corrupt("pack", offset, format!("offset outside the pack ({}..{end})", chunks[0].start)));
         }
         if i == 0 {
-            let prefix = self.prefix.read();
-            let located = prefix.as_ref().and_then(|p| {
-                let run = mapping::find(&p.runs, offset)?;
+            let collected = self.collected.read();
+            let located = collected.as_ref().and_then(|c| {
+                let run = mapping::find(&c.runs, offset)?;
+                let source = c.files.get(&run.file)?;
                 let skip = offset - run.old;
-                Some(Located { file: p.file.clone(), name: p.name.clone(), pos: run.new + skip, avail: run.len - skip })
+                Some(Located {
+                    file: source.file.clone(),
+                    name: source.name.clone(),
+                    key: run.file,
+                    pos: run.new + skip,
+                    avail: run.len - skip,
+                })
             });
             let located = located.or_else(|| {
                 let cold = self.cold.read();
@@ -356,6 +495,7 @@ impl Pack {
                 Some(Located {
                     file: chunk.file.clone(),
                     name: chunk.name.clone(),
+                    key: IN_CHUNK | chunk.start,
                     pos: offset - chunk.start,
                     avail: limit - offset,
                 })
@@ -364,14 +504,20 @@ impl Pack {
         }
         let chunk = &chunks[i - 1];
         let limit = chunks.get(i).map_or(end, |next| next.start);
-        Ok(Located { file: chunk.file.clone(), name: chunk.name.clone(), pos: offset - chunk.start, avail: limit - offset })
+        Ok(Located {
+            file: chunk.file.clone(),
+            name: chunk.name.clone(),
+            key: IN_CHUNK | chunk.start,
+            pos: offset - chunk.start,
+            avail: limit - offset,
+        })
     }
 
     /// Reads the bytes at `offset..offset + buf.len()` (which may span
-    /// chunks, or lie in one run of the prefix).
+    /// chunks, or lie in one run below the first chunk).
     pub fn read_raw(&self, mut offset: u64, mut buf: &mut [u8]) -> Result<()> {
         while !buf.is_empty() {
-            let Located { file, name, pos, avail } = self.locate(offset)?;
+            let Located { file, name, pos, avail, .. } = self.locate(offset)?;
             let n = (avail.min(buf.len() as u64)) as usize;
             file.read_exact_at(&mut buf[..n], pos).map_err(Error::io(&name, "read"))?;
             buf = &mut buf[n..];
@@ -387,7 +533,7 @@ impl Pack {
 
     /// Reads and checks the record at `offset`; also returns its length in bytes.
     pub fn read_record_sized(&self, offset: u64) -> Result<(RecordKind, Vec<u8>, u64)> {
-        let Located { file, name, pos, avail } = self.locate(offset)?;
+        let Located { file, name, pos, avail, .. } = self.locate(offset)?;
         let mut want = READ_AHEAD.min(avail);
         loop {
             let mut buf = vec![0u8; want as usize];
@@ -410,7 +556,7 @@ impl Pack {
     pub fn scan(&self, from: u64, to: u64, f: &mut RecordFn<'_>) -> Result<()> {
         let mut offset = from;
         while offset < to {
-            let Located { file, name, pos: start_pos, avail } = self.locate(offset)?;
+            let Located { file, name, pos: start_pos, avail, .. } = self.locate(offset)?;
             let avail = avail.min(to - offset);
             // Read the rest of this region in pieces of up to 8 MiB.
             let piece = avail.min(8 << 20);
@@ -454,4 +600,29 @@ impl Pack {
         let chunks = self.chunks.read();
         chunks.iter().enumerate().map(|(i, c)| (c.name.clone(), chunks.get(i + 1).map_or(end, |n| n.start) - c.start)).collect()
     }
+}
+
+/// Opens the files the runs of `generation` point into (`cold`: the cold
+/// chunks already open) and checks the runs fit them.
+fn open_collected(storage: &dyn Storage, generation: u64, runs: Vec<Run>, cold: &[Chunk]) -> Result<Collected> {
+    let mut files = BTreeMap::new();
+    for key in runs.iter().map(|r| r.file).collect::<BTreeSet<u64>>() {
+        let (name, file) = if key & IN_CHUNK == 0 {
+            let name = segment_name(key);
+            let file = storage.open(&name, false).map_err(Error::io(&name, "open"))?;
+            (name, file)
+        } else if let Some(chunk) = cold.iter().find(|c| c.start == key & !IN_CHUNK) {
+            (chunk.name.clone(), chunk.file.clone())
+        } else {
+            let name = chunk_name(key & !IN_CHUNK);
+            let file = storage.open(&name, false).map_err(Error::io(&name, "open"))?;
+            (name, file)
+        };
+        let len = file.len().map_err(Error::io(&name, "stat"))?;
+        files.insert(key, Source { name, file, len });
+    }
+    let mapping_name = mapping::file_name(generation);
+    mapping::check_files(&runs, |key| files.get(&key).map(|f: &Source| f.len))
+        .map_err(|(i, reason)| Error::corrupt(&mapping_name, (20 + 32 * i) as u64, reason))?;
+    Ok(Collected { generation, runs, files })
 }

@@ -267,7 +267,7 @@ fn wrong_magic_and_version_are_named() {
     let image = storage.crash(CrashMode::KeepAll, 0);
     // Rewrite both control slots as valid slots of format version 99.
     let control = image.open("control", false).unwrap();
-    let used = 8 + 4 + 8 * 12;
+    let used = 8 + 4 + 8 * 13;
     for at in [0u64, 4096] {
         let mut slot = vec![0u8; used + 4];
         if control.read_exact_at(&mut slot, at).is_err() {

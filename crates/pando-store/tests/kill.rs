@@ -5,7 +5,8 @@
 //! the store and checks that every acknowledged commit reads back with its
 //! hash and its contents. The child keeps the last `KEEP` commits, so
 //! collections run in the background all along; an acknowledged commit
-//! older than that may be collected, never lost otherwise.
+//! older than that may be collected, never lost otherwise. A second store
+//! runs in archive mode: there every acknowledged commit stays readable.
 //!
 //! A short run is part of `cargo test`. The long run:
 //! `PANDO_KILL_ITERATIONS=500 cargo test --release -p pando-store --test kill -- --nocapture`
@@ -24,16 +25,21 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 const CHILD_DIR: &str = "PANDO_KILL_CHILD_DIR";
+const CHILD_ARCHIVE: &str = "PANDO_KILL_CHILD_ARCHIVE";
 
 /// Commits the child's retention policy keeps.
 const KEEP: u64 = 30;
 
-fn options() -> Options {
+fn options(archive: bool) -> Options {
     Options {
         cache_bytes: 1 << 20,
         chunk_target_bytes: 256 << 10,
         checkpoint_commits: 7,
-        retention: Retention::KeepLast { commits: KEEP, every: 8 },
+        retention: if archive {
+            Retention::Archive { commits: KEEP, every: 8 }
+        } else {
+            Retention::KeepLast { commits: KEEP, every: 8 }
+        },
         ..Options::default()
     }
 }
@@ -76,7 +82,7 @@ fn apply_to_model(model: &mut Model, n: u64) {
 #[ignore = "run by the kill test in a child process"]
 fn kill_child() {
     let Ok(dir) = std::env::var(CHILD_DIR) else { return };
-    let store = Store::open(&dir, options()).unwrap();
+    let store = Store::open(&dir, options(std::env::var(CHILD_ARCHIVE).is_ok())).unwrap();
     let mut head = store.last_commit().unwrap();
     let mut tree = match head {
         Some(h) => store.checkout(&h).unwrap().unwrap(),
@@ -105,8 +111,11 @@ struct Outcome {
     signal: Option<i32>,
 }
 
-fn run_child(dir: &FsPath, crash: Option<(&str, u64)>, kill_after: Duration) -> Outcome {
+fn run_child(dir: &FsPath, archive: bool, crash: Option<(&str, u64)>, kill_after: Duration) -> Outcome {
     let mut command = Command::new(std::env::current_exe().unwrap());
+    if archive {
+        command.env(CHILD_ARCHIVE, "1");
+    }
     command
         .args(["kill_child", "--exact", "--ignored", "--nocapture", "--test-threads=1"])
         .env(CHILD_DIR, dir)
@@ -149,13 +158,14 @@ fn run_child(dir: &FsPath, crash: Option<(&str, u64)>, kill_after: Duration) -> 
 struct Checker {
     model: Model,
     next_block: u64,
+    archive: bool,
 }
 
 impl Checker {
     /// Every acknowledged commit must exist with its metadata; the newest
     /// one is compared in full with the model.
     fn verify(&mut self, dir: &FsPath, acknowledged: &[(u64, Hash)]) -> u64 {
-        let store = Store::open(dir, options()).unwrap_or_else(|e| panic!("reopen after kill: {e}"));
+        let store = Store::open(dir, options(self.archive)).unwrap_or_else(|e| panic!("reopen after kill: {e}"));
         let count = next_block(&store);
         for (n, hash) in acknowledged {
             match store.commit_info(hash) {
@@ -165,7 +175,10 @@ impl Checker {
                     assert!(*n < count);
                 }
                 // Collected by the retention policy: only commits older than the kept ones.
-                Err(Error::CollectedCommit(_)) => assert!(*n + KEEP < count, "commit {n} collected, {count} blocks"),
+                Err(Error::CollectedCommit(_)) => {
+                    assert!(!self.archive, "commit {n} collected in archive mode");
+                    assert!(*n + KEEP < count, "commit {n} collected, {count} blocks");
+                }
                 Err(e) => panic!("acknowledged commit {n}: {e}"),
             }
         }
@@ -177,6 +190,13 @@ impl Checker {
             let tree = store.checkout(&hash).unwrap().unwrap();
             check_tree(&tree, &self.model).unwrap_or_else(|e| panic!("commit {newest}: {e}"));
         }
+        // Archive mode: the oldest commit reads in full too (from cold files).
+        if let Some(&(oldest, hash)) = acknowledged.iter().min().filter(|_| self.archive) {
+            let mut model = Model::new();
+            (0..=oldest).for_each(|n| apply_to_model(&mut model, n));
+            let tree = store.checkout(&hash).unwrap().unwrap();
+            check_tree(&tree, &model).unwrap_or_else(|e| panic!("archived commit {oldest}: {e}"));
+        }
         count
     }
 }
@@ -187,32 +207,33 @@ fn kill_at_random_moments_and_crash_points() {
     let seed: u64 = std::env::var("PANDO_KILL_SEED").ok().and_then(|n| n.parse().ok()).unwrap_or_else(rand::random);
     eprintln!("kill test: seed {seed} (PANDO_KILL_SEED={seed} replays it), {iterations} kills + crash points");
     let mut rng = SmallRng::seed_from_u64(seed);
-    let dir = tempfile::tempdir().unwrap();
-    let mut acknowledged = Vec::new();
-    let mut checker = Checker { model: Model::new(), next_block: 0 };
-    let mut kills = 0;
-    for i in 0..iterations {
-        let outcome = run_child(dir.path(), None, Duration::from_millis(rng.gen_range(20..150)));
-        assert_eq!(outcome.signal, Some(9), "the child was killed, it did not fail");
-        acknowledged.extend(outcome.acknowledged);
-        kills += 1;
-        let count = checker.verify(dir.path(), &acknowledged);
-        if i % 4 == 0 {
-            eprintln!("after kill {kills}: {} acknowledged, {count} commits in the store", acknowledged.len());
+    let (mut kills, mut crashes, mut total) = (0, 0, 0);
+    // The rolling store, then (a third of the kills) the archive store.
+    for (archive, iterations) in [(false, iterations), (true, iterations.div_ceil(3))] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut acknowledged = Vec::new();
+        let mut checker = Checker { model: Model::new(), next_block: 0, archive };
+        for i in 0..iterations {
+            let outcome = run_child(dir.path(), archive, None, Duration::from_millis(rng.gen_range(20..150)));
+            assert_eq!(outcome.signal, Some(9), "the child was killed, it did not fail");
+            acknowledged.extend(outcome.acknowledged);
+            kills += 1;
+            let count = checker.verify(dir.path(), &acknowledged);
+            if i % 4 == 0 {
+                eprintln!("after kill {kills}: {} acknowledged, {count} commits in the store", acknowledged.len());
+            }
         }
+        let points: &[&str] = if archive { GC_POINTS } else { &[POINTS, GC_POINTS].concat() };
+        for point in points {
+            let after = rng.gen_range(1..6);
+            let outcome = run_child(dir.path(), archive, Some((point, after)), Duration::from_secs(30));
+            assert_eq!(outcome.signal, Some(6), "the child aborted at crash point {point}");
+            acknowledged.extend(outcome.acknowledged);
+            crashes += 1;
+            checker.verify(dir.path(), &acknowledged);
+        }
+        assert!(!acknowledged.is_empty());
+        total += acknowledged.len();
     }
-    let mut crashes = 0;
-    for point in POINTS.iter().chain(GC_POINTS) {
-        let after = rng.gen_range(1..6);
-        let outcome = run_child(dir.path(), Some((point, after)), Duration::from_secs(30));
-        assert_eq!(outcome.signal, Some(6), "the child aborted at crash point {point}");
-        acknowledged.extend(outcome.acknowledged);
-        crashes += 1;
-        checker.verify(dir.path(), &acknowledged);
-    }
-    eprintln!(
-        "kill test: {kills} SIGKILLs, {crashes} aborts at named crash points, {} acknowledged commits, 0 lost",
-        acknowledged.len()
-    );
-    assert!(!acknowledged.is_empty());
+    eprintln!("kill test: {kills} SIGKILLs, {crashes} aborts at named crash points, {total} acknowledged commits, 0 lost");
 }

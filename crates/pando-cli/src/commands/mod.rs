@@ -103,8 +103,12 @@ pub fn info(arg: &StoreArg) -> anyhow::Result<()> {
     println!("dictionary:   {} entries", stats.dict_entries);
     if stats.generation > 0 {
         println!(
-            "collected:    generation {}, {} commits collected, {} live bytes in the prefix",
-            stats.generation, stats.collected_commits, stats.prefix_bytes
+            "collected:    generation {}, {} commits collected; below the first chunk {} live bytes in {} file(s) of {} bytes",
+            stats.generation,
+            stats.collected_commits,
+            stats.collected_live_bytes,
+            stats.collected_files,
+            stats.collected_file_bytes
         );
     }
     Ok(())
@@ -126,9 +130,6 @@ pub fn gc(arg: &StoreArg, keep_last: u64, archive: bool) -> anyhow::Result<()> {
     store.gc(&keep_from)?;
     let mut shown = None;
     while let Some(status) = store.gc_status() {
-        if status.phase == pando_store::GcPhase::Ready {
-            break;
-        }
         if shown != Some(status.phase) {
             eprintln!("{:?} ...", status.phase);
             shown = Some(status.phase);
@@ -139,12 +140,13 @@ pub fn gc(arg: &StoreArg, keep_last: u64, archive: bool) -> anyhow::Result<()> {
     println!("kept from:     {keep_from}");
     println!("generation:    {}", report.generation);
     println!("collected:     {} commits", report.collected_commits);
-    println!("live copied:   {} bytes in {} runs", report.live_bytes, report.live_runs);
-    println!("pack:          {before} bytes -> {} bytes", store.pack_bytes());
+    println!("live:          {} bytes in {} runs below the boundary", report.live_bytes, report.live_runs);
+    println!("rewritten:     {} bytes into {} segment(s)", report.copied_bytes, report.segments);
+    println!("pack:          {before} bytes -> {} bytes (at most {} during)", store.pack_bytes(), report.peak_bytes);
     println!(
-        "took:          {:.2} s (writer held {:.2} ms by the switch)",
+        "took:          {:.2} s (writer held at most {:.2} ms)",
         report.duration.as_secs_f64(),
-        report.switch_pause.as_secs_f64() * 1e3
+        report.longest_pause().as_secs_f64() * 1e3
     );
     store.close()?;
     Ok(())

@@ -129,10 +129,12 @@ impl GcWatch {
                 start_block: self.started_at.take().unwrap_or(block),
                 end_block: block,
                 seconds: done.duration.as_secs_f64(),
-                max_pause_ms: done.start_pause.max(done.switch_pause).as_secs_f64() * 1e3,
+                max_pause_ms: done.longest_pause().as_secs_f64() * 1e3,
                 collected_commits: done.collected_commits,
                 bytes_before: done.bytes_before,
+                peak_bytes: done.peak_bytes,
                 bytes_after: done.bytes_after,
+                copied_bytes: done.copied_bytes,
             });
         }
     }

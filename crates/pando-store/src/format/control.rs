@@ -19,7 +19,7 @@ pub const FLAG_ARCHIVE: u64 = 1;
 pub const SLOT_SIZE: usize = 4096;
 const MAGIC: &[u8; 8] = b"PANDOCTL";
 /// Bytes of a slot actually used.
-const USED: usize = 8 + 4 + 8 * 12 + 4;
+const USED: usize = 8 + 4 + 8 * 13 + 4;
 
 /// What the control file records.
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
@@ -44,12 +44,15 @@ pub struct Control {
     pub commits: u64,
     /// Offset of the last commit record, or `u64::MAX` when there is none.
     pub last_commit: u64,
-    /// Collection generation (bumped by GC).
+    /// The layout generation: bumped by every step of a collection that
+    /// changes the layout below the first chunk; names `mapping-<g>`.
     pub generation: u64,
     /// Bit 0 ([`FLAG_ARCHIVE`]): the last collection moved the chunks it
     /// replaced to cold files (archive mode) instead of discarding them.
     /// Other bits are zero.
     pub flags: u64,
+    /// The generation whose `index-<g>` is the index (0: `index`).
+    pub index_generation: u64,
 }
 
 impl Control {
@@ -75,6 +78,7 @@ impl Control {
             self.last_commit,
             self.generation,
             self.flags,
+            self.index_generation,
         ] {
             out.extend_from_slice(&field.to_le_bytes());
         }
@@ -132,9 +136,13 @@ pub fn decode_slot(bytes: &[u8]) -> Result<Control, SlotError> {
         last_commit: field(9),
         generation: field(10),
         flags: field(11),
+        index_generation: field(12),
     };
     if control.checkpoint_end > control.durable_end || control.first_chunk_start > control.durable_end {
         return Err(SlotError::Inconsistent("offsets out of order"));
+    }
+    if control.index_generation > control.generation {
+        return Err(SlotError::Inconsistent("index generation after the layout generation"));
     }
     if control.chunk_target_bytes == 0 {
         return Err(SlotError::Inconsistent("zero chunk size"));

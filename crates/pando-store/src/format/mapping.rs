@@ -1,27 +1,48 @@
 //! The mapping file of a collected store (`mapping-<generation>`): where
-//! the live records below the first chunk now lie in the prefix file
-//! (`prefix-<generation>.pack`).
+//! each live record below the first chunk lies, as *runs* of contiguous
+//! live bytes, each in one file: a segment written by a collection
+//! (`segment-<g>.pack`) or a chunk kept in place (`chunk-<start>.pack`, or
+//! `cold-<start>.pack` in archive mode).
 //!
 //! Bytes: `magic "PANDOMAP" ‖ u32 format version ‖ u64 run count ‖
-//! (u64 old ‖ u64 new ‖ u64 len)* ‖ u32 crc32c` (integers little-endian, the
-//! checksum over everything before it). A run says: logical pack bytes
-//! `old..old + len` are at `new..new + len` in the prefix file.
+//! (u64 old ‖ u64 new ‖ u64 len ‖ u64 file)* ‖ u32 crc32c` (integers
+//! little-endian, the checksum over everything before it). A run says:
+//! logical pack bytes `old..old + len` are at `new..new + len` in `file`.
 //!
-//! Invariants (checked by `decode`): runs are sorted by `old` and do not
-//! overlap, neither in the pack nor in the prefix file; no run is empty.
+//! Invariants (checked by `decode` and `check_files`): runs are sorted by
+//! `old` and overlap neither in the pack nor in a file; no run is empty;
+//! every run lies below the first chunk and inside its file.
+
+use std::collections::BTreeMap;
 
 use super::FORMAT_VERSION;
 
 const MAGIC: &[u8; 8] = b"PANDOMAP";
 const HEADER: usize = 8 + 4 + 8;
-const RUN: usize = 24;
+const RUN: usize = 32;
 
-/// Contiguous live bytes of the pack, copied into the prefix file.
+/// The bit of [`Run::file`] marking a chunk kept in place (the other bits
+/// are its start); without it, `file` is the generation of a segment.
+pub const IN_CHUNK: u64 = 1 << 63;
+
+/// The name of the mapping file of `generation`.
+pub fn file_name(generation: u64) -> String {
+    format!("mapping-{generation:016x}")
+}
+
+/// Contiguous live bytes of the pack and the file holding them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Run {
     pub old: u64,
     pub new: u64,
     pub len: u64,
+    pub file: u64,
+}
+
+impl Run {
+    pub fn end(&self) -> u64 {
+        self.old + self.len
+    }
 }
 
 pub fn encode(runs: &[Run]) -> Vec<u8> {
@@ -30,7 +51,7 @@ pub fn encode(runs: &[Run]) -> Vec<u8> {
     out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
     out.extend_from_slice(&(runs.len() as u64).to_le_bytes());
     for run in runs {
-        for field in [run.old, run.new, run.len] {
+        for field in [run.old, run.new, run.len, run.file] {
             out.extend_from_slice(&field.to_le_bytes());
         }
     }
@@ -39,9 +60,10 @@ pub fn encode(runs: &[Run]) -> Vec<u8> {
     out
 }
 
-/// Decodes and checks a mapping; `prefix_len` is the prefix file's length
-/// and `boundary` the first chunk's start, which every run must lie within.
-pub fn decode(bytes: &[u8], prefix_len: u64, boundary: u64) -> Result<Vec<Run>, (u64, String)> {
+/// Decodes a mapping and checks its runs are sorted, disjoint, non-empty
+/// and below `boundary` (the first chunk's start). Errors give the byte
+/// offset of the damage.
+pub fn decode(bytes: &[u8], boundary: u64) -> Result<Vec<Run>, (u64, String)> {
     let u64_at = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().expect("8 bytes"));
     if bytes.len() < HEADER + 4 || &bytes[..8] != MAGIC {
         return Err((0, "not a mapping file".into()));
@@ -63,58 +85,102 @@ pub fn decode(bytes: &[u8], prefix_len: u64, boundary: u64) -> Result<Vec<Run>, 
     let mut runs: Vec<Run> = Vec::with_capacity(count as usize);
     for i in 0..count as usize {
         let at = HEADER + RUN * i;
-        let run = Run { old: u64_at(at), new: u64_at(at + 8), len: u64_at(at + 16) };
-        let fits = |start: u64, limit: u64| start.checked_add(run.len).is_some_and(|end| end <= limit);
-        if run.len == 0 || !fits(run.old, boundary) || !fits(run.new, prefix_len) {
-            return Err((
-                at as u64,
-                format!("run {run:?} is empty or outside the prefix ({prefix_len} bytes, boundary {boundary})"),
-            ));
+        let run = Run { old: u64_at(at), new: u64_at(at + 8), len: u64_at(at + 16), file: u64_at(at + 24) };
+        let below = run.old.checked_add(run.len).is_some_and(|end| end <= boundary);
+        if run.len == 0 || !below || run.new.checked_add(run.len).is_none() {
+            return Err((at as u64, format!("run {run:?} is empty or not below the first chunk ({boundary})")));
         }
-        if runs.last().is_some_and(|last| last.old + last.len > run.old) {
+        if runs.last().is_some_and(|last| last.end() > run.old) {
             return Err((at as u64, "runs not sorted or overlapping".into()));
         }
         runs.push(run);
     }
-    let mut by_new: Vec<&Run> = runs.iter().collect();
-    by_new.sort_unstable_by_key(|r| r.new);
-    if by_new.windows(2).any(|w| w[0].new + w[0].len > w[1].new) {
-        return Err((HEADER as u64, "runs overlap in the prefix file".into()));
-    }
     Ok(runs)
+}
+
+/// Checks every run lies inside its file (`len_of` gives a file's length,
+/// `None` for a file that does not exist) and no two runs overlap in one
+/// file. Errors give the index of the run at fault.
+pub fn check_files(runs: &[Run], len_of: impl Fn(u64) -> Option<u64>) -> Result<(), (usize, String)> {
+    let mut by_file: BTreeMap<u64, Vec<(u64, u64, usize)>> = BTreeMap::new();
+    for (i, run) in runs.iter().enumerate() {
+        by_file.entry(run.file).or_default().push((run.new, run.new + run.len, i));
+    }
+    for (file, mut spans) in by_file {
+        let len = len_of(file).ok_or_else(|| (spans[0].2, format!("file {} is missing", describe(file))))?;
+        spans.sort_unstable();
+        if let Some(&(_, end, i)) = spans.iter().find(|s| s.1 > len) {
+            return Err((i, format!("run ends at {end}, past the end of {} ({len} bytes)", describe(file))));
+        }
+        if let Some(w) = spans.windows(2).find(|w| w[0].1 > w[1].0) {
+            return Err((w[1].2, format!("runs overlap in {}", describe(file))));
+        }
+    }
+    Ok(())
+}
+
+/// A run's file, for messages.
+pub fn describe(file: u64) -> String {
+    if file & IN_CHUNK != 0 { format!("the chunk at {}", file & !IN_CHUNK) } else { format!("segment {file}") }
 }
 
 /// The run holding logical offset `offset`, if any.
 pub fn find(runs: &[Run], offset: u64) -> Option<&Run> {
     let i = runs.partition_point(|r| r.old <= offset);
-    runs[..i].last().filter(|r| offset < r.old + r.len)
+    runs[..i].last().filter(|r| offset < r.end())
+}
+
+/// Live bytes per file.
+pub fn live_bytes(runs: &[Run]) -> BTreeMap<u64, u64> {
+    let mut live = BTreeMap::new();
+    for run in runs {
+        *live.entry(run.file).or_insert(0) += run.len;
+    }
+    live
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn run(old: u64, new: u64, len: u64, file: u64) -> Run {
+        Run { old, new, len, file }
+    }
+
     #[test]
     fn round_trip_lookup_and_damage() {
-        let runs = vec![Run { old: 10, new: 0, len: 5 }, Run { old: 40, new: 5, len: 20 }, Run { old: 70, new: 25, len: 1 }];
+        let runs = vec![run(10, 0, 5, 1), run(40, 5, 20, 1), run(70, 0, 1, IN_CHUNK | 64)];
         let bytes = encode(&runs);
-        assert_eq!(decode(&bytes, 26, 100).unwrap(), runs);
+        assert_eq!(decode(&bytes, 100).unwrap(), runs);
         assert_eq!(find(&runs, 12).map(|r| r.old), Some(10));
         assert_eq!(find(&runs, 15), None);
         assert_eq!(find(&runs, 59).map(|r| r.old), Some(40));
         assert_eq!(find(&runs, 70).map(|r| r.old), Some(70));
         assert_eq!(find(&runs, 5), None);
-        assert!(decode(&bytes, 25, 100).is_err(), "a run past the prefix's end");
-        assert!(decode(&bytes, 26, 70).is_err(), "a run past the boundary");
-        assert!(decode(&bytes[..bytes.len() - 1], 26, 100).is_err());
+        assert!(decode(&bytes, 70).is_err(), "a run past the boundary");
+        assert!(decode(&bytes[..bytes.len() - 1], 100).is_err());
         for i in 0..bytes.len() {
             let mut damaged = bytes.clone();
             damaged[i] ^= 0x10;
-            assert!(decode(&damaged, 26, 100).is_err(), "flip at byte {i} accepted");
+            assert!(decode(&damaged, 100).is_err(), "flip at byte {i} accepted");
         }
-        let overlapping = encode(&[Run { old: 10, new: 0, len: 5 }, Run { old: 12, new: 5, len: 5 }]);
-        assert!(decode(&overlapping, 10, 100).is_err());
-        let overlapping_new = encode(&[Run { old: 10, new: 0, len: 5 }, Run { old: 20, new: 3, len: 5 }]);
-        assert!(decode(&overlapping_new, 10, 100).is_err());
+        let overlapping = encode(&[run(10, 0, 5, 1), run(12, 5, 5, 1)]);
+        assert!(decode(&overlapping, 100).is_err());
+    }
+
+    #[test]
+    fn runs_must_fit_their_files() {
+        let runs = vec![run(10, 0, 5, 1), run(40, 5, 20, 1), run(70, 0, 1, IN_CHUNK | 64)];
+        let lens = |file: u64| match file {
+            1 => Some(25),
+            f if f == IN_CHUNK | 64 => Some(10),
+            _ => None,
+        };
+        assert!(check_files(&runs, lens).is_ok());
+        assert!(check_files(&runs, |f| lens(f).map(|l| l - 1)).is_err(), "a run past its file's end");
+        assert!(check_files(&runs, |f| if f == 1 { Some(25) } else { None }).is_err(), "a missing file");
+        let overlapping = [run(10, 0, 5, 1), run(20, 3, 5, 1)];
+        assert_eq!(check_files(&overlapping, |_| Some(100)).unwrap_err().0, 1);
+        assert_eq!(live_bytes(&runs).get(&1), Some(&25));
     }
 }

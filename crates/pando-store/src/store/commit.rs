@@ -261,8 +261,6 @@ impl Repo {
 
         let mut writer = self.writer.as_ref().expect("checked writable").lock();
         self.check_writable()?;
-        self.switch_if_ready(&mut writer)?;
-        self.check_writable()?;
         // A collected parent (also one a collection collected just now) is refused.
         if let Some((parent, _)) = {
             let index = self.index.read();

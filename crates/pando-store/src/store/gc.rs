@@ -3,46 +3,57 @@
 //! and readers keep reading.
 //!
 //! A collection's *boundary* is the start of the chunk holding the oldest
-//! kept commit; records at or after it stay where they are. In a background
-//! thread, the worker finds the records below the boundary that are still
-//! reachable (`gc_plan`), copies them densely into `prefix-<g+1>.pack`,
-//! writes `mapping-<g+1>` (where each now lies) and `index-<g+1>` (collected
-//! commits marked as such), and syncs them. Records the writer adds
-//! meanwhile are scanned in catch-up rounds, so anything they refer to
-//! below the boundary is copied too. The switch, made by the writer between
-//! two commits, is one durable step: a control slot naming generation
-//! `g+1` and the boundary. Only then are the old chunks removed.
+//! kept commit; records at or after it stay where they are. One background
+//! thread does the whole collection, in two stages:
+//!
+//! 1. **Liveness.** It finds the records below the boundary that are still
+//!    reachable (`gc_plan`) and where they lie now, in runs; it writes
+//!    `mapping-<g>` (the runs, still in the old files) and `index-<g>`
+//!    (collected commits marked). Records the writer adds meanwhile are
+//!    scanned in catch-up rounds. Then, holding the writer lock between two
+//!    commits, it scans the last new records and makes one durable control
+//!    write naming generation `g`, its index and the boundary: the
+//!    collection has taken effect. Files holding no live record are removed.
+//! 2. **Relocation.** Files whose live share is low are rewritten, a group
+//!    at a time: the group's live runs are copied into `segment-<g'>.pack`,
+//!    `mapping-<g'>` is written, and one durable control write (again under
+//!    the writer lock, for a few milliseconds) names generation `g'`; then
+//!    the group's files are removed. The disk holds at most one segment
+//!    more than the store did.
 //!
 //! Invariants:
 //! - Logical offsets never change: a live record below the boundary is
-//!   found through the mapping, every pointer in the store stays valid.
-//! - Until the switch's control write is durable, the previous generation
-//!   is the store; files of an unfinished collection are removed on open.
-//! - After the switch, no commit may refer to a record that is gone: the
-//!   tree is checked before its batch is built (`commit::check_refs`).
-//! - A reader that located a record before the switch reads it from its
-//!   open file handle; old files disappear from the directory only.
-//! - Crash points: `gc-copied`, `gc-index-written`, `gc-switched`,
-//!   `gc-removed` (see the kill test).
+//!   found through the runs, every pointer in the store stays valid.
+//! - The control file names the layout; each step's files are durable
+//!   before the control write naming them, files it replaces are removed
+//!   only after it. Files of an unfinished step are removed on open.
+//! - After the liveness switch, no commit may refer to a record that is
+//!   gone: the tree is checked before its batch is built
+//!   (`commit::check_refs`). Relocation changes where records lie, never
+//!   which are held.
+//! - A reader that located a record before a switch reads it from its open
+//!   file handle; old files disappear from the directory only.
+//! - Crash points: `gc-planned`, `gc-index-written`, `gc-switched`,
+//!   `gc-segment-written`, `gc-relocated`, `gc-removed` (the kill test).
 
 use pando_core::Hash;
 use parking_lot::Mutex;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU64, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use super::{Repo, Writer, index_file, open};
+use super::{Repo, Writer, index_file};
 use crate::crash_point;
 use crate::error::{Error, Result};
-use crate::format::mapping::{self, Run};
+use crate::format::mapping::{self, IN_CHUNK, Run};
 use crate::gc_plan;
 use crate::io::File;
-use crate::pack::{Prefix, prefix_name};
+use crate::pack::{Layout, Source, segment_name};
 
 /// Catch-up rounds stop once fewer new bytes than this remain to scan; the
-/// writer scans the rest during the switch.
+/// liveness switch scans the rest.
 const CATCH_UP_BYTES: u64 = 1 << 20;
 /// At most this many catch-up rounds (a writer faster than the collector
 /// would keep it catching up forever): the switch scans what remains.
@@ -58,20 +69,20 @@ pub enum GcPhase {
     Scanning,
     /// Following references below the boundary.
     Tracing,
-    /// Copying live records into the new prefix file.
-    Copying,
     /// Scanning what the writer added meanwhile.
     CatchingUp,
-    /// Done; waiting for the writer to switch to the new generation.
-    Ready,
+    /// Rewriting mostly dead files into segments (after the switch).
+    Relocating,
 }
 
 /// The progress of a running collection.
 #[derive(Clone, Debug)]
 pub struct GcStatus {
+    /// The generation its liveness switch makes.
     pub generation: u64,
     pub phase: GcPhase,
-    /// Bytes of the current phase done, and to do (0 when unknown).
+    /// Bytes (records while tracing) of the current phase done, and to do
+    /// (0 when unknown).
     pub done: u64,
     pub total: u64,
     pub elapsed: Duration,
@@ -80,21 +91,36 @@ pub struct GcStatus {
 /// What a finished collection did.
 #[derive(Clone, Debug, Default)]
 pub struct GcReport {
+    /// The generation of the liveness switch, and of the last relocation step.
     pub generation: u64,
-    /// Records below this offset were collected or copied.
+    pub last_generation: u64,
+    /// Records below this offset were collected or kept.
     pub boundary: u64,
-    /// Runs of contiguous live records copied.
+    /// Runs and bytes of live records below the boundary.
     pub live_runs: u64,
-    /// Bytes copied into the new prefix.
     pub live_bytes: u64,
-    /// Pack bytes before and after.
+    /// Bytes rewritten into segments, and how many segments.
+    pub copied_bytes: u64,
+    pub segments: u64,
+    /// Pack bytes before, at most during (files being replaced and the
+    /// segment replacing them), and after.
     pub bytes_before: u64,
+    pub peak_bytes: u64,
     pub bytes_after: u64,
     pub collected_commits: u64,
     pub duration: Duration,
-    /// How long the writer was held: to start the collection, and by the switch.
+    /// How long the writer was held: to start the collection, by the
+    /// liveness switch, and by the longest relocation step.
     pub start_pause: Duration,
     pub switch_pause: Duration,
+    pub step_pause: Duration,
+}
+
+impl GcReport {
+    /// The longest time the collection held the writer.
+    pub fn longest_pause(&self) -> Duration {
+        self.start_pause.max(self.switch_pause).max(self.step_pause)
+    }
 }
 
 #[derive(Default)]
@@ -115,19 +141,17 @@ impl Progress {
         match self.phase.load(Ordering::Acquire) {
             0 => GcPhase::Scanning,
             1 => GcPhase::Tracing,
-            2 => GcPhase::Copying,
-            3 => GcPhase::CatchingUp,
-            _ => GcPhase::Ready,
+            2 => GcPhase::CatchingUp,
+            _ => GcPhase::Relocating,
         }
     }
 }
 
-/// A collection's work, ready for the switch.
+/// A collection's liveness stage, ready for its switch.
 struct Prepared {
     generation: u64,
     boundary: u64,
-    prefix: Arc<dyn File>,
-    prefix_len: u64,
+    /// The live records below the boundary, where they lie now.
     runs: Vec<Run>,
     /// Records before this offset have been scanned for references.
     scanned_end: u64,
@@ -140,18 +164,16 @@ struct Prepared {
     collected: Vec<Hash>,
     /// True when runs were added after the mapping file was written.
     mapping_stale: bool,
-    /// Copied records some of whose children were not needed (patch
-    /// bases), with the mask of those children.
+    /// Live records some of whose children were not needed (patch bases),
+    /// with the mask of those children.
     masked: HashMap<u64, u32>,
-    bytes_before: u64,
 }
 
 struct Job {
     generation: u64,
     started: Instant,
-    start_pause: Duration,
     progress: Arc<Progress>,
-    handle: JoinHandle<Result<Prepared>>,
+    handle: JoinHandle<Result<GcReport>>,
 }
 
 /// The collector's state in a store.
@@ -160,7 +182,8 @@ pub(crate) struct GcState {
     job: Mutex<Option<Job>>,
     /// Commits kept by every collection, with a count of pins.
     pinned: Mutex<HashMap<Hash, usize>>,
-    /// True while a job runs: commits are then also noted in `since_start`.
+    /// True from a collection's start to its liveness switch: commits are
+    /// then also noted in `since_start`.
     pub(crate) running: AtomicBool,
     /// Commits made while a job runs: the switch adds them to the new index.
     pub(crate) since_start: Mutex<Vec<(Hash, u64)>>,
@@ -204,11 +227,13 @@ impl Repo {
         }
     }
 
+    /// The running collection's progress; `None` once it has finished
+    /// (its outcome waits for `wait_gc` or `take_gc_reports`).
     pub(crate) fn gc_status(&self) -> Option<GcStatus> {
         let job = self.gc.job.lock();
-        job.as_ref().map(|job| GcStatus {
+        job.as_ref().filter(|job| !job.handle.is_finished()).map(|job| GcStatus {
             generation: job.generation,
-            phase: if job.handle.is_finished() { GcPhase::Ready } else { job.progress.phase() },
+            phase: job.progress.phase(),
             done: job.progress.done.load(Ordering::Relaxed),
             total: job.progress.total.load(Ordering::Relaxed),
             elapsed: job.started.elapsed(),
@@ -219,6 +244,7 @@ impl Repo {
     /// the pinned commits.
     pub(crate) fn start_gc(self: &Arc<Self>, keep_from: &Hash) -> Result<()> {
         self.check_writable()?;
+        self.reap_quietly();
         // Locks in the writer's order: the writer, then the job.
         let started = Instant::now();
         let writer = self.writer.as_ref().expect("checked writable").lock();
@@ -238,8 +264,10 @@ impl Repo {
         self.gc.running.store(true, Ordering::Release);
         let scan_end = self.pack.end();
         drop(writer);
-        // The chunk holding `keep_from`; a commit kept in the prefix (pinned
-        // by an earlier collection) keeps the boundary where it is, and is a root.
+        let start_pause = started.elapsed();
+        // The chunk holding `keep_from`; a commit kept below the first chunk
+        // (pinned by an earlier collection) keeps the boundary where it is,
+        // and is a root.
         let first = self.pack.first_chunk_start();
         let boundary = self.pack.chunk_bounds().iter().rev().find(|(start, _)| *start <= keep_offset).map_or(first, |c| c.0);
         let pinned: std::collections::HashSet<Hash> = self.gc.pinned.lock().keys().copied().collect();
@@ -251,106 +279,103 @@ impl Repo {
             .spawn(move || {
                 // Kept: commits from `keep_from` on, and pinned ones (their
                 // records are roots). Commits after `scan_end` are in
-                // `since_start`; no switch can happen while this job runs.
+                // `since_start`; no other collection runs meanwhile.
                 let archive = repo.options.retention.archive();
                 let (mut entries, mut collected, mut roots) = (Vec::new(), Vec::new(), Vec::new());
                 for (hash, &offset) in repo.index.read().iter() {
                     if offset != index_file::COLLECTED && offset >= scan_end {
                         continue;
                     }
-                    // Archive mode keeps every commit: older ones are read from cold files.
-                    if offset == index_file::COLLECTED || (!archive && offset < keep_offset && !pinned.contains(hash)) {
-                        entries.push((*hash, index_file::COLLECTED));
-                        if offset != index_file::COLLECTED {
-                            collected.push(*hash);
-                        }
-                    } else {
+                    let kept = offset >= keep_offset || pinned.contains(hash);
+                    if offset == index_file::COLLECTED {
+                        entries.push((*hash, offset));
+                    } else if kept {
                         entries.push((*hash, offset));
                         roots.push(offset);
+                    } else if archive {
+                        // Archive mode keeps every commit: older ones are
+                        // read from the cold files, not kept hot.
+                        entries.push((*hash, offset));
+                    } else {
+                        entries.push((*hash, index_file::COLLECTED));
+                        collected.push(*hash);
                     }
                 }
-                let work = Work { repo: &repo, generation, boundary, progress: &worker_progress };
-                work.run(scan_end, roots, entries, collected)
+                let mut work = Work {
+                    repo: &repo,
+                    generation,
+                    boundary,
+                    progress: &worker_progress,
+                    started,
+                    in_flight: Vec::new(),
+                    report: GcReport { start_pause, ..GcReport::default() },
+                };
+                let result = work.run(scan_end, roots, entries, collected);
+                repo.gc.running.store(false, Ordering::Release);
+                if result.is_err() && !repo.poisoned.load(Ordering::Acquire) {
+                    // The store is still the last durable step's.
+                    for name in &work.in_flight {
+                        let _ = repo.storage.remove(name);
+                    }
+                    let _ = repo.storage.sync_dir();
+                }
+                result
             })
             .map_err(|e| {
                 self.gc.running.store(false, Ordering::Release);
                 Error::io("pando-gc", "spawn thread")(e)
             })?;
-        // On the caller's thread (the writer's, when the retention policy starts it).
-        let start_pause = started.elapsed();
-        *job = Some(Job { generation, started, start_pause, progress, handle });
+        *job = Some(Job { generation, started, progress, handle });
         Ok(())
     }
 
-    /// Waits for the running collection, if any, and switches to its
-    /// generation.
+    /// Waits for the running collection, if any, to finish, and returns its
+    /// report (or its error).
     pub(crate) fn wait_gc(&self) -> Result<Option<GcReport>> {
-        // The job stays in its slot until the switch, so no other
-        // collection can start meanwhile.
-        loop {
-            match self.gc.job.lock().as_ref() {
-                None => {
-                    return match self.gc.last_error.lock().take() {
-                        Some(e) => Err(Error::GcFailed(e)),
-                        None => Ok(None),
-                    };
-                }
-                Some(job) if job.handle.is_finished() => break,
-                Some(_) => {}
-            }
+        let Some(target) = self.gc.job.lock().as_ref().map(|job| job.generation) else {
+            return self.gc.last_error.lock().take().map_or(Ok(None), |e| Err(Error::GcFailed(e)));
+        };
+        let pending = || self.gc.job.lock().as_ref().is_some_and(|job| job.generation == target && !job.handle.is_finished());
+        while pending() {
             std::thread::sleep(Duration::from_millis(2));
         }
-        let mut writer = self.writer.as_ref().expect("a collection runs on a writable store").lock();
-        match self.finish_job(&mut writer)? {
-            Some(report) => Ok(Some(report)),
-            // The writer switched first (at a commit): its report, or its error.
-            None => match self.gc.last_error.lock().take() {
-                Some(e) => Err(Error::GcFailed(e)),
-                None => Ok(self.gc.finished.lock().last().cloned()),
-            },
+        if self.gc.job.lock().as_ref().is_some_and(|job| job.generation == target) {
+            return self.reap().expect("finished").map(Some);
         }
+        // Another caller took it (and may have started the next one).
+        if let Some(report) = self.gc.finished.lock().iter().rev().find(|r| r.generation == target) {
+            return Ok(Some(report.clone()));
+        }
+        self.gc.last_error.lock().take().map_or(Ok(None), |e| Err(Error::GcFailed(e)))
     }
 
-    /// Called by the writer before a commit: switches if a collection is ready.
-    pub(crate) fn switch_if_ready(&self, writer: &mut Writer) -> Result<()> {
-        // `running` is set exactly while a job exists: most commits stop here.
-        if !self.gc.running.load(Ordering::Acquire) {
-            return Ok(());
-        }
-        self.finish_job(writer).map(drop)
-    }
-
-    /// With the writer lock held: if the job is finished, takes it and
-    /// switches to its generation. A failed (or panicked) collection leaves
-    /// the store as it was: its files are removed and its error kept for
-    /// `wait_gc`, and the commit that found it goes on.
-    fn finish_job(&self, writer: &mut Writer) -> Result<Option<GcReport>> {
+    /// Takes a finished job, if any; its report joins the finished ones.
+    fn reap(&self) -> Option<Result<GcReport>> {
         let job = {
             let mut job = self.gc.job.lock();
             if !job.as_ref().is_some_and(|j| j.handle.is_finished()) {
-                return Ok(None);
+                return None;
             }
             job.take().expect("checked")
         };
-        let (started, start_pause, generation) = (job.started, job.start_pause, job.generation);
         let outcome = match job.handle.join() {
-            Ok(Ok(prepared)) => self.switch(writer, prepared, started, start_pause),
-            Ok(Err(e)) => Err(e),
+            Ok(outcome) => outcome,
             Err(_) => Err(Error::GcFailed("the collector thread panicked".into())),
         };
-        match outcome {
-            Ok(report) => Ok(Some(report)),
-            Err(e) => {
-                self.gc.running.store(false, Ordering::Release);
-                // A failed switch poisoned the store; its control slot may
-                // have reached the disk: the files stay, and the next open
-                // keeps or removes them by what the control file says.
-                if writer.control.generation < generation && !self.poisoned.load(Ordering::Acquire) {
-                    self.remove_generation_files(generation);
-                }
-                *self.gc.last_error.lock() = Some(e.to_string());
-                Ok(None)
+        if let Ok(report) = &outcome {
+            let mut finished = self.gc.finished.lock();
+            if finished.len() == MAX_REPORTS {
+                finished.remove(0);
             }
+            finished.push(report.clone());
+        }
+        Some(outcome)
+    }
+
+    /// Takes a finished job, keeping its error for `wait_gc`.
+    fn reap_quietly(&self) {
+        if let Some(Err(e)) = self.reap() {
+            *self.gc.last_error.lock() = Some(e.to_string());
         }
     }
 
@@ -377,11 +402,14 @@ impl Repo {
                 recent.pop_front();
             }
             let due = self.gc.since_retention.fetch_add(1, Ordering::Relaxed) + 1 >= every.max(1);
-            if !due || (recent.len() as u64) < commits || self.gc.job.lock().is_some() {
+            if !due || (recent.len() as u64) < commits {
                 return Ok(());
             }
             *recent.front().expect("not empty")
         };
+        if self.gc.job.lock().as_ref().is_some_and(|j| !j.handle.is_finished()) {
+            return Ok(());
+        }
         self.gc.since_retention.store(0, Ordering::Relaxed);
         match self.start_gc(&keep_from) {
             Ok(()) | Err(Error::GcRunning) => Ok(()),
@@ -389,140 +417,18 @@ impl Repo {
         }
     }
 
-    /// Stops a running collection without switching (the store is closing);
-    /// its files are removed.
+    /// Stops a running collection (the store is closing): it stops at the
+    /// next check, and what it had not made durable is removed.
     pub(crate) fn cancel_gc(&self) {
-        if self.gc.job.lock().as_ref().is_some_and(|j| j.handle.is_finished()) {
-            if let Some(writer) = &self.writer {
-                let _ = self.finish_job(&mut writer.lock());
-            }
-            return;
-        }
-        let Some(job) = self.gc.job.lock().take() else { return };
         self.gc.cancel.store(true, Ordering::Release);
-        let _ = job.handle.join();
+        if let Some(job) = self.gc.job.lock().take() {
+            let _ = job.handle.join();
+        }
         self.gc.cancel.store(false, Ordering::Release);
-        self.gc.running.store(false, Ordering::Release);
-        self.remove_generation_files(job.generation);
-    }
-
-    fn remove_generation_files(&self, generation: u64) {
-        for name in [prefix_name(generation), open::mapping_name(generation), index_file::name(generation)] {
-            let _ = self.storage.remove(&name);
-        }
-        let _ = self.storage.sync_dir();
-    }
-
-    /// The switch: one durable control write names the new generation.
-    fn switch(&self, writer: &mut Writer, mut prepared: Prepared, started: Instant, start_pause: Duration) -> Result<GcReport> {
-        let pause = Instant::now();
-        self.check_writable()?;
-        if !self.pack.chunk_bounds().iter().any(|(start, _)| *start == prepared.boundary) {
-            return Err(Error::GcFailed(format!("the boundary {} is not a chunk start", prepared.boundary)));
-        }
-        // Everything committed so far becomes durable first.
-        self.flush_locked(writer, false)?;
-        let end = self.pack.end();
-        // The last catch-up: the records committed since the worker's last round.
-        self.guard(catch_up(self, &mut prepared, end))?;
-        if prepared.mapping_stale {
-            let bytes = mapping::encode(&prepared.runs);
-            let name = open::mapping_name(prepared.generation);
-            let file = self.guard(self.storage.open(&name, true).map_err(Error::io(&name, "create")))?;
-            self.guard(
-                file.truncate(0)
-                    .and_then(|()| file.write_all_at(&bytes, 0))
-                    .and_then(|()| file.sync())
-                    .map_err(Error::io(&name, "write")),
-            )?;
-        }
-        // The new index: what the worker wrote, then the commits made since.
-        let since: Vec<(Hash, u64)> = std::mem::take(&mut *self.gc.since_start.lock());
-        self.gc.running.store(false, Ordering::Release);
-        let since = &since[prepared.since_written.min(since.len())..];
-        let index_name = index_file::name(prepared.generation);
-        let bytes = index_file::encode(since);
-        let at = prepared.index_entries * index_file::ENTRY_BYTES as u64;
-        self.guard(prepared.index.write_all_at(&bytes, at).map_err(Error::io(&index_name, "write")))?;
-        self.guard(prepared.index.sync().map_err(Error::io(&index_name, "sync")))?;
-        crash_point::reach("gc-index-written");
-
-        let mut next = writer.control.clone();
-        next.seq += 1;
-        next.generation = prepared.generation;
-        next.first_chunk_start = prepared.boundary;
-        next.flags = if self.options.retention.archive() { crate::format::control::FLAG_ARCHIVE } else { 0 };
-        next.index_entries = prepared.index_entries + since.len() as u64;
-        // The new index holds every commit: the checkpoint is complete.
-        writer.unflushed_index.clear();
-        self.guard(self.checkpoint_dict(writer, &mut next))?;
-        next.checkpoint_end = next.durable_end;
-        let control = next.encode();
-        self.guard(writer.control_file.write_all_at(&control, next.slot_offset()).map_err(Error::io("control", "write")))?;
-        self.guard(writer.control_file.sync().map_err(Error::io("control", "sync")))?;
-        crash_point::reach("gc-switched");
-        writer.control = next;
-        writer.index_file = prepared.index.clone();
-
-        // Publish: collected commits, then the new layout.
-        {
-            let mut index = self.index.write();
-            for hash in &prepared.collected {
-                index.insert(*hash, index_file::COLLECTED);
-            }
-        }
-        self.collected_commits.fetch_add(prepared.collected.len() as u64, Ordering::Relaxed);
-        let live_runs = prepared.runs.len() as u64;
-        let live_bytes = prepared.prefix_len;
-        let (replaced, to_cold) = self.pack.switch(
-            Prefix {
-                generation: prepared.generation,
-                file: prepared.prefix,
-                name: prefix_name(prepared.generation),
-                runs: prepared.runs,
-            },
-            prepared.boundary,
-            self.options.retention.archive(),
-        );
-        let switch_pause = pause.elapsed();
-        // The old files leave the directory; readers holding them keep their handles.
-        let mut old = replaced;
-        if prepared.generation > 1 {
-            old.push(open::mapping_name(prepared.generation - 1));
-        }
-        old.push(index_file::name(prepared.generation - 1));
-        // Best effort: the switch is durable; what is left is removed (or
-        // moved to cold files) at the next open.
-        for name in &old {
-            let _ = self.storage.remove(name);
-        }
-        for (name, cold) in &to_cold {
-            let _ = self.storage.rename(name, cold);
-        }
-        let _ = self.storage.sync_dir();
-        crash_point::reach("gc-removed");
-        let report = GcReport {
-            generation: prepared.generation,
-            boundary: prepared.boundary,
-            live_runs,
-            live_bytes,
-            bytes_before: prepared.bytes_before,
-            bytes_after: self.pack.size_bytes(),
-            collected_commits: prepared.collected.len() as u64,
-            duration: started.elapsed(),
-            start_pause,
-            switch_pause,
-        };
-        let mut finished = self.gc.finished.lock();
-        if finished.len() == MAX_REPORTS {
-            finished.remove(0);
-        }
-        finished.push(report.clone());
-        drop(finished);
-        Ok(report)
     }
 
     pub(crate) fn take_gc_reports(&self) -> Vec<GcReport> {
+        self.reap_quietly();
         std::mem::take(&mut *self.gc.finished.lock())
     }
 
@@ -532,11 +438,35 @@ impl Repo {
         }
         Ok(())
     }
+
+    /// Writes `next` (a state derived from `writer.control`) to the control
+    /// file and syncs it: the commit point of a collection step. A failure
+    /// poisons the store, since the slot may or may not have reached the disk.
+    fn write_control(&self, writer: &mut Writer, next: crate::format::control::Control) -> Result<()> {
+        let control = next.encode();
+        self.guard(writer.control_file.write_all_at(&control, next.slot_offset()).map_err(Error::io("control", "write")))?;
+        self.guard(writer.control_file.sync().map_err(Error::io("control", "sync")))?;
+        writer.control = next;
+        Ok(())
+    }
+
+    /// Removes the files a switch replaced and (archive mode) renames the
+    /// chunks that become cold. Best effort: the switch is durable, and the
+    /// next open finishes what is left.
+    fn retire(&self, remove: &[String], rename: &[(String, String)]) {
+        for name in remove {
+            let _ = self.storage.remove(name);
+        }
+        for (name, cold) in rename {
+            let _ = self.storage.rename(name, cold);
+        }
+        let _ = self.storage.sync_dir();
+    }
 }
 
-/// Scans `prepared.scanned_end..end` for references below the boundary
-/// that are not copied yet, and copies what they reach (the mapping file
-/// is then stale).
+/// Scans `prepared.scanned_end..end` for references below the boundary to
+/// records not yet known live, and adds what they reach to the runs (the
+/// mapping file is then stale).
 fn catch_up(repo: &Repo, prepared: &mut Prepared, end: u64) -> Result<()> {
     let boundary = prepared.boundary;
     let mut roots = Vec::new();
@@ -545,26 +475,20 @@ fn catch_up(repo: &Repo, prepared: &mut Prepared, end: u64) -> Result<()> {
     })?;
     prepared.scanned_end = end;
     let (runs, masked) = (&prepared.runs, &prepared.masked);
-    let copied = |offset: u64| mapping::find(runs, offset).is_some();
-    let skip = |offset: u64| copied(offset) && !masked.contains_key(&offset);
-    let found = gc_plan::live_records(boundary, roots, &skip, &copied, &mut |o| repo.pack.read_record_sized(o))?;
+    let known = |offset: u64| mapping::find(runs, offset).is_some();
+    let skip = |offset: u64| known(offset) && !masked.contains_key(&offset);
+    let found = gc_plan::live_records(boundary, roots, &skip, &known, &mut |o| repo.pack.read_record_sized(o))?;
     note_masks(&mut prepared.masked, &found.masks);
-    let live = found.records;
-    if live.is_empty() {
+    if found.ranges.is_empty() {
         return Ok(());
     }
-    let new_runs = gc_plan::runs(&live, prepared.prefix_len, &chunk_starts(repo));
-    let name = prefix_name(prepared.generation);
-    copy_runs(repo, &*prepared.prefix, &name, &new_runs, &Progress::default())?;
-    prepared.prefix.sync().map_err(Error::io(&name, "sync"))?;
-    prepared.prefix_len += live.iter().map(|l| l.1).sum::<u64>();
-    prepared.runs.extend(new_runs);
-    prepared.runs.sort_unstable_by_key(|r| r.old);
+    let placed = gc_plan::place(&found.ranges, &mut |o| repo.pack.whereabouts(o))?;
+    prepared.runs = gc_plan::merge(std::mem::take(&mut prepared.runs), placed);
     prepared.mapping_stale = true;
     Ok(())
 }
 
-/// Records the masks a traversal visited copied records with.
+/// Records the masks a traversal visited live records with.
 fn note_masks(masked: &mut HashMap<u64, u32>, visits: &[(u64, u32)]) {
     for &(offset, mask) in visits {
         if mask == 0 {
@@ -575,58 +499,59 @@ fn note_masks(masked: &mut HashMap<u64, u32>, visits: &[(u64, u32)]) {
     }
 }
 
-fn chunk_starts(repo: &Repo) -> Vec<u64> {
-    repo.pack.chunk_bounds().iter().map(|c| c.0).collect()
-}
-
-/// Copies each run's bytes from the pack into the prefix file.
-fn copy_runs(repo: &Repo, prefix: &dyn File, name: &str, runs: &[Run], progress: &Progress) -> Result<()> {
-    let mut buf = Vec::new();
-    for run in runs {
-        let mut done = 0;
-        while done < run.len {
-            let n = (run.len - done).min(8 << 20);
-            buf.resize(n as usize, 0);
-            repo.check_cancel()?;
-            repo.pack.read_raw(run.old + done, &mut buf)?;
-            prefix.write_all_at(&buf, run.new + done).map_err(Error::io(name, "write"))?;
-            done += n;
-            progress.done.fetch_add(n, Ordering::Relaxed);
-        }
-    }
-    Ok(())
-}
-
 /// The worker's side of a collection.
 struct Work<'a> {
     repo: &'a Repo,
     generation: u64,
     boundary: u64,
     progress: &'a Progress,
+    started: Instant,
+    /// Files written for a step not yet durable: removed if the collection fails.
+    in_flight: Vec<String>,
+    report: GcReport,
 }
 
 impl Work<'_> {
-    fn create(&self, name: &str) -> Result<Arc<dyn File>> {
+    fn create(&mut self, name: &str) -> Result<Arc<dyn File>> {
+        self.in_flight.push(name.to_string());
         let file = self.repo.storage.open(name, true).map_err(Error::io(name, "create"))?;
         file.truncate(0).map_err(Error::io(name, "truncate"))?;
         Ok(file)
     }
 
-    fn run(&self, scan_end: u64, roots: Vec<u64>, entries: Vec<(Hash, u64)>, collected: Vec<Hash>) -> Result<Prepared> {
+    /// Writes `bytes` as the whole of `file` and syncs it.
+    fn write_whole(file: &dyn File, name: &str, bytes: &[u8]) -> Result<()> {
+        file.truncate(0).and_then(|()| file.write_all_at(bytes, 0)).and_then(|()| file.sync()).map_err(Error::io(name, "write"))
+    }
+
+    fn run(&mut self, scan_end: u64, roots: Vec<u64>, entries: Vec<(Hash, u64)>, collected: Vec<Hash>) -> Result<GcReport> {
+        self.report.bytes_before = self.repo.pack.size_bytes();
+        let prepared = self.find_live(scan_end, roots, entries, collected)?;
+        let runs = self.switch(prepared)?;
+        self.relocate(runs)?;
+        let report = &mut self.report;
+        report.bytes_after = self.repo.pack.size_bytes();
+        report.peak_bytes = report.peak_bytes.max(report.bytes_before).max(report.bytes_after);
+        report.duration = self.started.elapsed();
+        Ok(std::mem::take(report))
+    }
+
+    /// Stage 1 up to the switch: the live records below the boundary and
+    /// where they lie, the new index, catch-up rounds.
+    fn find_live(&mut self, scan_end: u64, roots: Vec<u64>, entries: Vec<(Hash, u64)>, collected: Vec<Hash>) -> Result<Prepared> {
         let (repo, boundary) = (self.repo, self.boundary);
-        let bytes_before = repo.pack.size_bytes();
         // 1. References into the region below the boundary, from the records
         //    kept in place and from the kept commits below it.
         self.progress.enter(GcPhase::Scanning, scan_end - boundary);
         let mut pending: Vec<(u64, u32)> = roots.into_iter().filter(|&o| o < boundary).map(|o| (o, 0)).collect();
+        let progress = self.progress;
         repo.pack.scan(boundary, scan_end, &mut |offset, kind, payload| {
-            self.progress.done.store(offset - boundary, Ordering::Relaxed);
+            progress.done.store(offset - boundary, Ordering::Relaxed);
             repo.check_cancel()?;
             gc_plan::references_below(boundary, offset, kind, payload, &mut pending)
         })?;
-        // 2. The live records below the boundary.
+        // 2. The live records below the boundary, where they lie now.
         self.progress.enter(GcPhase::Tracing, 0);
-        let progress = self.progress;
         let found = gc_plan::live_records(boundary, pending, &|_| false, &|_| false, &mut |offset| {
             progress.done.fetch_add(1, Ordering::Relaxed);
             repo.check_cancel()?;
@@ -634,40 +559,23 @@ impl Work<'_> {
         })?;
         let mut masked = HashMap::new();
         note_masks(&mut masked, &found.masks);
-        let live = found.records;
-        // 3. Copy them; write the mapping and the new index.
-        let runs = gc_plan::runs(&live, 0, &chunk_starts(repo));
-        let prefix_len: u64 = live.iter().map(|l| l.1).sum();
-        drop(live);
-        self.progress.enter(GcPhase::Copying, prefix_len);
-        let name = prefix_name(self.generation);
-        let prefix = self.create(&name)?;
-        copy_runs(repo, &*prefix, &name, &runs, self.progress)?;
-        prefix.sync().map_err(Error::io(&name, "sync"))?;
-        let mapping_name = open::mapping_name(self.generation);
-        let mapping = self.create(&mapping_name)?;
-        mapping.write_all_at(&mapping::encode(&runs), 0).map_err(Error::io(&mapping_name, "write"))?;
-        mapping.sync().map_err(Error::io(&mapping_name, "sync"))?;
+        let runs = gc_plan::place(&found.ranges, &mut |o| repo.pack.whereabouts(o))?;
+        drop(found);
+        // 3. The new index.
         let index_name = index_file::name(self.generation);
         let index = self.create(&index_name)?;
         index.write_all_at(&index_file::encode(&entries), 0).map_err(Error::io(&index_name, "write"))?;
-        index.sync().map_err(Error::io(&index_name, "sync"))?;
-        repo.storage.sync_dir().map_err(Error::io(repo.storage.describe(), "sync directory"))?;
-        crash_point::reach("gc-copied");
         let mut prepared = Prepared {
             generation: self.generation,
             boundary,
-            prefix,
-            prefix_len,
             runs,
             scanned_end: scan_end,
             index,
             index_entries: entries.len() as u64,
             since_written: 0,
             collected,
-            mapping_stale: false,
+            mapping_stale: true,
             masked,
-            bytes_before,
         };
         // 4. Catch up with the writer until little is left for the switch.
         self.progress.enter(GcPhase::CatchingUp, 0);
@@ -680,19 +588,179 @@ impl Work<'_> {
             catch_up(repo, &mut prepared, end)?;
         }
         // The commits made so far go into the new index now, off the writer's path.
-        let since: Vec<(Hash, u64)> = self.repo.gc.since_start.lock().clone();
+        let since: Vec<(Hash, u64)> = repo.gc.since_start.lock().clone();
         let at = prepared.index_entries * index_file::ENTRY_BYTES as u64;
         prepared.index.write_all_at(&index_file::encode(&since), at).map_err(Error::io(&index_name, "write"))?;
         prepared.index.sync().map_err(Error::io(&index_name, "sync"))?;
         prepared.index_entries += since.len() as u64;
         prepared.since_written = since.len();
-        if prepared.mapping_stale {
-            mapping.truncate(0).map_err(Error::io(&mapping_name, "truncate"))?;
-            mapping.write_all_at(&mapping::encode(&prepared.runs), 0).map_err(Error::io(&mapping_name, "write"))?;
-            mapping.sync().map_err(Error::io(&mapping_name, "sync"))?;
-            prepared.mapping_stale = false;
-        }
-        self.progress.enter(GcPhase::Ready, 0);
+        let mapping_name = mapping::file_name(self.generation);
+        let file = self.create(&mapping_name)?;
+        Self::write_whole(&*file, &mapping_name, &mapping::encode(&prepared.runs))?;
+        prepared.mapping_stale = false;
+        repo.storage.sync_dir().map_err(Error::io(repo.storage.describe(), "sync directory"))?;
+        crash_point::reach("gc-planned");
         Ok(prepared)
+    }
+
+    /// The liveness switch, under the writer lock: the last catch-up, then
+    /// one durable control write names the new generation, its index and
+    /// the boundary. Returns the runs.
+    fn switch(&mut self, mut prepared: Prepared) -> Result<Vec<Run>> {
+        let repo = self.repo;
+        let mut writer = repo.writer.as_ref().expect("a collection runs on a writable store").lock();
+        let pause = Instant::now();
+        repo.check_writable()?;
+        repo.check_cancel()?;
+        // Everything committed so far becomes durable first.
+        repo.flush_locked(&mut writer, false)?;
+        let end = repo.pack.end();
+        // The last catch-up: the records committed since the last round.
+        repo.guard(catch_up(repo, &mut prepared, end))?;
+        if prepared.mapping_stale {
+            let name = mapping::file_name(prepared.generation);
+            let file = repo.guard(repo.storage.open(&name, true).map_err(Error::io(&name, "create")))?;
+            repo.guard(Self::write_whole(&*file, &name, &mapping::encode(&prepared.runs)))?;
+        }
+        // The new index: what the worker wrote, then the commits made since.
+        let since: Vec<(Hash, u64)> = std::mem::take(&mut *repo.gc.since_start.lock());
+        repo.gc.running.store(false, Ordering::Release);
+        let since = &since[prepared.since_written.min(since.len())..];
+        let index_name = index_file::name(prepared.generation);
+        let at = prepared.index_entries * index_file::ENTRY_BYTES as u64;
+        repo.guard(prepared.index.write_all_at(&index_file::encode(since), at).map_err(Error::io(&index_name, "write")))?;
+        repo.guard(prepared.index.sync().map_err(Error::io(&index_name, "sync")))?;
+        crash_point::reach("gc-index-written");
+        let archive = repo.options.retention.archive();
+        // Checked before the commit point: every run's file is found.
+        let install = repo.pack.resolve(Layout {
+            generation: prepared.generation,
+            runs: prepared.runs.clone(),
+            new_files: Vec::new(),
+            boundary: prepared.boundary,
+            archive,
+        })?;
+
+        let mut next = writer.control.clone();
+        next.seq += 1;
+        next.generation = prepared.generation;
+        next.index_generation = prepared.generation;
+        next.first_chunk_start = prepared.boundary;
+        next.flags = if archive { crate::format::control::FLAG_ARCHIVE } else { 0 };
+        next.index_entries = prepared.index_entries + since.len() as u64;
+        // The new index holds every commit: the checkpoint is complete.
+        writer.unflushed_index.clear();
+        repo.guard(repo.checkpoint_dict(&writer, &mut next))?;
+        next.checkpoint_end = next.durable_end;
+        let old_index = index_file::name(writer.control.index_generation);
+        let old_mapping = (writer.control.generation > 0).then(|| mapping::file_name(writer.control.generation));
+        repo.write_control(&mut writer, next)?;
+        self.in_flight.clear();
+        crash_point::reach("gc-switched");
+        writer.index_file = prepared.index.clone();
+
+        // Publish: collected commits, then the new layout.
+        {
+            let mut index = repo.index.write();
+            for hash in &prepared.collected {
+                index.insert(*hash, index_file::COLLECTED);
+            }
+        }
+        repo.collected_commits.fetch_add(prepared.collected.len() as u64, Ordering::Relaxed);
+        let (mut remove, rename) = repo.pack.install(install);
+        self.report.switch_pause = pause.elapsed();
+        drop(writer);
+        remove.push(old_index);
+        remove.extend(old_mapping);
+        repo.retire(&remove, &rename);
+        crash_point::reach("gc-removed");
+        let report = &mut self.report;
+        report.generation = prepared.generation;
+        report.last_generation = prepared.generation;
+        report.boundary = prepared.boundary;
+        report.live_runs = prepared.runs.len() as u64;
+        report.live_bytes = prepared.runs.iter().map(|r| r.len).sum();
+        report.collected_commits = prepared.collected.len() as u64;
+        Ok(prepared.runs)
+    }
+
+    /// Stage 2: rewrites the files whose live share is low, a group at a
+    /// time, each group into one segment made the layout by its own step.
+    fn relocate(&mut self, mut runs: Vec<Run>) -> Result<()> {
+        let repo = self.repo;
+        let Some(current) = repo.pack.collected() else { return Ok(()) };
+        let sizes: BTreeMap<u64, u64> = current.files.iter().map(|(key, f)| (*key, f.len)).collect();
+        drop(current);
+        // Archive mode keeps old segments as they are: records their runs
+        // no longer need may belong to archived commits.
+        let archive = repo.options.retention.archive();
+        let may_rewrite = |key: u64| !archive || key & IN_CHUNK != 0;
+        let groups = gc_plan::rewrite_groups(&runs, &sizes, &may_rewrite, repo.options.chunk_target_bytes);
+        let total: u64 = {
+            let live = mapping::live_bytes(&runs);
+            groups.iter().flatten().map(|key| live[key]).sum()
+        };
+        self.progress.enter(GcPhase::Relocating, total);
+        for group in groups {
+            runs = self.relocation_step(&runs, &group.into_iter().collect())?;
+        }
+        Ok(())
+    }
+
+    /// One relocation step: the runs of `sources` copied into a new
+    /// segment, then one durable control write. Returns the new runs.
+    fn relocation_step(&mut self, runs: &[Run], sources: &BTreeSet<u64>) -> Result<Vec<Run>> {
+        let repo = self.repo;
+        let generation = self.report.last_generation + 1;
+        let (next_runs, len) = gc_plan::relocate(runs, sources, generation);
+        let name = segment_name(generation);
+        let segment = self.create(&name)?;
+        let mut buf = Vec::new();
+        for run in next_runs.iter().filter(|r| r.file == generation) {
+            let mut done = 0;
+            while done < run.len {
+                let n = (run.len - done).min(8 << 20);
+                buf.resize(n as usize, 0);
+                repo.check_cancel()?;
+                repo.pack.read_raw(run.old + done, &mut buf)?;
+                segment.write_all_at(&buf, run.new + done).map_err(Error::io(&name, "write"))?;
+                done += n;
+                self.progress.done.fetch_add(n, Ordering::Relaxed);
+            }
+        }
+        segment.sync().map_err(Error::io(&name, "sync"))?;
+        let mapping_name = mapping::file_name(generation);
+        let file = self.create(&mapping_name)?;
+        Self::write_whole(&*file, &mapping_name, &mapping::encode(&next_runs))?;
+        repo.storage.sync_dir().map_err(Error::io(repo.storage.describe(), "sync directory"))?;
+        crash_point::reach("gc-segment-written");
+        self.report.peak_bytes = self.report.peak_bytes.max(repo.pack.size_bytes() + len);
+        let install = repo.pack.resolve(Layout {
+            generation,
+            runs: next_runs.clone(),
+            new_files: vec![(generation, Source { name: name.clone(), file: segment, len })],
+            boundary: repo.pack.first_chunk_start(),
+            archive: repo.options.retention.archive(),
+        })?;
+
+        let mut writer = repo.writer.as_ref().expect("a collection runs on a writable store").lock();
+        let pause = Instant::now();
+        repo.check_writable()?;
+        let mut next = writer.control.clone();
+        next.seq += 1;
+        next.generation = generation;
+        let old_mapping = mapping::file_name(writer.control.generation);
+        repo.write_control(&mut writer, next)?;
+        self.in_flight.clear();
+        crash_point::reach("gc-relocated");
+        let (mut remove, rename) = repo.pack.install(install);
+        self.report.step_pause = self.report.step_pause.max(pause.elapsed());
+        drop(writer);
+        remove.push(old_mapping);
+        repo.retire(&remove, &rename);
+        self.report.last_generation = generation;
+        self.report.copied_bytes += len;
+        self.report.segments += 1;
+        Ok(next_runs)
     }
 }

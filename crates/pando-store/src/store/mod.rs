@@ -99,10 +99,14 @@ pub struct StoreStats {
     pub cache_bytes: u64,
     pub cache_entries: usize,
     pub branches: usize,
-    /// Garbage collection: the generation in use (0 before any), the live
-    /// bytes in its prefix file and how many commits it collected.
+    /// Garbage collection: the layout generation in use (0 before any);
+    /// below the first chunk, the live bytes, the files holding them
+    /// (segments and chunks kept in place) and their bytes; how many commits
+    /// collections collected.
     pub generation: u64,
-    pub prefix_bytes: u64,
+    pub collected_live_bytes: u64,
+    pub collected_files: usize,
+    pub collected_file_bytes: u64,
     pub collected_commits: u64,
 }
 
@@ -163,20 +167,19 @@ impl Store {
     /// Starts a garbage collection in the background: every record not
     /// reachable from `keep_from`, the commits made after it, or a pinned
     /// commit is discarded. The writer keeps committing and readers keep
-    /// reading; the store switches to the collected generation at the next
-    /// commit after the work is done, or in [`Store::wait_gc`]. Checking out
-    /// a collected commit is then `Error::CollectedCommit`.
+    /// reading; the collection takes effect in one durable step between two
+    /// commits, then rewrites mostly dead files in the background. Checking
+    /// out a collected commit is then `Error::CollectedCommit`.
     pub fn gc(&self, keep_from: &Hash) -> Result<()> {
         self.repo.start_gc(keep_from)
     }
 
-    /// Waits for the running collection (if any) and completes it.
+    /// Waits for the running collection (if any) to finish.
     pub fn wait_gc(&self) -> Result<Option<GcReport>> {
         self.repo.wait_gc()
     }
 
-    /// The reports of the collections finished since the last call (also
-    /// those switched at a commit).
+    /// The reports of the collections finished since the last call.
     pub fn take_gc_reports(&self) -> Vec<GcReport> {
         self.repo.take_gc_reports()
     }
@@ -312,7 +315,7 @@ impl Store {
     }
 
     pub fn stats(&self) -> StoreStats {
-        let prefix = self.repo.pack.prefix();
+        let collected = self.repo.pack.collected();
         StoreStats {
             commits: self.commit_count(),
             pack_bytes: self.pack_bytes(),
@@ -321,8 +324,10 @@ impl Store {
             cache_bytes: self.repo.cache.weight_bytes(),
             cache_entries: self.repo.cache.len(),
             branches: self.repo.branches.read().len(),
-            generation: prefix.as_ref().map_or(0, |p| p.generation),
-            prefix_bytes: prefix.as_ref().map_or(0, |p| p.live_bytes()),
+            generation: collected.as_ref().map_or(0, |c| c.generation),
+            collected_live_bytes: collected.as_ref().map_or(0, |c| c.live_bytes()),
+            collected_files: collected.as_ref().map_or(0, |c| c.files.len()),
+            collected_file_bytes: collected.as_ref().map_or(0, |c| c.file_bytes()),
             collected_commits: self.repo.collected_commits.load(Ordering::Relaxed),
         }
     }

@@ -64,14 +64,15 @@ pub fn open(storage: Arc<dyn Storage>, options: Options) -> Result<Repo> {
     let writable = !options.read_only;
 
     let generation = control.generation;
-    let prefix = if generation > 0 { Some(load_prefix(&*storage, generation, control.first_chunk_start)?) } else { None };
+    let runs =
+        if generation > 0 { Some((generation, load_mapping(&*storage, generation, control.first_chunk_start)?)) } else { None };
     let pack = Pack::open(
         storage.clone(),
         control.first_chunk_start,
         control.durable_end,
         control.chunk_target_bytes,
         writable,
-        prefix,
+        runs,
         control.flags & crate::format::control::FLAG_ARCHIVE != 0,
     )?;
 
@@ -86,7 +87,7 @@ pub fn open(storage: Arc<dyn Storage>, options: Options) -> Result<Repo> {
         dict.push(step);
     }
 
-    let index_name = index_file::name(generation);
+    let index_name = index_file::name(control.index_generation);
     let index_file = open_file(&*storage, &index_name, false)?;
     let index_len = control
         .index_entries
@@ -143,7 +144,7 @@ pub fn open(storage: Arc<dyn Storage>, options: Options) -> Result<Repo> {
     let collected = index.values().filter(|&&offset| offset == index_file::COLLECTED).count() as u64;
     if writable {
         // Only once the current generation has loaded.
-        remove_other_generations(&*storage, generation)?;
+        remove_other_generations(&*storage, generation, control.index_generation)?;
     }
     let branches = read_branches(&*storage, writable)?;
     let writer = if writable {
@@ -231,27 +232,19 @@ fn read_branches(storage: &dyn Storage, writable: bool) -> Result<BTreeMap<Strin
     branches::decode(&bytes).map_err(|(at, reason)| Error::corrupt(branches::FILE, at, reason))
 }
 
-/// The generation of a file a collection writes (`prefix-<g>.pack`,
-/// `mapping-<g>`, `index-<g>`), if `name` is one.
-pub fn generation_of(name: &str) -> Option<u64> {
+/// Removes the mapping and index files of other generations: those a
+/// finished collection step replaced, those an unfinished one left (a
+/// crash before its switch). Segments and chunks are the pack's.
+fn remove_other_generations(storage: &dyn Storage, generation: u64, index_generation: u64) -> Result<()> {
     use crate::pack::parse_hex_name;
-    parse_hex_name(name, "prefix-", ".pack")
-        .or_else(|| parse_hex_name(name, "mapping-", ""))
-        .or_else(|| parse_hex_name(name, "index-", ""))
-}
-
-pub fn mapping_name(generation: u64) -> String {
-    format!("mapping-{generation:016x}")
-}
-
-/// Removes the files of other collection generations: those of an older
-/// generation a finished collection replaced, those of a newer one an
-/// unfinished collection left (a crash before its switch).
-fn remove_other_generations(storage: &dyn Storage, generation: u64) -> Result<()> {
     let names = storage.list().map_err(Error::io(storage.describe(), "list"))?;
     let stale: Vec<&String> = names
         .iter()
-        .filter(|name| generation_of(name).is_some_and(|g| g != generation) || (generation > 0 && name.as_str() == INDEX))
+        .filter(|name| {
+            parse_hex_name(name, "mapping-", "").is_some_and(|g| g != generation)
+                || parse_hex_name(name, "index-", "").is_some_and(|g| g != index_generation)
+                || (index_generation > 0 && name.as_str() == INDEX)
+        })
         .collect();
     for name in &stale {
         storage.remove(name).map_err(Error::io(name.as_str(), "remove"))?;
@@ -262,16 +255,11 @@ fn remove_other_generations(storage: &dyn Storage, generation: u64) -> Result<()
     Ok(())
 }
 
-/// Opens the prefix file and mapping of `generation`.
-fn load_prefix(storage: &dyn Storage, generation: u64, boundary: u64) -> Result<crate::pack::Prefix> {
-    let name = crate::pack::prefix_name(generation);
-    let file = open_file(storage, &name, false)?;
-    let len = file.len().map_err(Error::io(&name, "stat"))?;
-    let mapping = mapping_name(generation);
-    let bytes = read_all(&*open_file(storage, &mapping, false)?).map_err(Error::io(&mapping, "read"))?;
-    let runs =
-        crate::format::mapping::decode(&bytes, len, boundary).map_err(|(at, reason)| Error::corrupt(&mapping, at, reason))?;
-    Ok(crate::pack::Prefix { generation, file, name, runs })
+/// Reads and checks the run table of `generation`.
+fn load_mapping(storage: &dyn Storage, generation: u64, boundary: u64) -> Result<Vec<crate::format::mapping::Run>> {
+    let name = crate::format::mapping::file_name(generation);
+    let bytes = read_all(&*open_file(storage, &name, false)?).map_err(Error::io(&name, "read"))?;
+    crate::format::mapping::decode(&bytes, boundary).map_err(|(at, reason)| Error::corrupt(&name, at, reason))
 }
 
 fn slot_error(first: SlotError, second: SlotError) -> Error {

@@ -129,15 +129,22 @@ pub struct Report {
 /// A garbage collection during a replay, as the report shows it.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct GcEvent {
-    /// The block during which it started, and the one whose commit switched to it.
+    /// The block during which it started, and the one after which it had finished.
     pub start_block: u64,
     pub end_block: u64,
     pub seconds: f64,
-    /// The writer's longest wait caused by the collection (start or switch), ms.
+    /// The writer's longest wait caused by the collection (start, switch or
+    /// a relocation step), ms.
     pub max_pause_ms: f64,
     pub collected_commits: u64,
+    /// Pack bytes before, at most during, and after.
     pub bytes_before: u64,
+    #[serde(default)]
+    pub peak_bytes: u64,
     pub bytes_after: u64,
+    /// Bytes rewritten into new segment files.
+    #[serde(default)]
+    pub copied_bytes: u64,
 }
 
 fn buckets(histogram: &Histogram<u64>) -> Vec<(f64, u64)> {

@@ -35,13 +35,15 @@ pub fn render(report: &Report) -> String {
         for g in &report.gc {
             let _ = writeln!(
                 w,
-                "  blocks {}..{}: {:.1} s, {} commits collected, pack {} -> {}, writer paused {:.2} ms",
+                "  blocks {}..{}: {:.1} s, {} commits collected, pack {} -> {} (at most {}), {} rewritten, writer paused {:.2} ms",
                 g.start_block,
                 g.end_block,
                 g.seconds,
                 g.collected_commits,
                 human_bytes(g.bytes_before as f64),
                 human_bytes(g.bytes_after as f64),
+                human_bytes(g.peak_bytes as f64),
+                human_bytes(g.copied_bytes as f64),
                 g.max_pause_ms
             );
         }
