@@ -22,6 +22,7 @@ pub mod options;
 pub mod pack;
 pub mod record;
 pub mod store;
+mod sync;
 pub mod tree;
 
 pub use error::{Error, Result};
