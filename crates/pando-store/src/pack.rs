@@ -15,9 +15,11 @@
 //! Invariants:
 //! - Bytes below `end` are never rewritten; readers may read them while the
 //!   writer appends. A collection replaces the layout below the first chunk
-//!   in one step (`switch`); a reader that located a record in an old file
-//!   keeps reading it through its open handle.
-//! - Every chunk but the last is exactly `next.start - start` bytes long.
+//!   in one step (`install`, under every lock); a reader that located a
+//!   record in an old file keeps reading it through its open handle.
+//! - Locks are taken in one order: chunks, collected, cold.
+//! - Every chunk but the last is exactly `next.start - start` bytes long;
+//!   a cold file holds exactly the bytes its chunk held.
 //! - Boundary: the pack knows records, not nodes or commits.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -140,13 +142,28 @@ struct Chunk {
     file: Arc<dyn File>,
 }
 
+/// A chunk an archive-mode collection moved out of the hot set. Cold files
+/// need not touch: a rolling collection may have removed chunks between them.
+struct Cold {
+    start: u64,
+    len: u64,
+    name: String,
+    file: Arc<dyn File>,
+}
+
+impl Cold {
+    fn holds(&self, offset: u64) -> bool {
+        self.start <= offset && offset < self.start + self.len
+    }
+}
+
 pub struct Pack {
     storage: Arc<dyn Storage>,
     chunks: RwLock<Vec<Chunk>>,
     collected: RwLock<Option<Arc<Collected>>>,
     /// Archive mode: the chunks collections moved out of the hot set,
     /// sorted; read below the first chunk when no run holds a record.
-    cold: RwLock<Vec<Chunk>>,
+    cold: RwLock<Vec<Cold>>,
     /// The first chunk's start, readable without a lock.
     first_start: AtomicU64,
     /// The bytes of the files below the first chunk, readable without a
@@ -228,8 +245,17 @@ impl Pack {
         let cold = cold
             .into_iter()
             .map(|(start, name)| {
-                let file = storage.open(&name, false).map_err(Error::io(&name, "open"))?;
-                Ok(Chunk { start, name, file })
+                // Read-only, a chunk listed under its old name may have
+                // been renamed cold meanwhile.
+                let (name, file) = match storage.open(&name, false) {
+                    Ok(file) => (name, file),
+                    Err(_) if !writable => {
+                        (cold_name(start), storage.open(&cold_name(start), false).map_err(Error::io(&name, "open"))?)
+                    }
+                    Err(e) => return Err(Error::io(&name, "open")(e)),
+                };
+                let len = file.len().map_err(Error::io(&name, "stat"))?;
+                Ok(Cold { start, len, name, file })
             })
             .collect::<Result<Vec<_>>>()?;
         let collected = match collected {
@@ -298,8 +324,9 @@ impl Pack {
         if offset >= self.first_chunk_start() {
             return true;
         }
-        self.collected.read().as_ref().is_some_and(|c| mapping::find(&c.runs, offset).is_some())
-            || self.cold.read().first().is_some_and(|c| c.start <= offset)
+        // One lock at a time (`install` takes them in another order).
+        let in_run = self.collected.read().as_ref().is_some_and(|c| mapping::find(&c.runs, offset).is_some());
+        in_run || self.cold.read().iter().any(|c| c.holds(offset))
     }
 
     /// The chunk starts, in order, with the end of each chunk's bytes.
@@ -318,9 +345,10 @@ impl Pack {
     /// collection checks this before the control write that makes the
     /// layout durable, then installs it.
     pub fn resolve(&self, layout: Layout) -> Result<Resolved> {
+        // Locks in one order everywhere: chunks, collected, cold.
         let chunks = self.chunks.read();
-        let cold = self.cold.read();
         let current = self.collected.read();
+        let cold = self.cold.read();
         let keep_from = chunks.partition_point(|c| c.start < layout.boundary);
         if chunks.get(keep_from).is_none_or(|c| c.start != layout.boundary) {
             return Err(Error::GcFailed(format!("the boundary {} is not a chunk start", layout.boundary)));
@@ -333,7 +361,7 @@ impl Pack {
                 Some(source) => Some(source),
                 None => match old_files.and_then(|files| files.get(&key)) {
                     Some(f) => Some(Source { name: f.name.clone(), file: f.file.clone(), len: f.len }),
-                    None if key & IN_CHUNK != 0 => self.chunk_source(&chunks[..=keep_from], &cold, key & !IN_CHUNK)?,
+                    None if key & IN_CHUNK != 0 => self.chunk_source(&chunks[..=keep_from], &cold, key & !IN_CHUNK),
                     None => None,
                 },
             };
@@ -358,11 +386,12 @@ impl Pack {
     pub fn install(&self, resolved: Resolved) -> (Vec<String>, Vec<(String, String)>) {
         let Resolved { generation, runs, mut files, boundary, archive } = resolved;
         let mut chunks = self.chunks.write();
-        let mut cold = self.cold.write();
         let mut current = self.collected.write();
+        let mut cold = self.cold.write();
         let keep_from = chunks.partition_point(|c| c.start < boundary);
+        let ends: Vec<u64> = chunks[1..=keep_from].iter().map(|c| c.start).collect();
         let (mut remove, mut rename) = (Vec::new(), Vec::new());
-        for chunk in chunks.drain(..keep_from) {
+        for (chunk, end) in chunks.drain(..keep_from).zip(ends) {
             if archive {
                 let name = cold_name(chunk.start);
                 rename.push((chunk.name.clone(), name.clone()));
@@ -370,7 +399,7 @@ impl Pack {
                     source.name = name.clone();
                 }
                 let at = cold.partition_point(|c| c.start < chunk.start);
-                cold.insert(at, Chunk { name, ..chunk });
+                cold.insert(at, Cold { start: chunk.start, len: end - chunk.start, name, file: chunk.file });
             } else if !files.contains_key(&(IN_CHUNK | chunk.start)) {
                 remove.push(chunk.name);
             }
@@ -390,14 +419,13 @@ impl Pack {
 
     /// The chunk at `start` as a file runs point into: one of `chunks`
     /// (each followed by the next, so its length is known), or a cold one.
-    fn chunk_source(&self, chunks: &[Chunk], cold: &[Chunk], start: u64) -> Result<Option<Source>> {
+    fn chunk_source(&self, chunks: &[Chunk], cold: &[Cold], start: u64) -> Option<Source> {
         if let Some(w) = chunks.windows(2).find(|w| w[0].start == start) {
             let len = w[1].start - start;
-            return Ok(Some(Source { name: w[0].name.clone(), file: w[0].file.clone(), len }));
+            return Some(Source { name: w[0].name.clone(), file: w[0].file.clone(), len });
         }
-        let Some(chunk) = cold.iter().find(|c| c.start == start) else { return Ok(None) };
-        let len = chunk.file.len().map_err(Error::io(&chunk.name, "stat"))?;
-        Ok(Some(Source { name: chunk.name.clone(), file: chunk.file.clone(), len }))
+        let chunk = cold.iter().find(|c| c.start == start)?;
+        Some(Source { name: chunk.name.clone(), file: chunk.file.clone(), len: chunk.len })
     }
 
     /// End of the appended bytes.
@@ -490,14 +518,13 @@ impl Pack {
             let located = located.or_else(|| {
                 let cold = self.cold.read();
                 let i = cold.partition_point(|c| c.start <= offset);
-                let chunk = cold.get(i.checked_sub(1)?)?;
-                let limit = cold.get(i).map_or(chunks[0].start, |next| next.start);
+                let chunk = cold.get(i.checked_sub(1)?).filter(|c| c.holds(offset))?;
                 Some(Located {
                     file: chunk.file.clone(),
                     name: chunk.name.clone(),
                     key: IN_CHUNK | chunk.start,
                     pos: offset - chunk.start,
-                    avail: limit - offset,
+                    avail: chunk.start + chunk.len - offset,
                 })
             });
             return located.ok_or(Error::Collected { offset });
@@ -604,7 +631,7 @@ impl Pack {
 
 /// Opens the files the runs of `generation` point into (`cold`: the cold
 /// chunks already open) and checks the runs fit them.
-fn open_collected(storage: &dyn Storage, generation: u64, runs: Vec<Run>, cold: &[Chunk]) -> Result<Collected> {
+fn open_collected(storage: &dyn Storage, generation: u64, runs: Vec<Run>, cold: &[Cold]) -> Result<Collected> {
     let mut files = BTreeMap::new();
     for key in runs.iter().map(|r| r.file).collect::<BTreeSet<u64>>() {
         let (name, file) = if key & IN_CHUNK == 0 {

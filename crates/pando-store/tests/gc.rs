@@ -319,3 +319,31 @@ fn leftover_and_damaged_collection_files() {
     segment.truncate(segment.len().unwrap() - 1).unwrap();
     assert!(matches!(Store::open_storage(Arc::new(storage), options()), Err(Error::Corrupt { .. })));
 }
+
+#[test]
+fn archive_then_rolling_refuses_a_tree_into_removed_chunks() {
+    // Found by review: cold files need not touch. After an archive-mode
+    // collection and a rolling one, a tree of a collected commit points
+    // between cold files; committing it must be refused, not accepted.
+    use pando_store::Retention;
+    let storage = MemStorage::new();
+    let archive = Options { retention: Retention::Archive { commits: 10, every: 1_000_000 }, ..options() };
+    let store = Store::open_storage(Arc::new(storage.clone()), archive).unwrap();
+    let commits = blocks(&store, None, 60, 1);
+    store.gc(&commits[40].0).unwrap();
+    store.wait_gc().unwrap().unwrap();
+    drop(store);
+    let store = Store::open_storage(Arc::new(storage.clone()), options()).unwrap();
+    let more = blocks(&store, commits.last().cloned(), 40, 2);
+    let stale = store.checkout(&more[2].0).unwrap().unwrap().add(&["x"], b"y").unwrap();
+    store.gc(&more[35].0).unwrap();
+    store.wait_gc().unwrap().unwrap();
+    match store.commit(&stale, &[more[39].0], 0, "Tezos", "stale") {
+        Err(Error::Collected { .. }) => {}
+        Err(e) => panic!("expected Collected, got {e}"),
+        Ok(hash) => panic!("a tree into removed chunks was committed as {hash}"),
+    }
+    // The rolling collection collected every older commit, archived ones too.
+    assert!(matches!(store.checkout(&commits[5].0), Err(Error::CollectedCommit(_))));
+    check_kept_and_collected(&store, &more, 35);
+}

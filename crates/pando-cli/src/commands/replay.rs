@@ -130,6 +130,8 @@ impl GcWatch {
                 end_block: block,
                 seconds: done.duration.as_secs_f64(),
                 max_pause_ms: done.longest_pause().as_secs_f64() * 1e3,
+                switch_pause_ms: done.switch_pause.as_secs_f64() * 1e3,
+                step_pause_ms: done.step_pause.as_secs_f64() * 1e3,
                 collected_commits: done.collected_commits,
                 bytes_before: done.bytes_before,
                 peak_bytes: done.peak_bytes,

@@ -114,6 +114,9 @@ pub struct GcReport {
     pub start_pause: Duration,
     pub switch_pause: Duration,
     pub step_pause: Duration,
+    /// Why relocation stopped early, if it did (the collection itself took
+    /// effect; the files not rewritten are rewritten by the next one).
+    pub relocation_error: Option<String>,
 }
 
 impl GcReport {
@@ -171,6 +174,8 @@ struct Prepared {
 
 struct Job {
     generation: u64,
+    /// Commits below this offset (not pinned at the start) are collected.
+    keep_offset: u64,
     started: Instant,
     progress: Arc<Progress>,
     handle: JoinHandle<Result<GcReport>>,
@@ -200,9 +205,16 @@ pub(crate) struct GcState {
 }
 
 impl Repo {
+    /// Pins `commit`; refused (`GcRunning`) while a running collection
+    /// would collect it, since its roots were fixed when it started.
     pub(crate) fn pin(&self, commit: &Hash) -> Result<()> {
         if !self.live_commit(commit)? {
             return Err(Error::UnknownCommit(*commit));
+        }
+        let offset = self.index.read().get(commit).copied().unwrap_or(0);
+        let collecting = self.gc.job.lock().as_ref().is_some_and(|job| !job.handle.is_finished() && offset < job.keep_offset);
+        if collecting && !self.options.retention.archive() {
+            return Err(Error::GcRunning);
         }
         *self.gc.pinned.lock().entry(*commit).or_insert(0) += 1;
         Ok(())
@@ -282,7 +294,10 @@ impl Repo {
                 // `since_start`; no other collection runs meanwhile.
                 let archive = repo.options.retention.archive();
                 let (mut entries, mut collected, mut roots) = (Vec::new(), Vec::new(), Vec::new());
-                for (hash, &offset) in repo.index.read().iter() {
+                // A copy, so that the writer's index updates wait only for it.
+                let snapshot: Vec<(Hash, u64)> = repo.index.read().iter().map(|(h, o)| (*h, *o)).collect();
+                for (hash, offset) in &snapshot {
+                    let (hash, offset) = (hash, *offset);
                     if offset != index_file::COLLECTED && offset >= scan_end {
                         continue;
                     }
@@ -313,11 +328,7 @@ impl Repo {
                 let result = work.run(scan_end, roots, entries, collected);
                 repo.gc.running.store(false, Ordering::Release);
                 if result.is_err() && !repo.poisoned.load(Ordering::Acquire) {
-                    // The store is still the last durable step's.
-                    for name in &work.in_flight {
-                        let _ = repo.storage.remove(name);
-                    }
-                    let _ = repo.storage.sync_dir();
+                    work.remove_in_flight();
                 }
                 result
             })
@@ -325,7 +336,7 @@ impl Repo {
                 self.gc.running.store(false, Ordering::Release);
                 Error::io("pando-gc", "spawn thread")(e)
             })?;
-        *job = Some(Job { generation, started, progress, handle });
+        *job = Some(Job { generation, keep_offset, started, progress, handle });
         Ok(())
     }
 
@@ -339,8 +350,10 @@ impl Repo {
         while pending() {
             std::thread::sleep(Duration::from_millis(2));
         }
-        if self.gc.job.lock().as_ref().is_some_and(|job| job.generation == target) {
-            return self.reap().expect("finished").map(Some);
+        if self.gc.job.lock().as_ref().is_some_and(|job| job.generation == target)
+            && let Some(outcome) = self.reap()
+        {
+            return outcome.map(Some);
         }
         // Another caller took it (and may have started the next one).
         if let Some(report) = self.gc.finished.lock().iter().rev().find(|r| r.generation == target) {
@@ -512,6 +525,15 @@ struct Work<'a> {
 }
 
 impl Work<'_> {
+    /// Removes the files of a step that did not become durable: the store
+    /// is still the last durable step's.
+    fn remove_in_flight(&mut self) {
+        for name in self.in_flight.drain(..) {
+            let _ = self.repo.storage.remove(&name);
+        }
+        let _ = self.repo.storage.sync_dir();
+    }
+
     fn create(&mut self, name: &str) -> Result<Arc<dyn File>> {
         self.in_flight.push(name.to_string());
         let file = self.repo.storage.open(name, true).map_err(Error::io(name, "create"))?;
@@ -528,7 +550,16 @@ impl Work<'_> {
         self.report.bytes_before = self.repo.pack.size_bytes();
         let prepared = self.find_live(scan_end, roots, entries, collected)?;
         let runs = self.switch(prepared)?;
-        self.relocate(runs)?;
+        // The collection has taken effect: a failed relocation step (or a
+        // cancel at close) leaves the store at the previous step, and the
+        // report says so.
+        if let Err(e) = self.relocate(runs) {
+            if self.repo.poisoned.load(Ordering::Acquire) {
+                return Err(e);
+            }
+            self.remove_in_flight();
+            self.report.relocation_error = Some(e.to_string());
+        }
         let report = &mut self.report;
         report.bytes_after = self.repo.pack.size_bytes();
         report.peak_bytes = report.peak_bytes.max(report.bytes_before).max(report.bytes_after);
@@ -608,19 +639,43 @@ impl Work<'_> {
     /// the boundary. Returns the runs.
     fn switch(&mut self, mut prepared: Prepared) -> Result<Vec<Run>> {
         let repo = self.repo;
-        let mut writer = repo.writer.as_ref().expect("a collection runs on a writable store").lock();
-        let pause = Instant::now();
-        repo.check_writable()?;
-        repo.check_cancel()?;
-        // Everything committed so far becomes durable first.
-        repo.flush_locked(&mut writer, false)?;
-        let end = repo.pack.end();
-        // The last catch-up: the records committed since the last round.
-        repo.guard(catch_up(repo, &mut prepared, end))?;
+        let archive = repo.options.retention.archive();
+        let (generation, boundary) = (prepared.generation, prepared.boundary);
+        let layout = |runs: Vec<Run>| Layout { generation, runs, new_files: Vec::new(), boundary, archive };
+        // Every run's file is found before the commit point, and (the
+        // usual case) outside the writer lock: the runs are only copied
+        // again if the last catch-up adds some.
+        let mut install = repo.pack.resolve(layout(prepared.runs.clone()))?;
+        let mut attempts = 0;
+        let (mut writer, pause) = loop {
+            let mut writer = repo.writer.as_ref().expect("a collection runs on a writable store").lock();
+            let pause = Instant::now();
+            repo.check_writable()?;
+            repo.check_cancel()?;
+            // Everything committed so far becomes durable first.
+            repo.flush_locked(&mut writer, false)?;
+            let end = repo.pack.end();
+            // The last catch-up: the records committed since the last round
+            // (a failure here changes nothing durable: no poisoning).
+            catch_up(repo, &mut prepared, end)?;
+            if !prepared.mapping_stale || attempts == 2 {
+                break (writer, pause);
+            }
+            // It found more live records: the mapping is rewritten without
+            // holding the writer, then the switch tries again.
+            drop(writer);
+            attempts += 1;
+            let name = mapping::file_name(prepared.generation);
+            let file = repo.storage.open(&name, true).map_err(Error::io(&name, "create"))?;
+            Self::write_whole(&*file, &name, &mapping::encode(&prepared.runs))?;
+            prepared.mapping_stale = false;
+            install = repo.pack.resolve(layout(prepared.runs.clone()))?;
+        };
         if prepared.mapping_stale {
             let name = mapping::file_name(prepared.generation);
-            let file = repo.guard(repo.storage.open(&name, true).map_err(Error::io(&name, "create")))?;
-            repo.guard(Self::write_whole(&*file, &name, &mapping::encode(&prepared.runs)))?;
+            let file = repo.storage.open(&name, true).map_err(Error::io(&name, "create"))?;
+            Self::write_whole(&*file, &name, &mapping::encode(&prepared.runs))?;
+            install = repo.pack.resolve(layout(prepared.runs.clone()))?;
         }
         // The new index: what the worker wrote, then the commits made since.
         let since: Vec<(Hash, u64)> = std::mem::take(&mut *repo.gc.since_start.lock());
@@ -628,18 +683,11 @@ impl Work<'_> {
         let since = &since[prepared.since_written.min(since.len())..];
         let index_name = index_file::name(prepared.generation);
         let at = prepared.index_entries * index_file::ENTRY_BYTES as u64;
-        repo.guard(prepared.index.write_all_at(&index_file::encode(since), at).map_err(Error::io(&index_name, "write")))?;
-        repo.guard(prepared.index.sync().map_err(Error::io(&index_name, "sync")))?;
+        // Failures up to the control write leave the store as it was: the
+        // new files are removed, the writer goes on.
+        prepared.index.write_all_at(&index_file::encode(since), at).map_err(Error::io(&index_name, "write"))?;
+        prepared.index.sync().map_err(Error::io(&index_name, "sync"))?;
         crash_point::reach("gc-index-written");
-        let archive = repo.options.retention.archive();
-        // Checked before the commit point: every run's file is found.
-        let install = repo.pack.resolve(Layout {
-            generation: prepared.generation,
-            runs: prepared.runs.clone(),
-            new_files: Vec::new(),
-            boundary: prepared.boundary,
-            archive,
-        })?;
 
         let mut next = writer.control.clone();
         next.seq += 1;

@@ -136,6 +136,11 @@ pub struct GcEvent {
     /// The writer's longest wait caused by the collection (start, switch or
     /// a relocation step), ms.
     pub max_pause_ms: f64,
+    /// The liveness switch's pause and the longest relocation step's, ms.
+    #[serde(default)]
+    pub switch_pause_ms: f64,
+    #[serde(default)]
+    pub step_pause_ms: f64,
     pub collected_commits: u64,
     /// Pack bytes before, at most during, and after.
     pub bytes_before: u64,

@@ -35,7 +35,7 @@ pub fn render(report: &Report) -> String {
         for g in &report.gc {
             let _ = writeln!(
                 w,
-                "  blocks {}..{}: {:.1} s, {} commits collected, pack {} -> {} (at most {}), {} rewritten, writer paused {:.2} ms",
+                "  blocks {}..{}: {:.1} s, {} commits collected, pack {} -> {} (at most {}), {} rewritten, writer paused {:.2} ms (switch {:.2}, steps {:.2})",
                 g.start_block,
                 g.end_block,
                 g.seconds,
@@ -44,7 +44,9 @@ pub fn render(report: &Report) -> String {
                 human_bytes(g.bytes_after as f64),
                 human_bytes(g.peak_bytes as f64),
                 human_bytes(g.copied_bytes as f64),
-                g.max_pause_ms
+                g.max_pause_ms,
+                g.switch_pause_ms,
+                g.step_pause_ms
             );
         }
     }
