@@ -1,0 +1,388 @@
+//! The collector thread's work: the liveness stage, its switch, and the
+//! relocation steps (see the parent module for the design and invariants).
+
+use pando_core::Hash;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+use super::{GcPhase, GcReport, Progress};
+use crate::crash_point;
+use crate::error::{Error, Result};
+use crate::format::mapping::{self, IN_CHUNK, Run};
+use crate::gc_plan;
+use crate::io::File;
+use crate::pack::{Layout, Source, segment_name};
+use crate::store::{Repo, index_file};
+
+/// Catch-up rounds stop once fewer new bytes than this remain to scan; the
+/// liveness switch scans the rest.
+const CATCH_UP_BYTES: u64 = 1 << 20;
+/// At most this many catch-up rounds (a writer faster than the collector
+/// would keep it catching up forever): the switch scans what remains.
+const CATCH_UP_ROUNDS: usize = 16;
+
+/// A collection's liveness stage, ready for its switch.
+struct Prepared {
+    generation: u64,
+    boundary: u64,
+    /// The live records below the boundary, where they lie now.
+    runs: Vec<Run>,
+    /// Records before this offset have been scanned for references.
+    scanned_end: u64,
+    index: Arc<dyn File>,
+    index_entries: u64,
+    /// How many of the commits made since the start the worker already
+    /// appended to the new index (the switch appends the rest).
+    since_written: usize,
+    /// Commits marked collected in the new index.
+    collected: Vec<Hash>,
+    /// True when runs were added after the mapping file was written.
+    mapping_stale: bool,
+    /// Live records some of whose children were not needed (patch bases),
+    /// with the mask of those children.
+    masked: HashMap<u64, u32>,
+}
+
+/// Scans `prepared.scanned_end..end` for references below the boundary to
+/// records not yet known live, and adds what they reach to the runs (the
+/// mapping file is then stale).
+fn catch_up(repo: &Repo, prepared: &mut Prepared, end: u64) -> Result<()> {
+    let boundary = prepared.boundary;
+    let mut roots = Vec::new();
+    repo.pack.scan(prepared.scanned_end, end, &mut |offset, kind, payload| {
+        gc_plan::references_below(boundary, offset, kind, payload, &mut roots)
+    })?;
+    prepared.scanned_end = end;
+    let (runs, masked) = (&prepared.runs, &prepared.masked);
+    let known = |offset: u64| mapping::find(runs, offset).is_some();
+    let skip = |offset: u64| known(offset) && !masked.contains_key(&offset);
+    let found = gc_plan::live_records(boundary, roots, &skip, &known, &mut |o| repo.pack.read_record_sized(o))?;
+    note_masks(&mut prepared.masked, &found.masks);
+    if found.ranges.is_empty() {
+        return Ok(());
+    }
+    let placed = gc_plan::place(&found.ranges, &mut |o| repo.pack.whereabouts(o))?;
+    prepared.runs = gc_plan::merge(std::mem::take(&mut prepared.runs), placed);
+    prepared.mapping_stale = true;
+    Ok(())
+}
+
+/// Records the masks a traversal visited live records with.
+fn note_masks(masked: &mut HashMap<u64, u32>, visits: &[(u64, u32)]) {
+    for &(offset, mask) in visits {
+        if mask == 0 {
+            masked.remove(&offset);
+        } else {
+            *masked.entry(offset).or_insert(mask) &= mask;
+        }
+    }
+}
+
+/// The worker's side of a collection.
+pub(super) struct Work<'a> {
+    pub(super) repo: &'a Repo,
+    pub(super) generation: u64,
+    pub(super) boundary: u64,
+    pub(super) progress: &'a Progress,
+    pub(super) started: Instant,
+    /// Files written for a step not yet durable: removed if the collection fails.
+    pub(super) in_flight: Vec<String>,
+    pub(super) report: GcReport,
+}
+
+impl Work<'_> {
+    /// Removes the files of a step that did not become durable: the store
+    /// is still the last durable step's.
+    pub(super) fn remove_in_flight(&mut self) {
+        for name in self.in_flight.drain(..) {
+            let _ = self.repo.storage.remove(&name);
+        }
+        let _ = self.repo.storage.sync_dir();
+    }
+
+    fn create(&mut self, name: &str) -> Result<Arc<dyn File>> {
+        self.in_flight.push(name.to_string());
+        let file = self.repo.storage.open(name, true).map_err(Error::io(name, "create"))?;
+        file.truncate(0).map_err(Error::io(name, "truncate"))?;
+        Ok(file)
+    }
+
+    /// Writes `bytes` as the whole of `file` and syncs it.
+    fn write_whole(file: &dyn File, name: &str, bytes: &[u8]) -> Result<()> {
+        file.truncate(0).and_then(|()| file.write_all_at(bytes, 0)).and_then(|()| file.sync()).map_err(Error::io(name, "write"))
+    }
+
+    pub(super) fn run(
+        &mut self,
+        scan_end: u64,
+        roots: Vec<u64>,
+        entries: Vec<(Hash, u64)>,
+        collected: Vec<Hash>,
+    ) -> Result<GcReport> {
+        self.report.bytes_before = self.repo.pack.size_bytes();
+        let prepared = self.find_live(scan_end, roots, entries, collected)?;
+        let runs = self.switch(prepared)?;
+        // The collection has taken effect: a failed relocation step (or a
+        // cancel at close) leaves the store at the previous step, and the
+        // report says so.
+        if let Err(e) = self.relocate(runs) {
+            if self.repo.poisoned.load(Ordering::Acquire) {
+                return Err(e);
+            }
+            self.remove_in_flight();
+            self.report.relocation_error = Some(e.to_string());
+        }
+        let report = &mut self.report;
+        report.bytes_after = self.repo.pack.size_bytes();
+        report.peak_bytes = report.peak_bytes.max(report.bytes_before).max(report.bytes_after);
+        report.duration = self.started.elapsed();
+        Ok(std::mem::take(report))
+    }
+
+    /// Stage 1 up to the switch: the live records below the boundary and
+    /// where they lie, the new index, catch-up rounds.
+    fn find_live(&mut self, scan_end: u64, roots: Vec<u64>, entries: Vec<(Hash, u64)>, collected: Vec<Hash>) -> Result<Prepared> {
+        let (repo, boundary) = (self.repo, self.boundary);
+        // 1. References into the region below the boundary, from the records
+        //    kept in place and from the kept commits below it.
+        self.progress.enter(GcPhase::Scanning, scan_end - boundary);
+        let mut pending: Vec<(u64, u32)> = roots.into_iter().filter(|&o| o < boundary).map(|o| (o, 0)).collect();
+        let progress = self.progress;
+        repo.pack.scan(boundary, scan_end, &mut |offset, kind, payload| {
+            progress.done.store(offset - boundary, Ordering::Relaxed);
+            repo.check_cancel()?;
+            gc_plan::references_below(boundary, offset, kind, payload, &mut pending)
+        })?;
+        // 2. The live records below the boundary, where they lie now.
+        self.progress.enter(GcPhase::Tracing, 0);
+        let found = gc_plan::live_records(boundary, pending, &|_| false, &|_| false, &mut |offset| {
+            progress.done.fetch_add(1, Ordering::Relaxed);
+            repo.check_cancel()?;
+            repo.pack.read_record_sized(offset)
+        })?;
+        let mut masked = HashMap::new();
+        note_masks(&mut masked, &found.masks);
+        let runs = gc_plan::place(&found.ranges, &mut |o| repo.pack.whereabouts(o))?;
+        drop(found);
+        // 3. The new index.
+        let index_name = index_file::name(self.generation);
+        let index = self.create(&index_name)?;
+        index.write_all_at(&index_file::encode(&entries), 0).map_err(Error::io(&index_name, "write"))?;
+        let mut prepared = Prepared {
+            generation: self.generation,
+            boundary,
+            runs,
+            scanned_end: scan_end,
+            index,
+            index_entries: entries.len() as u64,
+            since_written: 0,
+            collected,
+            mapping_stale: true,
+            masked,
+        };
+        // 4. Catch up with the writer until little is left for the switch.
+        self.progress.enter(GcPhase::CatchingUp, 0);
+        for _ in 0..CATCH_UP_ROUNDS {
+            let end = repo.pack.end();
+            if end - prepared.scanned_end < CATCH_UP_BYTES {
+                break;
+            }
+            repo.check_cancel()?;
+            catch_up(repo, &mut prepared, end)?;
+        }
+        // The commits made so far go into the new index now, off the writer's path.
+        let since: Vec<(Hash, u64)> = repo.gc.since_start.lock().clone();
+        let at = prepared.index_entries * index_file::ENTRY_BYTES as u64;
+        prepared.index.write_all_at(&index_file::encode(&since), at).map_err(Error::io(&index_name, "write"))?;
+        prepared.index.sync().map_err(Error::io(&index_name, "sync"))?;
+        prepared.index_entries += since.len() as u64;
+        prepared.since_written = since.len();
+        let mapping_name = mapping::file_name(self.generation);
+        let file = self.create(&mapping_name)?;
+        Self::write_whole(&*file, &mapping_name, &mapping::encode(&prepared.runs))?;
+        prepared.mapping_stale = false;
+        repo.storage.sync_dir().map_err(Error::io(repo.storage.describe(), "sync directory"))?;
+        crash_point::reach("gc-planned");
+        Ok(prepared)
+    }
+
+    /// The liveness switch, under the writer lock: the last catch-up, then
+    /// one durable control write names the new generation, its index and
+    /// the boundary. Returns the runs.
+    fn switch(&mut self, mut prepared: Prepared) -> Result<Vec<Run>> {
+        let repo = self.repo;
+        let archive = repo.options.retention.archive();
+        let (generation, boundary) = (prepared.generation, prepared.boundary);
+        let layout = |runs: Vec<Run>| Layout { generation, runs, new_files: Vec::new(), boundary, archive };
+        // Every run's file is found before the commit point, and (the
+        // usual case) outside the writer lock: the runs are only copied
+        // again if the last catch-up adds some.
+        let mut install = repo.pack.resolve(layout(prepared.runs.clone()))?;
+        let mut attempts = 0;
+        let (mut writer, pause) = loop {
+            let mut writer = repo.writer.as_ref().expect("a collection runs on a writable store").lock();
+            let pause = Instant::now();
+            repo.check_writable()?;
+            repo.check_cancel()?;
+            // Everything committed so far becomes durable first.
+            repo.flush_locked(&mut writer, false)?;
+            let end = repo.pack.end();
+            // The last catch-up: the records committed since the last round
+            // (a failure here changes nothing durable: no poisoning).
+            catch_up(repo, &mut prepared, end)?;
+            if !prepared.mapping_stale || attempts == 2 {
+                break (writer, pause);
+            }
+            // It found more live records: the mapping is rewritten without
+            // holding the writer, then the switch tries again.
+            drop(writer);
+            attempts += 1;
+            let name = mapping::file_name(prepared.generation);
+            let file = repo.storage.open(&name, true).map_err(Error::io(&name, "create"))?;
+            Self::write_whole(&*file, &name, &mapping::encode(&prepared.runs))?;
+            prepared.mapping_stale = false;
+            install = repo.pack.resolve(layout(prepared.runs.clone()))?;
+        };
+        if prepared.mapping_stale {
+            let name = mapping::file_name(prepared.generation);
+            let file = repo.storage.open(&name, true).map_err(Error::io(&name, "create"))?;
+            Self::write_whole(&*file, &name, &mapping::encode(&prepared.runs))?;
+            install = repo.pack.resolve(layout(prepared.runs.clone()))?;
+        }
+        // The new index: what the worker wrote, then the commits made since.
+        let since: Vec<(Hash, u64)> = std::mem::take(&mut *repo.gc.since_start.lock());
+        repo.gc.running.store(false, Ordering::Release);
+        let since = &since[prepared.since_written.min(since.len())..];
+        let index_name = index_file::name(prepared.generation);
+        let at = prepared.index_entries * index_file::ENTRY_BYTES as u64;
+        // Failures up to the control write leave the store as it was: the
+        // new files are removed, the writer goes on.
+        prepared.index.write_all_at(&index_file::encode(since), at).map_err(Error::io(&index_name, "write"))?;
+        prepared.index.sync().map_err(Error::io(&index_name, "sync"))?;
+        crash_point::reach("gc-index-written");
+
+        let mut next = writer.control.clone();
+        next.seq += 1;
+        next.generation = prepared.generation;
+        next.index_generation = prepared.generation;
+        next.first_chunk_start = prepared.boundary;
+        next.flags = if archive { crate::format::control::FLAG_ARCHIVE } else { 0 };
+        next.index_entries = prepared.index_entries + since.len() as u64;
+        // The new index holds every commit: the checkpoint is complete.
+        writer.unflushed_index.clear();
+        repo.guard(repo.checkpoint_dict(&writer, &mut next))?;
+        next.checkpoint_end = next.durable_end;
+        let old_index = index_file::name(writer.control.index_generation);
+        let old_mapping = (writer.control.generation > 0).then(|| mapping::file_name(writer.control.generation));
+        repo.write_control(&mut writer, next)?;
+        self.in_flight.clear();
+        crash_point::reach("gc-switched");
+        writer.index_file = prepared.index.clone();
+
+        // Publish: collected commits, then the new layout.
+        {
+            let mut index = repo.index.write();
+            for hash in &prepared.collected {
+                index.insert(*hash, index_file::COLLECTED);
+            }
+        }
+        repo.collected_commits.fetch_add(prepared.collected.len() as u64, Ordering::Relaxed);
+        let (mut remove, rename) = repo.pack.install(install);
+        self.report.switch_pause = pause.elapsed();
+        drop(writer);
+        remove.push(old_index);
+        remove.extend(old_mapping);
+        repo.retire(&remove, &rename);
+        crash_point::reach("gc-removed");
+        let report = &mut self.report;
+        report.generation = prepared.generation;
+        report.last_generation = prepared.generation;
+        report.boundary = prepared.boundary;
+        report.live_runs = prepared.runs.len() as u64;
+        report.live_bytes = prepared.runs.iter().map(|r| r.len).sum();
+        report.collected_commits = prepared.collected.len() as u64;
+        Ok(prepared.runs)
+    }
+
+    /// Stage 2: rewrites the files whose live share is low, a group at a
+    /// time, each group into one segment made the layout by its own step.
+    fn relocate(&mut self, mut runs: Vec<Run>) -> Result<()> {
+        let repo = self.repo;
+        let Some(current) = repo.pack.collected() else { return Ok(()) };
+        let sizes: BTreeMap<u64, u64> = current.files.iter().map(|(key, f)| (*key, f.len)).collect();
+        drop(current);
+        // Archive mode keeps old segments as they are: records their runs
+        // no longer need may belong to archived commits.
+        let archive = repo.options.retention.archive();
+        let may_rewrite = |key: u64| !archive || key & IN_CHUNK != 0;
+        let groups = gc_plan::rewrite_groups(&runs, &sizes, &may_rewrite, repo.options.chunk_target_bytes);
+        let total: u64 = {
+            let live = mapping::live_bytes(&runs);
+            groups.iter().flatten().map(|key| live[key]).sum()
+        };
+        self.progress.enter(GcPhase::Relocating, total);
+        for group in groups {
+            runs = self.relocation_step(&runs, &group.into_iter().collect())?;
+        }
+        Ok(())
+    }
+
+    /// One relocation step: the runs of `sources` copied into a new
+    /// segment, then one durable control write. Returns the new runs.
+    fn relocation_step(&mut self, runs: &[Run], sources: &BTreeSet<u64>) -> Result<Vec<Run>> {
+        let repo = self.repo;
+        let generation = self.report.last_generation + 1;
+        let (next_runs, len) = gc_plan::relocate(runs, sources, generation);
+        let name = segment_name(generation);
+        let segment = self.create(&name)?;
+        let mut buf = Vec::new();
+        for run in next_runs.iter().filter(|r| r.file == generation) {
+            let mut done = 0;
+            while done < run.len {
+                let n = (run.len - done).min(8 << 20);
+                buf.resize(n as usize, 0);
+                repo.check_cancel()?;
+                repo.pack.read_raw(run.old + done, &mut buf)?;
+                segment.write_all_at(&buf, run.new + done).map_err(Error::io(&name, "write"))?;
+                done += n;
+                self.progress.done.fetch_add(n, Ordering::Relaxed);
+            }
+        }
+        segment.sync().map_err(Error::io(&name, "sync"))?;
+        let mapping_name = mapping::file_name(generation);
+        let file = self.create(&mapping_name)?;
+        Self::write_whole(&*file, &mapping_name, &mapping::encode(&next_runs))?;
+        repo.storage.sync_dir().map_err(Error::io(repo.storage.describe(), "sync directory"))?;
+        crash_point::reach("gc-segment-written");
+        self.report.peak_bytes = self.report.peak_bytes.max(repo.pack.size_bytes() + len);
+        let install = repo.pack.resolve(Layout {
+            generation,
+            runs: next_runs.clone(),
+            new_files: vec![(generation, Source { name: name.clone(), file: segment, len })],
+            boundary: repo.pack.first_chunk_start(),
+            archive: repo.options.retention.archive(),
+        })?;
+
+        let mut writer = repo.writer.as_ref().expect("a collection runs on a writable store").lock();
+        let pause = Instant::now();
+        repo.check_writable()?;
+        let mut next = writer.control.clone();
+        next.seq += 1;
+        next.generation = generation;
+        let old_mapping = mapping::file_name(writer.control.generation);
+        repo.write_control(&mut writer, next)?;
+        self.in_flight.clear();
+        crash_point::reach("gc-relocated");
+        let (mut remove, rename) = repo.pack.install(install);
+        self.report.step_pause = self.report.step_pause.max(pause.elapsed());
+        drop(writer);
+        remove.push(old_mapping);
+        repo.retire(&remove, &rename);
+        self.report.last_generation = generation;
+        self.report.copied_bytes += len;
+        self.report.segments += 1;
+        Ok(next_runs)
+    }
+}
