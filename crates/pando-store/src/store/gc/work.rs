@@ -13,7 +13,7 @@ use crate::error::{Error, Result};
 use crate::format::mapping::{self, IN_CHUNK, Run};
 use crate::gc_plan;
 use crate::io::File;
-use crate::pack::{Layout, Source, segment_name};
+use crate::pack::{Layout, Resolved, Source, segment_name};
 use crate::store::{Repo, index_file};
 
 /// Catch-up rounds stop once fewer new bytes than this remain to scan; the
@@ -239,17 +239,10 @@ impl Work<'_> {
             // holding the writer, then the switch tries again.
             drop(writer);
             attempts += 1;
-            let name = mapping::file_name(prepared.generation);
-            let file = repo.storage.open(&name, true).map_err(Error::io(&name, "create"))?;
-            Self::write_whole(&*file, &name, &mapping::encode(&prepared.runs))?;
-            prepared.mapping_stale = false;
-            install = repo.pack.resolve(layout(prepared.runs.clone()))?;
+            install = Self::rewrite_mapping(repo, &mut prepared, &layout)?;
         };
         if prepared.mapping_stale {
-            let name = mapping::file_name(prepared.generation);
-            let file = repo.storage.open(&name, true).map_err(Error::io(&name, "create"))?;
-            Self::write_whole(&*file, &name, &mapping::encode(&prepared.runs))?;
-            install = repo.pack.resolve(layout(prepared.runs.clone()))?;
+            install = Self::rewrite_mapping(repo, &mut prepared, &layout)?;
         }
         // The new index: what the worker wrote, then the commits made since.
         let since: Vec<(Hash, u64)> = std::mem::take(&mut *repo.gc.since_start.lock());
@@ -304,6 +297,16 @@ impl Work<'_> {
         report.live_bytes = prepared.runs.iter().map(|r| r.len).sum();
         report.collected_commits = prepared.collected.len() as u64;
         Ok(prepared.runs)
+    }
+
+    /// Writes the mapping of runs the catch-up grew (the file is already
+    /// in flight) and resolves their files again.
+    fn rewrite_mapping(repo: &Repo, prepared: &mut Prepared, layout: &dyn Fn(Vec<Run>) -> Layout) -> Result<Resolved> {
+        let name = mapping::file_name(prepared.generation);
+        let file = repo.storage.open(&name, true).map_err(Error::io(&name, "create"))?;
+        Self::write_whole(&*file, &name, &mapping::encode(&prepared.runs))?;
+        prepared.mapping_stale = false;
+        repo.pack.resolve(layout(prepared.runs.clone()))
     }
 
     /// Stage 2: rewrites the files whose live share is low, a group at a
