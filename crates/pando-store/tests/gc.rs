@@ -158,22 +158,35 @@ fn retention_policy_collects_on_its_own() {
     let storage = MemStorage::new();
     let options = Options { retention: Retention::KeepLast { commits: 10, every: 5 }, ..options() };
     let store = Store::open_storage(Arc::new(storage.clone()), options.clone()).unwrap();
-    let commits = blocks(&store, None, 60, 1);
-    store.wait_gc().unwrap();
-    for (i, (hash, model)) in commits.iter().enumerate().skip(50) {
+    let mut commits = blocks(&store, None, 60, 1);
+    settle(&store, &mut commits);
+    // A collection started at one of the last 6 commits, keeping its 10 last.
+    for (i, (hash, model)) in commits.iter().enumerate().skip(55) {
         check_tree(&store.checkout(hash).unwrap().unwrap(), model).unwrap_or_else(|e| panic!("commit {i}: {e}"));
     }
-    for (hash, _) in &commits[..30] {
-        assert!(matches!(store.checkout(hash), Err(Error::CollectedCommit(_))));
-    }
+    let kept: Vec<usize> =
+        (0..51).filter(|&i| !matches!(store.checkout(&commits[i].0), Err(Error::CollectedCommit(_)))).collect();
+    assert!(kept.is_empty(), "kept {kept:?} of {}", commits.len());
     // After a reopen the policy knows the recent commits again.
     drop(store);
     let store = Store::open_storage(Arc::new(storage), options).unwrap();
-    let more = blocks(&store, commits.last().cloned(), 20, 2);
+    let mut more = blocks(&store, commits.last().cloned(), 20, 2);
+    settle(&store, &mut more);
+    assert!(matches!(store.checkout(&commits[60].0), Err(Error::CollectedCommit(_))));
+    check_tree(&store.checkout(&more[24].0).unwrap().unwrap(), &more[24].1).unwrap();
+    assert_eq!(store.ancestor(&more[24].0, 5).unwrap(), more[20].0);
+}
+
+/// A collection the policy finds due while another runs starts at a later
+/// commit: five more commits (the policy's `every`), each made once the
+/// running collection finished, make sure one starts and finishes.
+fn settle(store: &Store, commits: &mut Vec<(Hash, Model)>) {
+    for _ in 0..5 {
+        store.wait_gc().unwrap();
+        let next = blocks(store, commits.last().cloned(), 1, 3);
+        commits.extend(next);
+    }
     store.wait_gc().unwrap();
-    assert!(matches!(store.checkout(&commits[55].0), Err(Error::CollectedCommit(_))));
-    check_tree(&store.checkout(&more[19].0).unwrap().unwrap(), &more[19].1).unwrap();
-    assert_eq!(store.ancestor(&more[19].0, 5).unwrap(), more[15].0);
 }
 
 #[test]
