@@ -76,6 +76,7 @@ fn parse_segment_name(name: &str) -> Option<u64> {
 }
 
 /// A file below the first chunk that runs point into.
+#[derive(Clone)]
 pub struct Source {
     pub name: String,
     pub file: Arc<dyn File>,
@@ -313,7 +314,7 @@ impl Pack {
     }
 
     /// Logical offset of the first chunk's first byte: below it, only the
-    /// prefix's runs remain.
+    /// runs of the layout (and cold files) remain.
     pub fn first_chunk_start(&self) -> u64 {
         self.first_start.load(Ordering::Acquire)
     }
@@ -324,7 +325,7 @@ impl Pack {
         if offset >= self.first_chunk_start() {
             return true;
         }
-        // One lock at a time (`install` takes them in another order).
+        // One lock at a time: a reader never waits holding one.
         let in_run = self.collected.read().as_ref().is_some_and(|c| mapping::find(&c.runs, offset).is_some());
         in_run || self.cold.read().iter().any(|c| c.holds(offset))
     }
@@ -360,7 +361,7 @@ impl Pack {
             let found = match new_files.remove(&key) {
                 Some(source) => Some(source),
                 None => match old_files.and_then(|files| files.get(&key)) {
-                    Some(f) => Some(Source { name: f.name.clone(), file: f.file.clone(), len: f.len }),
+                    Some(f) => Some(f.clone()),
                     None if key & IN_CHUNK != 0 => self.chunk_source(&chunks[..=keep_from], &cold, key & !IN_CHUNK),
                     None => None,
                 },

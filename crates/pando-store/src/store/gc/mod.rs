@@ -265,24 +265,21 @@ impl Repo {
                 let (mut entries, mut collected, mut roots) = (Vec::new(), Vec::new(), Vec::new());
                 // A copy, so that the writer's index updates wait only for it.
                 let snapshot: Vec<(Hash, u64)> = repo.index.read().iter().map(|(h, o)| (*h, *o)).collect();
-                for (hash, offset) in &snapshot {
-                    let (hash, offset) = (hash, *offset);
+                for &(hash, offset) in &snapshot {
                     if offset != index_file::COLLECTED && offset >= scan_end {
                         continue;
                     }
-                    let kept = offset >= keep_offset || pinned.contains(hash);
-                    if offset == index_file::COLLECTED {
-                        entries.push((*hash, offset));
-                    } else if kept {
-                        entries.push((*hash, offset));
-                        roots.push(offset);
-                    } else if archive {
+                    let kept = offset >= keep_offset || pinned.contains(&hash);
+                    if offset == index_file::COLLECTED || kept || archive {
                         // Archive mode keeps every commit: older ones are
-                        // read from the cold files, not kept hot.
-                        entries.push((*hash, offset));
+                        // read from the cold files, not kept hot (no root).
+                        entries.push((hash, offset));
+                        if offset != index_file::COLLECTED && kept {
+                            roots.push(offset);
+                        }
                     } else {
-                        entries.push((*hash, index_file::COLLECTED));
-                        collected.push(*hash);
+                        entries.push((hash, index_file::COLLECTED));
+                        collected.push(hash);
                     }
                 }
                 let mut work = Work {

@@ -123,11 +123,11 @@ impl Work<'_> {
     ) -> Result<GcReport> {
         self.report.bytes_before = self.repo.pack.size_bytes();
         let prepared = self.find_live(scan_end, roots, entries, collected)?;
-        let runs = self.switch(prepared)?;
+        self.switch(prepared)?;
         // The collection has taken effect: a failed relocation step (or a
         // cancel at close) leaves the store at the previous step, and the
         // report says so.
-        if let Err(e) = self.relocate(runs) {
+        if let Err(e) = self.relocate() {
             if self.repo.poisoned.load(Ordering::Acquire) {
                 return Err(e);
             }
@@ -210,8 +210,8 @@ impl Work<'_> {
 
     /// The liveness switch, under the writer lock: the last catch-up, then
     /// one durable control write names the new generation, its index and
-    /// the boundary. Returns the runs.
-    fn switch(&mut self, mut prepared: Prepared) -> Result<Vec<Run>> {
+    /// the boundary.
+    fn switch(&mut self, mut prepared: Prepared) -> Result<()> {
         let repo = self.repo;
         let archive = repo.options.retention.archive();
         let (generation, boundary) = (prepared.generation, prepared.boundary);
@@ -296,7 +296,7 @@ impl Work<'_> {
         report.live_runs = prepared.runs.len() as u64;
         report.live_bytes = prepared.runs.iter().map(|r| r.len).sum();
         report.collected_commits = prepared.collected.len() as u64;
-        Ok(prepared.runs)
+        Ok(())
     }
 
     /// Writes the mapping of runs the catch-up grew (the file is already
@@ -311,33 +311,36 @@ impl Work<'_> {
 
     /// Stage 2: rewrites the files whose live share is low, a group at a
     /// time, each group into one segment made the layout by its own step.
-    fn relocate(&mut self, mut runs: Vec<Run>) -> Result<()> {
+    /// The runs are the pack's: the worker keeps no copy of its own.
+    fn relocate(&mut self) -> Result<()> {
         let repo = self.repo;
         let Some(current) = repo.pack.collected() else { return Ok(()) };
         let sizes: BTreeMap<u64, u64> = current.files.iter().map(|(key, f)| (*key, f.len)).collect();
-        drop(current);
         // Archive mode keeps old segments as they are: records their runs
         // no longer need may belong to archived commits.
         let archive = repo.options.retention.archive();
         let may_rewrite = |key: u64| !archive || key & IN_CHUNK != 0;
-        let groups = gc_plan::rewrite_groups(&runs, &sizes, &may_rewrite, repo.options.chunk_target_bytes);
+        let groups = gc_plan::rewrite_groups(&current.runs, &sizes, &may_rewrite, repo.options.chunk_target_bytes);
         let total: u64 = {
-            let live = mapping::live_bytes(&runs);
+            let live = mapping::live_bytes(&current.runs);
             groups.iter().flatten().map(|key| live[key]).sum()
         };
+        drop(current);
         self.progress.enter(GcPhase::Relocating, total);
         for group in groups {
-            runs = self.relocation_step(&runs, &group.into_iter().collect())?;
+            self.relocation_step(&group.into_iter().collect())?;
         }
         Ok(())
     }
 
     /// One relocation step: the runs of `sources` copied into a new
-    /// segment, then one durable control write. Returns the new runs.
-    fn relocation_step(&mut self, runs: &[Run], sources: &BTreeSet<u64>) -> Result<Vec<Run>> {
+    /// segment, then one durable control write.
+    fn relocation_step(&mut self, sources: &BTreeSet<u64>) -> Result<()> {
         let repo = self.repo;
         let generation = self.report.last_generation + 1;
-        let (next_runs, len) = gc_plan::relocate(runs, sources, generation);
+        let current = repo.pack.collected().expect("relocation follows a switch");
+        let (next_runs, len) = gc_plan::relocate(&current.runs, sources, generation);
+        drop(current);
         let name = segment_name(generation);
         let segment = self.create(&name)?;
         let mut buf = Vec::new();
@@ -362,7 +365,7 @@ impl Work<'_> {
         self.report.peak_bytes = self.report.peak_bytes.max(repo.pack.size_bytes() + len);
         let install = repo.pack.resolve(Layout {
             generation,
-            runs: next_runs.clone(),
+            runs: next_runs,
             new_files: vec![(generation, Source { name: name.clone(), file: segment, len })],
             boundary: repo.pack.first_chunk_start(),
             archive: repo.options.retention.archive(),
@@ -386,6 +389,6 @@ impl Work<'_> {
         self.report.last_generation = generation;
         self.report.copied_bytes += len;
         self.report.segments += 1;
-        Ok(next_runs)
+        Ok(())
     }
 }
