@@ -16,6 +16,7 @@ pub mod error;
 pub mod hash;
 pub mod inode;
 pub mod ocaml_hash;
+pub mod proof;
 pub mod reference;
 pub mod tezos;
 pub mod trace;

@@ -1,0 +1,470 @@
+//! The binary encoding of tree proofs: Octez's
+//! `Merkle_proof_encoding.V1.Tree32.tree_proof_encoding`, byte for byte.
+//!
+//! ```text
+//! proof        = int16 version ‖ kinded before ‖ kinded after ‖ tree
+//! kinded       = 00 ‖ hash (value) | 01 ‖ hash (node)
+//! tree         = 00 ‖ u30 n ‖ n bytes                 Value
+//!              | 01 ‖ hash                            Blinded_value
+//!              | 02 ‖ u30 size ‖ (step ‖ tree)*       Node
+//!              | 03 ‖ hash                            Blinded_node
+//!              | 04 ‖ inode                           Inode
+//!              | 05 ‖ extender                        Extender
+//! inode_tree   = 00 ‖ hash | 01 ‖ u30 size ‖ (step ‖ tree)* | 02 ‖ inode
+//!              | 03 ‖ extender                        (04 = none, in arrays)
+//! inode        = int64 length ‖ (00 ‖ u30 size ‖ (u8 index ‖ inode_tree)*
+//!                                | 01 ‖ 32 × (inode_tree | 04))
+//! extender     = int64 length ‖ u8 n ‖ n bytes of 5-bit indices ‖ inode_tree
+//! step         = u8 n ‖ n bytes
+//! ```
+//!
+//! Integers are big-endian; `u30` is the 4-byte size of what follows, at
+//! most 2³⁰ − 1 as in `Data_encoding`. An inode lists its children sparsely
+//! when it has fewer than 16, densely otherwise. Segment indices are packed
+//! 5 bits each, most significant first, then a 1 bit and zero padding.
+//!
+//! Invariants: decoding never panics and never recurses deeper than
+//! [`MAX_NESTING`]; it accepts exactly the canonical bytes the encoder
+//! writes (a dense list of fewer than 16 children, unsorted indices or
+//! trailing bytes are errors), so a proof has one encoding.
+
+use super::types::{Extender, Inode, InodeTree, KindedHash, Tree, TreeProof};
+use crate::hash::{HASH_SIZE, Hash};
+use crate::inode::ENTRIES;
+
+/// Deepest nesting of trees, inodes and extender segments a decoded proof
+/// may have. Real proofs nest a few dozen levels.
+pub const MAX_NESTING: usize = 1024;
+/// Largest size field of `Data_encoding` (a `uint30`).
+const MAX_U30: usize = (1 << 30) - 1;
+/// Longest step and longest segment field (a length on one byte).
+const MAX_SHORT: usize = 255;
+/// Children from which an inode is encoded densely.
+const DENSE_FROM: usize = ENTRIES / 2;
+
+/// Why bytes are not a proof, or a proof cannot be encoded.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum EncodingError {
+    #[error("proof truncated at byte {at}: {needed} more bytes needed")]
+    Truncated { at: usize, needed: usize },
+    #[error("invalid proof at byte {at}: {reason}")]
+    Invalid { at: usize, reason: String },
+    #[error("{trailing} bytes after the end of the proof")]
+    Trailing { trailing: usize },
+    #[error("proof nested deeper than {MAX_NESTING} levels at byte {at}")]
+    TooDeep { at: usize },
+    #[error("cannot encode: {0}")]
+    Unencodable(String),
+}
+
+// ---------------------------------------------------------------- encoding
+
+/// The encoding of `proof`.
+pub fn encode(proof: &TreeProof) -> Result<Vec<u8>, EncodingError> {
+    let mut out = Vec::new();
+    out.extend_from_slice(&proof.version.to_be_bytes());
+    kinded(&mut out, &proof.before);
+    kinded(&mut out, &proof.after);
+    tree(&mut out, &proof.state)?;
+    Ok(out)
+}
+
+fn kinded(out: &mut Vec<u8>, hash: &KindedHash) {
+    match hash {
+        KindedHash::Value(_) => out.push(0),
+        KindedHash::Node(_) => out.push(1),
+    }
+    out.extend_from_slice(hash.hash().as_bytes());
+}
+
+fn tree(out: &mut Vec<u8>, t: &Tree) -> Result<(), EncodingError> {
+    match t {
+        Tree::Value(bytes) => {
+            out.push(0);
+            sized(out, |out| {
+                out.extend_from_slice(bytes);
+                Ok(())
+            })?;
+        }
+        Tree::BlindedValue(h) => hash(out, 1, h),
+        Tree::Node(entries) => {
+            out.push(2);
+            sized(out, |out| steps(out, entries))?;
+        }
+        Tree::BlindedNode(h) => hash(out, 3, h),
+        Tree::Inode(i) => {
+            out.push(4);
+            inode(out, i)?;
+        }
+        Tree::Extender(e) => {
+            out.push(5);
+            extender(out, e)?;
+        }
+    }
+    Ok(())
+}
+
+fn inode_tree(out: &mut Vec<u8>, t: &InodeTree) -> Result<(), EncodingError> {
+    match t {
+        InodeTree::BlindedInode(h) => hash(out, 0, h),
+        InodeTree::InodeValues(entries) => {
+            out.push(1);
+            sized(out, |out| steps(out, entries))?;
+        }
+        InodeTree::InodeTree(i) => {
+            out.push(2);
+            inode(out, i)?;
+        }
+        InodeTree::InodeExtender(e) => {
+            out.push(3);
+            extender(out, e)?;
+        }
+    }
+    Ok(())
+}
+
+fn hash(out: &mut Vec<u8>, tag: u8, h: &Hash) {
+    out.push(tag);
+    out.extend_from_slice(h.as_bytes());
+}
+
+/// Writes what `body` appends, preceded by its size on 4 bytes.
+fn sized(out: &mut Vec<u8>, body: impl FnOnce(&mut Vec<u8>) -> Result<(), EncodingError>) -> Result<(), EncodingError> {
+    let at = out.len();
+    out.extend_from_slice(&[0; 4]);
+    body(out)?;
+    let size = out.len() - at - 4;
+    if size > MAX_U30 {
+        return Err(EncodingError::Unencodable(format!("a field of {size} bytes (at most {MAX_U30})")));
+    }
+    out[at..at + 4].copy_from_slice(&(size as u32).to_be_bytes());
+    Ok(())
+}
+
+fn steps(out: &mut Vec<u8>, entries: &[(Vec<u8>, Tree)]) -> Result<(), EncodingError> {
+    for (step, t) in entries {
+        short(out, step, "step")?;
+        tree(out, t)?;
+    }
+    Ok(())
+}
+
+fn short(out: &mut Vec<u8>, bytes: &[u8], what: &str) -> Result<(), EncodingError> {
+    if bytes.len() > MAX_SHORT {
+        return Err(EncodingError::Unencodable(format!("a {what} of {} bytes (at most {MAX_SHORT})", bytes.len())));
+    }
+    out.push(bytes.len() as u8);
+    out.extend_from_slice(bytes);
+    Ok(())
+}
+
+fn length(out: &mut Vec<u8>, length: u64) -> Result<(), EncodingError> {
+    let length = i64::try_from(length).map_err(|_| EncodingError::Unencodable(format!("an inode length of {length}")))?;
+    out.extend_from_slice(&length.to_be_bytes());
+    Ok(())
+}
+
+fn inode(out: &mut Vec<u8>, i: &Inode) -> Result<(), EncodingError> {
+    length(out, i.length)?;
+    if i.proofs.len() < DENSE_FROM {
+        out.push(0);
+        sized(out, |out| {
+            for (index, child) in &i.proofs {
+                out.push(*index);
+                inode_tree(out, child)?;
+            }
+            Ok(())
+        })
+    } else {
+        out.push(1);
+        let mut slots: [Option<&InodeTree>; ENTRIES] = [None; ENTRIES];
+        for (index, child) in &i.proofs {
+            let slot = slots
+                .get_mut(usize::from(*index))
+                .ok_or_else(|| EncodingError::Unencodable(format!("an inode child at index {index}")))?;
+            *slot = Some(child);
+        }
+        for slot in slots {
+            match slot {
+                Some(child) => inode_tree(out, child)?,
+                None => out.push(4),
+            }
+        }
+        Ok(())
+    }
+}
+
+fn extender(out: &mut Vec<u8>, e: &Extender) -> Result<(), EncodingError> {
+    length(out, e.length)?;
+    if let Some(bad) = e.segment.iter().find(|i| usize::from(**i) >= ENTRIES) {
+        return Err(EncodingError::Unencodable(format!("a segment index of {bad}")));
+    }
+    short(out, &pack_segment(&e.segment), "segment")?;
+    inode_tree(out, &e.proof)
+}
+
+/// Packs indices below 32 in 5 bits each, most significant bit first, then
+/// a closing 1 bit and zero padding to the byte.
+pub fn pack_segment(indices: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity((indices.len() * 5 + 8) / 8);
+    let mut acc: u32 = 0;
+    let mut bits = 0;
+    for &i in indices {
+        acc = (acc << 5) | u32::from(i & 31);
+        bits += 5;
+        if bits >= 8 {
+            bits -= 8;
+            out.push((acc >> bits) as u8);
+            acc &= (1 << bits) - 1;
+        }
+    }
+    // The closing bit, then zeros to the end of the byte.
+    acc = (acc << 1) | 1;
+    bits += 1;
+    out.push((acc << (8 - bits)) as u8);
+    out
+}
+
+/// The indices of a packed segment, or `None` if the bytes are not one.
+pub fn unpack_segment(bytes: &[u8]) -> Option<Vec<u8>> {
+    let last = *bytes.last()?;
+    if last == 0 {
+        return None;
+    }
+    let bits = bytes.len() * 8 - (last.trailing_zeros() as usize + 1);
+    if !bits.is_multiple_of(5) {
+        return None;
+    }
+    let mut out = Vec::with_capacity(bits / 5);
+    for n in 0..bits / 5 {
+        let mut index = 0u8;
+        for bit in n * 5..n * 5 + 5 {
+            index = (index << 1) | ((bytes[bit / 8] >> (7 - bit % 8)) & 1);
+        }
+        out.push(index);
+    }
+    Some(out)
+}
+
+// ---------------------------------------------------------------- decoding
+
+/// Decodes a proof, requiring the bytes to hold exactly one.
+pub fn decode(bytes: &[u8]) -> Result<TreeProof, EncodingError> {
+    let mut r = Reader { bytes, pos: 0, nesting: 0 };
+    let version = i16::from_be_bytes(r.array()?);
+    let before = r.kinded()?;
+    let after = r.kinded()?;
+    let state = r.tree()?;
+    if r.pos != bytes.len() {
+        return Err(EncodingError::Trailing { trailing: bytes.len() - r.pos });
+    }
+    Ok(TreeProof { version, before, after, state })
+}
+
+struct Reader<'a> {
+    bytes: &'a [u8],
+    pos: usize,
+    nesting: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8], EncodingError> {
+        let available = self.bytes.len() - self.pos;
+        if n > available {
+            return Err(EncodingError::Truncated { at: self.pos, needed: n - available });
+        }
+        let out = &self.bytes[self.pos..self.pos + n];
+        self.pos += n;
+        Ok(out)
+    }
+
+    fn array<const N: usize>(&mut self) -> Result<[u8; N], EncodingError> {
+        Ok(self.take(N)?.try_into().expect("took N bytes"))
+    }
+
+    fn u8(&mut self) -> Result<u8, EncodingError> {
+        Ok(self.array::<1>()?[0])
+    }
+
+    fn invalid(&self, at: usize, reason: impl Into<String>) -> EncodingError {
+        EncodingError::Invalid { at, reason: reason.into() }
+    }
+
+    fn hash(&mut self) -> Result<Hash, EncodingError> {
+        Ok(Hash(self.array::<HASH_SIZE>()?))
+    }
+
+    fn kinded(&mut self) -> Result<KindedHash, EncodingError> {
+        let at = self.pos;
+        match self.u8()? {
+            0 => Ok(KindedHash::Value(self.hash()?)),
+            1 => Ok(KindedHash::Node(self.hash()?)),
+            tag => Err(self.invalid(at, format!("kinded hash tag {tag}"))),
+        }
+    }
+
+    /// The end of a field whose 4-byte size comes next.
+    fn size(&mut self) -> Result<usize, EncodingError> {
+        let at = self.pos;
+        let size = u32::from_be_bytes(self.array()?) as usize;
+        if size > MAX_U30 {
+            return Err(self.invalid(at, format!("size {size} above 2^30 - 1")));
+        }
+        let end = self.pos + size;
+        if end > self.bytes.len() {
+            return Err(EncodingError::Truncated { at: self.pos, needed: end - self.bytes.len() });
+        }
+        Ok(end)
+    }
+
+    fn short(&mut self) -> Result<&'a [u8], EncodingError> {
+        let n = usize::from(self.u8()?);
+        self.take(n)
+    }
+
+    fn length(&mut self) -> Result<u64, EncodingError> {
+        let at = self.pos;
+        let length = i64::from_be_bytes(self.array()?);
+        u64::try_from(length).map_err(|_| self.invalid(at, format!("negative inode length {length}")))
+    }
+
+    fn enter(&mut self, levels: usize) -> Result<(), EncodingError> {
+        self.nesting += levels;
+        if self.nesting > MAX_NESTING {
+            return Err(EncodingError::TooDeep { at: self.pos });
+        }
+        Ok(())
+    }
+
+    fn tree(&mut self) -> Result<Tree, EncodingError> {
+        self.enter(1)?;
+        let at = self.pos;
+        let t = match self.u8()? {
+            0 => {
+                let end = self.size()?;
+                Tree::Value(self.take(end - self.pos)?.to_vec())
+            }
+            1 => Tree::BlindedValue(self.hash()?),
+            2 => Tree::Node(self.steps()?),
+            3 => Tree::BlindedNode(self.hash()?),
+            4 => Tree::Inode(self.inode()?),
+            5 => Tree::Extender(self.extender()?),
+            tag => return Err(self.invalid(at, format!("tree tag {tag}"))),
+        };
+        self.nesting -= 1;
+        Ok(t)
+    }
+
+    /// An inode tree, or `None` for the absent child of a dense inode.
+    fn inode_tree(&mut self) -> Result<Option<InodeTree>, EncodingError> {
+        self.enter(1)?;
+        let at = self.pos;
+        let t = match self.u8()? {
+            0 => InodeTree::BlindedInode(self.hash()?),
+            1 => InodeTree::InodeValues(self.steps()?),
+            2 => InodeTree::InodeTree(self.inode()?),
+            3 => InodeTree::InodeExtender(self.extender()?),
+            4 => {
+                self.nesting -= 1;
+                return Ok(None);
+            }
+            tag => return Err(self.invalid(at, format!("inode tree tag {tag}"))),
+        };
+        self.nesting -= 1;
+        Ok(Some(t))
+    }
+
+    fn required_inode_tree(&mut self) -> Result<InodeTree, EncodingError> {
+        let at = self.pos;
+        self.inode_tree()?.ok_or_else(|| self.invalid(at, "an absent inode where one is required"))
+    }
+
+    fn steps(&mut self) -> Result<Vec<(Vec<u8>, Tree)>, EncodingError> {
+        let end = self.size()?;
+        let mut out = Vec::new();
+        while self.pos < end {
+            let step = self.short()?.to_vec();
+            out.push((step, self.tree()?));
+        }
+        if self.pos != end {
+            return Err(self.invalid(end, "a list overruns its size"));
+        }
+        Ok(out)
+    }
+
+    fn inode(&mut self) -> Result<Inode, EncodingError> {
+        let length = self.length()?;
+        let at = self.pos;
+        let mut proofs = Vec::new();
+        match self.u8()? {
+            0 => {
+                let end = self.size()?;
+                while self.pos < end {
+                    let at = self.pos;
+                    let index = self.u8()?;
+                    if usize::from(index) >= ENTRIES || proofs.last().is_some_and(|(last, _)| *last >= index) {
+                        return Err(self.invalid(at, format!("inode child index {index} out of range or order")));
+                    }
+                    proofs.push((index, self.required_inode_tree()?));
+                }
+                if self.pos != end {
+                    return Err(self.invalid(end, "a list overruns its size"));
+                }
+                if proofs.len() >= DENSE_FROM {
+                    return Err(self.invalid(at, format!("{} children listed sparsely (dense from 16)", proofs.len())));
+                }
+            }
+            1 => {
+                for index in 0..ENTRIES as u8 {
+                    if let Some(child) = self.inode_tree()? {
+                        proofs.push((index, child));
+                    }
+                }
+                if proofs.len() < DENSE_FROM {
+                    return Err(self.invalid(at, format!("{} children listed densely (sparse below 16)", proofs.len())));
+                }
+            }
+            tag => return Err(self.invalid(at, format!("inode proofs tag {tag}"))),
+        }
+        Ok(Inode { length, proofs })
+    }
+
+    fn extender(&mut self) -> Result<Extender, EncodingError> {
+        let length = self.length()?;
+        let at = self.pos;
+        let packed = self.short()?;
+        let segment = unpack_segment(packed).ok_or_else(|| self.invalid(at, "invalid 5-bit segment list"))?;
+        if pack_segment(&segment) != packed {
+            return Err(self.invalid(at, "non-canonical segment padding"));
+        }
+        self.enter(segment.len())?;
+        let proof = Box::new(self.required_inode_tree()?);
+        self.nesting -= segment.len();
+        Ok(Extender { length, segment, proof })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn segments_pack_like_octez() {
+        // One index: aaaaa100.
+        assert_eq!(pack_segment(&[0b10101]), vec![0b1010_1100]);
+        // Eight indices fill five bytes exactly: a closing byte 0x80 follows.
+        assert_eq!(pack_segment(&[31; 8]), vec![0xff, 0xff, 0xff, 0xff, 0xff, 0x80]);
+        assert_eq!(pack_segment(&[]), vec![0x80]);
+        for n in 0..40u8 {
+            let indices: Vec<u8> = (0..n).map(|i| (i * 7 + 3) % 32).collect();
+            let packed = pack_segment(&indices);
+            assert_eq!(packed.len(), (indices.len() * 5 + 8) / 8, "Octez's size");
+            assert_eq!(unpack_segment(&packed), Some(indices));
+        }
+        assert_eq!(unpack_segment(&[]), None);
+        assert_eq!(unpack_segment(&[0]), None);
+        // 7 bits before the closing bit are not a multiple of 5.
+        assert_eq!(unpack_segment(&[0b0000_0001]), None);
+    }
+}
