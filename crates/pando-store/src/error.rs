@@ -40,6 +40,8 @@ pub enum Error {
     GcRunning,
     #[error("the last garbage collection failed (the store is as it was before it): {0}")]
     GcFailed(String),
+    #[error(transparent)]
+    Proof(#[from] pando_core::proof::ProofError),
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -230,6 +230,30 @@ impl Store {
         Ok(Some(Tree::from_parts(Child::Dir(root), Some(source), ctx)))
     }
 
+    /// Runs `f` on the tree of `commit` and returns Octez's tree proof of
+    /// what it read, with `f`'s result (see [`Tree::produce_proof`]).
+    pub fn produce_tree_proof<R>(
+        &self,
+        commit: &Hash,
+        f: impl FnOnce(&mut pando_core::proof::PartialTree<'_>) -> Result<R, pando_core::proof::ProofError>,
+    ) -> Result<(pando_core::proof::TreeProof, R)> {
+        let Some(record) = self.repo.commit_record(commit)? else { return Err(Error::UnknownCommit(*commit)) };
+        // Not `checkout`: a proof is not an operation of the recorded trace.
+        let source: Arc<dyn Source> = self.repo.clone();
+        let tree = Tree::from_parts(Child::Dir(Ptr::stored(record.root_offset, record.root_hash)), Some(source), None);
+        tree.produce_proof(f)
+    }
+
+    /// A proof of what each of `paths` holds at `commit` (a value, or
+    /// nothing), checkable against the commit hash alone.
+    pub fn prove_keys(&self, commit: &Hash, paths: &[Vec<Vec<u8>>]) -> Result<pando_core::proof::keys::KeysProof> {
+        use pando_core::proof::keys::{CommitLinks, KeysProof, read_paths};
+        let info = self.commit_info(commit)?.ok_or(Error::UnknownCommit(*commit))?;
+        let (proof, _) = self.produce_tree_proof(commit, |tree| read_paths(tree, paths))?;
+        let commit = CommitLinks { parents: info.parents, date: info.date, author: info.author, message: info.message };
+        Ok(KeysProof { commit: Some(commit), paths: paths.to_vec(), proof })
+    }
+
     /// The metadata and parents of `commit`.
     pub fn commit_info(&self, commit: &Hash) -> Result<Option<CommitInfo>> {
         Ok(self.repo.commit_record(commit)?.map(|r| r.info()))

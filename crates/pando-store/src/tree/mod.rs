@@ -15,6 +15,7 @@
 pub mod hash;
 pub mod node;
 pub mod ops;
+mod proof;
 
 use pando_core::trace::{ContextId, Key, Row, Scope};
 use pando_core::{Hash, Kind};
@@ -178,6 +179,17 @@ impl Tree {
     /// The Tezos context hash of this tree.
     pub fn hash(&self) -> Result<Hash> {
         hash::child_hash(self.node()?, self.loader())
+    }
+
+    /// Runs `f` on this tree, as a partial tree that loads what `f` reaches,
+    /// and returns Octez's tree proof of what it read (`produce_tree_proof`)
+    /// with `f`'s result. `f` may update its tree: the proof's `after` is
+    /// the hash of what `f` leaves; this tree does not change.
+    pub fn produce_proof<R>(
+        &self,
+        f: impl FnOnce(&mut pando_core::proof::PartialTree<'_>) -> Result<R, pando_core::proof::ProofError>,
+    ) -> Result<(pando_core::proof::TreeProof, R)> {
+        proof::produce(self.node()?, self.loader(), f)
     }
 
     /// The value, if this tree is a contents.

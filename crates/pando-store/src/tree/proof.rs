@@ -1,0 +1,139 @@
+//! Producing Merkle proofs from a store's tree: a [`Reveal`] that hands the
+//! parts of a tree to `pando_core`'s partial tree as a computation reaches
+//! them, loading them through the tree's [`Loader`].
+//!
+//! Invariants:
+//! - Every part handed out carries the hash the store's pointer gives it
+//!   (or, for parts in memory, the hash computed from them), so a proof
+//!   produced here shows the tree the store holds, and nothing else.
+//! - A store error met while revealing is kept and returned as itself (a
+//!   corrupt record stays `Corrupt { file, offset }`), not as text.
+
+use pando_core::proof::partial::{Body, Cell, Entry, Reveal, Revealed};
+use pando_core::proof::{PartialTree, ProofError, TreeProof, produce_tree_proof};
+use std::cell::RefCell;
+
+use super::hash::{entry, inode_ptr_hash, value_of};
+use super::node::{Body as StoreBody, Child, Inode, Loader, Ptr, load};
+use super::ops::collect_sorted;
+use crate::error::{Error, Result};
+
+/// What a handle names.
+enum Part {
+    Dir(Ptr),
+    Inode(Ptr),
+    Value(Child),
+}
+
+/// Reveals a store tree's parts; a handle is an index into `parts`.
+struct StoreReveal<'a> {
+    loader: &'a dyn Loader,
+    parts: RefCell<Vec<Part>>,
+    /// The first store error met, returned instead of its text.
+    error: RefCell<Option<Error>>,
+}
+
+impl<'a> StoreReveal<'a> {
+    fn handle(&self, part: Part) -> Option<u64> {
+        let mut parts = self.parts.borrow_mut();
+        parts.push(part);
+        Some(parts.len() as u64 - 1)
+    }
+
+    /// Keeps a store error, handing its text to the partial tree.
+    fn fail(&self, e: Error) -> String {
+        let text = e.to_string();
+        self.error.borrow_mut().get_or_insert(e);
+        text
+    }
+
+    fn blind(&self, child: &Child) -> Result<Entry> {
+        let (_, hash) = entry(child, self.loader)?;
+        Ok(match child {
+            Child::Dir(ptr) => Entry::blinded_dir(hash, self.handle(Part::Dir(ptr.clone()))),
+            Child::Value(_) | Child::Blob { .. } => Entry::blinded_contents(hash, self.handle(Part::Value(child.clone()))),
+        })
+    }
+
+    fn body(&self, inode: &Inode) -> Result<Body> {
+        Ok(match &inode.body {
+            StoreBody::Values(entries) => {
+                Body::Values(entries.iter().map(|(step, child)| Ok((step.to_vec(), self.blind(child)?))).collect::<Result<_>>()?)
+            }
+            StoreBody::Tree { depth, len, children } => {
+                let mut cells: Box<[Option<std::rc::Rc<Cell>>; pando_core::inode::ENTRIES]> =
+                    Box::new(std::array::from_fn(|_| None));
+                for (i, child) in children.iter().enumerate() {
+                    if let Some(ptr) = child {
+                        let hash = inode_ptr_hash(ptr, self.loader)?;
+                        cells[i] = Some(Cell::blinded(hash, self.handle(Part::Inode(ptr.clone()))));
+                    }
+                }
+                Body::Tree { depth: *depth, len: *len, children: cells }
+            }
+        })
+    }
+
+    fn part(&self, handle: u64) -> std::result::Result<std::cell::Ref<'_, Part>, String> {
+        let parts = self.parts.borrow();
+        if handle as usize >= parts.len() {
+            return Err(format!("unknown handle {handle}"));
+        }
+        Ok(std::cell::Ref::map(parts, |p| &p[handle as usize]))
+    }
+}
+
+impl Reveal for StoreReveal<'_> {
+    fn dir(&self, handle: u64) -> std::result::Result<Revealed, String> {
+        let ptr = match &*self.part(handle)? {
+            Part::Dir(ptr) => ptr.clone(),
+            _ => return Err(format!("handle {handle} is not a directory")),
+        };
+        let root = load(&ptr, 0, self.loader).map_err(|e| self.fail(e))?;
+        let revealed = if root.len() <= pando_core::inode::STABLE_HASH as u64 {
+            let entries = collect_sorted(&root, self.loader).map_err(|e| self.fail(e))?;
+            let mut out = Vec::with_capacity(entries.len());
+            for (step, child) in &entries {
+                out.push((step.to_vec(), self.blind(child).map_err(|e| self.fail(e))?));
+            }
+            Revealed::Entries(out)
+        } else {
+            Revealed::Root(self.body(&root).map_err(|e| self.fail(e))?)
+        };
+        Ok(revealed)
+    }
+
+    fn inode(&self, handle: u64, depth: u32) -> std::result::Result<Body, String> {
+        let ptr = match &*self.part(handle)? {
+            Part::Inode(ptr) => ptr.clone(),
+            _ => return Err(format!("handle {handle} is not an inode")),
+        };
+        let inode = load(&ptr, depth, self.loader).map_err(|e| self.fail(e))?;
+        self.body(&inode).map_err(|e| self.fail(e))
+    }
+
+    fn value(&self, handle: u64) -> std::result::Result<Vec<u8>, String> {
+        let child = match &*self.part(handle)? {
+            Part::Value(child) => child.clone(),
+            _ => return Err(format!("handle {handle} is not a value")),
+        };
+        match value_of(&child, self.loader).map_err(|e| self.fail(e))? {
+            Some(value) => Ok(value.bytes.to_vec()),
+            None => Err(format!("handle {handle} is not a value")),
+        }
+    }
+}
+
+/// Runs `f` on the tree `root` and returns the proof of what it read.
+pub(crate) fn produce<R>(
+    root: &Child,
+    loader: &dyn Loader,
+    f: impl FnOnce(&mut PartialTree<'_>) -> std::result::Result<R, ProofError>,
+) -> Result<(TreeProof, R)> {
+    let reveal = StoreReveal { loader, parts: RefCell::new(Vec::new()), error: RefCell::new(None) };
+    let root = reveal.blind(root)?;
+    produce_tree_proof(root, &reveal, f).map_err(|e| match reveal.error.borrow_mut().take() {
+        Some(store_error) => store_error,
+        None => Error::Proof(e),
+    })
+}
