@@ -213,7 +213,7 @@ fn unknown_commits_and_damaged_records_are_errors() {
     let store = Store::open_storage(storage.clone(), options.clone()).unwrap();
     let mut tree = store.empty_tree();
     for i in 0..300 {
-        tree.add_mut(&[b"dir".to_vec(), name(i)], &vec![7u8; 40]).unwrap();
+        tree.add_mut(&[b"dir".to_vec(), name(i)], &[7u8; 40]).unwrap();
     }
     let commit = store.commit(&tree, &[], 1, "pando", "damaged").unwrap();
     store.close().unwrap();
