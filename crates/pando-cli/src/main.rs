@@ -79,6 +79,28 @@ enum Command {
         #[arg(long)]
         archive: bool,
     },
+    /// Write a Merkle proof of what each PATH holds at a commit (a value,
+    /// or nothing), checkable without the store.
+    Prove {
+        /// Paths such as `contracts/index/<address>/balance`.
+        paths: Vec<String>,
+        #[command(flatten)]
+        at: commands::AtCommit,
+        /// Also prove the paths listed in this file, one per line.
+        #[arg(long)]
+        paths_from: Option<PathBuf>,
+        /// Where to write the proof.
+        #[arg(short, long, default_value = "proof.bin")]
+        output: PathBuf,
+    },
+    /// Check a proof written by `pando prove` against a commit hash (or the
+    /// hash of the commit's tree) and print what it proves.
+    VerifyProof {
+        file: PathBuf,
+        /// The commit hash (`Co...` or hex) the proof must be of.
+        #[arg(long)]
+        root: String,
+    },
     /// Generate a Tezos-like trace (irmin's IrmRepBT format).
     Gen {
         /// tiny (200 blocks), small (5,000), medium (50,000) or large (300,000).
@@ -167,6 +189,8 @@ fn main() -> anyhow::Result<()> {
         Command::Ls { path, at, offset, length, hashes } => commands::ls(&at, &path, offset, length, hashes),
         Command::Log { at, count } => commands::log(&at, count),
         Command::Gc { store, keep_last, archive } => commands::gc(&store, keep_last, archive),
+        Command::Prove { paths, at, paths_from, output } => commands::proof::prove(&at, &paths, paths_from.as_deref(), &output),
+        Command::VerifyProof { file, root } => commands::proof::verify(&file, &root),
         Command::Gen { preset, seed, output } => {
             let preset = commands::trace::preset(&preset)?;
             let output = output.unwrap_or_else(|| PathBuf::from(format!("{}-{seed}.repr", preset.name)));

@@ -114,3 +114,49 @@ fn gc_keeps_the_last_levels() {
     assert!(out.contains("collected:     0 commits"), "{out}");
     assert_eq!(stdout(&pando(&["log", "-s", p, "-n", "50"])).matches("commit ").count(), 10);
 }
+
+#[test]
+fn prove_and_verify_proof() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store");
+    let p = path.to_str().unwrap();
+    let (first, second) = {
+        let store = Store::open(&path, Options::default()).unwrap();
+        let mut tree = store.empty_tree();
+        for i in 0..300 {
+            tree.add_mut(&["contracts", "index", &format!("{i:04}"), "balance"], format!("{i}").as_bytes()).unwrap();
+        }
+        let first = store.commit(&tree, &[], 1, "Tezos", "block 1").unwrap();
+        let tree = tree.add(&["contracts", "index", "0007", "balance"], b"changed").unwrap();
+        let second = store.commit(&tree, &[first], 2, "Tezos", "block 2").unwrap();
+        (first, second)
+    };
+    let proof = dir.path().join("proof.bin");
+    let out = proof.to_str().unwrap();
+    let written = stdout(&pando(&[
+        "prove",
+        "-s",
+        p,
+        "--commit",
+        &first.to_base58(),
+        "-o",
+        out,
+        "contracts/index/0007/balance",
+        "contracts/index/9999/balance",
+    ]));
+    assert!(written.contains("2 paths"), "{written}");
+    let verified = stdout(&pando(&["verify-proof", out, "--root", &first.to_base58()]));
+    assert!(verified.contains("contracts/index/0007/balance = \"7\""), "{verified}");
+    assert!(verified.contains("contracts/index/9999/balance: absent"), "{verified}");
+
+    // Against another commit, or with a flipped byte, or truncated: refused.
+    assert!(failure(&pando(&["verify-proof", out, "--root", &second.to_base58()])).contains("not for"));
+    let mut bytes = std::fs::read(&proof).unwrap();
+    let last = bytes.len() - 3;
+    bytes[last] ^= 0x10;
+    std::fs::write(&proof, &bytes).unwrap();
+    assert!(failure(&pando(&["verify-proof", out, "--root", &first.to_base58()])).contains("proof"));
+    std::fs::write(&proof, &bytes[..bytes.len() / 2]).unwrap();
+    assert!(failure(&pando(&["verify-proof", out, "--root", &first.to_base58()])).contains("truncated"));
+    assert!(failure(&pando(&["verify-proof", out, "--root", "nonsense"])).contains("not a hash"));
+}

@@ -1,0 +1,58 @@
+//! `pando prove` and `pando verify-proof`: Merkle proofs of paths at a commit.
+
+use anyhow::{Context, bail};
+use pando_core::Hash;
+use pando_core::proof::keys::KeysProof;
+use std::path::Path;
+
+use super::{AtCommit, hex, open_read_only, printable, resolve, split_path};
+
+fn show_value(value: &[u8]) -> String {
+    match printable(value) {
+        Some(text) => format!("{text:?}"),
+        None => format!("0x{}", hex(value)),
+    }
+}
+
+/// Writes a proof of what `paths` (and those listed in `paths_from`) hold.
+pub fn prove(at: &AtCommit, paths: &[String], paths_from: Option<&Path>, out: &Path) -> anyhow::Result<()> {
+    let store = open_read_only(&at.store)?;
+    let commit = resolve(&store, at.commit.as_deref())?;
+    let mut all: Vec<String> = paths.to_vec();
+    if let Some(file) = paths_from {
+        let text = std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
+        all.extend(text.lines().filter(|l| !l.trim().is_empty()).map(str::to_string));
+    }
+    if all.is_empty() {
+        bail!("no path to prove: give PATH arguments or --paths-from");
+    }
+    let steps: Vec<Vec<Vec<u8>>> = all.iter().map(|p| split_path(p).iter().map(|s| s.as_bytes().to_vec()).collect()).collect();
+    let proof = store.prove_keys(&commit, &steps)?;
+    let bytes = proof.encode()?;
+    let tree_bytes = pando_core::proof::encoding::encode(&proof.proof)?.len();
+    std::fs::write(out, &bytes).with_context(|| format!("cannot write {}", out.display()))?;
+    println!(
+        "wrote {}: {} paths at commit {commit}, {} bytes (Octez tree proof {tree_bytes} bytes)",
+        out.display(),
+        all.len(),
+        bytes.len()
+    );
+    Ok(())
+}
+
+/// Checks a proof file against `root` and prints what each path holds.
+pub fn verify(file: &Path, root: &str) -> anyhow::Result<()> {
+    let root = Hash::parse(root).with_context(|| format!("--root {root:?} is not a hash"))?;
+    let bytes = std::fs::read(file).with_context(|| format!("cannot read {}", file.display()))?;
+    let proof = KeysProof::decode(&bytes).with_context(|| format!("{} is not a valid proof", file.display()))?;
+    let values = proof.verify(&root).with_context(|| format!("{} does not prove anything at {root}", file.display()))?;
+    println!("valid: {} paths at {root} ({} bytes)", proof.paths.len(), bytes.len());
+    for (path, value) in proof.paths.iter().zip(&values) {
+        let shown: Vec<String> = path.iter().map(|s| String::from_utf8_lossy(s).into_owned()).collect();
+        match value {
+            Some(v) => println!("{} = {}", shown.join("/"), show_value(v)),
+            None => println!("{}: absent", shown.join("/")),
+        }
+    }
+    Ok(())
+}
