@@ -23,3 +23,35 @@ fn readme_example() -> Result<(), pando_store::Error> {
     assert_eq!(store.branch("main"), Some(genesis));
     Ok(())
 }
+
+/// The proof example of the README.
+#[test]
+fn readme_proof_example() -> Result<(), Box<dyn std::error::Error>> {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path().join("pando"), Options::default())?;
+    let addr = "tz1ddb9NMYHZi5UzPdzTZMYQQZoMub195zgv";
+    let tree = store.empty_tree().add(&["contracts", "index", addr, "balance"], b"500")?;
+    let commit = store.commit(&tree, &[], 1, "Tezos", "block 1")?;
+
+    // Producer, with the store: run a computation, get the proof of what it read.
+    let (proof, balance) = store.produce_tree_proof(&commit, |tree| {
+        let balance = tree.find(&["contracts", "index", addr, "balance"])?;
+        tree.add(&["contracts", "index", addr, "balance"], b"1000")?; // writes too
+        Ok(balance)
+    })?;
+    let bytes = pando_core::proof::encoding::encode(&proof)?;
+
+    // Verifier, pando-core alone (no store, no I/O, builds for wasm32):
+    let proof = pando_core::proof::encoding::decode(&bytes)?;
+    let (tree, verified) = pando_core::proof::verify_tree_proof(&proof, |tree| {
+        let balance = tree.find(&["contracts", "index", addr, "balance"])?;
+        tree.add(&["contracts", "index", addr, "balance"], b"1000")?;
+        Ok(balance)
+    })?;
+
+    assert_eq!(balance.as_deref(), Some(&b"500"[..]));
+    assert_eq!(verified, balance);
+    let expected = store.checkout(&commit)?.unwrap().add(&["contracts", "index", addr, "balance"], b"1000")?.hash()?;
+    assert_eq!(tree.hash()?, expected);
+    Ok(())
+}

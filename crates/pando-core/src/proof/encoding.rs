@@ -457,7 +457,7 @@ mod tests {
         assert_eq!(pack_segment(&[31; 8]), vec![0xff, 0xff, 0xff, 0xff, 0xff, 0x80]);
         assert_eq!(pack_segment(&[]), vec![0x80]);
         for n in 0..40u8 {
-            let indices: Vec<u8> = (0..n).map(|i| (i * 7 + 3) % 32).collect();
+            let indices: Vec<u8> = (0..n).map(|i| ((u32::from(i) * 7 + 3) % 32) as u8).collect();
             let packed = pack_segment(&indices);
             assert_eq!(packed.len(), (indices.len() * 5 + 8) / 8, "Octez's size");
             assert_eq!(unpack_segment(&packed), Some(indices));
