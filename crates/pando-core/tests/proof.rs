@@ -688,3 +688,33 @@ fn hostile_nesting_is_an_error_not_a_crash() {
     }
     assert!(decode(&bytes).is_err());
 }
+
+#[test]
+fn the_deepest_accepted_proof_fits_a_small_stack() {
+    // Directories nested as deep as the decoder accepts (one entry each),
+    // decoded, checked, hashed and verified on a 1 MiB stack, WebAssembly's
+    // default; one level more is refused.
+    fn nested(levels: usize) -> Tree {
+        let mut t = Tree::Value(b"leaf".to_vec());
+        for _ in 0..levels {
+            t = Tree::Node(vec![(b"a".to_vec(), t)]);
+        }
+        t
+    }
+    let deepest = pando_core::proof::encoding::MAX_NESTING - 1;
+    let handle = std::thread::Builder::new()
+        .stack_size(1 << 20)
+        .spawn(move || {
+            let state = nested(deepest);
+            let root = pando_core::proof::convert::entry_of_tree(&state).unwrap();
+            let hash = PartialTree::of_entry(root).hash().unwrap();
+            let proof = TreeProof { version: 0, before: KindedHash::Node(hash), after: KindedHash::Node(hash), state };
+            let decoded = decode(&encode(&proof).unwrap()).unwrap();
+            let (_, length) = verify_tree_proof(&decoded, |t| t.length(&[b"a"])).unwrap();
+            assert_eq!(length, 1);
+            let deeper = TreeProof { state: nested(deepest + 1), ..proof };
+            assert!(decode(&encode(&deeper).unwrap()).is_err());
+        })
+        .unwrap();
+    handle.join().unwrap();
+}

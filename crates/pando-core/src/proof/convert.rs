@@ -17,14 +17,9 @@
 use std::rc::Rc;
 
 use super::ProofError;
-use super::partial::{Body, Cell, Entry, build};
+use super::partial::{Body, Cell, Entry, MAX_INODE_DEPTH, build};
 use super::types::{Extender, Inode, InodeTree, Tree};
 use crate::inode::{ENTRIES, STABLE_HASH, index};
-
-/// Deepest inode accepted in a proof: a tree inode at depth `d` needs
-/// entries whose names agree on `d` indices of 5 bits, so real directories
-/// stay far below this.
-pub const MAX_INODE_DEPTH: u32 = 64;
 
 fn malformed(reason: impl Into<String>) -> ProofError {
     ProofError::Malformed(reason.into())
@@ -42,7 +37,7 @@ pub fn entry_of_tree(tree: &Tree) -> Result<Entry, ProofError> {
             if entries.len() > STABLE_HASH {
                 return Err(malformed(format!("a node of {} entries (at most {STABLE_HASH})", entries.len())));
             }
-            Entry::Dir(Cell::of_body(build(0, entry_list(entries)?)))
+            Entry::Dir(Cell::of_body(build(0, entry_list(entries)?)?))
         }
         Tree::Inode(inode) => {
             root_length(inode.length)?;

@@ -33,8 +33,9 @@ use crate::hash::{HASH_SIZE, Hash};
 use crate::inode::ENTRIES;
 
 /// Deepest nesting of trees, inodes and extender segments a decoded proof
-/// may have. Real proofs nest a few dozen levels.
-pub const MAX_NESTING: usize = 1024;
+/// may have. Real proofs nest a few dozen levels; at this bound decoding,
+/// checking and hashing fit in a 1 MiB stack (WebAssembly's default).
+pub const MAX_NESTING: usize = 512;
 /// Largest size field of `Data_encoding` (a `uint30`).
 const MAX_U30: usize = (1 << 30) - 1;
 /// Longest step and longest segment field (a length on one byte).

@@ -142,10 +142,19 @@ impl Body {
     }
 }
 
+/// Deepest inode a partial tree holds: a tree inode at depth `d` needs
+/// more than 32 names agreeing on `d` indices of 5 bits, so real
+/// directories stay far below this; names crafted to collide at every depth
+/// are an error here, not a recursion without end (irmin bounds it too).
+pub const MAX_INODE_DEPTH: u32 = 64;
+
 /// The canonical trie at `depth` of entries sorted by step.
-pub fn build(depth: u32, entries: Vec<(Vec<u8>, Entry)>) -> Body {
+pub fn build(depth: u32, entries: Vec<(Vec<u8>, Entry)>) -> Result<Body, ProofError> {
     if entries.len() <= ENTRIES {
-        return Body::Values(entries);
+        return Ok(Body::Values(entries));
+    }
+    if depth >= MAX_INODE_DEPTH {
+        return Err(ProofError::Malformed(format!("more than {ENTRIES} names colliding down to inode depth {depth}")));
     }
     let len = entries.len() as u64;
     let mut buckets: Vec<Vec<(Vec<u8>, Entry)>> = (0..ENTRIES).map(|_| Vec::new()).collect();
@@ -155,10 +164,10 @@ pub fn build(depth: u32, entries: Vec<(Vec<u8>, Entry)>) -> Body {
     let mut children: Box<[Option<Rc<Cell>>; ENTRIES]> = Box::new(std::array::from_fn(|_| None));
     for (i, bucket) in buckets.into_iter().enumerate() {
         if !bucket.is_empty() {
-            children[i] = Some(Cell::of_body(build(depth + 1, bucket)));
+            children[i] = Some(Cell::of_body(build(depth + 1, bucket)?));
         }
     }
-    Body::Tree { depth, len, children }
+    Ok(Body::Tree { depth, len, children })
 }
 
 /// How parts of a tree are reached: through a [`Reveal`] when producing a
@@ -188,7 +197,7 @@ impl<'r> Access<'r> {
                     if entries.len() > STABLE_HASH || !sorted(&entries) {
                         return Err(ProofError::Unavailable("revealed directory entries are unsorted or too many".into()));
                     }
-                    build(0, entries)
+                    build(0, entries)?
                 }
                 Revealed::Root(body @ Body::Tree { depth: 0, len, .. }) if len > STABLE_HASH as u64 => body,
                 Revealed::Root(_) => return Err(ProofError::Unavailable("revealed a directory root that is not one".into())),
@@ -363,7 +372,7 @@ impl<'r> Access<'r> {
                         true
                     }
                 };
-                Ok((Cell::of_body(build(depth, entries)), added))
+                Ok((Cell::of_body(build(depth, entries)?), added))
             }
             Body::Tree { len, children, .. } => {
                 let mut children = children.clone();
