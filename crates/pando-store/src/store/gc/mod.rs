@@ -225,11 +225,19 @@ impl Repo {
     /// the pinned commits.
     pub(crate) fn start_gc(self: &Arc<Self>, keep_from: &Hash) -> Result<()> {
         self.check_writable()?;
-        self.reap_quietly();
         // Locks in the writer's order: the writer, then the job.
         let started = Instant::now();
         let writer = self.writer.as_ref().expect("checked writable").lock();
         let mut job = self.gc.job.lock();
+        // A finished job is reaped under the same lock the next one is
+        // installed under, so `wait_gc` never sees an empty slot between
+        // the two while its report is not yet among the finished ones.
+        if job.as_ref().is_some_and(|j| j.handle.is_finished()) {
+            let finished = job.take().expect("checked");
+            if let Err(e) = self.settle_job(finished) {
+                *self.gc.last_error.lock() = Some(e.to_string());
+            }
+        }
         if job.is_some() {
             return Err(Error::GcRunning);
         }
@@ -337,6 +345,12 @@ impl Repo {
             }
             job.take().expect("checked")
         };
+        Some(self.settle_job(job))
+    }
+
+    /// The outcome of a finished job taken from its slot; a report joins
+    /// the finished ones.
+    fn settle_job(&self, job: Job) -> Result<GcReport> {
         let outcome = match job.handle.join() {
             Ok(outcome) => outcome,
             Err(_) => Err(Error::GcFailed("the collector thread panicked".into())),
@@ -348,7 +362,7 @@ impl Repo {
             }
             finished.push(report.clone());
         }
-        Some(outcome)
+        outcome
     }
 
     /// Takes a finished job, keeping its error for `wait_gc`.
