@@ -64,8 +64,9 @@ impl KeysProof {
     /// returns what each path holds.
     pub fn verify(&self, root: &Hash) -> Result<Vec<Option<Vec<u8>>>, ProofError> {
         let tree_root = self.proof.before.hash();
-        if *root != tree_root && self.commit_hash() != Some(*root) {
-            let actual = match self.commit_hash() {
+        let commit = self.commit_hash();
+        if *root != tree_root && commit != Some(*root) {
+            let actual = match commit {
                 Some(commit) => format!("commit {commit} (tree {tree_root})"),
                 None => format!("tree {tree_root}"),
             };

@@ -264,19 +264,39 @@ impl<'r> Access<'r> {
             return Ok(*hash);
         }
         let body = self.body(cell, 0, path)?;
-        let hash = if body.len() <= STABLE_HASH as u64 {
-            let entries = self.entries(body, path)?;
-            let mut hashes = Vec::with_capacity(entries.len());
-            for (step, entry) in &entries {
-                hashes.push(self.entry_hash(entry, &extend(path, step))?);
-            }
-            let mut buf = Vec::with_capacity(8 + 80 * entries.len());
-            encode_node(&mut buf, entries.len(), entries.iter().zip(&hashes).map(|((s, e), h)| (&s[..], e.kind(), h)));
-            Hash::of_bytes(&buf)
-        } else {
-            self.inode_body_hash(body, path)?
+        let hash = match body {
+            // A value inode is already sorted: hashed without a copy.
+            Body::Values(entries) => self.node_hash(entries, path)?,
+            Body::Tree { len, .. } if *len <= STABLE_HASH as u64 => self.node_hash(&self.entries(body, path)?, path)?,
+            Body::Tree { .. } => self.inode_body_hash(body, path)?,
         };
         Ok(*cell.hash.get_or_init(|| hash))
+    }
+
+    /// The flat hash of a directory of at most 256 entries, sorted.
+    fn node_hash(&self, entries: &[(Vec<u8>, Entry)], path: &[&[u8]]) -> Result<Hash, ProofError> {
+        let hashes = self.child_hashes(entries, path)?;
+        let mut buf = Vec::with_capacity(8 + 80 * entries.len());
+        encode_node(&mut buf, entries.len(), entries.iter().zip(&hashes).map(|((s, e), h)| (&s[..], e.kind(), h)));
+        Ok(Hash::of_bytes(&buf))
+    }
+
+    /// The hashes of entries; the path of an entry, for an error, is built
+    /// only for an entry whose hash is not known yet.
+    fn child_hashes(&self, entries: &[(Vec<u8>, Entry)], path: &[&[u8]]) -> Result<Vec<Hash>, ProofError> {
+        entries
+            .iter()
+            .map(|(step, entry)| {
+                let known = match entry {
+                    Entry::Contents(c) => c.hash.get(),
+                    Entry::Dir(cell) => cell.hash.get(),
+                };
+                match known {
+                    Some(hash) => Ok(*hash),
+                    None => self.entry_hash(entry, &extend(path, step)),
+                }
+            })
+            .collect()
     }
 
     pub fn inode_hash(&self, cell: &Cell, depth: u32, path: &[&[u8]]) -> Result<Hash, ProofError> {
@@ -291,10 +311,7 @@ impl<'r> Access<'r> {
         let mut buf = Vec::new();
         match body {
             Body::Values(entries) => {
-                let mut hashes = Vec::with_capacity(entries.len());
-                for (step, entry) in entries {
-                    hashes.push(self.entry_hash(entry, &extend(path, step))?);
-                }
+                let hashes = self.child_hashes(entries, path)?;
                 encode_values(&mut buf, entries.len(), entries.iter().zip(&hashes).map(|((s, e), h)| (&s[..], e.kind(), h)));
             }
             Body::Tree { depth, len, children } => {

@@ -217,8 +217,6 @@ impl Store {
     /// The tree of `commit`, or `None` if the store does not have it.
     pub fn checkout(&self, commit: &Hash) -> Result<Option<Tree>> {
         let Some(record) = self.repo.commit_record(commit)? else { return Ok(None) };
-        let source: Arc<dyn Source> = self.repo.clone();
-        let root = Ptr::stored(record.root_offset, record.root_hash);
         let ctx = self.repo.record(|sink| {
             if !sink.is_known(commit) {
                 sink.gap("a checkout of a commit made before the recording started");
@@ -227,7 +225,13 @@ impl Store {
             sink.write(&Row::Checkout { hash: Scope::Keep(commit.to_base58().into_bytes()), ctx: Scope::Keep(ctx) });
             ctx
         });
-        Ok(Some(Tree::from_parts(Child::Dir(root), Some(source), ctx)))
+        Ok(Some(self.tree_at(&record, ctx)))
+    }
+
+    /// The tree of a commit record, as the trace context `ctx` if any.
+    fn tree_at(&self, record: &CommitRecord, ctx: Option<pando_core::trace::ContextId>) -> Tree {
+        let source: Arc<dyn Source> = self.repo.clone();
+        Tree::from_parts(Child::Dir(Ptr::stored(record.root_offset, record.root_hash)), Some(source), ctx)
     }
 
     /// Runs `f` on the tree of `commit` and returns Octez's tree proof of
@@ -239,9 +243,7 @@ impl Store {
     ) -> Result<(pando_core::proof::TreeProof, R)> {
         let Some(record) = self.repo.commit_record(commit)? else { return Err(Error::UnknownCommit(*commit)) };
         // Not `checkout`: a proof is not an operation of the recorded trace.
-        let source: Arc<dyn Source> = self.repo.clone();
-        let tree = Tree::from_parts(Child::Dir(Ptr::stored(record.root_offset, record.root_hash)), Some(source), None);
-        tree.produce_proof(f)
+        self.tree_at(&record, None).produce_proof(f)
     }
 
     /// A proof of what each of `paths` holds at `commit` (a value, or
