@@ -101,6 +101,11 @@ enum Command {
         #[arg(long)]
         root: String,
     },
+    /// Export one commit's tree to a file, or build a new store from one.
+    Snapshot {
+        #[command(subcommand)]
+        command: SnapshotCommand,
+    },
     /// Generate a Tezos-like trace (irmin's IrmRepBT format).
     Gen {
         /// tiny (200 blocks), small (5,000), medium (50,000) or large (300,000).
@@ -159,6 +164,20 @@ enum Command {
 }
 
 #[derive(Subcommand)]
+enum SnapshotCommand {
+    /// Write the tree of a commit to FILE as a stream (memory bounded by the
+    /// tree's depth, not its directories' sizes).
+    Export {
+        file: PathBuf,
+        #[command(flatten)]
+        at: commands::AtCommit,
+    },
+    /// Build a new store in DIR (absent or empty) from FILE, checking every
+    /// hash against the commit the snapshot names.
+    Import { file: PathBuf, dir: PathBuf },
+}
+
+#[derive(Subcommand)]
 enum TraceCommand {
     /// Print a trace's rows as text, one per line (`!` marks a last use).
     Cat {
@@ -191,6 +210,8 @@ fn main() -> anyhow::Result<()> {
         Command::Gc { store, keep_last, archive } => commands::gc(&store, keep_last, archive),
         Command::Prove { paths, at, paths_from, output } => commands::proof::prove(&at, &paths, paths_from.as_deref(), &output),
         Command::VerifyProof { file, root } => commands::proof::verify(&file, &root),
+        Command::Snapshot { command: SnapshotCommand::Export { file, at } } => commands::snapshot::export(&at, &file),
+        Command::Snapshot { command: SnapshotCommand::Import { file, dir } } => commands::snapshot::import(&file, &dir),
         Command::Gen { preset, seed, output } => {
             let preset = commands::trace::preset(&preset)?;
             let output = output.unwrap_or_else(|| PathBuf::from(format!("{}-{seed}.repr", preset.name)));

@@ -40,6 +40,10 @@ pub enum Error {
     GcRunning,
     #[error("the last garbage collection failed (the store is as it was before it): {0}")]
     GcFailed(String),
+    /// A snapshot that is damaged, truncated or not canonical: the file
+    /// byte where its frame starts, and the byte of the stream it holds.
+    #[error("bad snapshot: file byte {file_offset} (stream byte {stream_offset}): {reason}")]
+    Snapshot { file_offset: u64, stream_offset: u64, reason: String },
     #[error(transparent)]
     Proof(#[from] pando_core::proof::ProofError),
 }

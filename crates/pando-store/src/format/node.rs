@@ -277,11 +277,16 @@ pub fn entries_belong(inode: &Inode, path: &[usize]) -> bool {
 }
 
 /// A commit as recorded in the pack.
+/// The parent offset of a commit whose parent the store never held (the
+/// commit of an imported snapshot).
+pub const ABSENT_PARENT: u64 = u64::MAX;
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CommitRecord {
     pub root_offset: u64,
     pub root_hash: Hash,
-    /// Parents with the offsets of their commit records.
+    /// Parents with the offsets of their commit records ([`ABSENT_PARENT`]
+    /// for a parent the store never held).
     pub parents: Vec<(Hash, u64)>,
     pub date: i64,
     pub author: String,
@@ -318,7 +323,7 @@ impl CommitRecord {
         for _ in 0..count {
             let hash = r.hash()?;
             let offset = r.varint()?;
-            if offset >= at {
+            if offset >= at && offset != ABSENT_PARENT {
                 return Err(format!("parent offset {offset} not before the commit at {at}"));
             }
             parents.push((hash, offset));

@@ -16,6 +16,7 @@
 mod branches;
 mod commit;
 mod gc;
+mod import;
 mod index_file;
 mod open;
 
@@ -254,6 +255,32 @@ impl Store {
         let (proof, _) = self.produce_tree_proof(commit, |tree| read_paths(tree, paths))?;
         let commit = CommitLinks { parents: info.parents, date: info.date, author: info.author, message: info.message };
         Ok(KeysProof { commit: Some(commit), paths: paths.to_vec(), proof })
+    }
+
+    /// Writes the tree of `commit` to `out` as a snapshot (see
+    /// [`crate::snapshot`]): a stream holding one inode per level in
+    /// memory, whatever the directories' sizes.
+    pub fn export_snapshot(&self, commit: &Hash, out: &mut dyn std::io::Write) -> Result<crate::SnapshotSummary> {
+        let record = self.repo.commit_record(commit)?.ok_or(Error::UnknownCommit(*commit))?;
+        let mut parents = record.info().parents;
+        parents.sort();
+        let header = crate::snapshot::Header {
+            commit: *commit,
+            parents,
+            date: record.date,
+            author: record.author.clone(),
+            message: record.message.clone(),
+        };
+        let root = Ptr::stored(record.root_offset, record.root_hash);
+        crate::snapshot::export(&*self.repo, &header, &root, out)
+    }
+
+    /// Builds this store's first commit from a snapshot, checking every
+    /// hash: it succeeds only if the tree read hashes to the commit the
+    /// snapshot names. The store must be empty. On error nothing durable
+    /// was written, and the store refuses writes until reopened.
+    pub fn import_snapshot(&self, input: &mut dyn std::io::Read) -> Result<crate::SnapshotSummary> {
+        self.repo.import(input)
     }
 
     /// The metadata and parents of `commit`.

@@ -1,0 +1,92 @@
+//! `pando snapshot export` and `pando snapshot import`: one commit's tree
+//! as a file, to bootstrap a store elsewhere.
+
+use anyhow::{Context, bail};
+use pando_store::{Options, SnapshotSummary, Store};
+use std::io::{BufReader, BufWriter};
+use std::path::Path;
+use std::time::Instant;
+
+use super::{AtCommit, open_read_only, resolve};
+
+fn mb(bytes: u64) -> f64 {
+    bytes as f64 / 1e6
+}
+
+fn print_summary(summary: &SnapshotSummary, seconds: f64) {
+    println!(
+        "  {} directories, {} contents ({:.1} MB of values), {} inodes",
+        summary.directories,
+        summary.contents,
+        mb(summary.contents_bytes),
+        summary.inodes
+    );
+    println!(
+        "  stream {:.1} MB, file {:.1} MB (zstd), {seconds:.2} s ({:.0} MB/s of stream)",
+        mb(summary.stream_bytes),
+        mb(summary.file_bytes),
+        mb(summary.stream_bytes) / seconds.max(1e-9)
+    );
+}
+
+/// Writes the tree of the commit to `file` (first as `file.partial`, renamed
+/// once complete, so a failed export leaves no snapshot behind).
+pub fn export(at: &AtCommit, file: &Path) -> anyhow::Result<()> {
+    let store = open_read_only(&at.store)?;
+    let commit = resolve(&store, at.commit.as_deref())?;
+    let partial = file.with_extension("partial");
+    let started = Instant::now();
+    let result = (|| {
+        let out = std::fs::File::create(&partial).with_context(|| format!("cannot create {}", partial.display()))?;
+        let mut out = BufWriter::with_capacity(1 << 20, out);
+        let summary = store.export_snapshot(&commit, &mut out)?;
+        out.into_inner().map_err(|e| e.into_error())?.sync_all().with_context(|| format!("cannot sync {}", partial.display()))?;
+        std::fs::rename(&partial, file).with_context(|| format!("cannot rename {} to {}", partial.display(), file.display()))?;
+        anyhow::Ok(summary)
+    })();
+    let summary = match result {
+        Ok(summary) => summary,
+        Err(e) => {
+            let _ = std::fs::remove_file(&partial);
+            return Err(e);
+        }
+    };
+    println!("exported commit {commit} to {}", file.display());
+    print_summary(&summary, started.elapsed().as_secs_f64());
+    Ok(())
+}
+
+/// Builds a new store in `dir` (absent or empty) from `file`; on failure,
+/// removes what it created.
+pub fn import(file: &Path, dir: &Path) -> anyhow::Result<()> {
+    let existed = dir.exists();
+    if existed && std::fs::read_dir(dir).with_context(|| format!("cannot read {}", dir.display()))?.next().is_some() {
+        bail!("{} is not empty: a snapshot is imported into a new store", dir.display());
+    }
+    let input = std::fs::File::open(file).with_context(|| format!("cannot open {}", file.display()))?;
+    let started = Instant::now();
+    let result = (|| {
+        let store =
+            Store::open(dir, Options::default()).with_context(|| format!("cannot create a store in {}", dir.display()))?;
+        let summary = store.import_snapshot(&mut BufReader::with_capacity(1 << 20, input))?;
+        store.close()?;
+        anyhow::Ok(summary)
+    })();
+    let summary = match result {
+        Ok(summary) => summary,
+        Err(e) => {
+            // Best effort: the error is what the user needs to see.
+            if existed {
+                for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+                    let _ = std::fs::remove_file(entry.path());
+                }
+            } else {
+                let _ = std::fs::remove_dir_all(dir);
+            }
+            return Err(e.context(format!("import of {} failed; {} was left as it was", file.display(), dir.display())));
+        }
+    };
+    println!("imported commit {} into {} (every hash checked)", summary.commit, dir.display());
+    print_summary(&summary, started.elapsed().as_secs_f64());
+    Ok(())
+}

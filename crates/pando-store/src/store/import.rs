@@ -1,0 +1,386 @@
+//! Building a store from a snapshot (grammar in `crate::snapshot`).
+//!
+//! The stream comes in pre-order; each inode is encoded and appended to the
+//! pack as soon as its last child is, so the importer holds one inode per
+//! level under construction (and, for a directory of at most 256 entries,
+//! the entries its flat hash needs), whatever the sizes of the directories.
+//! Records go to the pack in batches of a few MiB; nothing is durable until
+//! the last batch, the commit record and the control write, which happen
+//! only once the tree hashes to the commit the header names.
+//!
+//! Invariants:
+//! - Every inode is checked as the store's decoder checks it (entry count,
+//!   sorted unique steps, entries on their index path, a tree inode's length
+//!   the sum of its children's) plus the canonical layout (a directory of
+//!   more than 32 entries is a tree inode and no other), so the store built
+//!   is the one the same entries would give.
+//! - A failure leaves nothing durable: the control file still describes
+//!   the empty store, and the store refuses writes until it is reopened.
+
+use pando_core::inode::{ENTRIES, STABLE_HASH, index};
+use pando_core::tezos::{Kind, contents_hash, encode_node};
+use pando_core::{CommitInfo, Hash};
+use std::io::Read;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use super::Repo;
+use crate::dict;
+use crate::error::{Error, Result};
+use crate::format::node::{ABSENT_PARENT, CommitRecord, INLINE_MAX, encode_tree, encode_values};
+use crate::format::record::{self, MAX_PAYLOAD, RecordKind};
+use crate::snapshot::{END, ENTRY_CONTENTS, ENTRY_DIR, FrameReader, Header, SnapshotSummary, TAG_TREE, TAG_VALUES};
+use crate::tree::node::{Child, Ptr, Step, Value};
+
+/// Bytes of records gathered before they are appended to the pack.
+const BATCH_BYTES: usize = 8 << 20;
+/// Deepest inode trie accepted (as the proof verifier's bound).
+const MAX_INODE_DEPTH: usize = 64;
+/// Deepest nesting of directories accepted.
+const MAX_DIR_DEPTH: usize = 4096;
+
+/// An inode under construction.
+struct Building {
+    /// Its index path in its directory's trie (empty for a directory root).
+    path: Vec<u8>,
+    /// Collect the entries for the flat hash of a directory of ≤ 256 entries.
+    flat: Option<Vec<(Step, Kind, Hash)>>,
+    body: Body,
+}
+
+enum Body {
+    Values {
+        count: usize,
+        entries: Vec<(Step, Child)>,
+        hashes: Vec<Hash>,
+        /// The step of the directory entry whose directory is being read.
+        waiting: Option<Step>,
+    },
+    Tree {
+        len: u64,
+        bitmap: u32,
+        next: usize,
+        children: Box<[Option<Ptr>; ENTRIES]>,
+        hashes: [Option<Hash>; ENTRIES],
+        /// Entries found below the children so far.
+        sum: u64,
+    },
+}
+
+/// A finished inode as its parent needs it.
+struct Done {
+    offset: u64,
+    /// The directory hash for a root, the inode hash below.
+    hash: Hash,
+    len: u64,
+    flat: Option<Vec<(Step, Kind, Hash)>>,
+}
+
+/// Records on their way to the pack.
+struct Output<'a> {
+    repo: &'a Repo,
+    base: u64,
+    buf: Vec<u8>,
+    payload: Vec<u8>,
+    raw_steps: Vec<Step>,
+}
+
+impl Output<'_> {
+    fn push(&mut self, kind: RecordKind) -> u64 {
+        let at = self.base + self.buf.len() as u64;
+        record::append(&mut self.buf, kind, &self.payload);
+        at
+    }
+
+    /// Appends the dictionary record promoting the steps seen twice so far
+    /// (used from the next batch on, as a commit's promotions are).
+    fn promote(&mut self) {
+        let first_id = self.repo.dict.read().len();
+        let promoted = self.repo.dict.write().observe(&self.raw_steps);
+        self.raw_steps.clear();
+        if !promoted.is_empty() {
+            record::append(&mut self.buf, RecordKind::Dict, &dict::encode_record(first_id, &promoted));
+            let mut dict = self.repo.dict.write();
+            for step in promoted {
+                dict.push(step);
+            }
+        }
+    }
+
+    /// Appends the batch to the pack once it is large enough.
+    fn maybe_flush(&mut self) -> Result<()> {
+        if self.buf.len() >= BATCH_BYTES {
+            self.promote();
+            self.repo.pack.append(self.base, &self.buf)?;
+            self.buf.clear();
+            self.base = self.repo.pack.prepare_append()?;
+        }
+        Ok(())
+    }
+}
+
+impl Repo {
+    /// Imports a snapshot into this store, which must be empty; returns
+    /// what it held once its commit is durable.
+    pub(super) fn import(&self, input: &mut dyn Read) -> Result<SnapshotSummary> {
+        self.check_writable()?;
+        let mut writer = self.writer.as_ref().expect("checked writable").lock();
+        if writer.control.commits != 0 || self.pack.end() != 0 {
+            return Err(Error::Invalid("a snapshot is imported into an empty store".into()));
+        }
+        let result = self.import_locked(input);
+        let (summary, commit_at) = self.guard(result)?;
+        writer.unflushed_index.push((summary.commit, commit_at));
+        writer.unsynced_commits += 1;
+        writer.control.commits += 1;
+        writer.control.last_commit = commit_at;
+        self.flush_locked(&mut writer, true)?;
+        self.index.write().insert(summary.commit, commit_at);
+        self.last_commit.store(commit_at, Ordering::Release);
+        Ok(summary)
+    }
+
+    /// Reads and appends the snapshot's records; returns the commit
+    /// record's offset once the tree hashes to the header's commit.
+    fn import_locked(&self, input: &mut dyn Read) -> Result<(SnapshotSummary, u64)> {
+        let mut r = FrameReader::new(input)?;
+        let header = Header::decode(&mut r)?;
+        let mut summary = SnapshotSummary { commit: header.commit, directories: 1, ..SnapshotSummary::default() };
+        let mut out =
+            Output { repo: self, base: self.pack.prepare_append()?, buf: Vec::new(), payload: Vec::new(), raw_steps: Vec::new() };
+        let mut stack = vec![read_node(&mut r, Vec::new(), false, &mut summary)?];
+        // Directory roots on the stack, to bound the nesting.
+        let mut dirs = 1usize;
+        let root = loop {
+            let top = stack.last_mut().expect("the root is built last");
+            // `Some(Some(child))`: read a child; `Some(None)`: an entry was
+            // read; `None`: the inode is complete.
+            let next = match &mut top.body {
+                Body::Values { count, entries, hashes, waiting } if entries.len() < *count => {
+                    let step: Step = r.bytes(u64::from(u16::MAX), "step")?.into();
+                    if entries.last().is_some_and(|(last, _)| last[..] >= step[..]) {
+                        return Err(r.error("entries not sorted by step, or repeated"));
+                    }
+                    if !top.path.iter().enumerate().all(|(d, &i)| index(d as u32, &step) == usize::from(i)) {
+                        return Err(r.error("an entry lies outside its inode's index path"));
+                    }
+                    match r.byte()? {
+                        ENTRY_CONTENTS => {
+                            let bytes = r.bytes(MAX_PAYLOAD, "contents")?;
+                            let hash = contents_hash(&bytes);
+                            summary.contents += 1;
+                            summary.contents_bytes += bytes.len() as u64;
+                            let child = if bytes.len() > INLINE_MAX {
+                                out.payload = bytes;
+                                Child::Blob { offset: out.push(RecordKind::Blob), hash }
+                            } else {
+                                Child::Value(Arc::new(Value::new(bytes)))
+                            };
+                            if let Some(flat) = &mut top.flat {
+                                flat.push((step.clone(), Kind::Contents, hash));
+                            }
+                            entries.push((step, child));
+                            hashes.push(hash);
+                            Some(None)
+                        }
+                        ENTRY_DIR => {
+                            *waiting = Some(step);
+                            dirs += 1;
+                            summary.directories += 1;
+                            if dirs > MAX_DIR_DEPTH {
+                                return Err(r.error(format!("directories nested more than {MAX_DIR_DEPTH} deep")));
+                            }
+                            Some(Some(read_node(&mut r, Vec::new(), false, &mut summary)?))
+                        }
+                        other => return Err(r.error(format!("unknown entry kind {other}"))),
+                    }
+                }
+                Body::Tree { bitmap, next, .. } if (*next..ENTRIES).any(|i| *bitmap & (1 << i) != 0) => {
+                    let i = (*next..ENTRIES).find(|i| *bitmap & (1 << i) != 0).expect("found above");
+                    *next = i;
+                    if top.path.len() + 1 >= MAX_INODE_DEPTH {
+                        return Err(r.error(format!("inode trie deeper than {MAX_INODE_DEPTH}")));
+                    }
+                    let mut path = top.path.clone();
+                    path.push(i as u8);
+                    let collect = top.flat.is_some();
+                    Some(Some(read_node(&mut r, path, collect, &mut summary)?))
+                }
+                _ => None,
+            };
+            match next {
+                Some(Some(child)) => {
+                    stack.push(child);
+                    continue;
+                }
+                Some(None) => continue,
+                None => {}
+            }
+            let done = self.finish(stack.pop().expect("top"), &mut out).map_err(|reason| r.error(reason))?;
+            out.maybe_flush()?;
+            let Some(parent) = stack.last_mut() else { break done };
+            match &mut parent.body {
+                Body::Values { entries, hashes, waiting, .. } => {
+                    dirs -= 1;
+                    let step = waiting.take().expect("a directory entry waits for its directory");
+                    if done.len == 0 {
+                        return Err(r.error("an empty directory (Tezos trees have none)"));
+                    }
+                    if let Some(flat) = &mut parent.flat {
+                        flat.push((step.clone(), Kind::Dir, done.hash));
+                    }
+                    entries.push((step, Child::Dir(Ptr::stored(done.offset, done.hash))));
+                    hashes.push(done.hash);
+                }
+                Body::Tree { next, children, hashes, sum, .. } => {
+                    children[*next] = Some(Ptr::stored(done.offset, done.hash));
+                    hashes[*next] = Some(done.hash);
+                    *sum += done.len;
+                    *next += 1;
+                    if let (Some(flat), Some(mut entries)) = (&mut parent.flat, done.flat) {
+                        flat.append(&mut entries);
+                    }
+                }
+            }
+        };
+        if r.byte()? != END {
+            return Err(r.error("the tree is not followed by the end marker"));
+        }
+        summary.stream_bytes = r.stream_pos();
+        summary.file_bytes = r.finish()?;
+        let mut parents = header.parents.clone();
+        parents.sort();
+        parents.dedup();
+        let info = CommitInfo {
+            root: root.hash,
+            parents: parents.clone(),
+            date: header.date,
+            author: header.author.clone(),
+            message: header.message.clone(),
+        };
+        let found = info.hash();
+        if found != header.commit {
+            return Err(Error::Snapshot {
+                file_offset: 0,
+                stream_offset: 0,
+                reason: format!("the snapshot's tree and fields hash to commit {found}, its header names {}", header.commit),
+            });
+        }
+        out.promote();
+        let commit_at = out.base + out.buf.len() as u64;
+        let record = CommitRecord {
+            root_offset: root.offset,
+            root_hash: root.hash,
+            parents: parents.iter().map(|p| (*p, ABSENT_PARENT)).collect(),
+            date: header.date,
+            author: header.author,
+            message: header.message,
+        };
+        record::append(&mut out.buf, RecordKind::Commit, &record.encode(commit_at));
+        self.pack.append(out.base, &out.buf)?;
+        Ok((summary, commit_at))
+    }
+
+    /// Encodes a finished inode and computes its hash.
+    fn finish(&self, building: Building, out: &mut Output<'_>) -> Result<Done, String> {
+        let root = building.path.is_empty();
+        let at = out.base + out.buf.len() as u64;
+        out.payload.clear();
+        let mut buf = Vec::new();
+        let (len, kind, hash) = match building.body {
+            Body::Values { entries, hashes, .. } => {
+                encode_values(&entries, &hashes, at, &self.dict.read(), &mut out.raw_steps, &mut out.payload);
+                let rows = || entries.iter().zip(&hashes).map(|((s, c), h)| (&s[..], c.kind(), h));
+                if root {
+                    encode_node(&mut buf, entries.len(), rows());
+                } else {
+                    pando_core::inode::encode_values(&mut buf, entries.len(), rows());
+                }
+                (entries.len() as u64, RecordKind::Values, Hash::of_bytes(&buf))
+            }
+            Body::Tree { len, children, hashes, sum, .. } => {
+                if sum != len {
+                    return Err(format!("a tree inode of {len} entries has {sum} below it"));
+                }
+                let depth = building.path.len() as u32;
+                encode_tree(depth, len, &children, &hashes, at, &mut out.payload);
+                let pointers: Vec<(usize, &Hash)> =
+                    hashes.iter().enumerate().filter_map(|(i, h)| Some((i, h.as_ref()?))).collect();
+                pando_core::inode::encode_tree(&mut buf, depth, len, pointers.into_iter());
+                let inode_hash = Hash::of_bytes(&buf);
+                let hash = match &building.flat {
+                    Some(flat) if root => {
+                        let mut sorted: Vec<&(Step, Kind, Hash)> = flat.iter().collect();
+                        sorted.sort_by(|a, b| a.0.cmp(&b.0));
+                        buf.clear();
+                        encode_node(&mut buf, sorted.len(), sorted.iter().map(|(s, k, h)| (&s[..], *k, h)));
+                        Hash::of_bytes(&buf)
+                    }
+                    _ => inode_hash,
+                };
+                (len, RecordKind::Tree, hash)
+            }
+        };
+        let offset = out.push(kind);
+        Ok(Done { offset, hash, len, flat: building.flat.filter(|_| !root) })
+    }
+}
+
+/// Reads an inode's own part (tag, count or length and bitmap) and checks
+/// it against its place: `path` its index path in its directory, `collect`
+/// whether its directory's flat hash needs its entries.
+fn read_node(r: &mut FrameReader<'_>, path: Vec<u8>, collect: bool, summary: &mut SnapshotSummary) -> Result<Building> {
+    summary.inodes += 1;
+    let root = path.is_empty();
+    let building = match r.byte()? {
+        TAG_VALUES => {
+            let count = r.varint()?;
+            if count > ENTRIES as u64 {
+                return Err(r.error(format!("value inode of {count} entries (at most {ENTRIES})")));
+            }
+            if count == 0 && !root {
+                return Err(r.error("an empty inode below a directory root"));
+            }
+            let count = count as usize;
+            let flat = (collect && !root).then(Vec::new);
+            Building {
+                path,
+                flat,
+                body: Body::Values {
+                    count,
+                    entries: Vec::with_capacity(count),
+                    hashes: Vec::with_capacity(count),
+                    waiting: None,
+                },
+            }
+        }
+        TAG_TREE => {
+            let len = r.varint()?;
+            let mut bitmap = [0u8; 4];
+            r.read(&mut bitmap)?;
+            let bitmap = u32::from_le_bytes(bitmap);
+            if len <= ENTRIES as u64 {
+                return Err(r.error(format!("tree inode of {len} entries (a directory of at most {ENTRIES} is a value inode)")));
+            }
+            if bitmap == 0 {
+                return Err(r.error("tree inode without children"));
+            }
+            // A directory root of at most 256 entries is hashed flat.
+            let flat = if root { (len <= STABLE_HASH as u64).then(Vec::new) } else { collect.then(Vec::new) };
+            Building {
+                path,
+                flat,
+                body: Body::Tree {
+                    len,
+                    bitmap,
+                    next: 0,
+                    children: Box::new(std::array::from_fn(|_| None)),
+                    hashes: [None; ENTRIES],
+                    sum: 0,
+                },
+            }
+        }
+        other => return Err(r.error(format!("unknown inode tag {other}"))),
+    };
+    Ok(building)
+}
