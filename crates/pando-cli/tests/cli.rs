@@ -160,3 +160,45 @@ fn prove_and_verify_proof() {
     assert!(failure(&pando(&["verify-proof", out, "--root", &first.to_base58()])).contains("truncated"));
     assert!(failure(&pando(&["verify-proof", out, "--root", "nonsense"])).contains("not a hash"));
 }
+
+#[test]
+fn snapshot_export_and_import() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store");
+    let commit = {
+        let store = Store::open(&path, Options::default()).unwrap();
+        let mut tree = store.empty_tree();
+        for i in 0..300 {
+            tree.add_mut(&["contracts", "index", &format!("{i:04}"), "balance"], format!("{i}").as_bytes()).unwrap();
+        }
+        let first = store.commit(&tree, &[], 1, "Tezos", "block 1").unwrap();
+        let tree = tree.add(&["contracts", "index", "0007", "balance"], b"changed").unwrap();
+        store.commit(&tree, &[first], 2, "Tezos", "block 2").unwrap()
+    };
+    let file = dir.path().join("head.snapshot");
+    let (p, f) = (path.to_str().unwrap(), file.to_str().unwrap());
+    let exported = stdout(&pando(&["snapshot", "export", f, "-s", p]));
+    assert!(exported.contains(&commit.to_base58()) && exported.contains("300 contents"), "{exported}");
+    let target = dir.path().join("imported");
+    let t = target.to_str().unwrap();
+    let imported = stdout(&pando(&["snapshot", "import", f, t]));
+    assert!(imported.contains(&commit.to_base58()), "{imported}");
+    assert_eq!(stdout(&pando(&["get", "-s", t, "contracts/index/0007/balance"])).trim(), "changed");
+    let log = stdout(&pando(&["log", "-s", t]));
+    assert!(log.contains("block 2") && log.contains("imported from a snapshot"), "{log}");
+
+    // Into a store that is not empty: refused, nothing touched.
+    assert!(failure(&pando(&["snapshot", "import", f, t])).contains("not empty"));
+    // Damaged or truncated: refused with the byte, and no store left behind.
+    let mut bytes = std::fs::read(&file).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0x04;
+    std::fs::write(&file, &bytes).unwrap();
+    let other = dir.path().join("other");
+    let error = failure(&pando(&["snapshot", "import", f, other.to_str().unwrap()]));
+    assert!(error.contains("bad snapshot: file byte 8") && error.contains("checksum"), "{error}");
+    assert!(!other.exists());
+    std::fs::write(&file, &bytes[..middle]).unwrap();
+    assert!(failure(&pando(&["snapshot", "import", f, other.to_str().unwrap()])).contains("truncated"));
+    assert!(!other.exists());
+}

@@ -209,6 +209,10 @@ pub fn log(at: &AtCommit, count: usize) -> anyhow::Result<()> {
                 println!("(older history was garbage-collected)");
                 break;
             }
+            Ok(None) if shown > 0 => {
+                println!("(older history is not in this store: it was imported from a snapshot)");
+                break;
+            }
             other => other?.with_context(|| format!("commit {hash} is missing"))?,
         };
         println!("commit {hash}");
