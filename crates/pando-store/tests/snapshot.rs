@@ -8,7 +8,7 @@ mod common;
 use common::*;
 use pando_core::Hash;
 use pando_store::io::MemStorage;
-use pando_store::snapshot::FrameWriter;
+use pando_store::snapshot::write_frames;
 use pando_store::{Error, Options, Store};
 use proptest::prelude::*;
 use std::sync::Arc;
@@ -163,9 +163,11 @@ fn stream_of(file: &[u8]) -> Vec<u8> {
 /// A snapshot file holding `stream`, with valid frames.
 fn file_of(stream: &[u8]) -> Vec<u8> {
     let mut out = Vec::new();
-    let mut w = FrameWriter::new(&mut out).unwrap();
-    w.buf().extend_from_slice(stream);
-    w.finish().unwrap();
+    write_frames(&mut out, |w| {
+        w.buf().extend_from_slice(stream);
+        Ok(())
+    })
+    .unwrap();
     out
 }
 

@@ -9,7 +9,7 @@ use pando_core::varint::write_u64;
 use std::io::Write;
 use std::sync::Arc;
 
-use super::{END, ENTRY_CONTENTS, ENTRY_DIR, FrameWriter, Header, SnapshotSummary, TAG_TREE, TAG_VALUES};
+use super::{END, ENTRY_CONTENTS, ENTRY_DIR, FrameWriter, Header, SnapshotSummary, TAG_TREE, TAG_VALUES, write_frames};
 use crate::error::Result;
 use crate::tree::hash::value_of;
 use crate::tree::node::{Body, Child, Inode, Loader, Ptr, load};
@@ -21,11 +21,17 @@ struct Frame {
 }
 
 /// Writes the tree whose root directory is `root` under `header`.
-pub(crate) fn export(loader: &dyn Loader, header: &Header, root: &Ptr, out: &mut dyn Write) -> Result<SnapshotSummary> {
-    let mut w = FrameWriter::new(out)?;
+pub(crate) fn export(loader: &dyn Loader, header: &Header, root: &Ptr, out: &mut (dyn Write + Send)) -> Result<SnapshotSummary> {
+    let (mut summary, stream_bytes, file_bytes) = write_frames(out, |w| walk(loader, header, root, w))?;
+    (summary.stream_bytes, summary.file_bytes) = (stream_bytes, file_bytes);
+    Ok(summary)
+}
+
+/// Writes the stream: the header, the tree in pre-order, the end marker.
+fn walk(loader: &dyn Loader, header: &Header, root: &Ptr, w: &mut FrameWriter) -> Result<SnapshotSummary> {
     let mut summary = SnapshotSummary { commit: header.commit, ..SnapshotSummary::default() };
     header.encode(w.buf());
-    let mut stack = vec![open(&mut w, &mut summary, load(root, 0, loader)?)];
+    let mut stack = vec![open(w, &mut summary, load(root, 0, loader)?)];
     summary.directories += 1;
     while let Some(frame) = stack.last_mut() {
         let at = frame.next;
@@ -67,19 +73,18 @@ pub(crate) fn export(loader: &dyn Loader, header: &Header, root: &Ptr, out: &mut
             }
         };
         if let Some(inode) = next {
-            let frame = open(&mut w, &mut summary, inode);
+            let frame = open(w, &mut summary, inode);
             stack.push(frame);
         }
         w.maybe_flush()?;
     }
     w.buf().push(END);
-    (summary.stream_bytes, summary.file_bytes) = w.finish()?;
     Ok(summary)
 }
 
 /// Writes an inode's own part (its tag, and a tree inode's length and
 /// bitmap) and returns its frame.
-fn open(w: &mut FrameWriter<'_>, summary: &mut SnapshotSummary, inode: Arc<Inode>) -> Frame {
+fn open(w: &mut FrameWriter, summary: &mut SnapshotSummary, inode: Arc<Inode>) -> Frame {
     summary.inodes += 1;
     let buf = w.buf();
     match &inode.body {

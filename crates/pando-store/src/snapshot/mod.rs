@@ -51,8 +51,9 @@ pub const ENTRY_DIR: u8 = 1;
 pub const END: u8 = b'E';
 /// Raw bytes per frame (a frame's raw length is at most this).
 pub const FRAME_BYTES: usize = 1 << 20;
-/// zstd's level for frames: fast, and most of the gain.
-const LEVEL: i32 = 3;
+/// zstd's level for frames: the fastest; a thread of its own keeps up
+/// with the walk.
+const LEVEL: i32 = 1;
 
 /// What a snapshot holds.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -68,60 +69,73 @@ pub struct SnapshotSummary {
     pub file_bytes: u64,
 }
 
-/// Writes the stream as checksummed, compressed frames.
-pub struct FrameWriter<'a> {
-    out: &'a mut dyn Write,
+/// Gathers the stream into frames for [`write_frames`].
+pub struct FrameWriter {
     raw: Vec<u8>,
-    stored: Vec<u8>,
-    pub stream_bytes: u64,
-    pub file_bytes: u64,
+    frames: std::sync::mpsc::SyncSender<Vec<u8>>,
 }
 
-impl<'a> FrameWriter<'a> {
-    pub fn new(out: &'a mut dyn Write) -> Result<FrameWriter<'a>> {
-        out.write_all(MAGIC).map_err(Error::io("snapshot", "write"))?;
-        Ok(FrameWriter { out, raw: Vec::with_capacity(FRAME_BYTES), stored: Vec::new(), stream_bytes: 0, file_bytes: 8 })
-    }
-
+impl FrameWriter {
     pub fn buf(&mut self) -> &mut Vec<u8> {
         &mut self.raw
     }
 
-    /// Writes a frame once the buffer holds a frame's worth.
+    /// Hands over a frame once the buffer holds a frame's worth.
     pub fn maybe_flush(&mut self) -> Result<()> {
         while self.raw.len() >= FRAME_BYTES {
-            let rest = self.raw.split_off(FRAME_BYTES);
-            self.flush_frame()?;
-            self.raw = rest;
+            let rest = self.raw[FRAME_BYTES..].to_vec();
+            self.raw.truncate(FRAME_BYTES);
+            let full = std::mem::replace(&mut self.raw, rest);
+            self.send(full)?;
         }
         Ok(())
     }
 
-    fn flush_frame(&mut self) -> Result<()> {
-        if self.raw.is_empty() {
-            return Ok(());
-        }
-        self.stored = zstd::bulk::compress(&self.raw, LEVEL).map_err(Error::io("snapshot", "compress"))?;
-        let mut head = [0u8; 8];
-        head[..4].copy_from_slice(&(self.raw.len() as u32).to_le_bytes());
-        head[4..].copy_from_slice(&(self.stored.len() as u32).to_le_bytes());
-        let crc = crc32c::crc32c_append(crc32c::crc32c(&head), &self.stored);
-        for part in [&head[..], &self.stored, &crc.to_le_bytes()] {
-            self.out.write_all(part).map_err(Error::io("snapshot", "write"))?;
-        }
-        self.stream_bytes += self.raw.len() as u64;
-        self.file_bytes += (head.len() + self.stored.len() + 4) as u64;
-        self.raw.clear();
-        Ok(())
+    fn send(&mut self, frame: Vec<u8>) -> Result<()> {
+        // The writing thread stopped: its error is the one returned.
+        self.frames.send(frame).map_err(|_| Error::Invalid("snapshot writer stopped".into()))
     }
+}
 
-    /// Writes what is buffered and flushes the output.
-    pub fn finish(mut self) -> Result<(u64, u64)> {
-        self.maybe_flush()?;
-        self.flush_frame()?;
-        self.out.flush().map_err(Error::io("snapshot", "write"))?;
-        Ok((self.stream_bytes, self.file_bytes))
-    }
+/// Runs `f` with a [`FrameWriter`] whose frames a second thread
+/// compresses, checksums and writes to `out` (after the magic) meanwhile;
+/// returns `f`'s result and the stream's and the file's lengths.
+pub fn write_frames<R>(out: &mut (dyn Write + Send), f: impl FnOnce(&mut FrameWriter) -> Result<R>) -> Result<(R, u64, u64)> {
+    let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<u8>>(4);
+    std::thread::scope(|scope| {
+        let writer = scope.spawn(move || -> Result<(u64, u64)> {
+            let io = Error::io("snapshot", "write");
+            out.write_all(MAGIC).map_err(io)?;
+            let (mut stream_bytes, mut file_bytes) = (0u64, MAGIC.len() as u64);
+            for raw in rx {
+                let stored = zstd::bulk::compress(&raw, LEVEL).map_err(Error::io("snapshot", "compress"))?;
+                let mut head = [0u8; 8];
+                head[..4].copy_from_slice(&(raw.len() as u32).to_le_bytes());
+                head[4..].copy_from_slice(&(stored.len() as u32).to_le_bytes());
+                let crc = crc32c::crc32c_append(crc32c::crc32c(&head), &stored);
+                for part in [&head[..], &stored, &crc.to_le_bytes()] {
+                    out.write_all(part).map_err(Error::io("snapshot", "write"))?;
+                }
+                stream_bytes += raw.len() as u64;
+                file_bytes += (head.len() + stored.len() + 4) as u64;
+            }
+            out.flush().map_err(Error::io("snapshot", "write"))?;
+            Ok((stream_bytes, file_bytes))
+        });
+        let mut w = FrameWriter { raw: Vec::with_capacity(2 * FRAME_BYTES), frames: tx };
+        let result = f(&mut w).and_then(|r| {
+            w.maybe_flush()?;
+            let last = std::mem::take(&mut w.raw);
+            if !last.is_empty() {
+                w.send(last)?;
+            }
+            Ok(r)
+        });
+        drop(w);
+        let written = writer.join().expect("the snapshot writer does not panic");
+        let (stream_bytes, file_bytes) = written?;
+        Ok((result?, stream_bytes, file_bytes))
+    })
 }
 
 /// Reads the stream out of the frames, checking each frame before use.

@@ -260,7 +260,7 @@ impl Store {
     /// Writes the tree of `commit` to `out` as a snapshot (see
     /// [`crate::snapshot`]): a stream holding one inode per level in
     /// memory, whatever the directories' sizes.
-    pub fn export_snapshot(&self, commit: &Hash, out: &mut dyn std::io::Write) -> Result<crate::SnapshotSummary> {
+    pub fn export_snapshot(&self, commit: &Hash, out: &mut (dyn std::io::Write + Send)) -> Result<crate::SnapshotSummary> {
         let record = self.repo.commit_record(commit)?.ok_or(Error::UnknownCommit(*commit))?;
         let mut parents = record.info().parents;
         parents.sort();
