@@ -61,7 +61,7 @@ enum Body {
         bitmap: u32,
         next: usize,
         children: Box<[Option<Ptr>; ENTRIES]>,
-        hashes: [Option<Hash>; ENTRIES],
+        hashes: Box<[Option<Hash>; ENTRIES]>,
         /// Entries found below the children so far.
         sum: u64,
     },
@@ -375,7 +375,7 @@ fn read_node(r: &mut FrameReader<'_>, path: Vec<u8>, collect: bool, summary: &mu
                     bitmap,
                     next: 0,
                     children: Box::new(std::array::from_fn(|_| None)),
-                    hashes: [None; ENTRIES],
+                    hashes: Box::new([None; ENTRIES]),
                     sum: 0,
                 },
             }
