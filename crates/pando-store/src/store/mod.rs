@@ -15,6 +15,7 @@
 
 mod branches;
 mod commit;
+mod follow;
 mod gc;
 mod import;
 mod index_file;
@@ -67,6 +68,8 @@ pub(crate) struct Repo {
     index: RwLock<HashMap<Hash, u64>>,
     branches: RwLock<BTreeMap<String, Hash>>,
     writer: Option<Mutex<Writer>>,
+    /// Read-only: the control slot last taken in (see `follow`).
+    follower: Option<Mutex<Control>>,
     options: Options,
     poisoned: AtomicBool,
     /// Offset of the newest commit record, `u64::MAX` when there is none.
@@ -156,8 +159,14 @@ impl Store {
     }
 
     /// True if `commit` is in the store.
+    /// (A read-only store syncs first if it does not know `commit`.)
     pub fn exists(&self, commit: &Hash) -> bool {
-        self.repo.index.read().get(commit).is_some_and(|&offset| offset != index_file::COLLECTED)
+        let known = |repo: &Repo| repo.index.read().get(commit).copied();
+        let mut found = known(&self.repo);
+        if found.is_none() && self.repo.follower.is_some() && self.repo.sync().is_ok_and(|added| added > 0) {
+            found = known(&self.repo);
+        }
+        found.is_some_and(|offset| offset != index_file::COLLECTED)
     }
 
     /// Number of commits (not counting collected ones).
@@ -333,6 +342,17 @@ impl Store {
         Ok(Some(self.repo.read_commit_at(offset)?.info().hash()))
     }
 
+    /// Read-only: takes in the commits (and collections) the writer of
+    /// another process made durable since the store was opened or last
+    /// synced; returns how many commits appeared. Looking up a commit this
+    /// store does not know syncs first, so a reader asked for a new block
+    /// catches up by itself. Trees checked out before stay readable until
+    /// a sync takes in a collection that removed them. A writable store
+    /// has nothing to follow (returns 0).
+    pub fn sync(&self) -> Result<u64> {
+        self.repo.sync()
+    }
+
     /// Makes every commit durable and brings the index file up to date.
     pub fn flush(&self) -> Result<()> {
         self.repo.flush()
@@ -436,7 +456,11 @@ impl Repo {
     }
 
     fn commit_record(&self, commit: &Hash) -> Result<Option<CommitRecord>> {
-        let Some(offset) = self.index.read().get(commit).copied() else { return Ok(None) };
+        let mut found = self.index.read().get(commit).copied();
+        if found.is_none() && self.follower.is_some() && self.sync()? > 0 {
+            found = self.index.read().get(commit).copied();
+        }
+        let Some(offset) = found else { return Ok(None) };
         if offset == index_file::COLLECTED {
             return Err(Error::CollectedCommit(*commit));
         }

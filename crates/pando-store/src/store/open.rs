@@ -77,69 +77,9 @@ pub fn open(storage: Arc<dyn Storage>, options: Options) -> Result<Repo> {
     )?;
 
     let dict_file = open_file(&*storage, DICT, false)?;
-    let mut dict = Dict::default();
-    for step in read_prefix(&*dict_file, DICT, control.dict_bytes, writable).and_then(|bytes| {
-        dict::decode_file(&bytes, control.dict_entries).map_err(|(at, reason)| Error::corrupt(DICT, at as u64, reason))
-    })? {
-        if dict.id_of(&step).is_some() {
-            return Err(Error::corrupt(DICT, 0, format!("entry {} repeats an earlier one", dict.len())));
-        }
-        dict.push(step);
-    }
-
-    let index_name = index_file::name(control.index_generation);
-    let index_file = open_file(&*storage, &index_name, false)?;
-    let index_len = control
-        .index_entries
-        .checked_mul(index_file::ENTRY_BYTES as u64)
-        .ok_or_else(|| Error::corrupt(CONTROL, 0, "index entry count out of range"))?;
-    let index_bytes = read_prefix(&*index_file, &index_name, index_len, writable)?;
-    let entries = index_file::decode(&index_bytes, control.durable_end)
-        .map_err(|(i, reason)| Error::corrupt(&index_name, (i * index_file::ENTRY_BYTES) as u64, reason))?;
-    let mut index: HashMap<Hash, u64> = HashMap::with_capacity(entries.len() + 1024);
-    index.extend(entries);
-    let mut last_commit = control.last_commit;
-
-    // Complete the index and dictionary from the records after the checkpoint.
-    let mut unflushed_index = Vec::new();
-    pack.scan(control.checkpoint_end, control.durable_end, &mut |offset, kind, payload| {
-        match kind {
-            RecordKind::Commit => {
-                let record = CommitRecord::decode(payload, offset).map_err(|reason| Error::corrupt("pack", offset, reason))?;
-                let hash = record.info().hash();
-                index.insert(hash, offset);
-                unflushed_index.push((hash, offset));
-            }
-            RecordKind::Dict => {
-                let (first_id, steps) = dict::decode_record(payload).map_err(|reason| Error::corrupt("pack", offset, reason))?;
-                if first_id != dict.len() as u64 {
-                    return Err(Error::corrupt(
-                        "pack",
-                        offset,
-                        format!("dictionary record starts at id {first_id}, expected {}", dict.len()),
-                    ));
-                }
-                for step in steps {
-                    if dict.id_of(&step).is_some() {
-                        return Err(Error::corrupt("pack", offset, "dictionary record repeats an entry"));
-                    }
-                    dict.push(step);
-                }
-            }
-            _ => {}
-        }
-        Ok(())
-    })?;
-    if index.len() as u64 != control.commits {
-        return Err(Error::corrupt(
-            index_name,
-            0,
-            format!("{} commits found, the control file says {}", index.len(), control.commits),
-        ));
-    }
-    if control.commits == 0 {
-        last_commit = u64::MAX;
-    }
+    let index_file = open_file(&*storage, &index_file::name(control.index_generation), false)?;
+    let Loaded { index, dict, unflushed: unflushed_index, last_commit } =
+        load_commits(&pack, &control, &*index_file, &*dict_file, writable)?;
 
     let collected = index.values().filter(|&&offset| offset == index_file::COLLECTED).count() as u64;
     if writable {
@@ -147,6 +87,7 @@ pub fn open(storage: Arc<dyn Storage>, options: Options) -> Result<Repo> {
         remove_other_generations(&*storage, generation, control.index_generation)?;
     }
     let branches = read_branches(&*storage, writable)?;
+    let follower = (!writable).then(|| Mutex::new(control.clone()));
     let writer = if writable {
         Some(Mutex::new(Writer {
             control,
@@ -175,11 +116,104 @@ pub fn open(storage: Arc<dyn Storage>, options: Options) -> Result<Repo> {
         index: RwLock::new(index),
         branches: RwLock::new(branches),
         writer,
+        follower,
         options,
         poisoned: AtomicBool::new(false),
         last_commit: AtomicU64::new(last_commit),
         gc: Default::default(),
         collected_commits: AtomicU64::new(collected),
+    })
+}
+
+/// The commit index and the dictionary as `control` describes them.
+pub(super) struct Loaded {
+    pub index: HashMap<Hash, u64>,
+    pub dict: Dict,
+    /// Commits found after the checkpoint (not yet in the index file).
+    pub unflushed: Vec<(Hash, u64)>,
+    pub last_commit: u64,
+}
+
+/// Reads the index and dictionary files up to the lengths `control`
+/// records, then completes them from the pack's records between the
+/// checkpoint and the durable end.
+pub(super) fn load_commits(
+    pack: &Pack,
+    control: &Control,
+    index_file: &dyn File,
+    dict_file: &dyn File,
+    writable: bool,
+) -> Result<Loaded> {
+    let mut dict = Dict::default();
+    for step in read_prefix(dict_file, DICT, control.dict_bytes, writable).and_then(|bytes| {
+        dict::decode_file(&bytes, control.dict_entries).map_err(|(at, reason)| Error::corrupt(DICT, at as u64, reason))
+    })? {
+        if dict.id_of(&step).is_some() {
+            return Err(Error::corrupt(DICT, 0, format!("entry {} repeats an earlier one", dict.len())));
+        }
+        dict.push(step);
+    }
+
+    let index_name = index_file::name(control.index_generation);
+    let index_len = control
+        .index_entries
+        .checked_mul(index_file::ENTRY_BYTES as u64)
+        .ok_or_else(|| Error::corrupt(CONTROL, 0, "index entry count out of range"))?;
+    let index_bytes = read_prefix(index_file, &index_name, index_len, writable)?;
+    let entries = index_file::decode(&index_bytes, control.durable_end)
+        .map_err(|(i, reason)| Error::corrupt(&index_name, (i * index_file::ENTRY_BYTES) as u64, reason))?;
+    let mut index: HashMap<Hash, u64> = HashMap::with_capacity(entries.len() + 1024);
+    index.extend(entries);
+    let mut unflushed = Vec::new();
+    scan_commits(pack, control.checkpoint_end, control.durable_end, &mut index, &mut dict, &mut unflushed)?;
+    if index.len() as u64 != control.commits {
+        return Err(Error::corrupt(
+            index_name,
+            0,
+            format!("{} commits found, the control file says {}", index.len(), control.commits),
+        ));
+    }
+    let last_commit = if control.commits == 0 { u64::MAX } else { control.last_commit };
+    Ok(Loaded { index, dict, unflushed, last_commit })
+}
+
+/// Adds the commit and dictionary records between `from` and `to` to
+/// `index` (and `found`) and `dict`.
+pub(super) fn scan_commits(
+    pack: &Pack,
+    from: u64,
+    to: u64,
+    index: &mut HashMap<Hash, u64>,
+    dict: &mut Dict,
+    found: &mut Vec<(Hash, u64)>,
+) -> Result<()> {
+    pack.scan(from, to, &mut |offset, kind, payload| {
+        match kind {
+            RecordKind::Commit => {
+                let record = CommitRecord::decode(payload, offset).map_err(|reason| Error::corrupt("pack", offset, reason))?;
+                let hash = record.info().hash();
+                index.insert(hash, offset);
+                found.push((hash, offset));
+            }
+            RecordKind::Dict => {
+                let (first_id, steps) = dict::decode_record(payload).map_err(|reason| Error::corrupt("pack", offset, reason))?;
+                if first_id != dict.len() as u64 {
+                    return Err(Error::corrupt(
+                        "pack",
+                        offset,
+                        format!("dictionary record starts at id {first_id}, expected {}", dict.len()),
+                    ));
+                }
+                for step in steps {
+                    if dict.id_of(&step).is_some() {
+                        return Err(Error::corrupt("pack", offset, "dictionary record repeats an entry"));
+                    }
+                    dict.push(step);
+                }
+            }
+            _ => {}
+        }
+        Ok(())
     })
 }
 
@@ -204,7 +238,7 @@ fn create(storage: &dyn Storage, options: &Options) -> Result<()> {
 
 /// Reads the first `len` bytes of a file, which must have at least that many;
 /// a writable open cuts off anything after them.
-fn read_prefix(file: &dyn File, name: &str, len: u64, writable: bool) -> Result<Vec<u8>> {
+pub(super) fn read_prefix(file: &dyn File, name: &str, len: u64, writable: bool) -> Result<Vec<u8>> {
     let actual = file.len().map_err(Error::io(name, "stat"))?;
     if actual < len {
         return Err(Error::corrupt(name, actual, format!("file is {actual} bytes, the control file says {len}")));
@@ -219,7 +253,7 @@ fn read_prefix(file: &dyn File, name: &str, len: u64, writable: bool) -> Result<
     Ok(buf)
 }
 
-fn read_branches(storage: &dyn Storage, writable: bool) -> Result<BTreeMap<String, Hash>> {
+pub(super) fn read_branches(storage: &dyn Storage, writable: bool) -> Result<BTreeMap<String, Hash>> {
     if writable && storage.exists(branches::TEMP_FILE).map_err(Error::io(branches::TEMP_FILE, "stat"))? {
         // Left by a crash before the rename: the old file is still the truth.
         storage.remove(branches::TEMP_FILE).map_err(Error::io(branches::TEMP_FILE, "remove"))?;
@@ -256,7 +290,7 @@ fn remove_other_generations(storage: &dyn Storage, generation: u64, index_genera
 }
 
 /// Reads and checks the run table of `generation`.
-fn load_mapping(storage: &dyn Storage, generation: u64, boundary: u64) -> Result<Vec<crate::format::mapping::Run>> {
+pub(super) fn load_mapping(storage: &dyn Storage, generation: u64, boundary: u64) -> Result<Vec<crate::format::mapping::Run>> {
     let name = crate::format::mapping::file_name(generation);
     let bytes = read_all(&*open_file(storage, &name, false)?).map_err(Error::io(&name, "read"))?;
     crate::format::mapping::decode(&bytes, boundary).map_err(|(at, reason)| Error::corrupt(&name, at, reason))
