@@ -7,7 +7,7 @@ use std::io::{BufReader, BufWriter};
 use std::path::Path;
 use std::time::Instant;
 
-use super::{AtCommit, open_read_only, resolve};
+use super::{AtCommit, resolve};
 
 fn mb(bytes: u64) -> f64 {
     bytes as f64 / 1e6
@@ -32,7 +32,11 @@ fn print_summary(summary: &SnapshotSummary, seconds: f64) {
 /// Writes the tree of the commit to `file` (first as `file.partial`, renamed
 /// once complete, so a failed export leaves no snapshot behind).
 pub fn export(at: &AtCommit, file: &Path) -> anyhow::Result<()> {
-    let store = open_read_only(&at.store)?;
+    // The walk reads each inode once: a small cache is enough, and keeps
+    // the memory of an export small whatever the tree.
+    let options = Options { read_only: true, cache_bytes: 16 << 20, ..Options::default() };
+    let store = Store::open(&at.store.store, options)
+        .with_context(|| format!("cannot open the store in {}", at.store.store.display()))?;
     let commit = resolve(&store, at.commit.as_deref())?;
     let partial = file.with_extension("partial");
     let started = Instant::now();
