@@ -17,6 +17,7 @@ mod branches;
 mod commit;
 mod gc;
 mod index_file;
+mod inspect;
 mod open;
 
 pub use gc::{GcPhase, GcReport, GcStatus};
