@@ -368,7 +368,11 @@ impl RecordTally {
                 if let Some(start) = self.batch_start {
                     let end = offset + len;
                     self.records.batches.sizes.add(end - start);
-                    self.batch_sizes.saturating_record(end - start);
+                    // Grows to hold the value; fails only if its counts
+                    // would not fit a usize, then the top value takes it.
+                    if self.batch_sizes.record(end - start).is_err() {
+                        self.batch_sizes.saturating_record(end - start);
+                    }
                     self.batch_start = Some(end);
                 }
             }
@@ -603,6 +607,43 @@ mod tests {
         assert_eq!(plan.iter().map(|p| p.2).sum::<u64>(), 100);
         assert!(plan.windows(2).all(|w| w[0].1 + w[0].2 <= w[1].1));
         assert!(plan_samples(&[100], 0, 10).is_empty());
+    }
+
+    #[test]
+    fn batches_end_at_commit_records() {
+        use crate::format::node::CommitRecord;
+        let dict = Dict::default();
+        let mut tally = RecordTally::new();
+        tally.enter_chunks(1000);
+        let mut at = 1000;
+        let mut sizes = Vec::new();
+        for i in 1..=100u64 {
+            let blob = vec![0u8; (i * 997 % 5000) as usize];
+            tally.record(at, RecordKind::Blob, &blob, &dict).unwrap();
+            let commit_at = at + record_len(blob.len() as u64);
+            let commit = CommitRecord {
+                root_offset: at,
+                root_hash: Hash::from_slice(&[1; 32]).unwrap(),
+                parents: Vec::new(),
+                date: 0,
+                author: String::new(),
+                message: String::new(),
+            }
+            .encode(commit_at);
+            tally.record(commit_at, RecordKind::Commit, &commit, &dict).unwrap();
+            let end = commit_at + record_len(commit.len() as u64);
+            sizes.push(end - at);
+            at = end;
+        }
+        let records = tally.finish();
+        sizes.sort_unstable();
+        let q = records.batches.quantiles;
+        let near = |found: u64, exact: u64| found.abs_diff(exact) * 1000 <= exact;
+        assert!(near(q.median, sizes[49]) && near(q.p90, sizes[89]) && near(q.p99, sizes[98]), "{q:?} {sizes:?}");
+        assert_eq!(q.max, sizes[99]);
+        assert_eq!(records.batches.sizes.count(), 100);
+        assert_eq!(records.chunk_bytes, at - 1000);
+        assert_eq!((records.run_bytes, records.kind(RecordKind::Commit).records), (0, 100));
     }
 
     #[test]
