@@ -2,6 +2,7 @@
 
 pub mod proof;
 pub mod replay;
+pub mod stats;
 pub mod trace;
 
 use anyhow::{Context, bail};
