@@ -26,7 +26,8 @@ use crate::inspect::{
     FileKind, FileSample, InspectOptions, Inspection, PackRecords, Progress, RecordTally, SAMPLE_LEVEL, SAMPLE_PIECE_BYTES,
     Stage, TreeShape, plan_samples, share_budget,
 };
-use crate::io::{File, Storage};
+use crate::io::Storage;
+use crate::pack::Source;
 use crate::tree::node::{Body, Child, Inode, Ptr, Step, load};
 
 /// Bytes scanned between two progress reports.
@@ -180,7 +181,7 @@ fn walk_tree(repo: &Repo, commit: Hash, root: Ptr, progress: &mut dyn FnMut(Prog
 fn sample_files(storage: &dyn Storage, budget: u64, progress: &mut dyn FnMut(Progress)) -> Result<Vec<FileSample>> {
     let mut names = storage.list().map_err(Error::io(storage.describe(), "list"))?;
     names.sort();
-    let mut groups: Vec<(FileKind, Vec<(String, Arc<dyn File>, u64)>)> = FileKind::ALL.iter().map(|&k| (k, Vec::new())).collect();
+    let mut groups: Vec<(FileKind, Vec<Source>)> = FileKind::ALL.iter().map(|&k| (k, Vec::new())).collect();
     for name in names {
         let Some(kind) = FileKind::of(&name) else { continue };
         let file = match storage.open(&name, false) {
@@ -190,15 +191,15 @@ fn sample_files(storage: &dyn Storage, budget: u64, progress: &mut dyn FnMut(Pro
             Err(e) => return Err(Error::io(name, "open")(e)),
         };
         let len = file.len().map_err(Error::io(name.as_str(), "stat"))?;
-        groups.iter_mut().find(|(k, _)| *k == kind).expect("every kind has a group").1.push((name, file, len));
+        groups.iter_mut().find(|(k, _)| *k == kind).expect("every kind has a group").1.push(Source { name, file, len });
     }
-    let totals: Vec<u64> = groups.iter().map(|(_, files)| files.iter().map(|f| f.2).sum()).collect();
+    let totals: Vec<u64> = groups.iter().map(|(_, files)| files.iter().map(|f| f.len).sum()).collect();
     let shares = share_budget(&totals, budget);
     let plans: Vec<Vec<(usize, u64, u64)>> = groups
         .iter()
         .zip(&shares)
         .map(|((_, files), &share)| {
-            let sizes: Vec<u64> = files.iter().map(|f| f.2).collect();
+            let sizes: Vec<u64> = files.iter().map(|f| f.len).collect();
             plan_samples(&sizes, share, SAMPLE_PIECE_BYTES)
         })
         .collect();
@@ -210,7 +211,7 @@ fn sample_files(storage: &dyn Storage, budget: u64, progress: &mut dyn FnMut(Pro
     for (((kind, files), plan), file_bytes) in groups.iter().zip(&plans).zip(totals) {
         let mut sample = FileSample { kind: *kind, files: files.len() as u64, file_bytes, sampled_bytes: 0, compressed_bytes: 0 };
         for &(i, offset, len) in plan {
-            let (name, file, _) = &files[i];
+            let Source { name, file, .. } = &files[i];
             buf.resize(len as usize, 0);
             file.read_exact_at(&mut buf, offset).map_err(Error::io(name.as_str(), "read"))?;
             let compressed = zstd::bulk::compress(&buf, SAMPLE_LEVEL).map_err(Error::io(name.as_str(), "compress"))?;
