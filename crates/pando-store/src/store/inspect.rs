@@ -82,7 +82,8 @@ fn scan_records(repo: &Repo, progress: &mut dyn FnMut(Progress)) -> Result<PackR
     let pack = &repo.pack;
     let first = pack.first_chunk_start();
     let end = pack.end();
-    let runs = pack.collected().map(|c| c.runs.clone()).unwrap_or_default();
+    let collected = pack.collected();
+    let runs = collected.as_ref().map_or(&[][..], |c| &c.runs[..]);
     let total = runs.iter().map(|r| r.len).sum::<u64>() + (end - first);
     let mut tally = RecordTally::new();
     let mut reported = 0;
@@ -99,7 +100,7 @@ fn scan_records(repo: &Repo, progress: &mut dyn FnMut(Progress)) -> Result<PackR
             Ok(())
         })
     };
-    for run in &runs {
+    for run in runs {
         tally.enter_run();
         scan(&mut tally, run.old, run.old + run.len)?;
     }
