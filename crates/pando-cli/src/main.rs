@@ -32,6 +32,18 @@ enum Command {
         #[command(flatten)]
         store: commands::StoreArg,
     },
+    /// Audit a store: records by kind, contents and directory sizes,
+    /// dictionary use, bytes per commit, and (sampled) compressibility.
+    Stats {
+        #[command(flatten)]
+        at: commands::AtCommit,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+        /// MiB of the files to read as samples for the zstd ratios (0: none).
+        #[arg(long, default_value_t = 64)]
+        sample_mb: u64,
+    },
     /// Print the contents at PATH (steps separated by '/').
     Get {
         /// Path such as `contracts/index/<address>/balance`.
@@ -204,6 +216,7 @@ fn main() -> anyhow::Result<()> {
     match cli.command {
         Command::Init { dir } => commands::init(&dir),
         Command::Info { store } => commands::info(&store),
+        Command::Stats { at, json, sample_mb } => commands::stats::stats(&at, json, sample_mb),
         Command::Get { path, at, hex } => commands::get(&at, &path, hex),
         Command::Ls { path, at, offset, length, hashes } => commands::ls(&at, &path, offset, length, hashes),
         Command::Log { at, count } => commands::log(&at, count),

@@ -109,10 +109,15 @@ fn gc_keeps_the_last_levels() {
     assert!(failure(&pando(&["gc", "-s", p, "--keep-last", "0"])).contains("at least 1"));
     let info = stdout(&pando(&["info", "-s", p]));
     assert!(info.contains("collected:    generation ") && info.contains(", 30 commits collected"), "{info}");
+    // Stats scan the runs below the first chunk.
+    let stats = stdout(&pando(&["stats", "-s", p, "--sample-mb", "1"]));
+    assert!(stats.contains("commits:     10 in the index") && !stats.contains(" 0 bytes in 0 run(s)"), "{stats}");
     // Archive mode: nothing more is collected, old data goes to cold files.
     let out = stdout(&pando(&["gc", "-s", p, "--keep-last", "3", "--archive"]));
     assert!(out.contains("collected:     0 commits"), "{out}");
     assert_eq!(stdout(&pando(&["log", "-s", p, "-n", "50"])).matches("commit ").count(), 10);
+    let stats = stdout(&pando(&["stats", "-s", p, "--sample-mb", "1"]));
+    assert!(stats.contains("cold:        "), "{stats}");
 }
 
 #[test]
@@ -201,4 +206,68 @@ fn snapshot_export_and_import() {
     std::fs::write(&file, &bytes[..middle]).unwrap();
     assert!(failure(&pando(&["snapshot", "import", f, other.to_str().unwrap()])).contains("truncated"));
     assert!(!other.exists());
+}
+
+#[test]
+fn stats_of_a_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store");
+    let p = path.to_str().unwrap();
+    assert!(stdout(&pando(&["init", p])).contains("created"));
+    let empty = stdout(&pando(&["stats", "-s", p]));
+    assert!(empty.contains("commits:     0 in the index") && empty.contains("tree:        no commit"), "{empty}");
+
+    let (first, second) = {
+        let store = Store::open(&path, Options::default()).unwrap();
+        let mut tree = store.empty_tree();
+        for i in 0..40 {
+            tree.add_mut(&["contracts", "index", &format!("{i:04}"), "balance"], format!("{i}").as_bytes()).unwrap();
+        }
+        tree.add_mut(&["code"], &[7; 100]).unwrap();
+        let first = store.commit(&tree, &[], 1, "Tezos", "block 1").unwrap();
+        let tree = tree.add(&["contracts", "global_counter"], b"42").unwrap();
+        let second = store.commit(&tree, &[first], 2, "Tezos", "block 2").unwrap();
+        store.set_branch("main", &first).unwrap();
+        (first, second)
+    };
+
+    let text = stdout(&pando(&["stats", "-s", p]));
+    for line in [
+        "commits:     2 in the index, 2 commit records in the pack",
+        "records by kind:",
+        "  tree inode ",
+        "contents in the pack (every stored copy): ",
+        "batches (bytes from a commit record's end to the next one's, in the chunks): 2",
+        "steps stored as",
+        &format!("tree of commit {second}:"),
+        "  43 directories, 42 contents (1 in blobs), max depth 4",
+        "  largest directory: /contracts/index (40 entries)",
+        "compressibility, sampled: zstd level 3",
+        "  chunks          1 ",
+    ] {
+        assert!(text.contains(line), "{line:?} not in:\n{text}");
+    }
+
+    // JSON, of the branch's commit, without samples.
+    let json = stdout(&pando(&["stats", "-s", p, "--json", "-c", "main", "--sample-mb", "0"]));
+    let json: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(json["commits"], 2);
+    assert_eq!(json["records"]["commit"]["records"], 2);
+    assert_eq!(json["records"]["blob"]["records"], 1);
+    assert_eq!(json["tree"]["commit"], first.to_base58());
+    assert_eq!(json["tree"]["directories"], 43);
+    assert_eq!(json["tree"]["largest_directory"]["entries"], 40);
+    assert_eq!(json["batches"]["sizes"]["count"], 2);
+    assert_eq!(json["compressibility"]["sampled"], true);
+    let files = json["compressibility"]["files"].as_array().unwrap();
+    assert!(files.iter().all(|f| f["sampled_bytes"] == 0), "{files:?}");
+    assert!(failure(&pando(&["stats", "-s", p, "-c", "nope"])).contains("neither a branch nor a commit"));
+
+    // A damaged record: an error naming the chunk and the offset.
+    let chunk = path.join("chunk-0000000000000000.pack");
+    let mut bytes = std::fs::read(&chunk).unwrap();
+    bytes[10] ^= 0x01;
+    std::fs::write(&chunk, &bytes).unwrap();
+    let damaged = failure(&pando(&["stats", "-s", p]));
+    assert!(damaged.contains("chunk-0000000000000000.pack at offset"), "{damaged}");
 }

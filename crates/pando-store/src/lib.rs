@@ -3,8 +3,8 @@
 //!
 //! Module map (dependency order): [`io`] (all file access) → [`format`]
 //! (bytes on disk) → [`tree`] (immutable trees over a loader) → [`pack`],
-//! [`cache`], [`dict`], [`gc_plan`] → [`store`] (open, commit, checkout,
-//! recovery, garbage collection).
+//! [`cache`], [`dict`], [`gc_plan`], [`inspect`] → [`store`] (open, commit,
+//! checkout, recovery, garbage collection, inspection).
 //!
 //! Invariants kept across modules:
 //! - A commit that returned is durable under the default sync policy.
@@ -17,6 +17,7 @@ pub mod dict;
 pub mod error;
 pub mod format;
 pub mod gc_plan;
+pub mod inspect;
 pub mod io;
 pub mod options;
 pub mod pack;
@@ -27,6 +28,7 @@ mod sync;
 pub mod tree;
 
 pub use error::{Error, Result};
+pub use inspect::{InspectOptions, Inspection};
 pub use options::{Options, Retention, SyncPolicy};
 pub use pando_core::{CommitInfo, Hash, Kind};
 pub use snapshot::SnapshotSummary;

@@ -567,6 +567,12 @@ impl Pack {
         self.locate(offset).map(|l| (l.key, l.pos, l.avail))
     }
 
+    /// The name of the file holding `offset` and the position there, for
+    /// an error about the record at `offset`.
+    pub fn file_position(&self, offset: u64) -> Result<(String, u64)> {
+        self.locate(offset).map(|l| (l.name, l.pos))
+    }
+
     /// The file region holding `offset`: a chunk, a run below the first
     /// chunk, or (archive mode) a cold chunk.
     fn locate(&self, offset: u64) -> Result<Located> {

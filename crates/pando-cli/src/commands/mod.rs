@@ -3,6 +3,7 @@
 pub mod proof;
 pub mod replay;
 pub mod snapshot;
+pub mod stats;
 pub mod trace;
 
 use anyhow::{Context, bail};

@@ -241,6 +241,84 @@ pub fn decode_values(payload: &[u8], at: u64, dict: &Dict) -> Result<Inode, Stri
     Ok(Inode::new(Body::Values(entries)))
 }
 
+/// How a value inode's entry is stored: its step and child as encoded,
+/// without the dictionary (for the GC's references and for inspection).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StoredEntry<'a> {
+    pub step: StoredStep<'a>,
+    /// Bytes of the encoded step (length or id varint and bytes; not the tag).
+    pub step_bytes: usize,
+    pub child: StoredChild<'a>,
+}
+
+/// A step as stored in a value inode.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StoredStep<'a> {
+    /// A dictionary id.
+    Dict(u64),
+    /// The name's bytes.
+    Raw(&'a [u8]),
+    /// Lower-case hex digits as binary: the name is twice as long.
+    Hex(&'a [u8]),
+}
+
+/// A child as stored in a value inode.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StoredChild<'a> {
+    /// A directory: the offset of its root inode.
+    Dir(u64),
+    /// Contents inline.
+    Inline(&'a [u8]),
+    /// Contents in a blob record at this offset.
+    Blob(u64),
+}
+
+/// Calls `f` on every entry of the value inode recorded at `at`, as stored.
+/// Checks the framing (counts, lengths, pointers, trailing bytes), not the
+/// order of steps nor the dictionary ids.
+pub fn stored_entries<'a>(
+    payload: &'a [u8],
+    at: u64,
+    f: &mut dyn FnMut(StoredEntry<'a>) -> Result<(), String>,
+) -> Result<(), String> {
+    let mut r = Reader { bytes: payload, pos: 0 };
+    let count = r.varint()?;
+    if count > ENTRIES as u64 {
+        return Err(format!("value inode with {count} entries (at most {ENTRIES})"));
+    }
+    for _ in 0..count {
+        let tag = r.byte()?;
+        let step_start = r.pos;
+        let step = match tag & 3 {
+            STEP_DICT => StoredStep::Dict(r.varint()?),
+            STEP_RAW => StoredStep::Raw(read_bytes(payload, &mut r.pos)?),
+            STEP_HEX => {
+                let bytes = read_bytes(payload, &mut r.pos)?;
+                if bytes.is_empty() {
+                    return Err("empty hex step".into());
+                }
+                StoredStep::Hex(bytes)
+            }
+            other => return Err(format!("unknown step kind {other}")),
+        };
+        let step_bytes = r.pos - step_start;
+        let child = match tag >> 2 {
+            CHILD_DIR => StoredChild::Dir(r.pointer(at)?.0),
+            CHILD_INLINE => {
+                let bytes = read_bytes(payload, &mut r.pos)?;
+                if bytes.len() > INLINE_MAX {
+                    return Err(format!("inline contents of {} bytes", bytes.len()));
+                }
+                StoredChild::Inline(bytes)
+            }
+            CHILD_BLOB => StoredChild::Blob(r.pointer(at)?.0),
+            other => return Err(format!("unknown child kind {other}")),
+        };
+        f(StoredEntry { step, step_bytes, child })?;
+    }
+    r.finish()
+}
+
 /// Decodes a tree inode recorded at `at`, expected at `depth`.
 pub fn decode_tree(payload: &[u8], at: u64, depth: u32) -> Result<Inode, String> {
     let mut r = Reader { bytes: payload, pos: 0 };
@@ -451,32 +529,12 @@ impl TreePatch {
 pub fn references(kind: RecordKind, payload: &[u8], at: u64, mask: u32, out: &mut Vec<(u64, u32)>) -> Result<(), String> {
     let mut r = Reader { bytes: payload, pos: 0 };
     match kind {
-        RecordKind::Values => {
-            let count = r.varint()?;
-            if count > ENTRIES as u64 {
-                return Err(format!("value inode with {count} entries (at most {ENTRIES})"));
+        RecordKind::Values => stored_entries(payload, at, &mut |entry| {
+            if let StoredChild::Dir(offset) | StoredChild::Blob(offset) = entry.child {
+                out.push((offset, 0));
             }
-            for _ in 0..count {
-                let tag = r.byte()?;
-                match tag & 3 {
-                    STEP_DICT => {
-                        r.varint()?;
-                    }
-                    STEP_RAW | STEP_HEX => {
-                        read_bytes(payload, &mut r.pos)?;
-                    }
-                    other => return Err(format!("unknown step kind {other}")),
-                }
-                match tag >> 2 {
-                    CHILD_DIR | CHILD_BLOB => out.push((r.pointer(at)?.0, 0)),
-                    CHILD_INLINE => {
-                        read_bytes(payload, &mut r.pos)?;
-                    }
-                    other => return Err(format!("unknown child kind {other}")),
-                }
-            }
-            r.finish()
-        }
+            Ok(())
+        }),
         RecordKind::Tree => {
             r.byte()?;
             r.varint()?;

@@ -41,6 +41,22 @@ impl RecordKind {
             _ => return None,
         })
     }
+
+    /// Every kind, in the order reports list them.
+    pub const ALL: [RecordKind; 6] =
+        [RecordKind::Values, RecordKind::Tree, RecordKind::TreePatch, RecordKind::Blob, RecordKind::Commit, RecordKind::Dict];
+
+    /// The kind's name in the glossary's words.
+    pub fn name(self) -> &'static str {
+        match self {
+            RecordKind::Values => "value inode",
+            RecordKind::Tree => "tree inode",
+            RecordKind::TreePatch => "tree patch",
+            RecordKind::Blob => "blob",
+            RecordKind::Commit => "commit",
+            RecordKind::Dict => "dictionary",
+        }
+    }
 }
 
 /// Appends a framed record holding `payload` to `out`.

@@ -19,6 +19,7 @@ mod follow;
 mod gc;
 mod import;
 mod index_file;
+mod inspect;
 mod open;
 
 pub use gc::{GcPhase, GcReport, GcStatus};
