@@ -28,5 +28,7 @@ pub mod tree;
 pub use error::{Error, Result};
 pub use options::{Options, Retention, SyncPolicy};
 pub use pando_core::{CommitInfo, Hash, Kind};
-pub use store::{Commit, GcPhase, GcReport, GcStatus, Store, StoreStats};
+pub use store::{
+    CheckPhase, CheckProgress, CheckReport, CheckScope, Commit, GcPhase, GcReport, GcStatus, Problem, Store, StoreStats,
+};
 pub use tree::{Depth, Order, Tree};

@@ -14,11 +14,13 @@
 //! - After a failed write or fsync the store refuses writes (`PreviousIo`).
 
 mod branches;
+pub mod check;
 mod commit;
 mod gc;
 mod index_file;
 mod open;
 
+pub use check::{CheckPhase, CheckProgress, CheckReport, CheckScope, Problem, RecordCounts};
 pub use gc::{GcPhase, GcReport, GcStatus};
 
 use pando_core::{CommitInfo, Hash};
