@@ -8,7 +8,9 @@
 
 use pando_core::varint;
 
-use super::{CheckPhase, CheckProgress, Problems, RecordCounts};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use super::{Problems, RecordCounts};
 use crate::dict;
 use crate::format::node::{CommitRecord, TreePatch, decode_tree, references};
 use crate::format::record::{self, MAX_PAYLOAD, Parse, RecordKind};
@@ -18,24 +20,22 @@ use crate::store::{Repo, index_file};
 /// Bytes read at once.
 const PIECE_BYTES: u64 = 8 << 20;
 
-/// Scans every region; returns the bytes read.
+/// Scans `regions`, adding the bytes scanned to `done`; returns the
+/// bytes read.
 pub(super) fn scan(
     repo: &Repo,
+    regions: Vec<Region>,
     problems: &mut Problems,
     counts: &mut RecordCounts,
-    progress: &mut dyn FnMut(CheckProgress),
+    done: &AtomicU64,
 ) -> u64 {
-    let regions = repo.pack.regions();
-    let total: u64 = regions.iter().map(|r| r.end - r.start).sum();
     let mut scanner = Scanner { repo, problems, counts, buf: Vec::new(), refs: Vec::new(), bytes_read: 0 };
-    let mut done = 0;
     for region in &regions {
         if scanner.problems.full() {
             break;
         }
         scanner.region(region, &mut |piece| {
-            done += piece;
-            progress(CheckProgress { phase: CheckPhase::Scan, done, total });
+            done.fetch_add(piece, Ordering::Relaxed);
         });
     }
     scanner.bytes_read

@@ -7,14 +7,23 @@
 //! directory's root inode, an inode at some depth and position, a blob,
 //! the base of a tree patch) and the hash their pointer gives. Visiting a
 //! record computes its hash from its own bytes and its pointers' hashes
-//! (a tree patch resolved against its base first; a directory of at most
-//! 256 entries stored as a tree inode hashed flat from its children's
-//! entries, loaded through the store's cache) and compares it with each
-//! claim; then it claims its children.
+//! (a tree patch resolved against its base, through the store's cache; a
+//! directory of at most 256 entries stored as a tree inode hashed flat
+//! from its children's entries, loaded the same way) and compares it with
+//! each claim; then it claims its children.
+//!
+//! A tree patch claims only the children it changed; the others it
+//! inherits from its base, which it claims as such, passing down which
+//! patches inherit which children (the indices changed on the way are
+//! masked, as in `gc_plan`). So a child shared by a chain of patches is
+//! claimed once, by the record that holds its pointer, and a child that a
+//! collection may have discarded because every patch replaced it is never
+//! asked for.
 //!
 //! A tree inode's entry count is checked against the sum of its children's:
-//! each child's claim names its parent, whose pending count is kept until
-//! its last child is visited.
+//! a child's pending entry lists the tree inodes (its parent, and the
+//! patches inheriting it) whose count it is part of, and each of those
+//! keeps a pending count until its last child is visited.
 //!
 //! Memory: the pending offsets with their claims and the pending counts,
 //! which is the frontier of the walk, not the set of visited records.
@@ -22,15 +31,22 @@
 use pando_core::Hash;
 use pando_core::tezos::contents_hash;
 use smallvec::SmallVec;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::hash_map::Entry;
+use std::collections::{BinaryHeap, HashMap};
+use std::hash::{BuildHasherDefault, Hasher};
+
+mod tree;
 
 use super::window::{Fault, Found, Window};
 use super::{CheckPhase, CheckProgress, Problems, RecordCounts};
-use crate::format::node::{CommitRecord, MAX_PATCH_CHAIN, TreePatch, decode_tree, decode_values, entries_belong};
+use crate::format::node::{CommitRecord, decode_values, entries_belong};
 use crate::format::record::RecordKind;
 use crate::store::{Repo, index_file};
-use crate::tree::hash::{dir_hash, inode_hash};
-use crate::tree::node::{Body, Child, Inode, Ptr};
+use crate::tree::node::{Body, Child, Ptr, Step};
+use pando_core::inode::{ENTRIES, encode_values};
+use pando_core::tezos::encode_node;
+use std::rc::Rc;
+use tree::Pointers;
 
 /// Deepest inode the walk follows (a position is 5 bits a level in a u64):
 /// 33 entries colliding at 12 levels of a 32-way hash do not happen.
@@ -55,9 +71,10 @@ enum Role {
         path: u64,
     },
     Blob,
-    /// The base of a tree patch at `depth`: its hash is not claimed.
+    /// The base of a tree patch at `depth` and `path`: its hash is not claimed.
     Base {
         depth: u8,
+        path: u64,
     },
 }
 
@@ -69,7 +86,7 @@ impl Role {
             Role::Dir { top: false } => "a directory".into(),
             Role::Inode { depth, .. } => format!("an inode at depth {depth}"),
             Role::Blob => "a blob".into(),
-            Role::Base { depth } => format!("the base of a tree patch at depth {depth}"),
+            Role::Base { depth, .. } => format!("the base of a tree patch at depth {depth}"),
         }
     }
 }
@@ -78,9 +95,47 @@ impl Role {
 struct Claim {
     role: Role,
     hash: Hash,
-    /// The offset of the record making the claim ([`INDEX`] for the index).
+    /// The offset of the (first) record making the claim ([`INDEX`] for the index).
     by: u64,
 }
+
+/// What the walk knows of a pending record.
+#[derive(Default)]
+struct Pending {
+    /// The distinct claims made about it (a shared record gets the same
+    /// claim from many referrers).
+    claims: SmallVec<[Claim; 1]>,
+    /// The tree inodes whose entry count it is part of, once per pointer.
+    parents: SmallVec<[u64; 2]>,
+    /// As the base of tree patches: the patches inheriting its children,
+    /// with the indices they do not inherit (changed on the way).
+    heirs: SmallVec<[(u64, u32); 1]>,
+}
+
+/// Hashes offsets by a multiplication: they are not chosen by an attacker
+/// who could gain from collisions, and the walk looks one up per pointer.
+#[derive(Default)]
+struct OffsetHasher(u64);
+
+impl Hasher for OffsetHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        let mut words = bytes.chunks_exact(8);
+        for word in &mut words {
+            self.write_u64(u64::from_le_bytes(word.try_into().expect("8 bytes")));
+        }
+        let mut last = [0u8; 8];
+        last[..words.remainder().len()].copy_from_slice(words.remainder());
+        self.write_u64(u64::from_le_bytes(last));
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0 ^ n).wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(26);
+    }
+}
+
+type OffsetMap<V> = HashMap<u64, V, BuildHasherDefault<OffsetHasher>>;
 
 impl Claim {
     fn referrer(&self) -> String {
@@ -113,8 +168,14 @@ struct Here<'a> {
 struct State<'a> {
     repo: &'a Repo,
     problems: &'a mut Problems,
-    pending: BTreeMap<u64, SmallVec<[Claim; 2]>>,
-    counts: HashMap<u64, Count>,
+    /// The pending offsets, highest first, and what is known of each.
+    order: BinaryHeap<u64>,
+    pending: OffsetMap<Pending>,
+    counts: OffsetMap<Count>,
+    /// Tree records read ahead as the bases of patches, until visited.
+    bases: OffsetMap<Rc<Pointers>>,
+    /// Scratch space for the encodings hashed.
+    buf: Vec<u8>,
     walked: RecordCounts,
     commits: u64,
 }
@@ -127,29 +188,39 @@ pub(super) fn walk(
     problems: &mut Problems,
     progress: &mut dyn FnMut(CheckProgress),
 ) -> Walked {
-    let mut state =
-        State { repo, problems, pending: BTreeMap::new(), counts: HashMap::new(), walked: RecordCounts::default(), commits: 0 };
+    let mut state = State {
+        repo,
+        problems,
+        order: BinaryHeap::new(),
+        pending: OffsetMap::default(),
+        counts: OffsetMap::default(),
+        bases: OffsetMap::default(),
+        buf: Vec::new(),
+        walked: RecordCounts::default(),
+        commits: 0,
+    };
     for (hash, offset) in roots {
-        state.claim(offset, Claim { role: Role::Commit, hash, by: INDEX });
+        state.claim(offset, Claim { role: Role::Commit, hash, by: INDEX }, &[]);
     }
-    let top = state.pending.keys().next_back().map_or(0, |&o| o + 1);
+    let top = state.order.peek().map_or(0, |&o| o + 1);
     let mut window = Window::default();
     let mut visited = 0u64;
-    while let Some((at, claims)) = state.pending.pop_last() {
+    while let Some(at) = state.order.pop() {
         if state.problems.full() {
             break;
         }
-        let pending = &state.pending;
-        let found = window.read(&repo.pack, at, |floor| pending.range(floor..at).next().map(|(&o, _)| o));
-        let entries = match found {
-            Ok(found) => state.visit(at, &claims, &found, &window),
+        let Some(pending) = state.pending.remove(&at) else { continue };
+        // Every patch over a base read ahead has been visited: it is its turn.
+        let known = state.bases.remove(&at);
+        let entries = match window.read(&repo.pack, at) {
+            Ok(found) => state.visit(at, &pending, &found, &window, known),
             Err(fault) => {
-                state.unreadable(at, &claims, fault);
+                state.unreadable(at, &pending, fault);
                 None
             }
         };
-        for claim in claims.iter().filter(|c| matches!(c.role, Role::Inode { .. })) {
-            state.count(claim.by, entries);
+        for &parent in &pending.parents {
+            state.count(parent, entries);
         }
         visited += 1;
         if visited.is_multiple_of(PROGRESS_EVERY) {
@@ -166,8 +237,21 @@ fn unpack(path: u64, depth: u8) -> SmallVec<[usize; 12]> {
 }
 
 impl State<'_> {
-    fn claim(&mut self, offset: u64, claim: Claim) {
-        self.pending.entry(offset).or_default().push(claim);
+    /// Notes a claim about the record at `offset`, a part of the entry
+    /// counts of the tree inodes `parents`.
+    fn claim(&mut self, offset: u64, claim: Claim, parents: &[u64]) -> &mut Pending {
+        let pending = match self.pending.entry(offset) {
+            Entry::Occupied(entry) => entry.into_mut(),
+            Entry::Vacant(entry) => {
+                self.order.push(offset);
+                entry.insert(Pending::default())
+            }
+        };
+        if !pending.claims.iter().any(|c| c.role == claim.role && c.hash == claim.hash) {
+            pending.claims.push(claim);
+        }
+        pending.parents.extend_from_slice(parents);
+        pending
     }
 
     fn problem(&mut self, here: &Here<'_>, what: impl Into<String>) {
@@ -214,12 +298,10 @@ impl State<'_> {
         }
     }
 
-    fn unreadable(&mut self, at: u64, claims: &[Claim], fault: Fault) {
-        let Some(&claim) = claims.first() else { return };
-        let others = match claims.len() {
-            1 => String::new(),
-            n => format!(" (and {} other referrers)", n - 1),
-        };
+    fn unreadable(&mut self, at: u64, pending: &Pending, fault: Fault) {
+        let Some(&claim) = pending.claims.first() else { return };
+        let others = pending.claims.len() + pending.parents.len() + pending.heirs.len() > 2;
+        let others = if others { " (and other referrers)" } else { "" };
         match fault {
             Fault::Collected => {
                 let what = format!("refers to the record at offset {at}, which the store no longer holds{others}");
@@ -234,8 +316,9 @@ impl State<'_> {
 
     /// Checks the record at `at` against its claims and claims its
     /// children; returns its entry count if it is an inode.
-    fn visit(&mut self, at: u64, claims: &[Claim], found: &Found, window: &Window) -> Option<u64> {
+    fn visit(&mut self, at: u64, pending: &Pending, found: &Found, window: &Window, known: Option<Rc<Pointers>>) -> Option<u64> {
         let here = Here { at, file: window.file(), position: found.position };
+        let claims = &pending.claims[..];
         let payload = window.payload(found);
         self.walked.add(found.kind, found.total);
         match found.kind {
@@ -254,7 +337,7 @@ impl State<'_> {
                 None
             }
             RecordKind::Values => self.values(&here, claims, payload),
-            RecordKind::Tree | RecordKind::TreePatch => self.tree(&here, claims, found.kind, payload),
+            RecordKind::Tree | RecordKind::TreePatch => self.tree(&here, pending, found.kind, payload, window, known),
             RecordKind::Dict => {
                 for claim in claims {
                     self.wrong_kind(&here, claim, "a dictionary record");
@@ -294,7 +377,7 @@ impl State<'_> {
                 Some(_) => {}
             }
         }
-        self.claim(record.root_offset, Claim { role: Role::Dir { top: true }, hash: record.root_hash, by: here.at });
+        self.claim(record.root_offset, Claim { role: Role::Dir { top: true }, hash: record.root_hash, by: here.at }, &[]);
     }
 
     fn values(&mut self, here: &Here<'_>, claims: &[Claim], payload: &[u8]) -> Option<u64> {
@@ -315,7 +398,8 @@ impl State<'_> {
                     if !top && entries.is_empty() {
                         self.problem(here, format!("an empty directory ({})", claim.referrer()));
                     }
-                    self.verify_hash(here, claim, &inode, true);
+                    let hash = self.values_hash(entries, true);
+                    self.verify(here, claim, "the directory", hash);
                 }
                 Role::Inode { depth, path } => {
                     wanted = true;
@@ -325,7 +409,8 @@ impl State<'_> {
                     if !entries_belong(&inode, &unpack(path, depth)) {
                         self.problem(here, format!("entries that do not belong where {} puts them", claim.referrer()));
                     }
-                    self.verify_hash(here, claim, &inode, false);
+                    let hash = self.values_hash(entries, false);
+                    self.verify(here, claim, "the inode", hash);
                 }
                 _ => self.wrong_kind(here, claim, "a value inode"),
             }
@@ -334,9 +419,11 @@ impl State<'_> {
             for (_, child) in entries {
                 match child {
                     Child::Dir(Ptr::Stored { offset, hash, .. }) => {
-                        self.claim(*offset, Claim { role: Role::Dir { top: false }, hash: *hash, by: here.at })
+                        self.claim(*offset, Claim { role: Role::Dir { top: false }, hash: *hash, by: here.at }, &[]);
                     }
-                    Child::Blob { offset, hash } => self.claim(*offset, Claim { role: Role::Blob, hash: *hash, by: here.at }),
+                    Child::Blob { offset, hash } => {
+                        self.claim(*offset, Claim { role: Role::Blob, hash: *hash, by: here.at }, &[]);
+                    }
                     _ => {}
                 }
             }
@@ -344,103 +431,25 @@ impl State<'_> {
         Some(entries.len() as u64)
     }
 
-    /// Compares an inode's directory hash (`as_dir`) or inode hash with a claim.
-    fn verify_hash(&mut self, here: &Here<'_>, claim: &Claim, inode: &Inode, as_dir: bool) {
-        let computed = if as_dir { dir_hash(inode, self.repo) } else { inode_hash(inode, self.repo) };
-        match computed {
-            Ok(hash) => self.verify(here, claim, if as_dir { "the directory" } else { "the inode" }, hash),
-            Err(e) => self.problem(here, format!("cannot hash it: {e}")),
+    /// The hash of a value inode's entries: as a directory (`flat`), or
+    /// as an inode below a directory root.
+    fn values_hash(&mut self, entries: &[(Step, Child)], flat: bool) -> Hash {
+        let mut hashes: SmallVec<[Hash; ENTRIES]> = SmallVec::new();
+        for (_, child) in entries {
+            hashes.push(match child {
+                Child::Value(value) => contents_hash(&value.bytes),
+                Child::Blob { hash, .. } | Child::Dir(Ptr::Stored { hash, .. }) => *hash,
+                // Decoding gives stored pointers only.
+                Child::Dir(Ptr::Mem(_)) => Hash::default(),
+            });
         }
-    }
-
-    fn tree(&mut self, here: &Here<'_>, claims: &[Claim], kind: RecordKind, payload: &[u8]) -> Option<u64> {
-        let Some(&depth) = payload.first() else {
-            self.problem(here, "an empty tree record");
-            return None;
-        };
-        let found = if kind == RecordKind::Tree { "a tree inode" } else { "a tree patch" };
-        // The position the walk reached it at (depth, path), from the first
-        // claim that agrees with the record; the others must agree with it.
-        let mut position: Option<u64> = None;
-        for claim in claims {
-            let (claimed, path) = match claim.role {
-                Role::Dir { .. } => (0, Some(0)),
-                Role::Inode { depth, path } => (depth, Some(path)),
-                Role::Base { depth } => (depth, None),
-                _ => {
-                    self.wrong_kind(here, claim, found);
-                    continue;
-                }
-            };
-            if claimed != depth {
-                self.problem(
-                    here,
-                    format!("{} expected ({}), found {found} of depth {depth}", claim.role.describe(), claim.referrer()),
-                );
-            } else if let Some(path) = path {
-                match position {
-                    None => position = Some(path),
-                    Some(first) if first != path => {
-                        self.problem(here, format!("reached at two positions in its directory ({})", claim.referrer()))
-                    }
-                    Some(_) => {}
-                }
-            }
-        }
-        let depth = u32::from(depth);
-        let inode = if kind == RecordKind::Tree {
-            decode_tree(payload, here.at, depth).map_err(|reason| format!("damaged tree inode: {reason}"))
+        let named = entries.iter().zip(&hashes).map(|((step, child), hash)| (&step[..], child.kind(), hash));
+        self.buf.clear();
+        if flat {
+            encode_node(&mut self.buf, entries.len(), named);
         } else {
-            match TreePatch::decode(payload, here.at, depth) {
-                Ok(patch) => {
-                    self.claim(patch.base, Claim { role: Role::Base { depth: depth as u8 }, hash: Hash::default(), by: here.at });
-                    if position.is_none() {
-                        return Some(patch.len);
-                    }
-                    self.resolve(&patch)
-                }
-                Err(reason) => Err(format!("damaged tree patch: {reason}")),
-            }
-        };
-        let inode = match inode {
-            Ok(inode) => inode,
-            Err(what) => {
-                self.problem(here, what);
-                return None;
-            }
-        };
-        let Body::Tree { len, children, .. } = &inode.body else { return None };
-        let Some(path) = position else { return Some(*len) };
-        for claim in claims.iter().filter(|c| matches!(c.role, Role::Dir { .. } | Role::Inode { .. })) {
-            self.verify_hash(here, claim, &inode, matches!(claim.role, Role::Dir { .. }));
+            encode_values(&mut self.buf, entries.len(), named);
         }
-        if depth + 1 > MAX_DEPTH {
-            self.problem(here, format!("a tree inode at depth {depth}: deeper than {MAX_DEPTH} levels"));
-            return Some(*len);
-        }
-        let mut present = 0;
-        for (index, child) in children.iter().enumerate() {
-            if let Some(Ptr::Stored { offset, hash, .. }) = child {
-                let role = Role::Inode { depth: depth as u8 + 1, path: path | (index as u64) << (5 * depth) };
-                self.claim(*offset, Claim { role, hash: *hash, by: here.at });
-                present += 1;
-            }
-        }
-        if present > 0 {
-            self.counts.insert(here.at, Count { expected: *len, remaining: present, sum: 0, broken: false });
-        }
-        Some(*len)
-    }
-
-    /// The tree inode a patch describes, its base loaded through the cache.
-    fn resolve(&mut self, patch: &TreePatch) -> Result<Inode, String> {
-        let base = self
-            .repo
-            .load_inode_at(patch.base, patch.depth, MAX_PATCH_CHAIN - 1)
-            .map_err(|e| format!("cannot resolve the tree patch against its base at offset {}: {e}", patch.base))?;
-        if base.patch_chain.get().copied().unwrap_or(0) + 1 > MAX_PATCH_CHAIN {
-            return Err(format!("a chain of tree patches longer than {MAX_PATCH_CHAIN}"));
-        }
-        patch.apply(&base).map_err(|reason| format!("cannot apply the tree patch: {reason}"))
+        Hash::of_bytes(&self.buf)
     }
 }

@@ -2,10 +2,11 @@
 //! 8 MiB serves every record in it, instead of one small read per record.
 //!
 //! A window is a stretch of one region (a chunk, a run, a cold file) ending
-//! just after the record asked for and reaching down as far as the walk's
-//! pending offsets, known so far, lie within 8 MiB (plus some slack for the
-//! children of records not read yet): a dense walk reads each file once,
-//! backwards; a sparse one does not read what lies between its records.
+//! just after the record asked for and reaching down by a span that adapts
+//! to how much of the last window the walk used: up to 8 MiB while it uses
+//! most of what it reads (a dense walk reads each file once, backwards),
+//! down to 64 KiB when it uses little (a sparse one does not read much of
+//! what lies between its records).
 
 use std::ops::Range;
 
@@ -15,10 +16,10 @@ use crate::pack::{Pack, Region};
 
 /// Most bytes one read brings in.
 const WINDOW_BYTES: u64 = 8 << 20;
+/// Least bytes one read brings in.
+const MIN_WINDOW_BYTES: u64 = 64 << 10;
 /// Bytes read past the record asked for: most records are shorter.
 const RECORD_GUESS_BYTES: u64 = 4 << 10;
-/// Bytes read below the lowest pending offset, for children found later.
-const SLACK_BYTES: u64 = 256 << 10;
 
 /// A record found: its kind, length, payload (see [`Window::payload`]) and
 /// position in the window's file.
@@ -41,7 +42,6 @@ pub(super) enum Fault {
     },
 }
 
-#[derive(Default)]
 pub(super) struct Window {
     region: Option<Region>,
     /// The logical offset of `bytes[0]`.
@@ -49,16 +49,25 @@ pub(super) struct Window {
     bytes: Vec<u8>,
     /// A record longer than what the window holds of it.
     large: Vec<u8>,
+    /// How far below the record asked for the next window reaches.
+    span: u64,
+    /// Bytes of the records the window served.
+    served: u64,
     pub bytes_read: u64,
 }
 
+impl Default for Window {
+    fn default() -> Window {
+        Window { region: None, start: 0, bytes: Vec::new(), large: Vec::new(), span: WINDOW_BYTES, served: 0, bytes_read: 0 }
+    }
+}
+
 impl Window {
-    /// Reads the record at `offset`; `lowest_pending(floor)` is the lowest
-    /// offset the walk will read next at or above `floor`, if any.
-    pub fn read(&mut self, pack: &Pack, offset: u64, lowest_pending: impl Fn(u64) -> Option<u64>) -> Result<Found, Fault> {
+    /// Reads the record at `offset`.
+    pub fn read(&mut self, pack: &Pack, offset: u64) -> Result<Found, Fault> {
         let in_window = self.region.is_some() && self.start <= offset && offset - self.start < self.bytes.len() as u64;
         if !in_window {
-            self.fill(pack, offset, lowest_pending)?;
+            self.fill(pack, offset)?;
         }
         let Some(region) = &self.region else {
             return Err(Fault::Damaged { file: "pack".into(), position: offset, what: "no region holds it".into() });
@@ -69,6 +78,7 @@ impl Window {
         match record::parse(&self.bytes[rel..]) {
             Parse::Record { kind, payload, total } => {
                 let from = rel + total - 4 - payload.len();
+                self.served += total as u64;
                 Ok(Found { kind, total: total as u64, position, range: from..from + payload.len(), large: false })
             }
             Parse::NeedMore { total } => {
@@ -96,21 +106,35 @@ impl Window {
         if found.large { &self.large[found.range.clone()] } else { &self.bytes[found.range.clone()] }
     }
 
+    /// The record at `offset` if the window holds all of it.
+    pub fn peek(&self, offset: u64) -> Option<(RecordKind, &[u8])> {
+        let rel = usize::try_from(offset.checked_sub(self.start)?).ok().filter(|&rel| rel < self.bytes.len())?;
+        match record::parse(&self.bytes[rel..]) {
+            Parse::Record { kind, payload, .. } => Some((kind, payload)),
+            _ => None,
+        }
+    }
+
     /// The name of the file the last record was read from.
     pub fn file(&self) -> &str {
         self.region.as_ref().map_or("pack", |r| r.name.as_str())
     }
 
-    fn fill(&mut self, pack: &Pack, offset: u64, lowest_pending: impl Fn(u64) -> Option<u64>) -> Result<(), Fault> {
+    fn fill(&mut self, pack: &Pack, offset: u64) -> Result<(), Fault> {
+        let used = self.served * 16 / (self.bytes.len() as u64).max(1);
+        self.span = match used {
+            0 => (self.span / 2).max(MIN_WINDOW_BYTES),
+            8.. => (self.span * 2).min(WINDOW_BYTES),
+            _ => self.span,
+        };
+        self.served = 0;
         self.region = None;
         let region = pack.region(offset).map_err(|e| match e {
             Error::Collected { .. } => Fault::Collected,
             e => Fault::Damaged { file: "pack".into(), position: offset, what: e.to_string() },
         })?;
         let end = region.end.min(offset + RECORD_GUESS_BYTES);
-        let floor = region.start.max(end.saturating_sub(WINDOW_BYTES));
-        let lowest = lowest_pending(floor).map_or(offset, |p| p.min(offset));
-        let start = lowest.saturating_sub(SLACK_BYTES).max(floor);
+        let start = region.start.max(end.saturating_sub(self.span));
         self.bytes.resize((end - start) as usize, 0);
         let position = region.pos + (start - region.start);
         if let Err(e) = region.file.read_exact_at(&mut self.bytes, position) {
