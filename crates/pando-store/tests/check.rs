@@ -255,6 +255,34 @@ fn a_wrong_entry_count_is_found() {
 }
 
 #[test]
+fn a_wrong_entry_count_in_a_patch_is_found() {
+    // The same directory in a later commit: a patch of its root, whose
+    // children are mostly its base's. In the scope of that commit alone,
+    // the base is reached only as a base.
+    let (storage, commits) = built(4);
+    let mut commits_before = 0;
+    let (name, position, mut payload) = chunks(&storage)
+        .into_iter()
+        .flat_map(|name| records(&storage, &name).into_iter().map(move |r| (name.clone(), r)))
+        .find_map(|(name, r)| {
+            if r.1 == RecordKind::Commit {
+                commits_before += 1;
+            }
+            (r.1 == RecordKind::TreePatch && r.2[0] == 0 && r.2[1] == 100).then_some((name, r.0, r.2))
+        })
+        .expect("a patch of the root of the directory of 100 entries");
+    payload[1] = 99;
+    let mut bytes = Vec::new();
+    record::append(&mut bytes, RecordKind::TreePatch, &payload);
+    rewrite(&storage, &name, position, &bytes);
+    let store = Store::open_storage(Arc::new(storage), read_only()).unwrap();
+    for scope in [CheckScope::Commit(commits[commits_before]), CheckScope::All] {
+        let report = check(&store, scope);
+        assert!(has_problem(&report, &name, position, "holds 99 entries, its children hold 100"), "{:?}", report.problems);
+    }
+}
+
+#[test]
 fn a_truncated_chunk_and_a_damaged_index_entry_are_named() {
     let (storage, _) = built(30);
     let names = chunks(&storage);

@@ -227,6 +227,15 @@ pub(super) fn walk(
             progress(CheckProgress { phase: CheckPhase::Walk, done: top - at, total: top });
         }
     }
+    // Every child claimed is visited once and counted: with nothing found
+    // wrong, every count must have been completed.
+    if state.order.is_empty() && state.problems.list.is_empty() {
+        let mut left: Vec<(u64, u32)> = state.counts.iter().map(|(&at, count)| (at, count.remaining)).collect();
+        left.sort_unstable();
+        for (at, remaining) in left {
+            state.problem_at(at, format!("its entry count was not checked: {remaining} of its children were not reached"));
+        }
+    }
     progress(CheckProgress { phase: CheckPhase::Walk, done: top, total: top });
     Walked { counts: state.walked, commits: state.commits, bytes_read: window.bytes_read }
 }
