@@ -283,6 +283,35 @@ fn a_wrong_entry_count_in_a_patch_is_found() {
 }
 
 #[test]
+fn two_pointers_to_one_child_do_not_panic() {
+    // The root of the directory of 100 entries, its second pointer made
+    // the same as its first: the directory is hashed flat from its
+    // children's entries, which now hold the same entries twice.
+    let (storage, _) = built(2);
+    let name = chunks(&storage).remove(0);
+    let (position, mut payload) = records(&storage, &name)
+        .into_iter()
+        .find(|r| r.1 == RecordKind::Tree && r.2[0] == 0 && r.2[1] == 100)
+        .map(|r| (r.0, r.2))
+        .expect("the root of the directory of 100 entries");
+    let mut pos = 6; // depth, one-byte count, bitmap
+    let first = pos;
+    varint::read_u64(&payload, &mut pos).unwrap();
+    pos += 32;
+    let (first_len, second) = (pos - first, pos);
+    varint::read_u64(&payload, &mut pos).unwrap();
+    assert_eq!(pos - second, first_len - 32, "deltas of one length");
+    let pointer = payload[first..first + first_len].to_vec();
+    payload[second..second + first_len].copy_from_slice(&pointer);
+    let mut bytes = Vec::new();
+    record::append(&mut bytes, RecordKind::Tree, &payload);
+    rewrite(&storage, &name, position, &bytes);
+    let store = Store::open_storage(Arc::new(storage), read_only()).unwrap();
+    let report = check(&store, CheckScope::All);
+    assert!(has_problem(&report, &name, position, "two of its children hold the entry"), "{:?}", report.problems);
+}
+
+#[test]
 fn a_truncated_chunk_and_a_damaged_index_entry_are_named() {
     let (storage, _) = built(30);
     let names = chunks(&storage);

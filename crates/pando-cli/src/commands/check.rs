@@ -63,9 +63,10 @@ pub fn check(arg: &StoreArg, commit: Option<&str>, all: bool, max_problems: usiz
         );
     }
     println!(
-        "re-hashed: {} records, {:.1} MB, reachable from {} commit(s): {}",
+        "re-hashed: {} records, {:.1} MB ({:.1} MB of encodings hashed), reachable from {} commit(s): {}",
         report.walked.records(),
         megabytes(report.walked.bytes),
+        megabytes(report.hashed_bytes),
         report.commits,
         kinds(&report.walked)
     );

@@ -144,6 +144,9 @@ pub struct CheckReport {
     pub scanned: RecordCounts,
     /// Reachable records re-hashed.
     pub walked: RecordCounts,
+    /// Bytes of the encodings hashed to re-hash them (a tree patch is
+    /// hashed as the whole tree inode it stands for).
+    pub hashed_bytes: u64,
     /// Bytes read from the files (the scan's and the walk's reads).
     pub bytes_read: u64,
     /// Bytes of the pack's files.
@@ -242,6 +245,7 @@ fn check(repo: &Repo, scope: CheckScope, max_problems: usize, progress: &mut dyn
     report.walked = walked.counts;
     report.commits = walked.commits;
     report.bytes_read += walked.bytes_read;
+    report.hashed_bytes = walked.hashed_bytes;
     report.stopped = problems.full();
     report.problems = problems.list;
     report.duration = started.elapsed();

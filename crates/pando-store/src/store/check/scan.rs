@@ -81,7 +81,8 @@ impl Scanner<'_> {
                         self.record(region, position(offset), offset, kind, payload, total as u64);
                         pos += total;
                     }
-                    Parse::NeedMore { total } if offset + total as u64 > region.end && at + piece == region.end => {
+                    // Past the region's end: sure once the piece reaches it.
+                    Parse::NeedMore { total } if offset + total as u64 > region.end && (at + piece == region.end || pos == 0) => {
                         let what = format!(
                             "a record of {total} bytes runs past the end of the region ({} bytes left)",
                             region.end - offset

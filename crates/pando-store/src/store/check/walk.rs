@@ -156,6 +156,7 @@ pub(super) struct Walked {
     pub counts: RecordCounts,
     pub commits: u64,
     pub bytes_read: u64,
+    pub hashed_bytes: u64,
 }
 
 /// Where the record being visited lies, for problems.
@@ -178,6 +179,8 @@ struct State<'a> {
     buf: Vec<u8>,
     walked: RecordCounts,
     commits: u64,
+    /// Bytes of the encodings hashed.
+    hashed_bytes: u64,
 }
 
 /// Re-hashes every record reachable from the commit records `roots`
@@ -198,6 +201,7 @@ pub(super) fn walk(
         buf: Vec::new(),
         walked: RecordCounts::default(),
         commits: 0,
+        hashed_bytes: 0,
     };
     for (hash, offset) in roots {
         state.claim(offset, Claim { role: Role::Commit, hash, by: INDEX }, &[]);
@@ -237,7 +241,7 @@ pub(super) fn walk(
         }
     }
     progress(CheckProgress { phase: CheckPhase::Walk, done: top, total: top });
-    Walked { counts: state.walked, commits: state.commits, bytes_read: window.bytes_read }
+    Walked { counts: state.walked, commits: state.commits, bytes_read: window.bytes_read, hashed_bytes: state.hashed_bytes }
 }
 
 /// The child indices packed in `path`, from the root down to `depth`.
@@ -337,6 +341,7 @@ impl State<'_> {
             }
             RecordKind::Blob => {
                 let hash = contents_hash(payload);
+                self.hashed_bytes += 8 + payload.len() as u64;
                 for claim in claims {
                     match claim.role {
                         Role::Blob => self.verify(&here, claim, "the blob", hash),
@@ -446,7 +451,10 @@ impl State<'_> {
         let mut hashes: SmallVec<[Hash; ENTRIES]> = SmallVec::new();
         for (_, child) in entries {
             hashes.push(match child {
-                Child::Value(value) => contents_hash(&value.bytes),
+                Child::Value(value) => {
+                    self.hashed_bytes += 8 + value.bytes.len() as u64;
+                    contents_hash(&value.bytes)
+                }
                 Child::Blob { hash, .. } | Child::Dir(Ptr::Stored { hash, .. }) => *hash,
                 // Decoding gives stored pointers only.
                 Child::Dir(Ptr::Mem(_)) => Hash::default(),
@@ -459,6 +467,7 @@ impl State<'_> {
         } else {
             encode_values(&mut self.buf, entries.len(), named);
         }
+        self.hashed_bytes += self.buf.len() as u64;
         Hash::of_bytes(&self.buf)
     }
 }

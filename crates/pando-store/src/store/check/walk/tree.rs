@@ -17,8 +17,8 @@ use super::{Claim, Count, Here, MAX_DEPTH, Pending, Role, State};
 use crate::format::node::{MAX_PATCH_CHAIN, TreePatch, decode_tree};
 use crate::format::record::RecordKind;
 use crate::store::check::window::Window;
-use crate::tree::hash::dir_hash;
 use crate::tree::node::{Body, Inode, Ptr};
+use crate::tree::ops::collect_sorted;
 
 /// A tree inode as its pointers, in index order.
 pub(super) struct Pointers {
@@ -61,11 +61,11 @@ impl Pointers {
         Ok(Pointers { len: patch.len, chain: self.chain + 1, children })
     }
 
-    /// The inode hash (tree encoding) at `depth`.
-    fn inode_hash(&self, depth: u32) -> Hash {
-        let mut buf = Vec::with_capacity(16 + 33 * self.children.len());
-        encode_tree(&mut buf, depth, self.len, self.children.iter().map(|(i, _, h)| (*i, h)));
-        Hash::of_bytes(&buf)
+    /// The inode hash (tree encoding) at `depth`, encoded in `buf`.
+    fn inode_hash(&self, depth: u32, buf: &mut Vec<u8>) -> Hash {
+        buf.clear();
+        encode_tree(buf, depth, self.len, self.children.iter().map(|(i, _, h)| (*i, h)));
+        Hash::of_bytes(buf)
     }
 
     /// The inode, to hash flat through the store's loader.
@@ -200,15 +200,23 @@ impl State<'_> {
         for claim in pending.claims.iter().filter(|c| matches!(c.role, Role::Dir { .. } | Role::Inode { .. })) {
             let flat = matches!(claim.role, Role::Dir { .. }) && pointers.len <= STABLE_HASH as u64;
             let (what, hash) = if flat {
-                match dir_hash(&pointers.inode(depth), self.repo) {
-                    Ok(hash) => ("the directory", hash),
+                // Hashed flat from its entries, which its children hold.
+                let entries = match collect_sorted(&pointers.inode(depth), self.repo) {
+                    Ok(entries) => entries,
                     Err(e) => {
-                        self.problem(here, format!("cannot hash it: {e}"));
+                        self.problem(here, format!("cannot read the entries to hash it: {e}"));
                         continue;
                     }
+                };
+                if let Some(pair) = entries.windows(2).find(|pair| pair[0].0 == pair[1].0) {
+                    self.problem(here, format!("two of its children hold the entry {:?}", String::from_utf8_lossy(&pair[0].0)));
+                    continue;
                 }
+                ("the directory", self.values_hash(&entries, true))
             } else {
-                ("the inode", pointers.inode_hash(depth))
+                let hash = pointers.inode_hash(depth, &mut self.buf);
+                self.hashed_bytes += self.buf.len() as u64;
+                ("the inode", hash)
             };
             self.verify(here, claim, what, hash);
         }
