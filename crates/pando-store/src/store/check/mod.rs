@@ -10,7 +10,8 @@
 //!   region exactly; a commit record's hash is in the index, a dictionary
 //!   record agrees with the dictionary.
 //! - `walk` (both scopes): every record reachable from the commits in
-//!   scope, re-hashed from its own bytes and its pointers' hashes and
+//!   scope (one commit's tree, not its parents'; or every commit's),
+//!   re-hashed from its own bytes and its pointers' hashes and
 //!   compared with every claim made about it (the index key for a commit,
 //!   the hash and position its referrers give), so content with a valid
 //!   checksum but wrong bytes is found; plus what decoding cannot see alone
@@ -209,8 +210,8 @@ fn check(repo: &Repo, scope: CheckScope, max_problems: usize, progress: &mut dyn
     let mut report = CheckReport { pack_bytes: repo.pack.size_bytes(), ..CheckReport::default() };
     check_names(repo, &mut problems);
     let walked = if scope == CheckScope::All {
-        // The scan reads every file forward while the walk reads backwards:
-        // on a thread of its own, it takes no longer than the walk.
+        // The scan reads every file forward, the walk reads backwards and
+        // hashes: the scan runs beside it, on a thread of its own.
         let regions = repo.pack.regions();
         let total = regions.iter().map(|r| r.end - r.start).sum();
         let done = AtomicU64::new(0);

@@ -7,10 +7,10 @@
 //! directory's root inode, an inode at some depth and position, a blob,
 //! the base of a tree patch) and the hash their pointer gives. Visiting a
 //! record computes its hash from its own bytes and its pointers' hashes
-//! (a tree patch resolved against its base, through the store's cache; a
-//! directory of at most 256 entries stored as a tree inode hashed flat
-//! from its children's entries, loaded the same way) and compares it with
-//! each claim; then it claims its children.
+//! (a tree patch resolved against its base chain, see `tree`; a directory
+//! of at most 256 entries stored as a tree inode hashed flat from its
+//! children's entries, loaded through the store's cache) and compares it
+//! with each claim; then it claims its children.
 //!
 //! A tree patch claims only the children it changed; the others it
 //! inherits from its base, which it claims as such, passing down which
@@ -25,17 +25,20 @@
 //! patches inheriting it) whose count it is part of, and each of those
 //! keeps a pending count until its last child is visited.
 //!
-//! Memory: the pending offsets with their claims and the pending counts,
-//! which is the frontier of the walk, not the set of visited records.
+//! Memory: the pending offsets with their claims, the pending counts and
+//! the bases read ahead: the frontier of the walk, not the set of visited
+//! records.
+
+mod tree;
 
 use pando_core::Hash;
-use pando_core::tezos::contents_hash;
+use pando_core::inode::{ENTRIES, encode_values};
+use pando_core::tezos::{contents_hash, encode_node};
 use smallvec::SmallVec;
 use std::collections::hash_map::Entry;
 use std::collections::{BinaryHeap, HashMap};
 use std::hash::{BuildHasherDefault, Hasher};
-
-mod tree;
+use std::rc::Rc;
 
 use super::window::{Fault, Found, Window};
 use super::{CheckPhase, CheckProgress, Problems, RecordCounts};
@@ -43,9 +46,6 @@ use crate::format::node::{CommitRecord, decode_values, entries_belong};
 use crate::format::record::RecordKind;
 use crate::store::{Repo, index_file};
 use crate::tree::node::{Body, Child, Ptr, Step};
-use pando_core::inode::{ENTRIES, encode_values};
-use pando_core::tezos::encode_node;
-use std::rc::Rc;
 use tree::Pointers;
 
 /// Deepest inode the walk follows (a position is 5 bits a level in a u64):
