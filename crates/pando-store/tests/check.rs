@@ -168,6 +168,7 @@ fn collected_stores_check_clean() {
 #[test]
 fn a_flipped_byte_is_found_where_it_is() {
     let (storage, commits) = built(10);
+    let clean = check(&Store::open_storage(Arc::new(storage.clone()), read_only()).unwrap(), CheckScope::All);
     let (name, batch) = last_batch(&storage);
     let &(position, _, _, _) = batch.iter().find(|r| r.1 == RecordKind::Values).unwrap();
     let file = storage.open(&name, false).unwrap();
@@ -179,8 +180,33 @@ fn a_flipped_byte_is_found_where_it_is() {
         let report = check(&store, scope);
         assert!(has_problem(&report, &name, position, "checksum mismatch"), "{scope:?}: {:?}", report.problems);
     }
+    // The scan skips the damaged record and goes on; the walk skips what
+    // only it leads to.
+    let report = check(&store, CheckScope::All);
+    assert_eq!(report.scanned.records(), clean.scanned.records() - 1);
+    assert_eq!(report.commits, 10);
+    assert!(report.walked.records() < clean.walked.records() && report.walked.records() > clean.walked.records() * 9 / 10);
     // The other commits are not damaged; those before do not reach it.
     assert_clean(&check(&store, CheckScope::Commit(commits[8])));
+}
+
+#[test]
+fn problems_stop_at_the_cap() {
+    let (storage, _) = built(10);
+    let name = chunk_name(0);
+    let all = records(&storage, &name);
+    for &(position, ..) in all.iter().step_by(all.len() / 5) {
+        let file = storage.open(&name, false).unwrap();
+        let mut byte = [0u8];
+        file.read_exact_at(&mut byte, position + 2).unwrap();
+        rewrite(&storage, &name, position + 2, &[byte[0] ^ 0x04]);
+    }
+    let store = Store::open_storage(Arc::new(storage), read_only()).unwrap();
+    let report = store.check(CheckScope::All, 3, &mut |_| {}).unwrap();
+    assert_eq!(report.problems.len(), 3, "{:?}", report.problems);
+    assert!(report.stopped);
+    let report = store.check(CheckScope::All, 1000, &mut |_| {}).unwrap();
+    assert!(report.problems.len() >= 5 && !report.stopped, "{:?}", report.problems);
 }
 
 /// Rewrites the inline contents of the first value inode of `payload` that
