@@ -235,7 +235,10 @@ fn check(repo: &Repo, scope: CheckScope, max_problems: usize, progress: &mut dyn
         let (mut found, counts, bytes_read) = scanned;
         report.scanned = counts;
         report.bytes_read += bytes_read;
-        // The scan's problems first, in file order.
+        // The scan's problems first, in file order; a damaged record the
+        // walk reached too is told once, by the walk, which says from where.
+        let walk_found = &problems.list;
+        found.list.retain(|p| !walk_found.iter().any(|w| (&w.file, w.position) == (&p.file, p.position)));
         found.list.append(&mut problems.list);
         found.list.truncate(max_problems);
         problems = found;
