@@ -34,7 +34,12 @@ pub fn check(arg: &StoreArg, commit: Option<&str>, all: bool, max_problems: usiz
         }
         Err(e) => return Err(e).with_context(|| format!("cannot open the store in {}", arg.store.display())),
     };
-    let scope = if all { CheckScope::All } else { CheckScope::Commit(resolve(&store, commit)?) };
+    // A store without commits has only its files to check.
+    let scope = if all || (commit.is_none() && store.last_commit()?.is_none()) {
+        CheckScope::All
+    } else {
+        CheckScope::Commit(resolve(&store, commit)?)
+    };
     match scope {
         CheckScope::All => println!("checking every file and all {} commits of {}", store.commit_count(), store.describe()),
         CheckScope::Commit(hash) => println!("checking commit {hash} of {}", store.describe()),
@@ -54,7 +59,7 @@ pub fn check(arg: &StoreArg, commit: Option<&str>, all: bool, max_problems: usiz
     })?;
     bar.finish_and_clear();
     let seconds = report.duration.as_secs_f64();
-    if all {
+    if scope == CheckScope::All {
         println!(
             "scanned:   {} records, {:.1} MB: {}",
             report.scanned.records(),
