@@ -79,6 +79,25 @@ enum Command {
         #[arg(short = 'n', long, default_value_t = 20)]
         count: usize,
     },
+    /// Check the store's integrity: one commit's records (default: the last), or --all.
+    ///
+    /// Re-hashes every record the commit reaches and compares it with what
+    /// points to it; with --all, also reads every record of every file and
+    /// checks every commit. Prints each problem as `file:position (offset
+    /// N): what` and exits with status 1 if there is any.
+    Check {
+        #[command(flatten)]
+        store: commands::StoreArg,
+        /// A commit hash (`Co...` or hex) or a branch name [default: the last commit].
+        #[arg(short, long, conflicts_with = "all")]
+        commit: Option<String>,
+        /// Every file, every record, every commit.
+        #[arg(long)]
+        all: bool,
+        /// Stop after reporting this many problems.
+        #[arg(long, default_value_t = 100)]
+        max_problems: usize,
+    },
     /// Garbage-collect: keep the last N commits (following first parents
     /// from the last commit) and every commit made after the N-th.
     Gc {
@@ -220,6 +239,12 @@ fn main() -> anyhow::Result<()> {
         Command::Get { path, at, hex } => commands::get(&at, &path, hex),
         Command::Ls { path, at, offset, length, hashes } => commands::ls(&at, &path, offset, length, hashes),
         Command::Log { at, count } => commands::log(&at, count),
+        Command::Check { store, commit, all, max_problems } => {
+            if !commands::check::check(&store, commit.as_deref(), all, max_problems)? {
+                std::process::exit(1);
+            }
+            Ok(())
+        }
         Command::Gc { store, keep_last, archive } => commands::gc(&store, keep_last, archive),
         Command::Prove { paths, at, paths_from, output } => commands::proof::prove(&at, &paths, paths_from.as_deref(), &output),
         Command::VerifyProof { file, root } => commands::proof::verify(&file, &root),

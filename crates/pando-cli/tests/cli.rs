@@ -271,3 +271,50 @@ fn stats_of_a_store() {
     let damaged = failure(&pando(&["stats", "-s", p]));
     assert!(damaged.contains("chunk-0000000000000000.pack at offset"), "{damaged}");
 }
+
+#[test]
+fn check_finds_damage_and_names_where() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store");
+    let p = path.to_str().unwrap();
+    let first = {
+        let store = Store::open(&path, Options::default()).unwrap();
+        let mut tree = store.empty_tree();
+        for i in 0..300 {
+            tree.add_mut(&["contracts", "index", &format!("{i:04}"), "balance"], format!("{i}").as_bytes()).unwrap();
+        }
+        let first = store.commit(&tree, &[], 1, "Tezos", "block 1").unwrap();
+        let tree = tree.add(&["contracts", "index", "0007", "balance"], b"changed").unwrap();
+        store.commit(&tree, &[first], 2, "Tezos", "block 2").unwrap();
+        first
+    };
+    let last = stdout(&pando(&["check", "-s", p]));
+    assert!(last.contains("reachable from 1 commit(s)") && last.contains("no problems found"), "{last}");
+    let all = stdout(&pando(&["check", "--all", "-s", p]));
+    assert!(all.contains("scanned:") && all.contains("reachable from 2 commit(s)") && all.contains("no problems found"), "{all}");
+    assert!(stdout(&pando(&["check", "-s", p, "-c", &first.to_base58()])).contains("no problems found"));
+
+    // A flipped byte in the first record: named by file and position, exit status 1.
+    let chunk = path.join("chunk-0000000000000000.pack");
+    let mut bytes = std::fs::read(&chunk).unwrap();
+    bytes[3] ^= 0x01;
+    std::fs::write(&chunk, &bytes).unwrap();
+    let damaged = pando(&["check", "--all", "-s", p]);
+    assert!(!damaged.status.success());
+    let out = String::from_utf8(damaged.stdout).unwrap();
+    assert!(out.contains("chunk-0000000000000000.pack:0 (offset 0): checksum mismatch"), "{out}");
+    assert!(!String::from_utf8(damaged.stderr).unwrap().contains("panicked"));
+    bytes[3] ^= 0x01;
+    std::fs::write(&chunk, &bytes).unwrap();
+
+    // Damage that opening finds is reported the same way.
+    let index = path.join("index");
+    let mut entries = std::fs::read(&index).unwrap();
+    entries[44 + 40] ^= 0x80;
+    std::fs::write(&index, &entries).unwrap();
+    let damaged = pando(&["check", "-s", p]);
+    assert!(!damaged.status.success());
+    let out = String::from_utf8(damaged.stdout).unwrap();
+    assert!(out.contains("index:44: index entry checksum mismatch"), "{out}");
+    assert!(failure(&pando(&["check", "-s", "/nonexistent/pando"])).contains("cannot open"));
+}

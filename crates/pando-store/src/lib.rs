@@ -32,5 +32,7 @@ pub use inspect::{InspectOptions, Inspection};
 pub use options::{Options, Retention, SyncPolicy};
 pub use pando_core::{CommitInfo, Hash, Kind};
 pub use snapshot::SnapshotSummary;
-pub use store::{Commit, GcPhase, GcReport, GcStatus, Store, StoreStats};
+pub use store::{
+    CheckPhase, CheckProgress, CheckReport, CheckScope, Commit, GcPhase, GcReport, GcStatus, Problem, Store, StoreStats,
+};
 pub use tree::{Depth, Order, Tree};

@@ -128,13 +128,25 @@ pub struct Resolved {
 }
 
 /// Where a record lies: its file, the position of its first byte there,
-/// and how many bytes of the same region follow from it.
+/// and how many bytes of the same region precede and follow it.
 struct Located {
     file: Arc<dyn File>,
     name: String,
     key: u64,
     pos: u64,
+    back: u64,
     avail: u64,
+}
+
+/// Logical bytes `start..end` of the pack, held contiguously in one file
+/// from position `pos`: a chunk, a run below the first chunk, or a cold file.
+#[derive(Clone)]
+pub struct Region {
+    pub start: u64,
+    pub end: u64,
+    pub name: String,
+    pub file: Arc<dyn File>,
+    pub pos: u64,
 }
 
 struct Chunk {
@@ -593,6 +605,7 @@ impl Pack {
                     name: source.name.clone(),
                     key: run.file,
                     pos: run.new + skip,
+                    back: skip,
                     avail: run.len - skip,
                 })
             });
@@ -605,6 +618,7 @@ impl Pack {
                     name: chunk.name.clone(),
                     key: IN_CHUNK | chunk.start,
                     pos: offset - chunk.start,
+                    back: offset - chunk.start,
                     avail: chunk.start + chunk.len - offset,
                 })
             });
@@ -617,8 +631,38 @@ impl Pack {
             name: chunk.name.clone(),
             key: IN_CHUNK | chunk.start,
             pos: offset - chunk.start,
+            back: offset - chunk.start,
             avail: limit - offset,
         })
+    }
+
+    /// The region reads of `offset` go to.
+    pub fn region(&self, offset: u64) -> Result<Region> {
+        let Located { file, name, pos, back, avail, .. } = self.locate(offset)?;
+        Ok(Region { start: offset - back, end: offset + avail, name, file, pos: pos - back })
+    }
+
+    /// Every region holding records: the chunks, the runs below them, and
+    /// the cold files whole (which hold again what the runs into them hold).
+    pub fn regions(&self) -> Vec<Region> {
+        let region = |start, end, name: &String, file: &Arc<dyn File>, pos| Region {
+            start,
+            end,
+            name: name.clone(),
+            file: file.clone(),
+            pos,
+        };
+        let bounds = self.chunk_bounds();
+        let chunks =
+            self.chunks.read().iter().zip(bounds).map(|(c, (start, end))| region(start, end, &c.name, &c.file, 0)).collect();
+        let cold: Vec<Region> = self.cold.read().iter().map(|c| region(c.start, c.start + c.len, &c.name, &c.file, 0)).collect();
+        let collected = self.collected();
+        let runs = collected.iter().flat_map(|c| c.runs.iter().filter_map(|r| Some((r, c.files.get(&r.file)?))));
+        let runs = runs.filter(|(r, _)| !cold.iter().any(|c| r.file == IN_CHUNK | c.start));
+        let mut out: Vec<Region> = chunks;
+        out.extend(runs.map(|(r, f)| region(r.old, r.end(), &f.name, &f.file, r.new)));
+        out.extend(cold);
+        out
     }
 
     /// Reads the bytes at `offset..offset + buf.len()` (which may span

@@ -1,5 +1,6 @@
 //! The subcommands that create and inspect a store.
 
+pub mod check;
 pub mod proof;
 pub mod replay;
 pub mod snapshot;

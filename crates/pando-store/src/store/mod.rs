@@ -14,6 +14,7 @@
 //! - After a failed write or fsync the store refuses writes (`PreviousIo`).
 
 mod branches;
+pub mod check;
 mod commit;
 mod follow;
 mod gc;
@@ -22,6 +23,7 @@ mod index_file;
 mod inspect;
 mod open;
 
+pub use check::{CheckPhase, CheckProgress, CheckReport, CheckScope, Problem, RecordCounts};
 pub use gc::{GcPhase, GcReport, GcStatus};
 
 use pando_core::{CommitInfo, Hash};

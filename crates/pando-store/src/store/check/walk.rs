@@ -1,0 +1,473 @@
+//! The walk: every record reachable from the roots, re-hashed.
+//!
+//! A record refers only to earlier records, so taking the highest pending
+//! offset first visits every reachable record once, after all of its
+//! referrers (as `gc_plan::live_records` does). Each pending offset carries
+//! the claims its referrers made about it: what it is (a commit, a
+//! directory's root inode, an inode at some depth and position, a blob,
+//! the base of a tree patch) and the hash their pointer gives. Visiting a
+//! record computes its hash from its own bytes and its pointers' hashes
+//! (a tree patch resolved against its base chain, see `tree`; a directory
+//! of at most 256 entries stored as a tree inode hashed flat from its
+//! children's entries, loaded through the store's cache) and compares it
+//! with each claim; then it claims its children.
+//!
+//! A tree patch claims only the children it changed; the others it
+//! inherits from its base, which it claims as such, passing down which
+//! patches inherit which children (the indices changed on the way are
+//! masked, as in `gc_plan`). So a child shared by a chain of patches is
+//! claimed once, by the record that holds its pointer, and a child that a
+//! collection may have discarded because every patch replaced it is never
+//! asked for.
+//!
+//! A tree inode's entry count is checked against the sum of its children's:
+//! a child's pending entry lists the tree inodes (its parent, and the
+//! patches inheriting it) whose count it is part of, and each of those
+//! keeps a pending count until its last child is visited.
+//!
+//! Memory: the pending offsets with their claims, the pending counts and
+//! the bases read ahead: the frontier of the walk, not the set of visited
+//! records.
+
+mod tree;
+
+use pando_core::Hash;
+use pando_core::inode::{ENTRIES, encode_values};
+use pando_core::tezos::{contents_hash, encode_node};
+use smallvec::SmallVec;
+use std::collections::hash_map::Entry;
+use std::collections::{BinaryHeap, HashMap};
+use std::hash::{BuildHasherDefault, Hasher};
+use std::rc::Rc;
+
+use super::window::{Fault, Found, Window};
+use super::{CheckPhase, CheckProgress, Problems, RecordCounts};
+use crate::format::node::{CommitRecord, decode_values, entries_belong};
+use crate::format::record::RecordKind;
+use crate::store::{Repo, index_file};
+use crate::tree::node::{Body, Child, Ptr, Step};
+use tree::Pointers;
+
+/// Deepest inode the walk follows (a position is 5 bits a level in a u64):
+/// 33 entries colliding at 12 levels of a 32-way hash do not happen.
+const MAX_DEPTH: u32 = 12;
+/// The referrer of a commit record: the index.
+const INDEX: u64 = u64::MAX;
+/// How many records between two progress reports.
+const PROGRESS_EVERY: u64 = 1 << 14;
+
+/// What a referrer says a record is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Role {
+    Commit,
+    /// The root inode of a directory (`top`: of a commit).
+    Dir {
+        top: bool,
+    },
+    /// An inode below a directory root, at `depth`, reached through the
+    /// child indices packed in `path` (5 bits a level, the root's lowest).
+    Inode {
+        depth: u8,
+        path: u64,
+    },
+    Blob,
+    /// The base of a tree patch at `depth` and `path`: its hash is not claimed.
+    Base {
+        depth: u8,
+        path: u64,
+    },
+}
+
+impl Role {
+    fn describe(&self) -> String {
+        match self {
+            Role::Commit => "a commit".into(),
+            Role::Dir { top: true } => "a commit's root directory".into(),
+            Role::Dir { top: false } => "a directory".into(),
+            Role::Inode { depth, .. } => format!("an inode at depth {depth}"),
+            Role::Blob => "a blob".into(),
+            Role::Base { depth, .. } => format!("the base of a tree patch at depth {depth}"),
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Claim {
+    role: Role,
+    hash: Hash,
+    /// The offset of the (first) record making the claim ([`INDEX`] for the index).
+    by: u64,
+}
+
+/// What the walk knows of a pending record.
+#[derive(Default)]
+struct Pending {
+    /// The distinct claims made about it (a shared record gets the same
+    /// claim from many referrers).
+    claims: SmallVec<[Claim; 1]>,
+    /// The tree inodes whose entry count it is part of, once per pointer.
+    parents: SmallVec<[u64; 2]>,
+    /// As the base of tree patches: the patches inheriting its children,
+    /// with the indices they do not inherit (changed on the way).
+    heirs: SmallVec<[(u64, u32); 1]>,
+}
+
+/// Hashes offsets by a multiplication: they are not chosen by an attacker
+/// who could gain from collisions, and the walk looks one up per pointer.
+#[derive(Default)]
+struct OffsetHasher(u64);
+
+impl Hasher for OffsetHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        let mut words = bytes.chunks_exact(8);
+        for word in &mut words {
+            self.write_u64(u64::from_le_bytes(word.try_into().expect("8 bytes")));
+        }
+        let mut last = [0u8; 8];
+        last[..words.remainder().len()].copy_from_slice(words.remainder());
+        self.write_u64(u64::from_le_bytes(last));
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = (self.0 ^ n).wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(26);
+    }
+}
+
+type OffsetMap<V> = HashMap<u64, V, BuildHasherDefault<OffsetHasher>>;
+
+impl Claim {
+    fn referrer(&self) -> String {
+        if self.by == INDEX { "the index".into() } else { format!("the pointer in the record at offset {}", self.by) }
+    }
+}
+
+/// A tree inode's entry count, while its children are pending.
+struct Count {
+    expected: u64,
+    remaining: u32,
+    sum: u64,
+    broken: bool,
+}
+
+/// What the walk did.
+pub(super) struct Walked {
+    pub counts: RecordCounts,
+    pub commits: u64,
+    pub bytes_read: u64,
+    pub hashed_bytes: u64,
+}
+
+/// Where the record being visited lies, for problems.
+struct Here<'a> {
+    at: u64,
+    file: &'a str,
+    position: u64,
+}
+
+struct State<'a> {
+    repo: &'a Repo,
+    problems: &'a mut Problems,
+    /// The pending offsets, highest first, and what is known of each.
+    order: BinaryHeap<u64>,
+    pending: OffsetMap<Pending>,
+    counts: OffsetMap<Count>,
+    /// Tree records read ahead as the bases of patches, until visited.
+    bases: OffsetMap<Rc<Pointers>>,
+    /// Scratch space for the encodings hashed.
+    buf: Vec<u8>,
+    walked: RecordCounts,
+    commits: u64,
+    /// Bytes of the encodings hashed.
+    hashed_bytes: u64,
+}
+
+/// Re-hashes every record reachable from the commit records `roots`
+/// (hash from the index, offset).
+pub(super) fn walk(
+    repo: &Repo,
+    roots: Vec<(Hash, u64)>,
+    problems: &mut Problems,
+    progress: &mut dyn FnMut(CheckProgress),
+) -> Walked {
+    let mut state = State {
+        repo,
+        problems,
+        order: BinaryHeap::new(),
+        pending: OffsetMap::default(),
+        counts: OffsetMap::default(),
+        bases: OffsetMap::default(),
+        buf: Vec::new(),
+        walked: RecordCounts::default(),
+        commits: 0,
+        hashed_bytes: 0,
+    };
+    for (hash, offset) in roots {
+        state.claim(offset, Claim { role: Role::Commit, hash, by: INDEX }, &[]);
+    }
+    let top = state.order.peek().map_or(0, |&o| o + 1);
+    let mut window = Window::default();
+    let mut visited = 0u64;
+    while let Some(at) = state.order.pop() {
+        if state.problems.full() {
+            break;
+        }
+        let Some(pending) = state.pending.remove(&at) else { continue };
+        // Every patch over a base read ahead has been visited: it is its turn.
+        let known = state.bases.remove(&at);
+        let entries = match window.read(&repo.pack, at) {
+            Ok(found) => state.visit(at, &pending, &found, &window, known),
+            Err(fault) => {
+                state.unreadable(at, &pending, fault);
+                None
+            }
+        };
+        for &parent in &pending.parents {
+            state.count(parent, entries);
+        }
+        visited += 1;
+        if visited.is_multiple_of(PROGRESS_EVERY) {
+            progress(CheckProgress { phase: CheckPhase::Walk, done: top - at, total: top });
+        }
+    }
+    // Every child claimed is visited once and counted: with nothing found
+    // wrong, every count must have been completed.
+    if state.order.is_empty() && state.problems.list.is_empty() {
+        let mut left: Vec<(u64, u32)> = state.counts.iter().map(|(&at, count)| (at, count.remaining)).collect();
+        left.sort_unstable();
+        for (at, remaining) in left {
+            state.problem_at(at, format!("its entry count was not checked: {remaining} of its children were not reached"));
+        }
+    }
+    progress(CheckProgress { phase: CheckPhase::Walk, done: top, total: top });
+    Walked { counts: state.walked, commits: state.commits, bytes_read: window.bytes_read, hashed_bytes: state.hashed_bytes }
+}
+
+/// The child indices packed in `path`, from the root down to `depth`.
+fn unpack(path: u64, depth: u8) -> SmallVec<[usize; 12]> {
+    (0..u32::from(depth)).map(|d| ((path >> (5 * d)) & 31) as usize).collect()
+}
+
+impl State<'_> {
+    /// Notes a claim about the record at `offset`, a part of the entry
+    /// counts of the tree inodes `parents`.
+    fn claim(&mut self, offset: u64, claim: Claim, parents: &[u64]) -> &mut Pending {
+        let pending = match self.pending.entry(offset) {
+            Entry::Occupied(entry) => entry.into_mut(),
+            Entry::Vacant(entry) => {
+                self.order.push(offset);
+                entry.insert(Pending::default())
+            }
+        };
+        if !pending.claims.iter().any(|c| c.role == claim.role && c.hash == claim.hash) {
+            pending.claims.push(claim);
+        }
+        pending.parents.extend_from_slice(parents);
+        pending
+    }
+
+    fn problem(&mut self, here: &Here<'_>, what: impl Into<String>) {
+        self.problems.push(here.file, here.position, Some(here.at), what);
+    }
+
+    /// A problem about the record at `offset` found while visiting another
+    /// one (a referrer): located where that record lies.
+    fn problem_at(&mut self, offset: u64, what: String) {
+        match self.repo.pack.region(offset) {
+            Ok(region) => self.problems.push(region.name, region.pos + (offset - region.start), Some(offset), what),
+            Err(_) if offset == INDEX => self.problems.push("index", 0, None, what),
+            Err(_) => self.problems.push("pack", offset, Some(offset), what),
+        }
+    }
+
+    /// Compares a hash computed from the record's bytes with a claim.
+    fn verify(&mut self, here: &Here<'_>, claim: &Claim, what: &str, found: Hash) {
+        if found != claim.hash {
+            let what = format!("hash mismatch: {what} hashes to {found}, {} says {}", claim.referrer(), claim.hash);
+            self.problem(here, what);
+        }
+    }
+
+    fn wrong_kind(&mut self, here: &Here<'_>, claim: &Claim, found: &str) {
+        let what = format!("{} expected ({}), found {found}", claim.role.describe(), claim.referrer());
+        self.problem(here, what);
+    }
+
+    /// Adds a child's entry count (`None`: unknown, the child is damaged)
+    /// to its parent's pending count; compares once the last one is in.
+    fn count(&mut self, parent: u64, entries: Option<u64>) {
+        let Some(count) = self.counts.get_mut(&parent) else { return };
+        match entries {
+            Some(n) => count.sum += n,
+            None => count.broken = true,
+        }
+        count.remaining = count.remaining.saturating_sub(1);
+        if count.remaining == 0
+            && let Some(Count { expected, sum, broken: false, .. }) = self.counts.remove(&parent)
+            && sum != expected
+        {
+            self.problem_at(parent, format!("tree inode says it holds {expected} entries, its children hold {sum}"));
+        }
+    }
+
+    fn unreadable(&mut self, at: u64, pending: &Pending, fault: Fault) {
+        let Some(&claim) = pending.claims.first() else { return };
+        let others = pending.claims.len() + pending.parents.len() + pending.heirs.len() > 2;
+        let others = if others { " (and other referrers)" } else { "" };
+        match fault {
+            Fault::Collected => {
+                let what = format!("refers to the record at offset {at}, which the store no longer holds{others}");
+                self.problem_at(claim.by, what);
+            }
+            Fault::Damaged { file, position, what } => {
+                let what = format!("{what}; reached as {} from {}{others}", claim.role.describe(), claim.referrer());
+                self.problems.push(file, position, Some(at), what);
+            }
+        }
+    }
+
+    /// Checks the record at `at` against its claims and claims its
+    /// children; returns its entry count if it is an inode.
+    fn visit(&mut self, at: u64, pending: &Pending, found: &Found, window: &Window, known: Option<Rc<Pointers>>) -> Option<u64> {
+        let here = Here { at, file: window.file(), position: found.position };
+        let claims = &pending.claims[..];
+        let payload = window.payload(found);
+        self.walked.add(found.kind, found.total);
+        match found.kind {
+            RecordKind::Commit => {
+                self.commit(&here, claims, payload);
+                None
+            }
+            RecordKind::Blob => {
+                let hash = contents_hash(payload);
+                self.hashed_bytes += 8 + payload.len() as u64;
+                for claim in claims {
+                    match claim.role {
+                        Role::Blob => self.verify(&here, claim, "the blob", hash),
+                        _ => self.wrong_kind(&here, claim, "a blob"),
+                    }
+                }
+                None
+            }
+            RecordKind::Values => self.values(&here, claims, payload),
+            RecordKind::Tree | RecordKind::TreePatch => self.tree(&here, pending, found.kind, payload, window, known),
+            RecordKind::Dict => {
+                for claim in claims {
+                    self.wrong_kind(&here, claim, "a dictionary record");
+                }
+                None
+            }
+        }
+    }
+
+    fn commit(&mut self, here: &Here<'_>, claims: &[Claim], payload: &[u8]) {
+        let record = match CommitRecord::decode(payload, here.at) {
+            Ok(record) => record,
+            Err(reason) => return self.problem(here, format!("damaged commit record: {reason}")),
+        };
+        let hash = record.info().hash();
+        let mut wanted = false;
+        for claim in claims {
+            match claim.role {
+                Role::Commit => {
+                    wanted = true;
+                    self.verify(here, claim, "the commit record", hash);
+                }
+                _ => self.wrong_kind(here, claim, "a commit record"),
+            }
+        }
+        if !wanted {
+            return;
+        }
+        self.commits += 1;
+        for (parent, offset) in &record.parents {
+            let known = self.repo.index.read().get(parent).copied();
+            match known {
+                None => self.problem(here, format!("parent {parent} is not in the index")),
+                Some(o) if o != *offset && o != index_file::COLLECTED => {
+                    self.problem(here, format!("parent {parent} is at offset {offset} here, at {o} in the index"))
+                }
+                Some(_) => {}
+            }
+        }
+        self.claim(record.root_offset, Claim { role: Role::Dir { top: true }, hash: record.root_hash, by: here.at }, &[]);
+    }
+
+    fn values(&mut self, here: &Here<'_>, claims: &[Claim], payload: &[u8]) -> Option<u64> {
+        let decoded = decode_values(payload, here.at, &self.repo.dict.read());
+        let inode = match decoded {
+            Ok(inode) => inode,
+            Err(reason) => {
+                self.problem(here, format!("damaged value inode: {reason}"));
+                return None;
+            }
+        };
+        let Body::Values(entries) = &inode.body else { return None };
+        let mut wanted = false;
+        for claim in claims {
+            match claim.role {
+                Role::Dir { top } => {
+                    wanted = true;
+                    if !top && entries.is_empty() {
+                        self.problem(here, format!("an empty directory ({})", claim.referrer()));
+                    }
+                    let hash = self.values_hash(entries, true);
+                    self.verify(here, claim, "the directory", hash);
+                }
+                Role::Inode { depth, path } => {
+                    wanted = true;
+                    if entries.is_empty() {
+                        self.problem(here, format!("an empty inode below a directory root ({})", claim.referrer()));
+                    }
+                    if !entries_belong(&inode, &unpack(path, depth)) {
+                        self.problem(here, format!("entries that do not belong where {} puts them", claim.referrer()));
+                    }
+                    let hash = self.values_hash(entries, false);
+                    self.verify(here, claim, "the inode", hash);
+                }
+                _ => self.wrong_kind(here, claim, "a value inode"),
+            }
+        }
+        if wanted {
+            for (_, child) in entries {
+                match child {
+                    Child::Dir(Ptr::Stored { offset, hash, .. }) => {
+                        self.claim(*offset, Claim { role: Role::Dir { top: false }, hash: *hash, by: here.at }, &[]);
+                    }
+                    Child::Blob { offset, hash } => {
+                        self.claim(*offset, Claim { role: Role::Blob, hash: *hash, by: here.at }, &[]);
+                    }
+                    _ => {}
+                }
+            }
+        }
+        Some(entries.len() as u64)
+    }
+
+    /// The hash of a value inode's entries: as a directory (`flat`), or
+    /// as an inode below a directory root.
+    fn values_hash(&mut self, entries: &[(Step, Child)], flat: bool) -> Hash {
+        let mut hashes: SmallVec<[Hash; ENTRIES]> = SmallVec::new();
+        for (_, child) in entries {
+            hashes.push(match child {
+                Child::Value(value) => {
+                    self.hashed_bytes += 8 + value.bytes.len() as u64;
+                    contents_hash(&value.bytes)
+                }
+                Child::Blob { hash, .. } | Child::Dir(Ptr::Stored { hash, .. }) => *hash,
+                // Decoding gives stored pointers only.
+                Child::Dir(Ptr::Mem(_)) => Hash::default(),
+            });
+        }
+        let named = entries.iter().zip(&hashes).map(|((step, child), hash)| (&step[..], child.kind(), hash));
+        self.buf.clear();
+        if flat {
+            encode_node(&mut self.buf, entries.len(), named);
+        } else {
+            encode_values(&mut self.buf, entries.len(), named);
+        }
+        self.hashed_bytes += self.buf.len() as u64;
+        Hash::of_bytes(&self.buf)
+    }
+}
