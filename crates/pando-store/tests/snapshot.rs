@@ -92,6 +92,11 @@ fn a_commit_imported_elsewhere_is_the_same_commit() {
 
     // Exported again from the imported store: the same bytes.
     assert_eq!(export(&reopened, &commit), bytes);
+
+    // The integrity check finds nothing wrong with a store whose first
+    // commit's parents were never held.
+    let report = reopened.check(pando_store::CheckScope::All, 10, &mut |_| {}).unwrap();
+    assert!(report.problems.is_empty(), "{:?}", report.problems);
 }
 
 #[test]

@@ -42,7 +42,7 @@ use std::rc::Rc;
 
 use super::window::{Fault, Found, Window};
 use super::{CheckPhase, CheckProgress, Problems, RecordCounts};
-use crate::format::node::{CommitRecord, decode_values, entries_belong};
+use crate::format::node::{ABSENT_PARENT, CommitRecord, decode_values, entries_belong};
 use crate::format::record::RecordKind;
 use crate::store::{Repo, index_file};
 use crate::tree::node::{Body, Child, Ptr, Step};
@@ -384,7 +384,11 @@ impl State<'_> {
         for (parent, offset) in &record.parents {
             let known = self.repo.index.read().get(parent).copied();
             match known {
+                // The parent of a commit imported from a snapshot.
+                None if *offset == ABSENT_PARENT => {}
                 None => self.problem(here, format!("parent {parent} is not in the index")),
+                // Committed after the import, from the same fields.
+                Some(_) if *offset == ABSENT_PARENT => {}
                 Some(o) if o != *offset && o != index_file::COLLECTED => {
                     self.problem(here, format!("parent {parent} is at offset {offset} here, at {o} in the index"))
                 }
