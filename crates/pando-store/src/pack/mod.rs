@@ -32,6 +32,10 @@ use crate::format::record::{self, Parse, RecordKind};
 use crate::io::{File, Storage};
 use crate::sync::{AtomicU64, RwLock};
 
+mod follow;
+#[cfg(all(test, feature = "shuttle"))]
+mod shuttle_tests;
+
 /// How many bytes a read of a record asks for first; most records fit.
 const READ_AHEAD: u64 = 512;
 
@@ -430,80 +434,6 @@ impl Pack {
         (remove, rename)
     }
 
-    /// Read-only: takes in what a writer in another process made durable
-    /// up to `durable_end`: the chunks it started since, and its end.
-    pub fn follow(&self, durable_end: u64) -> Result<()> {
-        if durable_end < self.end() {
-            return Err(Error::corrupt("control", 0, format!("durable end went back from {} to {durable_end}", self.end())));
-        }
-        let names = self.storage.list().map_err(Error::io(self.storage.describe(), "list"))?;
-        let last_start = self.chunks.read().last().expect("a pack has a chunk").start;
-        let mut starts: Vec<u64> =
-            names.iter().filter_map(|name| parse_chunk_name(name)).filter(|&s| s > last_start && s <= durable_end).collect();
-        starts.sort_unstable();
-        let mut opened = Vec::with_capacity(starts.len());
-        for start in starts {
-            let name = chunk_name(start);
-            let file = self.storage.open(&name, false).map_err(Error::io(&name, "open"))?;
-            opened.push(Chunk { start, name, file });
-        }
-        self.chunks.write().extend(opened);
-        self.end.store(durable_end, Ordering::Release);
-        Ok(())
-    }
-
-    /// Read-only: takes in the layout a collection in another process made
-    /// (generation, runs, first chunk), opening the files it needs that
-    /// this pack does not hold yet. Files the writer removed meanwhile stay
-    /// readable through the handles held until then.
-    pub fn follow_layout(&self, generation: u64, runs: Vec<Run>, boundary: u64, archive: bool) -> Result<()> {
-        let mut new_files = Vec::new();
-        {
-            let chunks = self.chunks.read();
-            let current = self.collected.read();
-            let cold = self.cold.read();
-            for key in runs.iter().map(|r| r.file).collect::<BTreeSet<u64>>() {
-                let held = current.as_ref().is_some_and(|c| c.files.contains_key(&key))
-                    || (key & IN_CHUNK != 0
-                        && (chunks.iter().any(|c| c.start == key & !IN_CHUNK)
-                            || cold.iter().any(|c| c.start == key & !IN_CHUNK)));
-                if held {
-                    continue;
-                }
-                let names = if key & IN_CHUNK == 0 {
-                    vec![segment_name(key)]
-                } else {
-                    vec![chunk_name(key & !IN_CHUNK), cold_name(key & !IN_CHUNK)]
-                };
-                let opened = names.iter().find_map(|name| Some((name.clone(), self.storage.open(name, false).ok()?)));
-                let Some((name, file)) = opened else {
-                    return Err(Error::corrupt(&names[0], 0, "a file the layout needs is missing"));
-                };
-                let len = file.len().map_err(Error::io(&name, "stat"))?;
-                new_files.push((key, Source { name, file, len }));
-            }
-        }
-        let resolved = self
-            .resolve(Layout { generation, runs, new_files, boundary, archive })
-            .map_err(|e| Error::corrupt(mapping::file_name(generation), 0, e.to_string()))?;
-        self.install(resolved);
-        if archive {
-            // Chunks moved out of the hot set before this pack saw them.
-            let names = self.storage.list().map_err(Error::io(self.storage.describe(), "list"))?;
-            let mut cold = self.cold.write();
-            for start in names.iter().filter_map(|name| parse_cold_name(name)) {
-                if start < boundary && !cold.iter().any(|c| c.start == start) {
-                    let name = cold_name(start);
-                    let file = self.storage.open(&name, false).map_err(Error::io(&name, "open"))?;
-                    let len = file.len().map_err(Error::io(&name, "stat"))?;
-                    let at = cold.partition_point(|c| c.start < start);
-                    cold.insert(at, Cold { start, len, name, file });
-                }
-            }
-        }
-        Ok(())
-    }
-
     /// The chunk at `start` as a file runs point into: one of `chunks`
     /// (each followed by the next, so its length is known), or a cold one.
     fn chunk_source(&self, chunks: &[Chunk], cold: &[Cold], start: u64) -> Option<Source> {
@@ -777,87 +707,4 @@ fn open_collected(storage: &dyn Storage, generation: u64, runs: Vec<Run>, cold: 
     mapping::check_files(&runs, |key| files.get(&key).map(|f: &Source| f.len))
         .map_err(|(i, reason)| Error::corrupt(&mapping_name, (20 + 32 * i) as u64, reason))?;
     Ok(Collected { generation, runs, files })
-}
-
-/// The hand-over between readers, the writer and a collection's switches,
-/// explored by Shuttle over many random schedules: a reader never fails to
-/// read a live record, nor reads wrong bytes, while the writer appends
-/// (starting chunks) and a collection installs a layout that keeps records
-/// in place, then one that moves them into a segment, removing files.
-#[cfg(all(test, feature = "shuttle"))]
-mod shuttle_tests {
-    use super::*;
-    use crate::io::MemStorage;
-
-    fn batch(tag: u8) -> Vec<u8> {
-        let mut out = Vec::new();
-        record::append(&mut out, RecordKind::Blob, &[tag; 40]);
-        out
-    }
-
-    fn append(pack: &Pack, tag: u8) -> u64 {
-        let at = pack.prepare_append().unwrap();
-        pack.append(at, &batch(tag)).unwrap();
-        at
-    }
-
-    #[test]
-    fn shuttle_readers_never_see_a_switch() {
-        shuttle::check_random(
-            || {
-                let storage: Arc<dyn Storage> = Arc::new(MemStorage::new());
-                Pack::create_files(&*storage).unwrap();
-                // A new chunk for every batch: records 0..4 in chunks of their own.
-                let pack = Arc::new(Pack::open(storage.clone(), 0, 0, 1, true, None, false).unwrap());
-                let at: Vec<u64> = (0..4).map(|tag| append(&pack, tag)).collect();
-                let len = batch(0).len() as u64;
-                // Record 1 is garbage; 0 stays, first in place, then in segment 7.
-                let reader = {
-                    let pack = pack.clone();
-                    let at = at.clone();
-                    shuttle::thread::spawn(move || {
-                        for _ in 0..3 {
-                            for tag in [0u8, 2, 3] {
-                                let (kind, payload) = pack.read_record(at[tag as usize]).unwrap();
-                                assert_eq!((kind, payload), (RecordKind::Blob, vec![tag; 40]));
-                            }
-                        }
-                    })
-                };
-                let writer = {
-                    let pack = pack.clone();
-                    shuttle::thread::spawn(move || (4..7).map(|tag| append(&pack, tag)).collect::<Vec<u64>>())
-                };
-                let in_place = vec![Run { old: at[0], new: 0, len, file: IN_CHUNK | at[0] }];
-                let resolved = pack
-                    .resolve(Layout { generation: 1, runs: in_place, new_files: Vec::new(), boundary: at[2], archive: false })
-                    .unwrap();
-                let (remove, _) = pack.install(resolved);
-                assert_eq!(remove, vec![chunk_name(at[1])]);
-                for name in remove {
-                    storage.remove(&name).unwrap();
-                }
-                let segment = storage.open(&segment_name(7), true).unwrap();
-                segment.write_all_at(&batch(0), 0).unwrap();
-                let moved = vec![Run { old: at[0], new: 0, len, file: 7 }];
-                let source = Source { name: segment_name(7), file: segment, len };
-                let resolved = pack
-                    .resolve(Layout { generation: 2, runs: moved, new_files: vec![(7, source)], boundary: at[2], archive: false })
-                    .unwrap();
-                let (remove, _) = pack.install(resolved);
-                assert_eq!(remove, vec![chunk_name(at[0])]);
-                for name in remove {
-                    storage.remove(&name).unwrap();
-                }
-                reader.join().unwrap();
-                let later = writer.join().unwrap();
-                for (tag, &offset) in (4u8..).zip(&later) {
-                    assert_eq!(pack.read_record(offset).unwrap().1, vec![tag; 40]);
-                }
-                assert!(matches!(pack.read_record(at[1]), Err(Error::Collected { .. })));
-                assert!(pack.holds(at[0]) && !pack.holds(at[1]));
-            },
-            2000,
-        );
-    }
 }
