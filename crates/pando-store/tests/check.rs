@@ -313,7 +313,7 @@ fn two_pointers_to_one_child_do_not_panic() {
     // The root of the directory of 100 entries, its second pointer made
     // the same as its first: the directory is hashed flat from its
     // children's entries, which now hold the same entries twice.
-    let (storage, _) = built(2);
+    let (storage, commits) = built(2);
     let name = chunks(&storage).remove(0);
     let (position, mut payload) = records(&storage, &name)
         .into_iter()
@@ -335,6 +335,22 @@ fn two_pointers_to_one_child_do_not_panic() {
     let store = Store::open_storage(Arc::new(storage), read_only()).unwrap();
     let report = check(&store, CheckScope::All);
     assert!(has_problem(&report, &name, position, "two of its children hold the entry"), "{:?}", report.problems);
+
+    // The store's own hashing of that directory, after a change in it, is
+    // an error naming the damage, not a panic.
+    let mut refused = 0;
+    for commit in commits {
+        let mut tree = store.checkout(&commit).unwrap().unwrap();
+        tree.add_mut(&["medium", "new", "balance"], b"1").unwrap();
+        match tree.hash() {
+            Ok(_) => {}
+            Err(e) => {
+                assert!(e.to_string().contains("two of its children hold the entry"), "{e}");
+                refused += 1;
+            }
+        }
+    }
+    assert!(refused > 0, "the damaged directory was hashed");
 }
 
 #[test]

@@ -225,6 +225,12 @@ impl Inode {
         self.stored.get().filter(|(owner, _)| *owner == instance).map(|(_, offset)| *offset)
     }
 
+    /// The offset of the record it was read from or written to, by any
+    /// store instance (for error messages).
+    pub fn stored_at(&self) -> Option<u64> {
+        self.stored.get().map(|(_, offset)| *offset)
+    }
+
     /// Whether any store wrote this inode (it must then never change in place).
     pub fn is_stored(&self) -> bool {
         self.stored.get().is_some()

@@ -10,7 +10,7 @@ use pando_core::inode::{ENTRIES, index};
 use std::sync::Arc;
 
 use super::node::{Body, Child, Inode, Loader, Ptr, Step, load};
-use crate::error::Result;
+use crate::error::{Error, Result};
 
 /// Builds the canonical trie at `depth` for entries sorted by step.
 pub fn build(depth: u32, entries: Vec<(Step, Child)>) -> Arc<Inode> {
@@ -196,6 +196,13 @@ pub fn collect_sorted(node: &Inode, loader: &dyn Loader) -> Result<Vec<(Step, Ch
         Ok(true)
     })?;
     out.sort_by(|a, b| a.0.cmp(&b.0));
+    // Only damage on disk can list an entry twice (two pointers to one
+    // child): hashing such a list would break the encoders' invariant.
+    if let Some(pair) = out.windows(2).find(|pair| pair[0].0 == pair[1].0) {
+        let offset = node.stored_at().unwrap_or(0);
+        let step = String::from_utf8_lossy(&pair[0].0);
+        return Err(Error::corrupt("pack", offset, format!("two of its children hold the entry {step:?}")));
+    }
     Ok(out)
 }
 

@@ -68,13 +68,16 @@ impl Pointers {
         Hash::of_bytes(buf)
     }
 
-    /// The inode, to hash flat through the store's loader.
-    fn inode(&self, depth: u32) -> Inode {
+    /// The inode of the record at `at`, to hash flat through the store's
+    /// loader (`instance`: the store's).
+    fn inode(&self, depth: u32, at: u64, instance: u64) -> Inode {
         let mut children: Box<[Option<Ptr>; ENTRIES]> = Box::new(std::array::from_fn(|_| None));
         for &(index, offset, hash) in &self.children {
             children[index] = Some(Ptr::stored(offset, hash));
         }
-        Inode::new(Body::Tree { depth, len: self.len, children })
+        let inode = Inode::new(Body::Tree { depth, len: self.len, children });
+        inode.mark_stored(instance, at, self.chain);
+        inode
     }
 }
 
@@ -201,17 +204,13 @@ impl State<'_> {
             let flat = matches!(claim.role, Role::Dir { .. }) && pointers.len <= STABLE_HASH as u64;
             let (what, hash) = if flat {
                 // Hashed flat from its entries, which its children hold.
-                let entries = match collect_sorted(&pointers.inode(depth), self.repo) {
+                let entries = match collect_sorted(&pointers.inode(depth, here.at, self.repo.id), self.repo) {
                     Ok(entries) => entries,
                     Err(e) => {
                         self.problem(here, format!("cannot read the entries to hash it: {e}"));
                         continue;
                     }
                 };
-                if let Some(pair) = entries.windows(2).find(|pair| pair[0].0 == pair[1].0) {
-                    self.problem(here, format!("two of its children hold the entry {:?}", String::from_utf8_lossy(&pair[0].0)));
-                    continue;
-                }
                 ("the directory", self.values_hash(&entries, true))
             } else {
                 let hash = pointers.inode_hash(depth, &mut self.buf);
