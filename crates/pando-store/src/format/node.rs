@@ -354,11 +354,11 @@ pub fn entries_belong(inode: &Inode, path: &[usize]) -> bool {
     }
 }
 
-/// A commit as recorded in the pack.
 /// The parent offset of a commit whose parent the store never held (the
 /// commit of an imported snapshot).
 pub const ABSENT_PARENT: u64 = u64::MAX;
 
+/// A commit as recorded in the pack.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CommitRecord {
     pub root_offset: u64,

@@ -164,12 +164,7 @@ impl Store {
     /// True if `commit` is in the store.
     /// (A read-only store syncs first if it does not know `commit`.)
     pub fn exists(&self, commit: &Hash) -> bool {
-        let known = |repo: &Repo| repo.index.read().get(commit).copied();
-        let mut found = known(&self.repo);
-        if found.is_none() && self.repo.follower.is_some() && self.repo.sync().is_ok_and(|added| added > 0) {
-            found = known(&self.repo);
-        }
-        found.is_some_and(|offset| offset != index_file::COLLECTED)
+        self.repo.commit_offset(commit).is_ok_and(|found| found.is_some_and(|offset| offset != index_file::COLLECTED))
     }
 
     /// Number of commits (not counting collected ones).
@@ -458,12 +453,18 @@ impl Repo {
         result
     }
 
-    fn commit_record(&self, commit: &Hash) -> Result<Option<CommitRecord>> {
-        let mut found = self.index.read().get(commit).copied();
+    /// The index entry of `commit`; a read-only store that does not know
+    /// it syncs first.
+    fn commit_offset(&self, commit: &Hash) -> Result<Option<u64>> {
+        let found = self.index.read().get(commit).copied();
         if found.is_none() && self.follower.is_some() && self.sync()? > 0 {
-            found = self.index.read().get(commit).copied();
+            return Ok(self.index.read().get(commit).copied());
         }
-        let Some(offset) = found else { return Ok(None) };
+        Ok(found)
+    }
+
+    fn commit_record(&self, commit: &Hash) -> Result<Option<CommitRecord>> {
+        let Some(offset) = self.commit_offset(commit)? else { return Ok(None) };
         if offset == index_file::COLLECTED {
             return Err(Error::CollectedCommit(*commit));
         }
