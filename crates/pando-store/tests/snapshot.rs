@@ -265,3 +265,16 @@ proptest! {
         check_tree(&imported.checkout(&commit).unwrap().unwrap(), &model).unwrap();
     }
 }
+
+#[test]
+fn values_larger_than_a_frame_cross_frames() {
+    let mut model = every_shape();
+    let big: Vec<u8> = (0..(3 << 20) + 12_345).map(|i: u32| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
+    model_add(&mut model, &path(&["data", "big"]), &big);
+    let (store, commit) = committed(&model);
+    let bytes = export(&store, &commit);
+    let (imported, found) = import(&bytes).unwrap();
+    assert_eq!(found, commit);
+    check_tree(&imported.checkout(&commit).unwrap().unwrap(), &model).unwrap();
+    assert_eq!(stream_of(&bytes).len() / pando_store::snapshot::FRAME_BYTES, 3, "the value spans frames");
+}

@@ -80,14 +80,18 @@ impl FrameWriter {
         &mut self.raw
     }
 
-    /// Hands over a frame once the buffer holds a frame's worth.
+    /// Hands over every full frame the buffer holds (each byte is copied
+    /// once, whatever the size of the value that filled it).
     pub fn maybe_flush(&mut self) -> Result<()> {
-        while self.raw.len() >= FRAME_BYTES {
-            let rest = self.raw[FRAME_BYTES..].to_vec();
-            self.raw.truncate(FRAME_BYTES);
-            let full = std::mem::replace(&mut self.raw, rest);
-            self.send(full)?;
+        let full = self.raw.len() / FRAME_BYTES * FRAME_BYTES;
+        if full == 0 {
+            return Ok(());
         }
+        for at in (0..full).step_by(FRAME_BYTES) {
+            let frame = self.raw[at..at + FRAME_BYTES].to_vec();
+            self.send(frame)?;
+        }
+        self.raw.drain(..full);
         Ok(())
     }
 
