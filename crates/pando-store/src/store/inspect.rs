@@ -7,8 +7,7 @@
 //!   open and after a collection (the runs below the first chunk are
 //!   scanned, each from its start to its end).
 //! - Bounded memory: the scan reads a region at a time (the pack's scan);
-//!   the tree walk keeps, per directory on the current path, at most one
-//!   value inode's subdirectories and the pending children of its trie.
+//!   the tree walk (`tree::walk`) holds one inode per level of the tree.
 //! - Damage is an error naming the file and the position there (or, for a
 //!   node the walk loads, the pack offset), never a panic.
 //!
@@ -17,7 +16,6 @@
 //! reported with the other files.
 
 use pando_core::Hash;
-use std::sync::Arc;
 
 use super::{Repo, Store};
 use crate::error::{Error, Result};
@@ -28,7 +26,8 @@ use crate::inspect::{
 };
 use crate::io::Storage;
 use crate::pack::Source;
-use crate::tree::node::{Body, Child, Inode, Ptr, Step, load};
+use crate::tree::node::{Child, Inode, Ptr, Step};
+use crate::tree::walk::{Visitor, walk};
 
 /// Bytes scanned between two progress reports.
 const PROGRESS_BYTES: u64 = 4 << 20;
@@ -120,61 +119,49 @@ fn corrupt_record(repo: &Repo, offset: u64, kind: RecordKind, reason: String) ->
     }
 }
 
-/// A directory on the walk's path, and what is left to visit in it.
-struct Frame {
-    step: Step,
-    /// Inodes of its trie still to visit, with their depth in the trie.
-    pending: Vec<(Ptr, u32)>,
-    /// Subdirectories of the value inode last visited, the next one last.
-    subdirs: Vec<(Step, Ptr)>,
-}
-
-/// Walks the tree whose root directory `root` points to, depth first.
+/// Walks the tree whose root directory `root` points to (`tree::walk`).
 fn walk_tree(repo: &Repo, commit: Hash, root: Ptr, progress: &mut dyn FnMut(Progress)) -> Result<TreeShape> {
-    let mut shape = TreeShape::new(commit);
-    let mut stack: Vec<Frame> = Vec::new();
-    let mut next = Some((Step::new(), root));
-    loop {
-        if let Some((step, ptr)) = next.take() {
-            let inode = load(&ptr, 0, repo)?;
-            let mut path: Vec<&[u8]> = stack.iter().skip(1).map(|f| &f.step[..]).collect();
-            if !stack.is_empty() {
-                path.push(&step);
-            }
-            shape.directory(&path, inode.len());
-            if shape.directories.is_multiple_of(PROGRESS_DIRECTORIES) {
-                progress(Progress { stage: Stage::Tree, done: shape.directories, total: 0 });
-            }
-            stack.push(Frame { step, pending: vec![(Ptr::Mem(inode), 0)], subdirs: Vec::new() });
-        }
-        let level = stack.len() as u64;
-        let Some(frame) = stack.last_mut() else { break };
-        if let Some(subdir) = frame.subdirs.pop() {
-            next = Some(subdir);
-            continue;
-        }
-        let Some((ptr, depth)) = frame.pending.pop() else {
-            stack.pop();
-            continue;
-        };
-        let inode: Arc<Inode> = load(&ptr, depth, repo)?;
-        match &inode.body {
-            Body::Tree { children, .. } => {
-                frame.pending.extend(children.iter().rev().flatten().map(|child| (child.clone(), depth + 1)));
-            }
-            Body::Values(entries) => {
-                for (step, child) in entries.iter().rev() {
-                    match child {
-                        Child::Dir(ptr) => frame.subdirs.push((step.clone(), ptr.clone())),
-                        Child::Value(_) => shape.contents(level, false),
-                        Child::Blob { .. } => shape.contents(level, true),
-                    }
-                }
-            }
-        }
-    }
+    let mut shaper = Shaper { shape: TreeShape::new(commit), path: Vec::new(), progress };
+    walk(&root, repo, &mut shaper)?;
+    let Shaper { shape, progress, .. } = shaper;
     progress(Progress { stage: Stage::Tree, done: shape.directories, total: 0 });
     Ok(shape)
+}
+
+/// The walk's visitor: the directories' sizes and paths, the contents' depths.
+struct Shaper<'a> {
+    shape: TreeShape,
+    /// Steps from the root to the directory being walked.
+    path: Vec<Step>,
+    progress: &'a mut dyn FnMut(Progress),
+}
+
+impl Visitor for Shaper<'_> {
+    fn inode(&mut self, inode: &Inode, root: bool) -> Result<()> {
+        if root {
+            let path: Vec<&[u8]> = self.path.iter().map(|s| &s[..]).collect();
+            self.shape.directory(&path, inode.len());
+            if self.shape.directories.is_multiple_of(PROGRESS_DIRECTORIES) {
+                (self.progress)(Progress { stage: Stage::Tree, done: self.shape.directories, total: 0 });
+            }
+        }
+        Ok(())
+    }
+
+    fn contents(&mut self, _step: &Step, child: &Child) -> Result<()> {
+        self.shape.contents(self.path.len() as u64 + 1, matches!(child, Child::Blob { .. }));
+        Ok(())
+    }
+
+    fn enter(&mut self, step: &Step) -> Result<()> {
+        self.path.push(step.clone());
+        Ok(())
+    }
+
+    fn leave(&mut self) -> Result<()> {
+        self.path.pop();
+        Ok(())
+    }
 }
 
 /// Lists the store's files by kind and compresses samples of them, about

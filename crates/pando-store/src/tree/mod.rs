@@ -16,6 +16,7 @@ pub mod hash;
 pub mod node;
 pub mod ops;
 mod proof;
+pub mod walk;
 
 use pando_core::trace::{ContextId, Key, Row, Scope};
 use pando_core::{Hash, Kind};
