@@ -152,6 +152,15 @@ impl Batch<'_> {
     }
 }
 
+/// Notes in the writer's state a commit record appended at `at`: it joins
+/// the index file and the control slot at the next flush.
+pub(super) fn note_commit(writer: &mut Writer, hash: Hash, at: u64) {
+    writer.unflushed_index.push((hash, at));
+    writer.unsynced_commits += 1;
+    writer.control.commits += 1;
+    writer.control.last_commit = at;
+}
+
 /// Checks that every stored record the unwritten part of a tree refers to
 /// is still held by the pack (after a garbage collection, a tree taken from
 /// a collected commit may refer to records that are gone). Runs before
@@ -318,16 +327,13 @@ impl Repo {
         if buf.capacity() <= 64 << 20 {
             writer.batch_buf = buf;
         }
-        writer.unflushed_index.push((hash, commit_at));
-        writer.unsynced_commits += 1;
         {
             let mut dict = self.dict.write();
             for step in promoted {
                 dict.push(step);
             }
         }
-        writer.control.commits += 1;
-        writer.control.last_commit = commit_at;
+        note_commit(&mut writer, hash, commit_at);
         let sync_now = match self.options.sync {
             SyncPolicy::EveryCommit => true,
             SyncPolicy::EveryN(n) => writer.unsynced_commits >= u64::from(n.max(1)),
@@ -338,15 +344,22 @@ impl Repo {
         }
         // Published only now: no thread sees a commit that is not as durable
         // as the policy promises.
-        self.index.write().insert(hash, commit_at);
-        if self.gc.running.load(Ordering::Acquire) {
-            self.gc.since_start.lock().push((hash, commit_at));
-        }
-        self.last_commit.store(commit_at, Ordering::Release);
+        self.publish_commit(hash, commit_at);
         for (offset, inode) in written {
             self.cache.insert(offset, Cached::inode(inode));
         }
         Ok(hash)
+    }
+
+    /// Makes a commit whose record is at `at` visible to this process's
+    /// readers (and to a running collection), once it is as durable as the
+    /// sync policy promises.
+    pub(super) fn publish_commit(&self, hash: Hash, at: u64) {
+        self.index.write().insert(hash, at);
+        if self.gc.running.load(Ordering::Acquire) {
+            self.gc.since_start.lock().push((hash, at));
+        }
+        self.last_commit.store(at, Ordering::Release);
     }
 
     pub(super) fn flush(&self) -> Result<()> {

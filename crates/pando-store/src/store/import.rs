@@ -22,9 +22,9 @@ use pando_core::tezos::{Kind, contents_hash, encode_node};
 use pando_core::{CommitInfo, Hash};
 use std::io::Read;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 
 use super::Repo;
+use super::commit::note_commit;
 use crate::dict;
 use crate::error::{Error, Result};
 use crate::format::node::{ABSENT_PARENT, CommitRecord, INLINE_MAX, encode_tree, encode_values};
@@ -130,13 +130,9 @@ impl Repo {
         }
         let result = self.import_locked(input);
         let (summary, commit_at) = self.guard(result)?;
-        writer.unflushed_index.push((summary.commit, commit_at));
-        writer.unsynced_commits += 1;
-        writer.control.commits += 1;
-        writer.control.last_commit = commit_at;
+        note_commit(&mut writer, summary.commit, commit_at);
         self.flush_locked(&mut writer, true)?;
-        self.index.write().insert(summary.commit, commit_at);
-        self.last_commit.store(commit_at, Ordering::Release);
+        self.publish_commit(summary.commit, commit_at);
         Ok(summary)
     }
 
