@@ -20,6 +20,19 @@ fn failure(output: &Output) -> String {
     stderr
 }
 
+/// A store at `path` with two commits: 300 balances, then one changed.
+fn two_blocks(path: &std::path::Path) -> (pando_core::Hash, pando_core::Hash) {
+    let store = Store::open(path, Options::default()).unwrap();
+    let mut tree = store.empty_tree();
+    for i in 0..300 {
+        tree.add_mut(&["contracts", "index", &format!("{i:04}"), "balance"], format!("{i}").as_bytes()).unwrap();
+    }
+    let first = store.commit(&tree, &[], 1, "Tezos", "block 1").unwrap();
+    let tree = tree.add(&["contracts", "index", "0007", "balance"], b"changed").unwrap();
+    let second = store.commit(&tree, &[first], 2, "Tezos", "block 2").unwrap();
+    (first, second)
+}
+
 #[test]
 fn commands_on_a_small_store() {
     let dir = tempfile::tempdir().unwrap();
@@ -125,17 +138,7 @@ fn prove_and_verify_proof() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("store");
     let p = path.to_str().unwrap();
-    let (first, second) = {
-        let store = Store::open(&path, Options::default()).unwrap();
-        let mut tree = store.empty_tree();
-        for i in 0..300 {
-            tree.add_mut(&["contracts", "index", &format!("{i:04}"), "balance"], format!("{i}").as_bytes()).unwrap();
-        }
-        let first = store.commit(&tree, &[], 1, "Tezos", "block 1").unwrap();
-        let tree = tree.add(&["contracts", "index", "0007", "balance"], b"changed").unwrap();
-        let second = store.commit(&tree, &[first], 2, "Tezos", "block 2").unwrap();
-        (first, second)
-    };
+    let (first, second) = two_blocks(&path);
     let proof = dir.path().join("proof.bin");
     let out = proof.to_str().unwrap();
     let written = stdout(&pando(&[
@@ -170,16 +173,7 @@ fn prove_and_verify_proof() {
 fn snapshot_export_and_import() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("store");
-    let commit = {
-        let store = Store::open(&path, Options::default()).unwrap();
-        let mut tree = store.empty_tree();
-        for i in 0..300 {
-            tree.add_mut(&["contracts", "index", &format!("{i:04}"), "balance"], format!("{i}").as_bytes()).unwrap();
-        }
-        let first = store.commit(&tree, &[], 1, "Tezos", "block 1").unwrap();
-        let tree = tree.add(&["contracts", "index", "0007", "balance"], b"changed").unwrap();
-        store.commit(&tree, &[first], 2, "Tezos", "block 2").unwrap()
-    };
+    let (_, commit) = two_blocks(&path);
     let file = dir.path().join("head.snapshot");
     let (p, f) = (path.to_str().unwrap(), file.to_str().unwrap());
     let exported = stdout(&pando(&["snapshot", "export", f, "-s", p]));
@@ -277,17 +271,7 @@ fn check_finds_damage_and_names_where() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("store");
     let p = path.to_str().unwrap();
-    let first = {
-        let store = Store::open(&path, Options::default()).unwrap();
-        let mut tree = store.empty_tree();
-        for i in 0..300 {
-            tree.add_mut(&["contracts", "index", &format!("{i:04}"), "balance"], format!("{i}").as_bytes()).unwrap();
-        }
-        let first = store.commit(&tree, &[], 1, "Tezos", "block 1").unwrap();
-        let tree = tree.add(&["contracts", "index", "0007", "balance"], b"changed").unwrap();
-        store.commit(&tree, &[first], 2, "Tezos", "block 2").unwrap();
-        first
-    };
+    let (first, _) = two_blocks(&path);
     let last = stdout(&pando(&["check", "-s", p]));
     assert!(last.contains("reachable from 1 commit(s)") && last.contains("no problems found"), "{last}");
     let all = stdout(&pando(&["check", "--all", "-s", p]));
