@@ -109,6 +109,26 @@ fn rewrite(storage: &MemStorage, name: &str, position: u64, bytes: &[u8]) {
     storage.open(name, false).unwrap().write_all_at(bytes, position).unwrap();
 }
 
+/// Writes `payload` as a `kind` record at `position` of `name`, with a
+/// valid checksum: damage only re-hashing or counting can find.
+fn reseal(storage: &MemStorage, name: &str, position: u64, kind: RecordKind, payload: &[u8]) {
+    let mut bytes = Vec::new();
+    record::append(&mut bytes, kind, payload);
+    rewrite(storage, name, position, &bytes);
+}
+
+/// The first chunk's record of the root of the directory of 100 entries
+/// (a tree inode hashed flat): its file, position and payload.
+fn root_of_100(storage: &MemStorage) -> (String, u64, Vec<u8>) {
+    let name = chunks(storage).remove(0);
+    let (position, payload) = records(storage, &name)
+        .into_iter()
+        .find(|r| r.1 == RecordKind::Tree && r.2[0] == 0 && r.2[1] == 100)
+        .map(|r| (r.0, r.2))
+        .expect("the root of the directory of 100 entries");
+    (name, position, payload)
+}
+
 fn has_problem(report: &CheckReport, file: &str, position: u64, what: &str) -> bool {
     report.problems.iter().any(|p| p.file == file && p.position == position && p.what.contains(what))
 }
@@ -249,9 +269,7 @@ fn content_with_a_valid_checksum_is_found_by_rehashing() {
             change_inline_value(&mut payload).then_some((r.0, payload))
         })
         .expect("a value inode with inline contents in the last batch");
-    let mut bytes = Vec::new();
-    record::append(&mut bytes, RecordKind::Values, &payload);
-    rewrite(&storage, &name, position, &bytes);
+    reseal(&storage, &name, position, RecordKind::Values, &payload);
     let store = Store::open_storage(Arc::new(storage), read_only()).unwrap();
     let report = check(&store, CheckScope::Commit(commits[9]));
     assert!(has_problem(&report, &name, position, "hash mismatch"), "{:?}", report.problems);
@@ -265,16 +283,9 @@ fn a_wrong_entry_count_is_found() {
     // The directory of 100 entries is a tree inode hashed flat: its
     // count is not in its hash, only the sum over its children tells.
     let (storage, _) = built(3);
-    let name = chunks(&storage).remove(0);
-    let (position, mut payload) = records(&storage, &name)
-        .into_iter()
-        .find(|r| r.1 == RecordKind::Tree && r.2[0] == 0 && r.2[1] == 100)
-        .map(|r| (r.0, r.2))
-        .expect("the root of the directory of 100 entries");
+    let (name, position, mut payload) = root_of_100(&storage);
     payload[1] = 101;
-    let mut bytes = Vec::new();
-    record::append(&mut bytes, RecordKind::Tree, &payload);
-    rewrite(&storage, &name, position, &bytes);
+    reseal(&storage, &name, position, RecordKind::Tree, &payload);
     let store = Store::open_storage(Arc::new(storage), read_only()).unwrap();
     let report = check(&store, CheckScope::All);
     assert!(has_problem(&report, &name, position, "holds 101 entries, its children hold 100"), "{:?}", report.problems);
@@ -298,9 +309,7 @@ fn a_wrong_entry_count_in_a_patch_is_found() {
         })
         .expect("a patch of the root of the directory of 100 entries");
     payload[1] = 99;
-    let mut bytes = Vec::new();
-    record::append(&mut bytes, RecordKind::TreePatch, &payload);
-    rewrite(&storage, &name, position, &bytes);
+    reseal(&storage, &name, position, RecordKind::TreePatch, &payload);
     let store = Store::open_storage(Arc::new(storage), read_only()).unwrap();
     for scope in [CheckScope::Commit(commits[commits_before]), CheckScope::All] {
         let report = check(&store, scope);
@@ -314,12 +323,7 @@ fn two_pointers_to_one_child_do_not_panic() {
     // the same as its first: the directory is hashed flat from its
     // children's entries, which now hold the same entries twice.
     let (storage, commits) = built(2);
-    let name = chunks(&storage).remove(0);
-    let (position, mut payload) = records(&storage, &name)
-        .into_iter()
-        .find(|r| r.1 == RecordKind::Tree && r.2[0] == 0 && r.2[1] == 100)
-        .map(|r| (r.0, r.2))
-        .expect("the root of the directory of 100 entries");
+    let (name, position, mut payload) = root_of_100(&storage);
     let mut pos = 6; // depth, one-byte count, bitmap
     let first = pos;
     varint::read_u64(&payload, &mut pos).unwrap();
@@ -329,9 +333,7 @@ fn two_pointers_to_one_child_do_not_panic() {
     assert_eq!(pos - second, first_len - 32, "deltas of one length");
     let pointer = payload[first..first + first_len].to_vec();
     payload[second..second + first_len].copy_from_slice(&pointer);
-    let mut bytes = Vec::new();
-    record::append(&mut bytes, RecordKind::Tree, &payload);
-    rewrite(&storage, &name, position, &bytes);
+    reseal(&storage, &name, position, RecordKind::Tree, &payload);
     let store = Store::open_storage(Arc::new(storage), read_only()).unwrap();
     let report = check(&store, CheckScope::All);
     assert!(has_problem(&report, &name, position, "two of its children hold the entry"), "{:?}", report.problems);
