@@ -82,6 +82,8 @@ struct Output<'a> {
     base: u64,
     buf: Vec<u8>,
     payload: Vec<u8>,
+    /// The bytes an inode's hash is computed over, kept between inodes.
+    hashed: Vec<u8>,
     raw_steps: Vec<Step>,
 }
 
@@ -142,8 +144,14 @@ impl Repo {
         let mut r = FrameReader::new(input)?;
         let header = Header::decode(&mut r)?;
         let mut summary = SnapshotSummary { commit: header.commit, directories: 1, ..SnapshotSummary::default() };
-        let mut out =
-            Output { repo: self, base: self.pack.prepare_append()?, buf: Vec::new(), payload: Vec::new(), raw_steps: Vec::new() };
+        let mut out = Output {
+            repo: self,
+            base: self.pack.prepare_append()?,
+            buf: Vec::new(),
+            payload: Vec::new(),
+            hashed: Vec::new(),
+            raw_steps: Vec::new(),
+        };
         let mut stack = vec![read_node(&mut r, Vec::new(), false, &mut summary)?];
         // Directory roots on the stack, to bound the nesting.
         let mut dirs = 1usize;
@@ -282,7 +290,8 @@ impl Repo {
         let root = building.path.is_empty();
         let at = out.base + out.buf.len() as u64;
         out.payload.clear();
-        let mut buf = Vec::new();
+        let mut buf = std::mem::take(&mut out.hashed);
+        buf.clear();
         let (len, kind, hash) = match building.body {
             Body::Values { entries, hashes, .. } => {
                 encode_values(&entries, &hashes, at, &self.dict.read(), &mut out.raw_steps, &mut out.payload);
@@ -300,23 +309,24 @@ impl Repo {
                 }
                 let depth = building.path.len() as u32;
                 encode_tree(depth, len, &children, &hashes, at, &mut out.payload);
-                let pointers: Vec<(usize, &Hash)> =
-                    hashes.iter().enumerate().filter_map(|(i, h)| Some((i, h.as_ref()?))).collect();
-                pando_core::inode::encode_tree(&mut buf, depth, len, pointers.into_iter());
-                let inode_hash = Hash::of_bytes(&buf);
-                let hash = match &building.flat {
+                match &building.flat {
+                    // A directory of at most 256 entries: hashed flat. Its
+                    // entries are unique: each lies on its index path.
                     Some(flat) if root => {
                         let mut sorted: Vec<&(Step, Kind, Hash)> = flat.iter().collect();
                         sorted.sort_by(|a, b| a.0.cmp(&b.0));
-                        buf.clear();
                         encode_node(&mut buf, sorted.len(), sorted.iter().map(|(s, k, h)| (&s[..], *k, h)));
-                        Hash::of_bytes(&buf)
                     }
-                    _ => inode_hash,
-                };
-                (len, RecordKind::Tree, hash)
+                    _ => {
+                        let pointers = hashes.iter().enumerate().filter_map(|(i, h)| Some((i, h.as_ref()?)));
+                        let pointers: smallvec::SmallVec<[(usize, &Hash); ENTRIES]> = pointers.collect();
+                        pando_core::inode::encode_tree(&mut buf, depth, len, pointers.into_iter());
+                    }
+                }
+                (len, RecordKind::Tree, Hash::of_bytes(&buf))
             }
         };
+        out.hashed = buf;
         let offset = out.push(kind);
         Ok(Done { offset, hash, len, flat: building.flat.filter(|_| !root) })
     }
