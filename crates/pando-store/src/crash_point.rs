@@ -8,8 +8,15 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The points, in the order a commit reaches them.
-pub const POINTS: &[&str] =
-    &["chunk-created", "after-append", "after-data-sync", "after-checkpoint", "after-control-write", "after-control-sync"];
+pub const POINTS: &[&str] = &[
+    "chunk-created",
+    "after-append",
+    "after-data-sync",
+    "after-control-hint",
+    "after-checkpoint",
+    "after-control-write",
+    "after-control-sync",
+];
 
 /// The points of a garbage collection, in order: its files written and
 /// synced; the new index completed (in the switch); the switch's control

@@ -295,3 +295,45 @@ fn wrong_magic_and_version_are_named() {
     foreign.open("something-else", true).unwrap();
     assert!(matches!(Store::open_storage(Arc::new(foreign), options()), Err(Error::NotAStore { .. })));
 }
+
+/// A commit costs one fsync: its control hint is not synced. A crash that
+/// loses every hint keeps each commit whose pack fsync completed (found
+/// past the synced durable end by their checksums, across new chunks), and
+/// cuts off a batch written after them without its commit record.
+#[test]
+fn commits_past_the_synced_control_are_recovered_and_a_torn_batch_cut() {
+    let storage = FaultyStorage::new();
+    let options = Options { checkpoint_commits: 1_000, ..options() };
+    let mut acknowledged = Vec::new();
+    {
+        let store = Store::open_storage(Arc::new(storage.clone()), options.clone()).unwrap();
+        let (mut tree, mut model, mut parents) = (store.empty_tree(), Model::new(), Vec::new());
+        for block in 0..12u32 {
+            for i in 0..40u32 {
+                let path = vec![b"accounts".to_vec(), format!("{:04x}", i * 7 + block).into_bytes(), b"balance".to_vec()];
+                let value = vec![block as u8; 1 + (i as usize % 60)];
+                tree.add_mut(&path, &value).unwrap();
+                model_add(&mut model, &path, &value);
+            }
+            let hash = store.commit(&tree, &parents, i64::from(block), "Tezos", "block").unwrap();
+            acknowledged.push((hash, model.clone()));
+            parents = vec![hash];
+        }
+        // Not closed: only the creation's control slot was synced, and the
+        // twelve commits are known by their hints alone.
+        std::mem::forget(store);
+    }
+    let mut image = storage.crash(CrashMode::DropAll, 0);
+    // A batch cut short: a value inode record, no commit record after it.
+    let chunks: Vec<String> = image.list().unwrap().into_iter().filter(|n| n.starts_with("chunk-")).collect();
+    assert!(chunks.len() > 1, "the commits span several chunks: {chunks:?}");
+    let last = chunks.iter().max().unwrap();
+    let len = image.file_len(last).unwrap();
+    let mut torn = Vec::new();
+    pando_store::format::record::append(&mut torn, pando_store::format::record::RecordKind::Values, &[0]);
+    image.open(last, false).unwrap().write_all_at(&torn, len).unwrap();
+    image = image.crash(CrashMode::KeepAll, 0);
+    assert_eq!(image.file_len(last), Some(len + torn.len() as u64));
+    verify(image.clone(), &acknowledged, "hints lost");
+    assert_eq!(image.file_len(last), Some(len), "the torn batch was cut off");
+}

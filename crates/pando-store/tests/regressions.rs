@@ -116,7 +116,7 @@ mod hostile {
 
     fn rewrite_control(storage: &dyn Storage, f: impl FnOnce(&mut control::Control)) {
         let file = storage.open("control", false).unwrap();
-        let mut c = control::decode(&read_all(&*file).unwrap()).unwrap();
+        let mut c = control::decode(&read_all(&*file).unwrap()).unwrap().newest;
         f(&mut c);
         c.seq += 1;
         file.write_all_at(&c.encode(), c.slot_offset()).unwrap();
@@ -156,7 +156,7 @@ mod hostile {
             s.commit(&t, &[], 0, "x", "m").unwrap();
             s.close().unwrap();
             let file = storage.open("control", false).unwrap();
-            let c = control::decode(&read_all(&*file).unwrap()).unwrap();
+            let c = control::decode(&read_all(&*file).unwrap()).unwrap().newest;
             (0u64, c.durable_end) // the value inode {a: 1} is the first record
         };
         // Append: a depth-0 tree inode with len 2^60 and one child, then a commit.

@@ -1,14 +1,24 @@
 //! The control file: the single source of truth of what is durable.
 //!
-//! The file holds two slots of [`SLOT_SIZE`] bytes, at offsets 0 and
-//! [`SLOT_SIZE`]. A slot is `magic ‖ fields ‖ crc32c`, all integers
-//! little-endian. A new state is written to the slot its sequence number
-//! selects (`seq % 2`), so the other slot always holds the previous state
-//! intact. Opening reads both and takes the valid slot with the highest
-//! sequence number: a torn slot write falls back to the previous state,
-//! whose data was already durable.
+//! The file holds three slots of [`SLOT_SIZE`] bytes. A slot is
+//! `magic ‖ fields ‖ crc32c`, all integers little-endian.
+//! - The two *synced* slots, at offsets 0 and [`SLOT_SIZE`], are written
+//!   with an fsync (checkpoints, collection steps, explicit flushes), each
+//!   time to the slot that does not hold the newest synced state (the
+//!   writer picks a `seq` of the other parity), so a torn write always
+//!   leaves the newest synced state intact.
+//! - The *hint* slot, at [`HINT_OFFSET`], is written after each commit's
+//!   pack fsync without an fsync of its own: it tells readers in other
+//!   processes how far to read, and saves the second fsync of a commit.
+//!   Losing it loses nothing: opening for writing scans the pack past the
+//!   durable end it finds (see `store/open`).
 //!
-//! Invariant: a slot is written only after every byte it describes is durable.
+//! Opening reads all three and takes the valid slot with the highest
+//! sequence number. Every layout change is a synced write with a `seq`
+//! above every hint written before it, so a stale hint can never win over it.
+//!
+//! Invariant: a slot (synced or hint) is written only after every byte it
+//! describes is durable, so whichever slot wins describes durable data.
 
 use super::FORMAT_VERSION;
 
@@ -17,6 +27,8 @@ pub const FLAG_ARCHIVE: u64 = 1;
 
 /// Bytes per slot; each slot sits in its own 4 KiB page.
 pub const SLOT_SIZE: usize = 4096;
+/// Offset of the hint slot, written without an fsync after each commit.
+pub const HINT_OFFSET: u64 = 2 * SLOT_SIZE as u64;
 const MAGIC: &[u8; 8] = b"PANDOCTL";
 /// Bytes of a slot actually used.
 const USED: usize = 8 + 4 + 8 * 13 + 4;
@@ -56,9 +68,22 @@ pub struct Control {
 }
 
 impl Control {
-    /// Offset in the control file of the slot this state is written to.
+    /// Offset in the control file of the synced slot this state is
+    /// written to (by its `seq`'s parity).
     pub fn slot_offset(&self) -> u64 {
         (self.seq % 2) * SLOT_SIZE as u64
+    }
+
+    /// This state as the next synced write after `self` (the newest state,
+    /// synced or hinted), when the newest synced slot holds `synced_seq`:
+    /// the smallest higher `seq` whose slot is the other one.
+    pub fn next_synced(&self, synced_seq: u64) -> Control {
+        let mut next = self.clone();
+        next.seq = self.seq + 1;
+        if next.seq % 2 == synced_seq % 2 {
+            next.seq += 1;
+        }
+        next
     }
 
     pub fn encode(&self) -> Vec<u8> {
@@ -153,17 +178,39 @@ pub fn decode_slot(bytes: &[u8]) -> Result<Control, SlotError> {
     Ok(control)
 }
 
-/// Picks the newest valid slot of a control file's bytes. On failure,
-/// returns the errors of both slots.
-pub fn decode(bytes: &[u8]) -> Result<Control, (SlotError, SlotError)> {
-    let first = decode_slot(bytes.get(..SLOT_SIZE).unwrap_or(bytes));
-    let second = decode_slot(bytes.get(SLOT_SIZE..).unwrap_or(&[]));
-    match (first, second) {
-        (Ok(a), Ok(b)) => Ok(if a.seq >= b.seq { a } else { b }),
-        (Ok(a), Err(_)) => Ok(a),
-        (Err(_), Ok(b)) => Ok(b),
-        (Err(a), Err(b)) => Err((a, b)),
-    }
+/// What a control file holds.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Slots {
+    /// The newest valid state, synced or hinted.
+    pub newest: Control,
+    /// The `seq` of the newest valid synced slot: the next synced write
+    /// goes to the other one.
+    pub synced_seq: u64,
+}
+
+/// Picks the newest valid slot of a control file's bytes. A synced slot
+/// must be valid (a hint alone is not a store); on failure, returns the
+/// errors of both synced slots.
+pub fn decode(bytes: &[u8]) -> Result<Slots, (SlotError, SlotError)> {
+    let slot = |i: usize| decode_slot(bytes.get(i * SLOT_SIZE..).map_or(&[][..], |rest| &rest[..rest.len().min(SLOT_SIZE)]));
+    let synced = match (slot(0), slot(1)) {
+        (Ok(a), Ok(b)) => {
+            if a.seq >= b.seq {
+                a
+            } else {
+                b
+            }
+        }
+        (Ok(a), Err(_)) => a,
+        (Err(_), Ok(b)) => b,
+        (Err(a), Err(b)) => return Err((a, b)),
+    };
+    let synced_seq = synced.seq;
+    let newest = match slot(2) {
+        Ok(hint) if hint.seq > synced_seq => hint,
+        _ => synced,
+    };
+    Ok(Slots { newest, synced_seq })
 }
 
 #[cfg(test)]
@@ -182,13 +229,40 @@ mod tests {
             let at = c.slot_offset() as usize;
             file[at..at + SLOT_SIZE].copy_from_slice(&c.encode());
         }
-        assert_eq!(decode(&file).unwrap().seq, 3);
+        assert_eq!(decode(&file).unwrap().newest.seq, 3);
         // Tear the newest slot: the previous state remains.
         file[SLOT_SIZE + 20] ^= 0xff;
-        assert_eq!(decode(&file).unwrap().seq, 2);
+        assert_eq!(decode(&file).unwrap().newest.seq, 2);
         file[20] ^= 0xff;
         assert!(decode(&file).is_err());
         assert!(decode(&[]).is_err());
+    }
+
+    #[test]
+    fn a_newer_hint_wins_and_a_torn_or_older_one_is_ignored() {
+        let mut file = vec![0u8; 3 * SLOT_SIZE];
+        let synced = sample(4);
+        file[..SLOT_SIZE].copy_from_slice(&synced.encode());
+        let hint = |file: &mut Vec<u8>, seq: u64| {
+            let at = HINT_OFFSET as usize;
+            file[at..at + SLOT_SIZE].copy_from_slice(&sample(seq).encode());
+        };
+        hint(&mut file, 6);
+        let slots = decode(&file).unwrap();
+        assert_eq!((slots.newest.seq, slots.synced_seq), (6, 4));
+        // The next synced write skips to the other slot's parity.
+        assert_eq!(slots.newest.next_synced(slots.synced_seq).seq, 7);
+        assert_eq!(sample(5).next_synced(4).seq, 7);
+        file[HINT_OFFSET as usize + 20] ^= 0xff;
+        assert_eq!(decode(&file).unwrap().newest.seq, 4);
+        // A hint older than the synced state (written before a collection
+        // step) never wins.
+        hint(&mut file, 3);
+        assert_eq!(decode(&file).unwrap().newest.seq, 4);
+        // A hint alone is not a store.
+        file[..SLOT_SIZE].fill(0);
+        hint(&mut file, 9);
+        assert!(decode(&file).is_err());
     }
 
     #[test]

@@ -9,4 +9,4 @@ pub mod node;
 pub mod record;
 
 /// The format version written by this build; readers refuse other versions.
-pub const FORMAT_VERSION: u32 = 2;
+pub const FORMAT_VERSION: u32 = 3;

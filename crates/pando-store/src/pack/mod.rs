@@ -56,7 +56,7 @@ pub(crate) fn parse_hex_name(name: &str, kind: &str, suffix: &str) -> Option<u64
     u64::from_str_radix(hex, 16).ok()
 }
 
-fn parse_chunk_name(name: &str) -> Option<u64> {
+pub(crate) fn parse_chunk_name(name: &str) -> Option<u64> {
     parse_hex_name(name, "chunk-", ".pack")
 }
 

@@ -66,7 +66,9 @@ impl Repo {
     fn read_control(&self) -> Result<Control> {
         let file = self.storage.open(CONTROL, false).map_err(Error::io(CONTROL, "open"))?;
         let bytes = read_all(&*file).map_err(Error::io(CONTROL, "read"))?;
-        control::decode(&bytes).map_err(|(a, b)| Error::corrupt(CONTROL, 0, format!("no valid control slot ({a:?}, {b:?})")))
+        control::decode(&bytes)
+            .map(|slots| slots.newest)
+            .map_err(|(a, b)| Error::corrupt(CONTROL, 0, format!("no valid control slot ({a:?}, {b:?})")))
     }
 
     fn follow(&self, seen: &Control, control: &Control) -> Result<u64> {

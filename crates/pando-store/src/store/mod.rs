@@ -34,6 +34,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use crate::cache::{Cached, NodeCache};
+use crate::crash_point;
 use crate::dict::Dict;
 use crate::error::{Error, Result};
 use crate::format::control::Control;
@@ -59,7 +60,38 @@ pub(crate) struct Writer {
     unsynced_commits: u64,
     /// The batch buffer, kept between commits so its pages stay mapped.
     batch_buf: Vec<u8>,
+    /// The `seq` of the newest synced control slot (see `format::control`).
+    synced_seq: u64,
     _lock: Option<Box<dyn std::any::Any + Send + Sync>>,
+}
+
+impl Writer {
+    /// Writes `next` (a state derived from `self.control`) to the synced
+    /// control slot not holding the newest synced state, and fsyncs it. Its
+    /// `seq` is chosen here. The caller poisons the store on failure: the
+    /// slot may or may not have reached the disk.
+    fn write_synced_control(&mut self, next: crate::format::control::Control) -> Result<()> {
+        let next = crate::format::control::Control { seq: self.control.next_synced(self.synced_seq).seq, ..next };
+        self.control_file.write_all_at(&next.encode(), next.slot_offset()).map_err(Error::io("control", "write"))?;
+        crash_point::reach("after-control-write");
+        self.control_file.sync().map_err(Error::io("control", "sync"))?;
+        crash_point::reach("after-control-sync");
+        self.synced_seq = next.seq;
+        self.control = next;
+        Ok(())
+    }
+
+    /// Writes `next` to the hint slot, without an fsync: what readers in
+    /// other processes follow. The pack bytes it describes are durable.
+    fn write_control_hint(&mut self, mut next: crate::format::control::Control) -> Result<()> {
+        next.seq = self.control.seq + 1;
+        self.control_file
+            .write_all_at(&next.encode(), crate::format::control::HINT_OFFSET)
+            .map_err(Error::io("control", "write"))?;
+        crash_point::reach("after-control-hint");
+        self.control = next;
+        Ok(())
+    }
 }
 
 pub(crate) struct Repo {

@@ -1,8 +1,11 @@
 //! Creating and opening a store, and recovery after a crash.
 //!
 //! Recovery needs no log replay beyond the last checkpoint: the control file
-//! names the durable end of the pack; bytes past it are cut off (or ignored
-//! read-only); the index and dictionary files are read up to their
+//! names a durable end of the pack; a writable open extends it over the
+//! whole batches found after it (each record checksummed, each batch ended
+//! by its commit record: commits whose pack fsync completed but whose
+//! control hint was lost) and cuts off what follows; a read-only open
+//! ignores it. The index and dictionary files are read up to their
 //! checkpointed lengths and the records between the checkpoint and the
 //! durable end are scanned to complete them.
 
@@ -60,8 +63,11 @@ pub fn open(storage: Arc<dyn Storage>, options: Options) -> Result<Repo> {
     }
     let control_file = open_file(&*storage, CONTROL, false)?;
     let control_bytes = read_all(&*control_file).map_err(Error::io(CONTROL, "read"))?;
-    let control = control::decode(&control_bytes).map_err(|(first, second)| slot_error(first, second))?;
+    let slots = control::decode(&control_bytes).map_err(|(first, second)| slot_error(first, second))?;
     let writable = !options.read_only;
+    // A reader takes what the control file says; the writer also takes in
+    // the commits made durable after it (the hint slot is not synced).
+    let control = if writable { recover_tail(&*storage, slots.newest)? } else { slots.newest };
 
     let generation = control.generation;
     let runs =
@@ -97,6 +103,7 @@ pub fn open(storage: Arc<dyn Storage>, options: Options) -> Result<Repo> {
             unflushed_index,
             unsynced_commits: 0,
             batch_buf: Vec::new(),
+            synced_seq: slots.synced_seq,
             _lock: lock,
         }))
     } else {
@@ -234,6 +241,70 @@ fn create(storage: &dyn Storage, options: &Options) -> Result<()> {
     storage.sync_dir().map_err(Error::io(storage.describe(), "sync directory"))?;
     storage.rename(temp, CONTROL).map_err(Error::io(CONTROL, "rename"))?;
     storage.sync_dir().map_err(Error::io(storage.describe(), "sync directory"))
+}
+
+/// `control` extended over the whole batches written after its durable end:
+/// records whose checksums hold, from the durable end on, through chunks
+/// that follow each other without a gap, up to the last commit record
+/// before the first record that does not parse. Whatever follows (a batch
+/// cut short by a crash) is left for `Pack::open` to cut off.
+///
+/// Sound because every chunk byte past the end of a chunk was never written
+/// (a writable open truncates there and syncs before appending), so only
+/// bytes this writer appended can checksum, and a batch's commit record is
+/// its last record.
+fn recover_tail(storage: &dyn Storage, mut control: Control) -> Result<Control> {
+    let names = storage.list().map_err(Error::io(storage.describe(), "list"))?;
+    let mut starts: Vec<u64> = names
+        .iter()
+        .filter_map(|name| crate::pack::parse_chunk_name(name))
+        .filter(|&start| start >= control.first_chunk_start)
+        .collect();
+    starts.sort_unstable();
+    let Some(first) = starts.iter().rposition(|&start| start <= control.durable_end) else { return Ok(control) };
+    // `at`: the next record's logical offset.
+    let mut at = control.durable_end;
+    'chunks: for &start in &starts[first..] {
+        if start > at {
+            break;
+        }
+        let name = crate::pack::chunk_name(start);
+        let file = open_file(storage, &name, false)?;
+        let len = file.len().map_err(Error::io(&name, "stat"))?;
+        let mut buf = Vec::new();
+        while at < start + len {
+            let pos = at - start;
+            let want = (len - pos).min(8 << 20);
+            buf.resize(want as usize, 0);
+            file.read_exact_at(&mut buf, pos).map_err(Error::io(&name, "read"))?;
+            let mut used = 0;
+            loop {
+                match crate::format::record::parse(&buf[used..]) {
+                    crate::format::record::Parse::Record { kind, total, .. } => {
+                        if kind == RecordKind::Commit {
+                            control.commits += 1;
+                            control.last_commit = at;
+                            control.durable_end = at + total as u64;
+                        }
+                        at += total as u64;
+                        used += total;
+                        if used == buf.len() {
+                            break;
+                        }
+                    }
+                    // A record longer than what was read: read from it on,
+                    // unless it runs past the chunk (a batch cut short).
+                    crate::format::record::Parse::NeedMore { .. } if used > 0 => break,
+                    crate::format::record::Parse::NeedMore { total } if pos + total as u64 <= len => {
+                        buf.resize(total, 0);
+                        file.read_exact_at(&mut buf, pos).map_err(Error::io(&name, "read"))?;
+                    }
+                    _ => break 'chunks,
+                }
+            }
+        }
+    }
+    Ok(control)
 }
 
 /// Reads the first `len` bytes of a file, which must have at least that many;

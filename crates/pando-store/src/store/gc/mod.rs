@@ -436,11 +436,7 @@ impl Repo {
     /// file and syncs it: the commit point of a collection step. A failure
     /// poisons the store, since the slot may or may not have reached the disk.
     fn write_control(&self, writer: &mut Writer, next: crate::format::control::Control) -> Result<()> {
-        let control = next.encode();
-        self.guard(writer.control_file.write_all_at(&control, next.slot_offset()).map_err(Error::io("control", "write")))?;
-        self.guard(writer.control_file.sync().map_err(Error::io("control", "sync")))?;
-        writer.control = next;
-        Ok(())
+        self.guard(writer.write_synced_control(next))
     }
 
     /// Removes the files a switch replaced and (archive mode) renames the

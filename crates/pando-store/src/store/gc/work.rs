@@ -257,7 +257,6 @@ impl Work<'_> {
         crash_point::reach("gc-index-written");
 
         let mut next = writer.control.clone();
-        next.seq += 1;
         next.generation = prepared.generation;
         next.index_generation = prepared.generation;
         next.first_chunk_start = prepared.boundary;
@@ -375,7 +374,6 @@ impl Work<'_> {
         let pause = Instant::now();
         repo.check_writable()?;
         let mut next = writer.control.clone();
-        next.seq += 1;
         next.generation = generation;
         let old_mapping = mapping::file_name(writer.control.generation);
         repo.write_control(&mut writer, next)?;
