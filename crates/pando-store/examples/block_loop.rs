@@ -4,6 +4,8 @@
 //! of generated traces (`pando replay`) is the real benchmark.
 //!
 //! `cargo run --release -p pando-store --example block_loop -- [DIR] [BLOCKS]`
+//! (`PANDO_CACHE_MB` sets the cache budget, 256 by default; the cache's
+//! entries and weight are printed at the end).
 
 use pando_store::{Options, Store};
 
@@ -25,7 +27,8 @@ fn main() {
     let dir = args.get(1).cloned().unwrap_or_else(|| "/tmp/pando-block-loop".into());
     let blocks: u32 = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(200);
     let _ = std::fs::remove_dir_all(&dir);
-    let store = Store::open(&dir, Options::default()).unwrap();
+    let cache_mb: u64 = std::env::var("PANDO_CACHE_MB").ok().and_then(|s| s.parse().ok()).unwrap_or(256);
+    let store = Store::open(&dir, Options { cache_bytes: cache_mb << 20, ..Options::default() }).unwrap();
     let accounts = 200_000u32;
     let mut rng = SmallRng::seed_from_u64(1);
 
@@ -73,6 +76,13 @@ fn main() {
         assert!(tree.find(&[b"contracts".as_slice(), b"index", key, b"balance"]).unwrap().is_some());
     }
     eprintln!("warm find: {:.2} us", t.elapsed().as_secs_f64() * 1e6 / keys.len() as f64);
+    let stats = store.stats();
+    eprintln!(
+        "cache: {} entries, {:.1} MB weighed, pack {:.1} MB",
+        stats.cache_entries,
+        stats.cache_bytes as f64 / 1e6,
+        stats.pack_bytes as f64 / 1e6
+    );
     times.sort_by(|a, b| a.partial_cmp(b).unwrap());
     let n = f64::from(blocks);
     println!(

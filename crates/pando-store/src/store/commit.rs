@@ -74,10 +74,13 @@ impl Batch<'_> {
         at
     }
 
-    /// Writes the inode and its new descendants; returns its offset.
-    fn write_inode(&mut self, inode: &Arc<Inode>, depth: u32) -> Result<u64> {
+    /// Writes the inode and its new descendants; returns its offset and
+    /// the inode a pointer to it should remember: the stored copy the cache
+    /// receives, so that a tree checked out from this commit walks from
+    /// copy to copy without a cache lookup while they stay cached.
+    fn write_inode(&mut self, inode: &Arc<Inode>, depth: u32) -> Result<(u64, Arc<Inode>)> {
         if let Some(offset) = self.written_at(inode.stored_offset(self.instance)) {
-            return Ok(offset);
+            return Ok((offset, inode.clone()));
         }
         let mut patch_chain = 0;
         let stored_body = match &inode.body {
@@ -91,8 +94,8 @@ impl Batch<'_> {
                             Child::Blob { offset, hash: value.hash() }
                         }
                         Child::Dir(Ptr::Mem(root)) => {
-                            let offset = self.write_inode(root, 0)?;
-                            Child::Dir(Ptr::stored_as(offset, dir_ptr_hash(&Ptr::Mem(root.clone()), self.loader)?, root))
+                            let (offset, stored) = self.write_inode(root, 0)?;
+                            Child::Dir(Ptr::stored_as(offset, dir_ptr_hash(&Ptr::Mem(root.clone()), self.loader)?, &stored))
                         }
                         other => other.clone(),
                     };
@@ -112,7 +115,10 @@ impl Batch<'_> {
                     let Some(ptr) = child else { continue };
                     let hash = inode_ptr_hash(ptr, self.loader)?;
                     let stored = match ptr {
-                        Ptr::Mem(inode) => Ptr::stored_as(self.write_inode(inode, depth + 1)?, hash, inode),
+                        Ptr::Mem(inode) => {
+                            let (offset, stored) = self.write_inode(inode, depth + 1)?;
+                            Ptr::stored_as(offset, hash, &stored)
+                        }
                         Ptr::Stored { .. } => ptr.clone(),
                     };
                     hashes[i] = Some(hash);
@@ -147,8 +153,9 @@ impl Batch<'_> {
         if let Some(hash) = inode.dir_hash.get() {
             let _ = stored.dir_hash.set(*hash);
         }
-        self.written.push((at, Arc::new(stored)));
-        Ok(at)
+        let stored = Arc::new(stored);
+        self.written.push((at, stored.clone()));
+        Ok((at, stored))
     }
 }
 
@@ -307,7 +314,7 @@ impl Repo {
         }
         let root_offset = match root {
             Ptr::Stored { offset, .. } => *offset,
-            Ptr::Mem(inode) => self.guard(batch.write_inode(inode, 0))?,
+            Ptr::Mem(inode) => self.guard(batch.write_inode(inode, 0))?.0,
         };
         let (mut buf, raw_steps, written) = (batch.buf, batch.raw_steps, batch.written);
         let first_new_id = dict.len();
