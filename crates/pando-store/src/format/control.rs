@@ -74,16 +74,12 @@ impl Control {
         (self.seq % 2) * SLOT_SIZE as u64
     }
 
-    /// This state as the next synced write after `self` (the newest state,
+    /// The `seq` of the next synced write after this state (the newest,
     /// synced or hinted), when the newest synced slot holds `synced_seq`:
     /// the smallest higher `seq` whose slot is the other one.
-    pub fn next_synced(&self, synced_seq: u64) -> Control {
-        let mut next = self.clone();
-        next.seq = self.seq + 1;
-        if next.seq % 2 == synced_seq % 2 {
-            next.seq += 1;
-        }
-        next
+    pub fn next_synced_seq(&self, synced_seq: u64) -> u64 {
+        let seq = self.seq + 1;
+        if seq % 2 == synced_seq % 2 { seq + 1 } else { seq }
     }
 
     pub fn encode(&self) -> Vec<u8> {
@@ -251,8 +247,8 @@ mod tests {
         let slots = decode(&file).unwrap();
         assert_eq!((slots.newest.seq, slots.synced_seq), (6, 4));
         // The next synced write skips to the other slot's parity.
-        assert_eq!(slots.newest.next_synced(slots.synced_seq).seq, 7);
-        assert_eq!(sample(5).next_synced(4).seq, 7);
+        assert_eq!(slots.newest.next_synced_seq(slots.synced_seq), 7);
+        assert_eq!(sample(5).next_synced_seq(4), 7);
         file[HINT_OFFSET as usize + 20] ^= 0xff;
         assert_eq!(decode(&file).unwrap().newest.seq, 4);
         // A hint older than the synced state (written before a collection

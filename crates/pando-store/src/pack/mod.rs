@@ -42,6 +42,90 @@ const READ_AHEAD: u64 = 512;
 /// What [`Pack::scan`] calls on each record: offset, kind, payload.
 pub type RecordFn<'a> = dyn FnMut(u64, RecordKind, &[u8]) -> Result<()> + 'a;
 
+/// What [`scan_region`] calls on each record: its position in the file,
+/// kind, payload and length in bytes.
+type RegionFn<'a> = dyn FnMut(u64, RecordKind, &[u8], u64) -> Result<()> + 'a;
+
+/// Where [`scan_region`] stopped before the end of its region: the
+/// position of the first bytes that are not a whole, checksummed record.
+struct Stopped {
+    pos: u64,
+    reason: String,
+}
+
+/// Calls `f(pos, kind, payload, total)` on the records of `file` from `pos`
+/// to `end`, read in pieces of up to 8 MiB (a larger record alone), and
+/// stops at the first bytes that are not a whole, checksummed record lying
+/// inside the region.
+fn scan_region(file: &dyn File, name: &str, mut pos: u64, end: u64, f: &mut RegionFn<'_>) -> Result<Option<Stopped>> {
+    let mut buf = Vec::new();
+    while pos < end {
+        buf.resize((end - pos).min(8 << 20) as usize, 0);
+        file.read_exact_at(&mut buf, pos).map_err(Error::io(name, "read"))?;
+        let mut used = 0;
+        loop {
+            match record::parse(&buf[used..]) {
+                Parse::Record { kind, payload, total } => {
+                    f(pos + used as u64, kind, payload, total as u64)?;
+                    used += total;
+                    if used == buf.len() {
+                        break;
+                    }
+                }
+                // Read again from this record on.
+                Parse::NeedMore { .. } if used > 0 => break,
+                Parse::NeedMore { total } if pos + total as u64 <= end => {
+                    buf.resize(total, 0);
+                    file.read_exact_at(&mut buf, pos).map_err(Error::io(name, "read"))?;
+                }
+                Parse::NeedMore { .. } => {
+                    return Ok(Some(Stopped { pos, reason: "record runs past the end of the durable data".into() }));
+                }
+                Parse::Invalid { reason } => return Ok(Some(Stopped { pos: pos + used as u64, reason })),
+            }
+        }
+        pos += used as u64;
+    }
+    Ok(None)
+}
+
+/// The end of the last whole batch in the chunks from `durable_end` on:
+/// records read in order, through chunks that follow each other without a
+/// gap, up to the last commit record (a batch's last record) before the
+/// first bytes that are not a whole record. `durable_end` if none.
+///
+/// What a writable open recovers of commits whose pack fsync completed but
+/// whose control slot did not reach the disk. Sound because no chunk byte
+/// past the end was ever written by anyone but this pack's writer (an open
+/// truncates there and syncs before appending; a new chunk starts empty).
+fn whole_batches_end(storage: &dyn Storage, names: &[String], first_start: u64, durable_end: u64) -> Result<u64> {
+    let mut starts: Vec<u64> = names.iter().filter_map(|name| parse_chunk_name(name)).filter(|&s| s >= first_start).collect();
+    starts.sort_unstable();
+    let Some(first) = starts.iter().rposition(|&start| start <= durable_end) else { return Ok(durable_end) };
+    let mut batches_end = durable_end;
+    // The next record's logical offset.
+    let mut at = durable_end;
+    for (i, &start) in starts[first..].iter().enumerate() {
+        if i > 0 && start != at {
+            break;
+        }
+        let name = chunk_name(start);
+        let file = storage.open(&name, false).map_err(Error::io(&name, "open"))?;
+        let len = file.len().map_err(Error::io(&name, "stat"))?;
+        let stopped = scan_region(&*file, &name, at - start, len, &mut |pos, kind, _, total| {
+            if kind == RecordKind::Commit {
+                batches_end = start + pos + total;
+            }
+            Ok(())
+        })?;
+        if stopped.is_some() {
+            break;
+        }
+        at = start + len;
+    }
+    Ok(batches_end)
+}
+
 /// The file name of the chunk starting at `start`.
 pub fn chunk_name(start: u64) -> String {
     format!("chunk-{start:016x}.pack")
@@ -56,7 +140,7 @@ pub(crate) fn parse_hex_name(name: &str, kind: &str, suffix: &str) -> Option<u64
     u64::from_str_radix(hex, 16).ok()
 }
 
-pub(crate) fn parse_chunk_name(name: &str) -> Option<u64> {
+fn parse_chunk_name(name: &str) -> Option<u64> {
     parse_hex_name(name, "chunk-", ".pack")
 }
 
@@ -201,10 +285,12 @@ impl Pack {
 
     /// Opens the chunks of a store whose durable end is `durable_end`, and
     /// the files the run table `collected` (generation and runs) points into.
-    /// Writable: removes chunks past the durable end and truncates the last
-    /// one there; finishes what a collection left (chunks and segments no
-    /// run needs are removed, or in archive mode chunks below the first
-    /// become cold). Read-only: ignores what lies past the durable end.
+    /// Writable: first extends the durable end over the whole batches found
+    /// after it (see [`whole_batches_end`]; [`Pack::end`] tells the caller),
+    /// then removes chunks past it and truncates the last one there;
+    /// finishes what a collection left (chunks and segments no run needs
+    /// are removed, or in archive mode chunks below the first become cold).
+    /// Read-only: ignores what lies past the durable end.
     pub fn open(
         storage: Arc<dyn Storage>,
         first_start: u64,
@@ -215,6 +301,7 @@ impl Pack {
         archive: bool,
     ) -> Result<Pack> {
         let names = storage.list().map_err(Error::io(storage.describe(), "list"))?;
+        let durable_end = if writable { whole_batches_end(&*storage, &names, first_start, durable_end)? } else { durable_end };
         let needed: BTreeSet<u64> = collected.iter().flat_map(|(_, runs)| runs.iter().map(|r| r.file)).collect();
         let mut starts: Vec<u64> =
             names.iter().filter_map(|name| parse_chunk_name(name)).filter(|&start| start >= first_start).collect();
@@ -638,40 +725,15 @@ impl Pack {
     pub fn scan(&self, from: u64, to: u64, f: &mut RecordFn<'_>) -> Result<()> {
         let mut offset = from;
         while offset < to {
-            let Located { file, name, pos: start_pos, avail, .. } = self.locate(offset)?;
-            let avail = avail.min(to - offset);
-            // Read the rest of this region in pieces of up to 8 MiB.
-            let piece = avail.min(8 << 20);
-            let mut buf = vec![0u8; piece as usize];
-            file.read_exact_at(&mut buf, start_pos).map_err(Error::io(&name, "read"))?;
-            let mut pos = 0usize;
-            loop {
-                match record::parse(&buf[pos..]) {
-                    Parse::Record { kind, payload, total } => {
-                        f(offset + pos as u64, kind, payload)?;
-                        pos += total;
-                        if pos == buf.len() {
-                            break;
-                        }
-                    }
-                    Parse::NeedMore { total } => {
-                        if pos == 0 {
-                            if (total as u64) > avail {
-                                return Err(Error::corrupt(&name, start_pos, "record runs past the end of the durable data"));
-                            }
-                            // A record larger than the piece: read it alone.
-                            let (kind, payload) = self.read_record(offset)?;
-                            f(offset, kind, &payload)?;
-                            pos = total;
-                        }
-                        break;
-                    }
-                    Parse::Invalid { reason } => {
-                        return Err(Error::corrupt(&name, start_pos + pos as u64, reason));
-                    }
-                }
+            let Located { file, name, pos, avail, .. } = self.locate(offset)?;
+            let end = pos + avail.min(to - offset);
+            let base = offset - pos;
+            if let Some(Stopped { pos, reason }) =
+                scan_region(&*file, &name, pos, end, &mut |pos, kind, payload, _| f(base + pos, kind, payload))?
+            {
+                return Err(Error::corrupt(&name, pos, reason));
             }
-            offset += pos as u64;
+            offset = base + end;
         }
         Ok(())
     }

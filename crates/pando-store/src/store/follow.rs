@@ -85,7 +85,7 @@ impl Repo {
             let index_name = index_file::name(control.index_generation);
             let index_file = self.storage.open(&index_name, false).map_err(Error::io(&index_name, "open"))?;
             let dict_file = self.storage.open(DICT, false).map_err(Error::io(DICT, "open"))?;
-            let loaded = load_commits(&self.pack, control, &*index_file, &*dict_file, false)?;
+            let loaded = load_commits(&self.pack, control, control.durable_end, &*index_file, &*dict_file, false)?;
             let before = self.index.read().len() as u64;
             let collected = loaded.index.values().filter(|&&offset| offset == index_file::COLLECTED).count() as u64;
             // Ids never change: inodes decoded with the old dictionary stay right.

@@ -70,8 +70,8 @@ impl Writer {
     /// control slot not holding the newest synced state, and fsyncs it. Its
     /// `seq` is chosen here. The caller poisons the store on failure: the
     /// slot may or may not have reached the disk.
-    fn write_synced_control(&mut self, next: crate::format::control::Control) -> Result<()> {
-        let next = crate::format::control::Control { seq: self.control.next_synced(self.synced_seq).seq, ..next };
+    fn write_synced_control(&mut self, next: Control) -> Result<()> {
+        let next = Control { seq: self.control.next_synced_seq(self.synced_seq), ..next };
         self.control_file.write_all_at(&next.encode(), next.slot_offset()).map_err(Error::io("control", "write"))?;
         crash_point::reach("after-control-write");
         self.control_file.sync().map_err(Error::io("control", "sync"))?;
@@ -83,7 +83,7 @@ impl Writer {
 
     /// Writes `next` to the hint slot, without an fsync: what readers in
     /// other processes follow. The pack bytes it describes are durable.
-    fn write_control_hint(&mut self, mut next: crate::format::control::Control) -> Result<()> {
+    fn write_control_hint(&mut self, mut next: Control) -> Result<()> {
         next.seq = self.control.seq + 1;
         self.control_file
             .write_all_at(&next.encode(), crate::format::control::HINT_OFFSET)

@@ -2,12 +2,11 @@
 //!
 //! Recovery needs no log replay beyond the last checkpoint: the control file
 //! names a durable end of the pack; a writable open extends it over the
-//! whole batches found after it (each record checksummed, each batch ended
-//! by its commit record: commits whose pack fsync completed but whose
-//! control hint was lost) and cuts off what follows; a read-only open
-//! ignores it. The index and dictionary files are read up to their
-//! checkpointed lengths and the records between the checkpoint and the
-//! durable end are scanned to complete them.
+//! whole batches found after it (`Pack::open`: commits whose pack fsync
+//! completed but whose control hint was lost) and cuts off what follows; a
+//! read-only open ignores it. The index and dictionary files are read up to
+//! their checkpointed lengths and the records between the checkpoint and
+//! the durable end are scanned to complete them, the recovered commits too.
 
 use pando_core::Hash;
 use parking_lot::{Mutex, RwLock};
@@ -65,9 +64,7 @@ pub fn open(storage: Arc<dyn Storage>, options: Options) -> Result<Repo> {
     let control_bytes = read_all(&*control_file).map_err(Error::io(CONTROL, "read"))?;
     let slots = control::decode(&control_bytes).map_err(|(first, second)| slot_error(first, second))?;
     let writable = !options.read_only;
-    // A reader takes what the control file says; the writer also takes in
-    // the commits made durable after it (the hint slot is not synced).
-    let control = if writable { recover_tail(&*storage, slots.newest)? } else { slots.newest };
+    let mut control = slots.newest;
 
     let generation = control.generation;
     let runs =
@@ -81,11 +78,16 @@ pub fn open(storage: Arc<dyn Storage>, options: Options) -> Result<Repo> {
         runs,
         control.flags & crate::format::control::FLAG_ARCHIVE != 0,
     )?;
+    // A writable pack took in the whole batches past the slot's durable end
+    // (commits whose slot, a hint not synced, was lost); the scan of the
+    // records after the checkpoint below finds their commits.
+    let slot_end = std::mem::replace(&mut control.durable_end, pack.end());
 
     let dict_file = open_file(&*storage, DICT, false)?;
     let index_file = open_file(&*storage, &index_file::name(control.index_generation), false)?;
-    let Loaded { index, dict, unflushed: unflushed_index, last_commit } =
-        load_commits(&pack, &control, &*index_file, &*dict_file, writable)?;
+    let Loaded { index, dict, unflushed: unflushed_index, commits, last_commit } =
+        load_commits(&pack, &control, slot_end, &*index_file, &*dict_file, writable)?;
+    (control.commits, control.last_commit) = (commits, last_commit);
 
     let collected = index.values().filter(|&&offset| offset == index_file::COLLECTED).count() as u64;
     if writable {
@@ -138,15 +140,20 @@ pub(super) struct Loaded {
     pub dict: Dict,
     /// Commits found after the checkpoint (not yet in the index file).
     pub unflushed: Vec<(Hash, u64)>,
+    /// Commits in the store, and the offset of the newest (`u64::MAX` if none).
+    pub commits: u64,
     pub last_commit: u64,
 }
 
 /// Reads the index and dictionary files up to the lengths `control`
 /// records, then completes them from the pack's records between the
-/// checkpoint and the durable end.
+/// checkpoint and the durable end. The commits found past `slot_end` (the
+/// durable end the control slot named, which a writable open extends) are
+/// the ones recovery added to the slot's count.
 pub(super) fn load_commits(
     pack: &Pack,
     control: &Control,
+    slot_end: u64,
     index_file: &dyn File,
     dict_file: &dyn File,
     writable: bool,
@@ -173,15 +180,17 @@ pub(super) fn load_commits(
     index.extend(entries);
     let mut unflushed = Vec::new();
     scan_commits(pack, control.checkpoint_end, control.durable_end, &mut index, &mut dict, &mut unflushed)?;
-    if index.len() as u64 != control.commits {
-        return Err(Error::corrupt(
-            index_name,
-            0,
-            format!("{} commits found, the control file says {}", index.len(), control.commits),
-        ));
+    let recovered: Vec<u64> = unflushed.iter().map(|&(_, at)| at).filter(|&at| at >= slot_end).collect();
+    let commits = control.commits + recovered.len() as u64;
+    if index.len() as u64 != commits {
+        return Err(Error::corrupt(index_name, 0, format!("{} commits found, the control file says {}", index.len(), commits)));
     }
-    let last_commit = if control.commits == 0 { u64::MAX } else { control.last_commit };
-    Ok(Loaded { index, dict, unflushed, last_commit })
+    let last_commit = match recovered.last() {
+        Some(&at) => at,
+        None if control.commits == 0 => u64::MAX,
+        None => control.last_commit,
+    };
+    Ok(Loaded { index, dict, unflushed, commits, last_commit })
 }
 
 /// Adds the commit and dictionary records between `from` and `to` to
@@ -241,70 +250,6 @@ fn create(storage: &dyn Storage, options: &Options) -> Result<()> {
     storage.sync_dir().map_err(Error::io(storage.describe(), "sync directory"))?;
     storage.rename(temp, CONTROL).map_err(Error::io(CONTROL, "rename"))?;
     storage.sync_dir().map_err(Error::io(storage.describe(), "sync directory"))
-}
-
-/// `control` extended over the whole batches written after its durable end:
-/// records whose checksums hold, from the durable end on, through chunks
-/// that follow each other without a gap, up to the last commit record
-/// before the first record that does not parse. Whatever follows (a batch
-/// cut short by a crash) is left for `Pack::open` to cut off.
-///
-/// Sound because every chunk byte past the end of a chunk was never written
-/// (a writable open truncates there and syncs before appending), so only
-/// bytes this writer appended can checksum, and a batch's commit record is
-/// its last record.
-fn recover_tail(storage: &dyn Storage, mut control: Control) -> Result<Control> {
-    let names = storage.list().map_err(Error::io(storage.describe(), "list"))?;
-    let mut starts: Vec<u64> = names
-        .iter()
-        .filter_map(|name| crate::pack::parse_chunk_name(name))
-        .filter(|&start| start >= control.first_chunk_start)
-        .collect();
-    starts.sort_unstable();
-    let Some(first) = starts.iter().rposition(|&start| start <= control.durable_end) else { return Ok(control) };
-    // `at`: the next record's logical offset.
-    let mut at = control.durable_end;
-    'chunks: for &start in &starts[first..] {
-        if start > at {
-            break;
-        }
-        let name = crate::pack::chunk_name(start);
-        let file = open_file(storage, &name, false)?;
-        let len = file.len().map_err(Error::io(&name, "stat"))?;
-        let mut buf = Vec::new();
-        while at < start + len {
-            let pos = at - start;
-            let want = (len - pos).min(8 << 20);
-            buf.resize(want as usize, 0);
-            file.read_exact_at(&mut buf, pos).map_err(Error::io(&name, "read"))?;
-            let mut used = 0;
-            loop {
-                match crate::format::record::parse(&buf[used..]) {
-                    crate::format::record::Parse::Record { kind, total, .. } => {
-                        if kind == RecordKind::Commit {
-                            control.commits += 1;
-                            control.last_commit = at;
-                            control.durable_end = at + total as u64;
-                        }
-                        at += total as u64;
-                        used += total;
-                        if used == buf.len() {
-                            break;
-                        }
-                    }
-                    // A record longer than what was read: read from it on,
-                    // unless it runs past the chunk (a batch cut short).
-                    crate::format::record::Parse::NeedMore { .. } if used > 0 => break,
-                    crate::format::record::Parse::NeedMore { total } if pos + total as u64 <= len => {
-                        buf.resize(total, 0);
-                        file.read_exact_at(&mut buf, pos).map_err(Error::io(&name, "read"))?;
-                    }
-                    _ => break 'chunks,
-                }
-            }
-        }
-    }
-    Ok(control)
 }
 
 /// Reads the first `len` bytes of a file, which must have at least that many;
