@@ -12,6 +12,7 @@
 //!   vectors.
 //! - Decoders never panic on any input; they return [`Error`].
 
+pub mod dir;
 pub mod error;
 pub mod hash;
 pub mod inode;

@@ -25,7 +25,7 @@ use std::sync::Arc;
 
 use crate::dict::{Dict, read_bytes};
 use crate::format::record::RecordKind;
-use crate::tree::node::{Body, Child, Inode, Ptr, Step, Value};
+use crate::tree::node::{Body, Child, Inode, Leaf, Pointers, Ptr, Step, Value, Values};
 
 /// Contents of at most this many bytes are stored inside their directory.
 pub const INLINE_MAX: usize = 32;
@@ -45,7 +45,7 @@ fn hex_value(digit: u8) -> u8 {
     if digit.is_ascii_digit() { digit - b'0' } else { digit - b'a' + 10 }
 }
 
-fn write_step(out: &mut Vec<u8>, step: &Step, dict: &Dict, raw_steps: &mut Vec<Step>) -> u8 {
+fn write_step(out: &mut Vec<u8>, step: &[u8], dict: &Dict, raw_steps: &mut Vec<Step>) -> u8 {
     if is_hex_step(step) {
         write_u64(out, (step.len() / 2) as u64);
         out.extend(step.chunks(2).map(|pair| hex_value(pair[0]) << 4 | hex_value(pair[1])));
@@ -56,7 +56,7 @@ fn write_step(out: &mut Vec<u8>, step: &Step, dict: &Dict, raw_steps: &mut Vec<S
     } else {
         write_u64(out, step.len() as u64);
         out.extend_from_slice(step);
-        raw_steps.push(step.clone());
+        raw_steps.push(Step::from_slice(step));
         STEP_RAW
     }
 }
@@ -64,27 +64,20 @@ fn write_step(out: &mut Vec<u8>, step: &Step, dict: &Dict, raw_steps: &mut Vec<S
 /// Encodes a value inode in its stored form: every child is inline
 /// contents, a blob pointer or a stored directory pointer. `hashes[i]` is
 /// the hash of entry `i`'s child.
-pub fn encode_values(
-    entries: &[(Step, Child)],
-    hashes: &[Hash],
-    at: u64,
-    dict: &Dict,
-    raw_steps: &mut Vec<Step>,
-    out: &mut Vec<u8>,
-) {
-    write_u64(out, entries.len() as u64);
+pub fn encode_values(values: &Values, hashes: &[Hash], at: u64, dict: &Dict, raw_steps: &mut Vec<Step>, out: &mut Vec<u8>) {
+    write_u64(out, values.len() as u64);
     let mut scratch = Vec::with_capacity(64);
-    for ((step, child), hash) in entries.iter().zip(hashes) {
+    for ((step, child), hash) in values.iter().zip(hashes) {
         scratch.clear();
         let step_kind = write_step(&mut scratch, step, dict, raw_steps);
         let child_kind = match child {
-            Child::Value(value) if value.bytes.len() <= INLINE_MAX => {
+            Child::Contents(Leaf::Value(value)) if value.bytes.len() <= INLINE_MAX => {
                 write_u64(&mut scratch, value.bytes.len() as u64);
                 scratch.extend_from_slice(&value.bytes);
                 CHILD_INLINE
             }
-            Child::Value(_) => panic!("a large value is written as a blob before its directory is encoded"),
-            Child::Blob { offset, .. } => {
+            Child::Contents(Leaf::Value(_)) => panic!("a large value is written as a blob before its directory is encoded"),
+            Child::Contents(Leaf::Blob { offset, .. }) => {
                 write_delta(&mut scratch, at, *offset, hash);
                 CHILD_BLOB
             }
@@ -99,29 +92,15 @@ pub fn encode_values(
 }
 
 /// Encodes a tree inode whose children are all stored pointers;
-/// `hashes[i]` is the inode hash of child `i`.
-pub fn encode_tree(
-    depth: u32,
-    len: u64,
-    children: &[Option<Ptr>; ENTRIES],
-    hashes: &[Option<Hash>; ENTRIES],
-    at: u64,
-    out: &mut Vec<u8>,
-) {
-    assert!(depth < 256, "inode depth fits a byte");
-    out.push(depth as u8);
-    write_u64(out, len);
-    let mut bitmap = 0u32;
-    for (i, child) in children.iter().enumerate() {
-        if child.is_some() {
-            bitmap |= 1 << i;
-        }
-    }
+/// `hashes[k]` is the inode hash of the `k`-th child present.
+pub fn encode_tree(pointers: &Pointers, hashes: &[Hash], at: u64, out: &mut Vec<u8>) {
+    assert!(pointers.depth < 256, "inode depth fits a byte");
+    out.push(pointers.depth as u8);
+    write_u64(out, pointers.len);
+    let bitmap = pointers.iter().fold(0u32, |bits, (i, _)| bits | 1 << i);
     out.extend_from_slice(&bitmap.to_le_bytes());
-    for (child, hash) in children.iter().zip(hashes) {
-        if let Some(ptr) = child {
-            write_delta(out, at, ptr_offset(ptr), hash.as_ref().expect("hash of every present child"));
-        }
+    for ((_, ptr), hash) in pointers.iter().zip(hashes) {
+        write_delta(out, at, ptr_offset(ptr), hash);
     }
 }
 
@@ -224,11 +203,11 @@ pub fn decode_values(payload: &[u8], at: u64, dict: &Dict) -> Result<Inode, Stri
                 if bytes.len() > INLINE_MAX {
                     return Err(format!("inline contents of {} bytes", bytes.len()));
                 }
-                Child::Value(Arc::new(Value::new(bytes)))
+                Child::Contents(Leaf::Value(Arc::new(Value::new(bytes))))
             }
             CHILD_BLOB => {
                 let (offset, hash) = r.pointer(at)?;
-                Child::Blob { offset, hash }
+                Child::Contents(Leaf::Blob { offset, hash })
             }
             other => return Err(format!("unknown child kind {other}")),
         };
@@ -238,7 +217,7 @@ pub fn decode_values(payload: &[u8], at: u64, dict: &Dict) -> Result<Inode, Stri
         entries.push((step, child));
     }
     r.finish()?;
-    Ok(Inode::new(Body::Values(entries)))
+    Ok(Inode::new(Body::Values(Values::from_sorted(entries))))
 }
 
 /// How a value inode's entry is stored: its step and child as encoded,
@@ -331,15 +310,15 @@ pub fn decode_tree(payload: &[u8], at: u64, depth: u32) -> Result<Inode, String>
     if bitmap == 0 {
         return Err("tree inode without children".into());
     }
-    let mut children: Box<[Option<Ptr>; ENTRIES]> = Box::new(std::array::from_fn(|_| None));
-    for (i, child) in children.iter_mut().enumerate() {
+    let mut children = Vec::with_capacity(bitmap.count_ones() as usize);
+    for i in 0..ENTRIES {
         if bitmap & (1 << i) != 0 {
             let (offset, hash) = r.pointer(at)?;
-            *child = Some(Ptr::stored(offset, hash));
+            children.push((i, Ptr::stored(offset, hash)));
         }
     }
     r.finish()?;
-    Ok(Inode::new(Body::Tree { depth, len, children }))
+    Ok(Inode::new(Body::Tree(Pointers::new(depth, len, children))))
 }
 
 /// Checks that every entry of a decoded value inode at `depth` belongs there
@@ -347,10 +326,10 @@ pub fn decode_tree(payload: &[u8], at: u64, depth: u32) -> Result<Inode, String>
 /// indices taken from the root. Used by the integrity checker.
 pub fn entries_belong(inode: &Inode, path: &[usize]) -> bool {
     match &inode.body {
-        Body::Values(entries) => {
-            entries.iter().all(|(step, _)| path.iter().enumerate().all(|(depth, &i)| index(depth as u32, step) == i))
+        Body::Values(values) => {
+            values.iter().all(|(step, _)| path.iter().enumerate().all(|(depth, &i)| index(depth as u32, step) == i))
         }
-        Body::Tree { .. } => true,
+        Body::Tree(_) => true,
     }
 }
 
@@ -493,23 +472,24 @@ impl TreePatch {
 
     /// The tree inode this patch describes, given its base.
     pub fn apply(&self, base: &Inode) -> Result<Inode, String> {
-        let Body::Tree { depth, children, .. } = &base.body else {
+        let Body::Tree(base) = &base.body else {
             return Err("the base of a tree patch is not a tree inode".into());
         };
-        if *depth != self.depth {
-            return Err(format!("tree patch at depth {} has a base at depth {depth}", self.depth));
+        if base.depth != self.depth {
+            return Err(format!("tree patch at depth {} has a base at depth {}", self.depth, base.depth));
         }
         if self.len <= ENTRIES as u64 {
             return Err(format!("tree inode with only {} entries", self.len));
         }
-        let mut children = children.clone();
+        let mut pointers = base.clone();
+        pointers.len = self.len;
         for (index, pointer) in &self.changes {
-            children[*index] = pointer.map(|(offset, hash)| Ptr::stored(offset, hash));
+            pointers.put(*index, pointer.map(|(offset, hash)| Ptr::stored(offset, hash)));
         }
-        if children.iter().all(Option::is_none) {
+        if pointers.count() == 0 {
             return Err("tree inode without children".into());
         }
-        Ok(Inode::new(Body::Tree { depth: self.depth, len: self.len, children }))
+        Ok(Inode::new(Body::Tree(pointers)))
     }
 }
 

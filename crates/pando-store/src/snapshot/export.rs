@@ -7,8 +7,7 @@ use std::io::Write;
 
 use super::{END, ENTRY_CONTENTS, ENTRY_DIR, FrameWriter, Header, SnapshotSummary, TAG_TREE, TAG_VALUES, write_frames};
 use crate::error::Result;
-use crate::tree::hash::value_of;
-use crate::tree::node::{Body, Child, Inode, Loader, Ptr, Step};
+use crate::tree::node::{Body, Child, Inode, Loader, Ptr, value_of};
 use crate::tree::walk::{Visitor, walk};
 
 /// Writes the tree whose root directory is `root` under `header`.
@@ -32,7 +31,7 @@ struct Writer<'a> {
 }
 
 impl Writer<'_> {
-    fn step(&mut self, step: &Step, kind: u8) {
+    fn step(&mut self, step: &[u8], kind: u8) {
         let buf = self.w.buf();
         write_u64(buf, step.len() as u64);
         buf.extend_from_slice(step);
@@ -45,21 +44,21 @@ impl Visitor for Writer<'_> {
         self.summary.inodes += 1;
         let buf = self.w.buf();
         match &inode.body {
-            Body::Values(entries) => {
+            Body::Values(values) => {
                 buf.push(TAG_VALUES);
-                write_u64(buf, entries.len() as u64);
+                write_u64(buf, values.len() as u64);
             }
-            Body::Tree { len, children, .. } => {
+            Body::Tree(pointers) => {
                 buf.push(TAG_TREE);
-                write_u64(buf, *len);
-                let bitmap = children.iter().enumerate().filter(|(_, c)| c.is_some()).fold(0u32, |m, (i, _)| m | 1 << i);
+                write_u64(buf, pointers.len);
+                let bitmap = pointers.iter().fold(0u32, |m, (i, _)| m | 1 << i);
                 buf.extend_from_slice(&bitmap.to_le_bytes());
             }
         }
         self.w.maybe_flush()
     }
 
-    fn contents(&mut self, step: &Step, child: &Child) -> Result<()> {
+    fn contents(&mut self, step: &[u8], child: &Child) -> Result<()> {
         let value = value_of(child, self.loader)?.expect("a contents entry has a value");
         self.step(step, ENTRY_CONTENTS);
         let buf = self.w.buf();
@@ -70,7 +69,7 @@ impl Visitor for Writer<'_> {
         self.w.maybe_flush()
     }
 
-    fn enter(&mut self, step: &Step) -> Result<()> {
+    fn enter(&mut self, step: &[u8]) -> Result<()> {
         self.step(step, ENTRY_DIR);
         self.summary.directories += 1;
         Ok(())

@@ -13,6 +13,7 @@
 //! truncated at the next writable open). A torn control write fails its
 //! checksum and the previous slot is used. After it, the batch is durable.
 
+use pando_core::dir::{child_hash, dir_ptr_hash, inode_ptr_hash};
 use pando_core::inode::ENTRIES;
 use pando_core::{CommitInfo, Hash};
 use std::sync::Arc;
@@ -27,8 +28,7 @@ use crate::format::node::{CommitRecord, INLINE_MAX, MAX_PATCH_CHAIN, MAX_PATCH_C
 use crate::format::record::{self, RecordKind};
 use crate::options::SyncPolicy;
 use crate::tree::Tree;
-use crate::tree::hash::{child_hash, dir_ptr_hash, inode_ptr_hash};
-use crate::tree::node::{Body, Child, Inode, Loader, Ptr, Step, Value};
+use crate::tree::node::{Body, Child, Inode, Leaf, Loader, Pointers, Ptr, Step, Value, Values, Written};
 
 /// Builds one commit's batch of records.
 struct Batch<'a> {
@@ -74,72 +74,68 @@ impl Batch<'_> {
         at
     }
 
-    /// Writes the inode and its new descendants; returns its offset and
-    /// the inode a pointer to it should remember: the stored copy the cache
-    /// receives, so that a tree checked out from this commit walks from
-    /// copy to copy without a cache lookup while they stay cached.
-    fn write_inode(&mut self, inode: &Arc<Inode>, depth: u32) -> Result<(u64, Arc<Inode>)> {
+    /// Writes the inode and its new descendants; returns its offset. The
+    /// cache receives a stored copy pointing to children by offset.
+    fn write_inode(&mut self, inode: &Arc<Inode>, depth: u32) -> Result<u64> {
         if let Some(offset) = self.written_at(inode.stored_offset(self.instance)) {
-            return Ok((offset, inode.clone()));
+            return Ok(offset);
         }
         let mut patch_chain = 0;
         let stored_body = match &inode.body {
-            Body::Values(entries) => {
-                let mut hashes = Vec::with_capacity(entries.len());
-                let mut stored_entries = Vec::with_capacity(entries.len());
-                for (step, child) in entries {
+            Body::Values(values) => {
+                let mut hashes = Vec::with_capacity(values.len());
+                let mut stored_entries = Vec::with_capacity(values.len());
+                for (step, child) in values.iter() {
                     let stored_child = match child {
-                        Child::Value(value) if value.bytes.len() > INLINE_MAX => {
+                        Child::Contents(Leaf::Value(value)) if value.bytes.len() > INLINE_MAX => {
                             let offset = self.write_blob(value);
-                            Child::Blob { offset, hash: value.hash() }
+                            Child::Contents(Leaf::Blob { offset, hash: value.hash() })
                         }
-                        Child::Dir(Ptr::Mem(root)) => {
-                            let (offset, stored) = self.write_inode(root, 0)?;
-                            Child::Dir(Ptr::stored_as(offset, dir_ptr_hash(&Ptr::Mem(root.clone()), self.loader)?, &stored))
+                        Child::Dir(ptr @ Ptr::Mem(root)) => {
+                            let offset = self.write_inode(root, 0)?;
+                            Child::Dir(Ptr::stored(offset, dir_ptr_hash(ptr, self.loader)?))
                         }
                         other => other.clone(),
                     };
                     hashes.push(child_hash(child, self.loader)?);
-                    stored_entries.push((step.clone(), stored_child));
+                    stored_entries.push((step, stored_child));
                 }
+                let stored = Values::from_sorted(stored_entries);
                 let at = self.next_offset();
                 self.payload.clear();
-                encode_values(&stored_entries, &hashes, at, self.dict, &mut self.raw_steps, &mut self.payload);
-                Body::Values(stored_entries)
+                encode_values(&stored, &hashes, at, self.dict, &mut self.raw_steps, &mut self.payload);
+                Body::Values(stored)
             }
-            Body::Tree { depth: tree_depth, len, children } => {
-                assert_eq!(*tree_depth, depth, "tree inode written at the wrong depth");
-                let mut hashes: [Option<Hash>; ENTRIES] = [None; ENTRIES];
-                let mut stored_children: Box<[Option<Ptr>; ENTRIES]> = Box::new(std::array::from_fn(|_| None));
-                for (i, child) in children.iter().enumerate() {
-                    let Some(ptr) = child else { continue };
-                    let hash = inode_ptr_hash(ptr, self.loader)?;
+            Body::Tree(pointers) => {
+                assert_eq!(pointers.depth, depth, "tree inode written at the wrong depth");
+                let mut hashes = Vec::with_capacity(pointers.count());
+                let mut stored_children = Vec::with_capacity(pointers.count());
+                for (i, ptr) in pointers.iter() {
+                    let hash = inode_ptr_hash(ptr, depth + 1, self.loader)?;
                     let stored = match ptr {
-                        Ptr::Mem(inode) => {
-                            let (offset, stored) = self.write_inode(inode, depth + 1)?;
-                            Ptr::stored_as(offset, hash, &stored)
-                        }
+                        Ptr::Mem(inode) => Ptr::stored(self.write_inode(inode, depth + 1)?, hash),
                         Ptr::Stored { .. } => ptr.clone(),
                     };
-                    hashes[i] = Some(hash);
-                    stored_children[i] = Some(stored);
+                    hashes.push(hash);
+                    stored_children.push((i, stored));
                 }
+                let stored = Pointers::new(depth, pointers.len, stored_children);
                 let at = self.next_offset();
                 self.payload.clear();
-                match plan_patch(self.instance, |o| self.pack.holds(o), inode, depth, *len, &stored_children) {
+                match plan_patch(self.instance, |o| self.pack.holds(o), inode, &stored) {
                     Some((patch, chain)) => {
                         patch.encode(at, &mut self.payload);
                         patch_chain = chain;
                     }
-                    None => encode_tree(depth, *len, &stored_children, &hashes, at, &mut self.payload),
+                    None => encode_tree(&stored, &hashes, at, &mut self.payload),
                 }
-                Body::Tree { depth, len: *len, children: stored_children }
+                Body::Tree(stored)
             }
         };
         let kind = match stored_body {
             Body::Values(_) => RecordKind::Values,
-            Body::Tree { .. } if patch_chain > 0 => RecordKind::TreePatch,
-            Body::Tree { .. } => RecordKind::Tree,
+            Body::Tree(_) if patch_chain > 0 => RecordKind::TreePatch,
+            Body::Tree(_) => RecordKind::Tree,
         };
         let at = self.push_record(kind);
         inode.mark_stored(self.instance, at, patch_chain);
@@ -147,15 +143,15 @@ impl Batch<'_> {
         // nothing else alive; it carries the hashes already computed.
         let stored = Inode::new(stored_body);
         stored.mark_stored(self.instance, at, patch_chain);
-        if let Some(hash) = inode.hash.get() {
-            let _ = stored.hash.set(*hash);
+        let (hash, dir_hash) = inode.memoised();
+        if let Some(hash) = hash {
+            stored.remember_hash(1, hash);
         }
-        if let Some(hash) = inode.dir_hash.get() {
-            let _ = stored.dir_hash.set(*hash);
+        if let Some(hash) = dir_hash {
+            stored.remember_hash(0, hash);
         }
-        let stored = Arc::new(stored);
-        self.written.push((at, stored.clone()));
-        Ok((at, stored))
+        self.written.push((at, Arc::new(stored)));
+        Ok(at)
     }
 }
 
@@ -179,17 +175,17 @@ fn check_refs(instance: u64, pack: &crate::pack::Pack, inode: &Arc<Inode>) -> Re
         return Ok(());
     }
     match &inode.body {
-        Body::Values(entries) => {
-            for (_, child) in entries {
+        Body::Values(values) => {
+            for (_, child) in values.iter() {
                 match child {
-                    Child::Value(_) => {}
-                    Child::Blob { offset, .. } | Child::Dir(Ptr::Stored { offset, .. }) => held(*offset)?,
+                    Child::Contents(Leaf::Value(_)) => {}
+                    Child::Contents(Leaf::Blob { offset, .. }) | Child::Dir(Ptr::Stored { offset, .. }) => held(*offset)?,
                     Child::Dir(Ptr::Mem(root)) => check_refs(instance, pack, root)?,
                 }
             }
         }
-        Body::Tree { children, .. } => {
-            for child in children.iter().flatten() {
+        Body::Tree(pointers) => {
+            for (_, child) in pointers.iter() {
                 match child {
                     Ptr::Stored { offset, .. } => held(*offset)?,
                     Ptr::Mem(inode) => check_refs(instance, pack, inode)?,
@@ -201,7 +197,7 @@ fn check_refs(instance: u64, pack: &crate::pack::Pack, inode: &Arc<Inode>) -> Re
 }
 
 /// Offset of what a child slot points to, if `instance` wrote it.
-fn slot_offset(instance: u64, slot: &Option<Ptr>) -> Option<u64> {
+fn slot_offset(instance: u64, slot: Option<&Ptr>) -> Option<u64> {
     match slot {
         None => None,
         Some(Ptr::Stored { offset, .. }) => Some(*offset),
@@ -211,24 +207,19 @@ fn slot_offset(instance: u64, slot: &Option<Ptr>) -> Option<u64> {
 
 /// A patch against the inode's base when few children changed and the
 /// base's chain of patches is short; `None` to write the inode in full.
-fn plan_patch(
-    instance: u64,
-    held: impl Fn(u64) -> bool,
-    inode: &Inode,
-    depth: u32,
-    len: u64,
-    children: &[Option<Ptr>; ENTRIES],
-) -> Option<(TreePatch, u8)> {
-    let base = inode.base.lock().clone()?;
+fn plan_patch(instance: u64, held: impl Fn(u64) -> bool, inode: &Inode, children: &Pointers) -> Option<(TreePatch, u8)> {
+    let base = inode.base()?;
     // A base that a collection removed is not patched against.
     let base_offset = base.stored_offset(instance).filter(|&o| held(o))?;
-    let chain = base.patch_chain.get().copied()?;
-    let Body::Tree { depth: base_depth, children: base_children, .. } = &base.body else { return None };
-    if *base_depth != depth || chain >= MAX_PATCH_CHAIN {
+    let chain = base.patch_chain()?;
+    let Body::Tree(base_children) = &base.body else { return None };
+    if base_children.depth != children.depth || chain >= MAX_PATCH_CHAIN {
         return None;
     }
     let mut changes = Vec::new();
-    for (index, (slot, base_slot)) in children.iter().zip(base_children.iter()).enumerate() {
+    for index in 0..ENTRIES {
+        let slot = children.get(index);
+        let base_slot = base_children.get(index);
         let offset = slot_offset(instance, slot);
         let base_offset = if base_slot.is_some() { Some(slot_offset(instance, base_slot)?) } else { None };
         if offset != base_offset {
@@ -243,7 +234,7 @@ fn plan_patch(
     if changes.is_empty() || changes.len() > MAX_PATCH_CHANGES {
         return None;
     }
-    Some((TreePatch { depth, len, base: base_offset, changes }, chain + 1))
+    Some((TreePatch { depth: children.depth, len: children.len, base: base_offset, changes }, chain + 1))
 }
 
 impl Repo {
@@ -255,7 +246,7 @@ impl Repo {
             return Err(Error::ForeignTree);
         }
         let Child::Dir(root) = tree.node()? else { return Err(Error::RootNotDirectory) };
-        let root_hash = dir_ptr_hash(root, self)?;
+        let root_hash = dir_ptr_hash(root, self as &dyn Loader)?;
         let mut parent_links = Vec::with_capacity(parents.len());
         {
             let index = self.index.read();
@@ -314,7 +305,7 @@ impl Repo {
         }
         let root_offset = match root {
             Ptr::Stored { offset, .. } => *offset,
-            Ptr::Mem(inode) => self.guard(batch.write_inode(inode, 0))?.0,
+            Ptr::Mem(inode) => self.guard(batch.write_inode(inode, 0))?,
         };
         let (mut buf, raw_steps, written) = (batch.buf, batch.raw_steps, batch.written);
         let first_new_id = dict.len();

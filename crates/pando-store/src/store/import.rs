@@ -30,12 +30,11 @@ use crate::error::{Error, Result};
 use crate::format::node::{ABSENT_PARENT, CommitRecord, INLINE_MAX, encode_tree, encode_values};
 use crate::format::record::{self, MAX_PAYLOAD, RecordKind};
 use crate::snapshot::{END, ENTRY_CONTENTS, ENTRY_DIR, FrameReader, Header, SnapshotSummary, TAG_TREE, TAG_VALUES};
-use crate::tree::node::{Child, Ptr, Step, Value};
+use crate::tree::node::{Child, Leaf, Pointers, Ptr, Step, Value, Values};
+use pando_core::dir::MAX_DEPTH;
 
 /// Bytes of records gathered before they are appended to the pack.
 const BATCH_BYTES: usize = 8 << 20;
-/// Deepest inode trie accepted (as the proof verifier's bound).
-const MAX_INODE_DEPTH: usize = 64;
 /// Deepest nesting of directories accepted.
 const MAX_DIR_DEPTH: usize = 4096;
 
@@ -176,9 +175,9 @@ impl Repo {
                             summary.contents_bytes += bytes.len() as u64;
                             let child = if bytes.len() > INLINE_MAX {
                                 out.payload = bytes;
-                                Child::Blob { offset: out.push(RecordKind::Blob), hash }
+                                Child::Contents(Leaf::Blob { offset: out.push(RecordKind::Blob), hash })
                             } else {
-                                Child::Value(Arc::new(Value::new(bytes)))
+                                Child::Contents(Leaf::Value(Arc::new(Value::new(bytes))))
                             };
                             if let Some(flat) = &mut top.flat {
                                 flat.push((step.clone(), Kind::Contents, hash));
@@ -202,8 +201,8 @@ impl Repo {
                 Body::Tree { bitmap, next, .. } if (*next..ENTRIES).any(|i| *bitmap & (1 << i) != 0) => {
                     let i = (*next..ENTRIES).find(|i| *bitmap & (1 << i) != 0).expect("found above");
                     *next = i;
-                    if top.path.len() + 1 >= MAX_INODE_DEPTH {
-                        return Err(r.error(format!("inode trie deeper than {MAX_INODE_DEPTH}")));
+                    if top.path.len() + 1 > MAX_DEPTH as usize {
+                        return Err(r.error(format!("an inode deeper than {MAX_DEPTH} levels")));
                     }
                     let mut path = top.path.clone();
                     path.push(i as u8);
@@ -294,21 +293,24 @@ impl Repo {
         buf.clear();
         let (len, kind, hash) = match building.body {
             Body::Values { entries, hashes, .. } => {
-                encode_values(&entries, &hashes, at, &self.dict.read(), &mut out.raw_steps, &mut out.payload);
-                let rows = || entries.iter().zip(&hashes).map(|((s, c), h)| (&s[..], c.kind(), h));
+                let values = Values::from_sorted(entries);
+                encode_values(&values, &hashes, at, &self.dict.read(), &mut out.raw_steps, &mut out.payload);
+                let rows = || values.iter().zip(&hashes).map(|((s, c), h)| (s, c.kind(), h));
                 if root {
-                    encode_node(&mut buf, entries.len(), rows());
+                    encode_node(&mut buf, values.len(), rows());
                 } else {
-                    pando_core::inode::encode_values(&mut buf, entries.len(), rows());
+                    pando_core::inode::encode_values(&mut buf, values.len(), rows());
                 }
-                (entries.len() as u64, RecordKind::Values, Hash::of_bytes(&buf))
+                (values.len() as u64, RecordKind::Values, Hash::of_bytes(&buf))
             }
             Body::Tree { len, children, hashes, sum, .. } => {
                 if sum != len {
                     return Err(format!("a tree inode of {len} entries has {sum} below it"));
                 }
                 let depth = building.path.len() as u32;
-                encode_tree(depth, len, &children, &hashes, at, &mut out.payload);
+                let pointers = Pointers::new(depth, len, children.iter().enumerate().filter_map(|(i, c)| Some((i, c.clone()?))));
+                let present: smallvec::SmallVec<[Hash; ENTRIES]> = hashes.iter().flatten().copied().collect();
+                encode_tree(&pointers, &present, at, &mut out.payload);
                 match &building.flat {
                     // A directory of at most 256 entries: hashed flat. Its
                     // entries are unique: each lies on its index path.

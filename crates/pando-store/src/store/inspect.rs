@@ -26,7 +26,7 @@ use crate::inspect::{
 };
 use crate::io::Storage;
 use crate::pack::Source;
-use crate::tree::node::{Child, Inode, Ptr, Step};
+use crate::tree::node::{Child, Inode, Leaf, Ptr, Step};
 use crate::tree::walk::{Visitor, walk};
 
 /// Bytes scanned between two progress reports.
@@ -148,13 +148,13 @@ impl Visitor for Shaper<'_> {
         Ok(())
     }
 
-    fn contents(&mut self, _step: &Step, child: &Child) -> Result<()> {
-        self.shape.contents(self.path.len() as u64 + 1, matches!(child, Child::Blob { .. }));
+    fn contents(&mut self, _step: &[u8], child: &Child) -> Result<()> {
+        self.shape.contents(self.path.len() as u64 + 1, matches!(child, Child::Contents(Leaf::Blob { .. })));
         Ok(())
     }
 
-    fn enter(&mut self, step: &Step) -> Result<()> {
-        self.path.push(step.clone());
+    fn enter(&mut self, step: &[u8]) -> Result<()> {
+        self.path.push(Step::from_slice(step));
         Ok(())
     }
 

@@ -44,7 +44,7 @@ use crate::io::{File, FsStorage, Storage};
 use crate::options::Options;
 use crate::pack::Pack;
 use crate::record::{Recorder, RecordingSummary, TraceSink};
-use crate::tree::node::{Body, Child, Inode, Loader, Ptr, Value};
+use crate::tree::node::{Body, Child, Inode, Loader, Ptr, Value, Written};
 use crate::tree::{Source, Tree};
 use pando_core::trace::{Row, Scope};
 
@@ -190,7 +190,7 @@ impl Store {
     pub fn empty_tree(&self) -> Tree {
         let source: Arc<dyn Source> = self.repo.clone();
         let ctx = self.repo.recording().then_some(0);
-        Tree::from_parts(Child::Dir(Ptr::Mem(Inode::empty())), Some(source), ctx)
+        Tree::from_parts(Child::Dir(Ptr::Mem(crate::tree::node::empty())), Some(source), ctx)
     }
 
     /// True if `commit` is in the store.
@@ -523,9 +523,10 @@ impl Repo {
     fn load_inode_at(&self, offset: u64, depth: u32, patches: u8) -> Result<Arc<Inode>> {
         if let Some(Cached::Inode(inode, _)) = self.cache.get(offset) {
             // A damaged pointer may reach a cached tree inode at another depth.
-            if let Body::Tree { depth: found, .. } = &inode.body
-                && *found != depth
+            if let Body::Tree(pointers) = &inode.body
+                && pointers.depth != depth
             {
+                let found = pointers.depth;
                 return Err(Error::corrupt("pack", offset, format!("tree inode of depth {found} reached at depth {depth}")));
             }
             return Ok(inode);
@@ -541,7 +542,7 @@ impl Repo {
                 };
                 let patch = TreePatch::decode(&payload, offset, depth).map_err(corrupt)?;
                 let base = self.load_inode_at(patch.base, depth, patches)?;
-                let chain = base.patch_chain.get().copied().unwrap_or(0) + 1;
+                let chain = base.patch_chain().unwrap_or(0) + 1;
                 if chain > MAX_PATCH_CHAIN {
                     return Err(corrupt(format!("chain of tree patches longer than {MAX_PATCH_CHAIN}")));
                 }
@@ -560,8 +561,7 @@ impl Loader for Repo {
     fn load_inode(&self, offset: u64, hash: &Hash, depth: u32) -> Result<Arc<Inode>> {
         let inode = self.load_inode_at(offset, depth, MAX_PATCH_CHAIN)?;
         // The pointer's hash is the directory hash for a root, the inode hash below.
-        let memo = if depth == 0 { &inode.dir_hash } else { &inode.hash };
-        let _ = memo.set(*hash);
+        inode.remember_hash(depth, *hash);
         Ok(inode)
     }
 

@@ -12,9 +12,7 @@
 //!   tree at a path removes what was there.
 //! - Boundary: the tree never touches a file; it reads through [`Loader`].
 
-pub mod hash;
 pub mod node;
-pub mod ops;
 mod proof;
 pub mod walk;
 
@@ -33,7 +31,8 @@ fn to_key<S: AsRef<[u8]>>(path: &[S]) -> Key {
 }
 
 use crate::error::Result;
-use node::{Child, Inode, Loader, NoLoader, Ptr, Step, Value, load};
+use node::{Child, Loader, NoLoader, Ptr, empty, load, value_child, value_of};
+use pando_core::dir;
 
 /// Where the lazily loaded parts of a tree come from.
 pub trait Source: Loader + Send + Sync {
@@ -104,12 +103,12 @@ pub enum Order {
 impl Tree {
     /// The empty directory.
     pub fn empty() -> Tree {
-        Tree { node: Child::Dir(Ptr::Mem(Inode::empty())), source: None, broken: false, ctx: None, origin: None }
+        Tree { node: Child::Dir(Ptr::Mem(empty())), source: None, broken: false, ctx: None, origin: None }
     }
 
     /// A tree that is a single contents value.
     pub fn of_value(bytes: &[u8]) -> Tree {
-        Tree { node: Child::Value(Arc::new(Value::new(bytes))), source: None, broken: false, ctx: None, origin: None }
+        Tree { node: value_child(bytes), source: None, broken: false, ctx: None, origin: None }
     }
 
     pub(crate) fn from_parts(node: Child, source: Option<Arc<dyn Source>>, ctx: Option<ContextId>) -> Tree {
@@ -179,7 +178,7 @@ impl Tree {
 
     /// The Tezos context hash of this tree.
     pub fn hash(&self) -> Result<Hash> {
-        hash::child_hash(self.node()?, self.loader())
+        dir::child_hash(self.node()?, self.loader())
     }
 
     /// Runs `f` on this tree, as a partial tree that loads what `f` reaches,
@@ -195,7 +194,7 @@ impl Tree {
 
     /// The value, if this tree is a contents.
     pub fn to_value(&self) -> Result<Option<Vec<u8>>> {
-        Ok(hash::value_of(self.node()?, self.loader())?.map(|v| v.bytes.to_vec()))
+        Ok(value_of(self.node()?, self.loader())?.map(|v| v.bytes.to_vec()))
     }
 
     /// True for a directory with no entries.
@@ -211,7 +210,7 @@ impl Tree {
         for step in path {
             let Child::Dir(ptr) = &current else { return Ok(None) };
             let root = load(ptr, 0, self.loader())?;
-            match ops::find(&root, step.as_ref(), self.loader())? {
+            match dir::find(&root, step.as_ref(), self.loader())? {
                 Some(child) => current = child,
                 None => return Ok(None),
             }
@@ -222,7 +221,7 @@ impl Tree {
     /// The contents at `path`, if `path` holds a contents.
     pub fn find<S: AsRef<[u8]>>(&self, path: &[S]) -> Result<Option<Vec<u8>>> {
         let value = match self.get(path)? {
-            Some(child) => hash::value_of(&child, self.loader())?.map(|v| v.bytes.to_vec()),
+            Some(child) => value_of(&child, self.loader())?.map(|v| v.bytes.to_vec()),
             None => None,
         };
         self.record_read(path, value.is_some(), |key, found, ctx| Row::Find { key, found, ctx });
@@ -277,7 +276,7 @@ impl Tree {
     /// [`Tree::add`] in place: inodes this tree alone holds are updated
     /// without copying. Other trees sharing them are not affected.
     pub fn add_mut<S: AsRef<[u8]>>(&mut self, path: &[S], value: &[u8]) -> Result<()> {
-        self.replace(path, Some(Child::Value(Arc::new(Value::new(value)))))?;
+        self.replace(path, Some(value_child(value)))?;
         self.record_update(|in_ctx, out_ctx| Row::Add { key: to_key(path), value: value.to_vec(), in_ctx, out_ctx });
         Ok(())
     }
@@ -331,7 +330,7 @@ impl Tree {
         self.node()?;
         let steps: Vec<&[u8]> = path.iter().map(|s| s.as_ref()).collect();
         if steps.is_empty() {
-            self.node = new.unwrap_or_else(|| Child::Dir(Ptr::Mem(Inode::empty())));
+            self.node = new.unwrap_or_else(|| Child::Dir(Ptr::Mem(empty())));
             return Ok(());
         }
         if steps.len() > MAX_PATH_STEPS {
@@ -343,7 +342,7 @@ impl Tree {
         }
         // Changed, a subtree is no longer a copy of where it was read.
         self.origin = None;
-        let placeholder = Child::Dir(Ptr::Mem(Inode::empty()));
+        let placeholder = Child::Dir(Ptr::Mem(empty()));
         let mut root = match std::mem::replace(&mut self.node, placeholder) {
             Child::Dir(Ptr::Mem(inode)) => inode,
             Child::Dir(ptr @ Ptr::Stored { .. }) => match load(&ptr, 0, self.loader()) {
@@ -354,7 +353,7 @@ impl Tree {
                 }
             },
             // Adding below a contents turns the tree into a directory.
-            _ => Inode::empty(),
+            _ => empty(),
         };
         let result = update_dir(&mut root, &steps, new, self.loader());
         self.node = Child::Dir(Ptr::Mem(root));
@@ -369,7 +368,7 @@ impl Tree {
     pub fn list<S: AsRef<[u8]>>(&self, path: &[S], offset: u64, length: Option<u64>) -> Result<Vec<(Vec<u8>, Tree)>> {
         let Some(Child::Dir(ptr)) = self.get(path)? else { return Ok(Vec::new()) };
         let root = load(&ptr, 0, self.loader())?;
-        let entries = ops::list(&root, offset, length.unwrap_or(u64::MAX), self.loader())?;
+        let entries = dir::list(&root, offset, length.unwrap_or(u64::MAX), self.loader())?;
         Ok(entries.into_iter().map(|(step, child)| (step.to_vec(), self.with_node(child))).collect())
     }
 
@@ -400,9 +399,9 @@ impl Tree {
             return Ok(());
         }
         let root = load(ptr, 0, self.loader())?;
-        let entries: Vec<(Step, Child)> = match order {
-            Order::Sorted => ops::collect_sorted(&root, self.loader())?,
-            Order::Undefined => ops::list(&root, 0, u64::MAX, self.loader())?,
+        let entries = match order {
+            Order::Sorted => dir::collect_sorted(&root, self.loader())?,
+            Order::Undefined => dir::list(&root, 0, u64::MAX, self.loader())?,
         };
         for (step, child) in entries {
             key.push(step.to_vec());
@@ -416,19 +415,19 @@ impl Tree {
 /// Sets the subtree at `steps` (not empty) below the directory `root` to
 /// `new`, or removes it when `None` (the caller checked it exists).
 /// Unshared inodes are updated in place, shared ones copied.
-fn update_dir(root: &mut Arc<Inode>, steps: &[&[u8]], new: Option<Child>, loader: &dyn Loader) -> Result<()> {
+fn update_dir(root: &mut Arc<node::Inode>, steps: &[&[u8]], new: Option<Child>, loader: &dyn Loader) -> Result<()> {
     let (step, rest) = steps.split_first().expect("a path below a directory is not empty");
     if rest.is_empty() {
         match new {
-            Some(child) => ops::set(root, 0, step, child, loader)?,
-            None => ops::remove(root, 0, step, loader)?,
+            Some(child) => dir::set(root, 0, step, child, loader)?,
+            None => dir::remove(root, 0, step, loader)?,
         };
         return Ok(());
     }
-    let emptied = match ops::find_mut(root, 0, step, loader)? {
+    let emptied = match dir::find_mut(root, 0, step, loader)? {
         Some(Child::Dir(ptr)) => {
             let mut dir = match ptr {
-                Ptr::Mem(inode) => std::mem::replace(inode, Inode::empty()),
+                Ptr::Mem(inode) => std::mem::replace(inode, empty()),
                 Ptr::Stored { .. } => load(ptr, 0, loader)?,
             };
             let result = update_dir(&mut dir, rest, new, loader);
@@ -439,16 +438,16 @@ fn update_dir(root: &mut Arc<Inode>, steps: &[&[u8]], new: Option<Child>, loader
         }
         // A contents on the way, or nothing: a new directory goes there.
         _ => {
-            let mut dir = Inode::empty();
-            update_dir(&mut dir, rest, new, loader)?;
-            if !dir.is_empty() {
-                ops::set(root, 0, step, Child::Dir(Ptr::Mem(dir)), loader)?;
+            let mut new_dir = empty();
+            update_dir(&mut new_dir, rest, new, loader)?;
+            if !new_dir.is_empty() {
+                dir::set(root, 0, step, Child::Dir(Ptr::Mem(new_dir)), loader)?;
             }
             false
         }
     };
     if emptied {
-        ops::remove(root, 0, step, loader)?;
+        dir::remove(root, 0, step, loader)?;
     }
     Ok(())
 }

@@ -1,33 +1,35 @@
-//! The in-memory nodes of a tree, shared between trees and the cache.
-//!
-//! A directory is a trie of inodes with the Tezos layout (see
-//! `pando_core::inode`): a [`Body::Values`] inode holds at most 32 entries
-//! sorted by step, a [`Body::Tree`] inode at depth `d` holds more than 32
-//! entries spread over 32 children by `ocaml_hash(d, step) mod 32`. Every
-//! directory, small or large, uses this one shape, so growing past 256
-//! entries changes only how the hash is computed, never the structure.
+//! How the store holds the directory trie of `pando_core::dir`: pointers in
+//! memory or on disk, contents as values or blobs, and beside each inode
+//! where it was written.
 //!
 //! Invariants:
-//! - Nodes are immutable once built; `OnceLock` fields only memoise values
-//!   that are functions of the node (its hashes) or record where it was
-//!   written (`stored`), set once by the single writer.
-//! - A `Tree` inode has more than 32 entries below it; a `Values` inode at
-//!   most 32, sorted and unique. No inode below a directory root is empty.
+//! - Nodes are immutable once shared; `OnceLock` fields only memoise values
+//!   that are functions of the node (hashes) or record where it was written
+//!   (`stored`), set once by the single writer.
 //! - A [`Ptr::Stored`] carries the hash of what it points to: the directory
 //!   hash for a directory root, the inode hash for an inode below a root.
+//! - A written inode never changes in place ([`Hold::frozen`]); an update
+//!   works on a copy that remembers it as its base.
 
 use pando_core::Hash;
-use pando_core::inode::ENTRIES;
-use pando_core::tezos::{Kind, contents_hash};
-use std::sync::{Arc, OnceLock, Weak};
+use pando_core::dir::{self, Hold, Resolve};
+use pando_core::tezos::contents_hash;
+use std::sync::{Arc, LazyLock, OnceLock};
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 
-/// One step of a path: a file or directory name. Names of up to 48 bytes
-/// (all Tezos step names, hex addresses included) are stored inline, so
-/// searching a directory compares bytes inside the node, without following
-/// a pointer per entry.
+/// One step of a path, outside a trie (the dictionary, walks): names of up
+/// to 48 bytes (all Tezos step names) are stored inline.
 pub type Step = smallvec::SmallVec<[u8; 48]>;
+
+/// The store's way of holding a trie.
+pub struct Held;
+
+pub type Inode = dir::Inode<Held>;
+pub type Body = dir::Body<Held>;
+pub type Child = dir::Child<Held>;
+pub type Values = dir::Values<Held>;
+pub type Pointers = dir::Pointers<Held>;
 
 /// A contents value held in memory.
 pub struct Value {
@@ -64,200 +66,170 @@ impl Value {
     }
 }
 
-/// What a directory entry points to.
+/// A contents entry.
 #[derive(Clone)]
-pub enum Child {
+pub enum Leaf {
     /// Contents in memory.
     Value(Arc<Value>),
     /// Contents stored as a blob record, not loaded.
     Blob { offset: u64, hash: Hash },
-    /// A directory.
-    Dir(Ptr),
 }
 
-impl Child {
-    pub fn kind(&self) -> Kind {
+impl Leaf {
+    pub fn hash(&self) -> Hash {
         match self {
-            Child::Value(_) | Child::Blob { .. } => Kind::Contents,
-            Child::Dir(_) => Kind::Dir,
+            Leaf::Value(value) => value.hash(),
+            Leaf::Blob { hash, .. } => *hash,
         }
     }
+}
+
+/// A contents entry in memory.
+pub fn value_child(bytes: &[u8]) -> Child {
+    Child::Contents(Leaf::Value(Arc::new(Value::new(bytes))))
 }
 
 /// A pointer to an inode: in memory, or a record on disk.
 #[derive(Clone)]
 pub enum Ptr {
     Mem(Arc<Inode>),
-    Stored { offset: u64, hash: Hash, memo: Memo },
+    Stored { offset: u64, hash: Hash },
 }
 
 impl Ptr {
     pub fn stored(offset: u64, hash: Hash) -> Ptr {
-        Ptr::Stored { offset, hash, memo: Memo::default() }
-    }
-
-    /// A stored pointer whose inode is already in memory.
-    pub fn stored_as(offset: u64, hash: Hash, inode: &Arc<Inode>) -> Ptr {
-        Ptr::Stored { offset, hash, memo: Memo(parking_lot::Mutex::new(Arc::downgrade(inode))) }
+        Ptr::Stored { offset, hash }
     }
 }
 
-/// The inode a stored pointer was last resolved to, if it is still alive
-/// somewhere (the cache, a tree). Following it skips the cache's lookup; it
-/// never keeps the inode alive, so memory stays bounded by the cache.
+/// What the store keeps beside each inode.
 #[derive(Default)]
-pub struct Memo(parking_lot::Mutex<Weak<Inode>>);
-
-impl Clone for Memo {
-    fn clone(&self) -> Memo {
-        Memo(parking_lot::Mutex::new(self.0.lock().clone()))
-    }
-}
-
-impl Memo {
-    fn get(&self) -> Option<Arc<Inode>> {
-        self.0.lock().upgrade()
-    }
-
-    fn set(&self, inode: &Arc<Inode>) {
-        *self.0.lock() = Arc::downgrade(inode);
-    }
-}
-
-/// Memory a dead memo can pin: the allocation of an `Arc<Inode>`.
-pub const MEMO_PIN_BYTES: u64 = std::mem::size_of::<Inode>() as u64 + 16;
-
-/// An inode of a directory trie.
-pub struct Inode {
-    pub body: Body,
-    /// The inode hash (value or tree encoding).
-    pub(crate) hash: OnceLock<Hash>,
-    /// For a directory root: the Tezos hash of the directory.
-    pub(crate) dir_hash: OnceLock<Hash>,
+pub struct Meta {
     /// The store instance that wrote this inode, and the record's offset.
     /// Offsets mean nothing to another instance (another store, or the same
     /// directory reopened after a failed write).
     stored: OnceLock<(u64, u64)>,
     /// For a written tree inode: how many patch records lead from its
     /// record to a full one (0 for a full record).
-    pub(crate) patch_chain: OnceLock<u8>,
+    patch_chain: OnceLock<u8>,
     /// For an inode being updated: the written version it derives from, so
     /// that writing it can record only the difference. Taken when written.
-    pub(crate) base: parking_lot::Mutex<Option<Arc<Inode>>>,
+    base: parking_lot::Mutex<Option<Arc<Inode>>>,
 }
 
-pub enum Body {
-    /// At most 32 entries, sorted by step, unique.
-    Values(Vec<(Step, Child)>),
-    /// More than 32 entries below, spread by index at `depth`.
-    Tree { depth: u32, len: u64, children: Box<[Option<Ptr>; ENTRIES]> },
+static EMPTY: LazyLock<Arc<Inode>> = LazyLock::new(|| Inode::values(Values::new()));
+
+impl Hold for Held {
+    type Leaf = Leaf;
+    type Ptr = Ptr;
+    type Meta = Meta;
+
+    fn mem(inode: Arc<Inode>) -> Ptr {
+        Ptr::Mem(inode)
+    }
+
+    fn as_mem(ptr: &Ptr) -> Option<&Arc<Inode>> {
+        match ptr {
+            Ptr::Mem(inode) => Some(inode),
+            Ptr::Stored { .. } => None,
+        }
+    }
+
+    fn as_mem_mut(ptr: &mut Ptr) -> Option<&mut Arc<Inode>> {
+        match ptr {
+            Ptr::Mem(inode) => Some(inode),
+            Ptr::Stored { .. } => None,
+        }
+    }
+
+    fn known_hash(ptr: &Ptr) -> Option<Hash> {
+        match ptr {
+            Ptr::Mem(_) => None,
+            Ptr::Stored { hash, .. } => Some(*hash),
+        }
+    }
+
+    fn empty() -> Arc<Inode> {
+        EMPTY.clone()
+    }
+
+    fn frozen(inode: &Inode) -> bool {
+        inode.is_stored()
+    }
+
+    fn derive(from: &Arc<Inode>) -> Meta {
+        // Remember the written version this one derives from.
+        let base = if from.is_stored() { Some(from.clone()) } else { from.meta.base.lock().clone() };
+        Meta { base: parking_lot::Mutex::new(base), ..Meta::default() }
+    }
 }
 
-impl Inode {
-    pub fn new(body: Body) -> Inode {
-        Inode {
-            body,
-            hash: OnceLock::new(),
-            dir_hash: OnceLock::new(),
-            stored: OnceLock::new(),
-            patch_chain: OnceLock::new(),
-            base: parking_lot::Mutex::new(None),
-        }
-    }
+/// The empty directory's root (shared).
+pub fn empty() -> Arc<Inode> {
+    Held::empty()
+}
 
-    pub fn values(entries: Vec<(Step, Child)>) -> Arc<Inode> {
-        assert!(entries.len() <= ENTRIES, "a value inode holds at most 32 entries");
-        Arc::new(Inode::new(Body::Values(entries)))
-    }
-
-    pub fn empty() -> Arc<Inode> {
-        Inode::values(Vec::new())
-    }
-
-    /// Number of entries below this inode.
-    pub fn len(&self) -> u64 {
-        match &self.body {
-            Body::Values(entries) => entries.len() as u64,
-            Body::Tree { len, .. } => *len,
-        }
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    /// A copy that is not written and has no memoised hash, for updating.
-    pub fn fresh_copy(&self) -> Inode {
-        let body = match &self.body {
-            Body::Values(entries) => Body::Values(entries.clone()),
-            Body::Tree { depth, len, children } => Body::Tree { depth: *depth, len: *len, children: children.clone() },
-        };
-        Inode::new(body)
-    }
-
-    /// Mutable access for an update: in place when nobody else holds this
-    /// inode and it was never written, otherwise on a fresh copy. Memoised
-    /// hashes are cleared either way.
-    pub fn make_mut(this: &mut Arc<Inode>) -> &mut Inode {
-        let in_place = !this.is_stored() && Arc::get_mut(this).is_some();
-        if !in_place {
-            let copy = this.fresh_copy();
-            // Remember the written version this one derives from.
-            let base = if this.is_stored() { Some(this.clone()) } else { this.base.lock().clone() };
-            *copy.base.lock() = base;
-            *this = Arc::new(copy);
-        }
-        let inode = Arc::get_mut(this).expect("unique after copy");
-        inode.hash = OnceLock::new();
-        inode.dir_hash = OnceLock::new();
-        inode
-    }
-
+/// Where an inode was written: the store's bookkeeping beside the trie.
+pub trait Written {
     /// Records where store instance `instance` wrote this inode; forgets its base.
-    pub(crate) fn mark_stored(&self, instance: u64, offset: u64, patch_chain: u8) {
-        let _ = self.stored.set((instance, offset));
-        let _ = self.patch_chain.set(patch_chain);
-        self.base.lock().take();
-    }
-
+    fn mark_stored(&self, instance: u64, offset: u64, patch_chain: u8);
     /// Where store instance `instance` wrote this inode, if it did.
-    pub fn stored_offset(&self, instance: u64) -> Option<u64> {
-        self.stored.get().filter(|(owner, _)| *owner == instance).map(|(_, offset)| *offset)
-    }
-
+    fn stored_offset(&self, instance: u64) -> Option<u64>;
     /// The offset of the record it was read from or written to, by any
     /// store instance (for error messages).
-    pub fn stored_at(&self) -> Option<u64> {
-        self.stored.get().map(|(_, offset)| *offset)
-    }
-
+    fn stored_at(&self) -> Option<u64>;
     /// Whether any store wrote this inode (it must then never change in place).
-    pub fn is_stored(&self) -> bool {
-        self.stored.get().is_some()
+    fn is_stored(&self) -> bool;
+    /// For a written tree inode, the length of its chain of patch records.
+    fn patch_chain(&self) -> Option<u8>;
+    /// The written version an updated inode derives from.
+    fn base(&self) -> Option<Arc<Inode>>;
+    /// Approximate bytes of memory held, for the cache's budget.
+    fn weight(&self) -> u64;
+}
+
+impl Written for Inode {
+    fn mark_stored(&self, instance: u64, offset: u64, patch_chain: u8) {
+        let _ = self.meta.stored.set((instance, offset));
+        let _ = self.meta.patch_chain.set(patch_chain);
+        self.meta.base.lock().take();
     }
 
-    /// Approximate bytes of memory held, for the cache's budget.
-    pub fn weight(&self) -> u64 {
-        let base = std::mem::size_of::<Inode>() as u64;
-        match &self.body {
-            Body::Values(entries) => {
-                base + entries
-                    .iter()
-                    .map(|(step, child)| {
-                        let child_bytes = match child {
-                            Child::Value(v) => 64 + v.bytes.len() as u64,
-                            Child::Dir(_) => MEMO_PIN_BYTES,
-                            Child::Blob { .. } => 0,
-                        };
-                        48 + step.len() as u64 + child_bytes
-                    })
-                    .sum::<u64>()
-            }
-            Body::Tree { children, .. } => {
-                let present = children.iter().flatten().count() as u64;
-                base + (ENTRIES * std::mem::size_of::<Option<Ptr>>()) as u64 + present * MEMO_PIN_BYTES
-            }
-        }
+    fn stored_offset(&self, instance: u64) -> Option<u64> {
+        self.meta.stored.get().filter(|(owner, _)| *owner == instance).map(|(_, offset)| *offset)
+    }
+
+    fn stored_at(&self) -> Option<u64> {
+        self.meta.stored.get().map(|(_, offset)| *offset)
+    }
+
+    fn is_stored(&self) -> bool {
+        self.meta.stored.get().is_some()
+    }
+
+    fn patch_chain(&self) -> Option<u8> {
+        self.meta.patch_chain.get().copied()
+    }
+
+    fn base(&self) -> Option<Arc<Inode>> {
+        self.meta.base.lock().clone()
+    }
+
+    fn weight(&self) -> u64 {
+        // The inode, its buffers and what its entries hold alone: values in
+        // memory (a cached inode holds no other pointer in memory).
+        let values = match &self.body {
+            dir::Body::Values(values) => values
+                .iter()
+                .map(|(_, child)| match child {
+                    Child::Contents(Leaf::Value(value)) => 64 + value.bytes.len() as u64,
+                    _ => 0,
+                })
+                .sum(),
+            dir::Body::Tree(_) => 0,
+        };
+        // Allocator overhead: the Arc and one or two buffers.
+        Inode::weight(self) as u64 + 48 + values
     }
 }
 
@@ -270,29 +242,47 @@ pub trait Loader {
     fn load_blob(&self, offset: u64, hash: &Hash) -> Result<Arc<Value>>;
 }
 
+impl Resolve<Held> for dyn Loader + '_ {
+    type Error = Error;
+
+    fn load(&self, ptr: &Ptr, depth: u32) -> Result<Arc<Inode>> {
+        match ptr {
+            Ptr::Mem(inode) => Ok(inode.clone()),
+            Ptr::Stored { offset, hash } => self.load_inode(*offset, hash, depth),
+        }
+    }
+
+    fn leaf_hash(&self, leaf: &Leaf) -> Result<Hash> {
+        Ok(leaf.hash())
+    }
+
+    fn broken(&self, inode: &Inode, reason: String) -> Error {
+        Error::corrupt("pack", inode.stored_at().unwrap_or(0), reason)
+    }
+}
+
 /// A loader for trees that were never stored: every pointer is in memory.
 pub struct NoLoader;
 
 impl Loader for NoLoader {
     fn load_inode(&self, offset: u64, _hash: &Hash, _depth: u32) -> Result<Arc<Inode>> {
-        Err(crate::Error::Invalid(format!("tree has no store to load offset {offset} from")))
+        Err(Error::Invalid(format!("tree has no store to load offset {offset} from")))
     }
     fn load_blob(&self, offset: u64, _hash: &Hash) -> Result<Arc<Value>> {
-        Err(crate::Error::Invalid(format!("tree has no store to load blob {offset} from")))
+        Err(Error::Invalid(format!("tree has no store to load blob {offset} from")))
     }
 }
 
 /// Resolves a pointer to an inode at `depth`.
 pub fn load(ptr: &Ptr, depth: u32, loader: &dyn Loader) -> Result<Arc<Inode>> {
-    match ptr {
-        Ptr::Mem(inode) => Ok(inode.clone()),
-        Ptr::Stored { offset, hash, memo } => {
-            if let Some(inode) = memo.get() {
-                return Ok(inode);
-            }
-            let inode = loader.load_inode(*offset, hash, depth)?;
-            memo.set(&inode);
-            Ok(inode)
-        }
+    dir::load(ptr, depth, loader)
+}
+
+/// Loads a contents value, from memory or from its blob.
+pub fn value_of(child: &Child, loader: &dyn Loader) -> Result<Option<Arc<Value>>> {
+    match child {
+        Child::Contents(Leaf::Value(value)) => Ok(Some(value.clone())),
+        Child::Contents(Leaf::Blob { offset, hash }) => loader.load_blob(*offset, hash).map(Some),
+        Child::Dir(_) => Ok(None),
     }
 }

@@ -13,9 +13,9 @@ use pando_core::proof::partial::{Body, Cell, Entry, Reveal, Revealed};
 use pando_core::proof::{PartialTree, ProofError, TreeProof, produce_tree_proof};
 use std::cell::RefCell;
 
-use super::hash::{entry, inode_ptr_hash, value_of};
-use super::node::{Body as StoreBody, Child, Inode, Loader, Ptr, load};
-use super::ops::collect_sorted;
+use pando_core::dir::{self, Body as StoreBody};
+
+use super::node::{Child, Inode, Loader, Ptr, load, value_of};
 use crate::error::{Error, Result};
 
 /// What a handle names.
@@ -48,28 +48,26 @@ impl<'a> StoreReveal<'a> {
     }
 
     fn blind(&self, child: &Child) -> Result<Entry> {
-        let (_, hash) = entry(child, self.loader)?;
+        let hash = dir::child_hash(child, self.loader)?;
         Ok(match child {
             Child::Dir(ptr) => Entry::blinded_dir(hash, self.handle(Part::Dir(ptr.clone()))),
-            Child::Value(_) | Child::Blob { .. } => Entry::blinded_contents(hash, self.handle(Part::Value(child.clone()))),
+            Child::Contents(_) => Entry::blinded_contents(hash, self.handle(Part::Value(child.clone()))),
         })
     }
 
     fn body(&self, inode: &Inode) -> Result<Body> {
         Ok(match &inode.body {
-            StoreBody::Values(entries) => {
-                Body::Values(entries.iter().map(|(step, child)| Ok((step.to_vec(), self.blind(child)?))).collect::<Result<_>>()?)
+            StoreBody::Values(values) => {
+                Body::Values(values.iter().map(|(step, child)| Ok((step.to_vec(), self.blind(child)?))).collect::<Result<_>>()?)
             }
-            StoreBody::Tree { depth, len, children } => {
+            StoreBody::Tree(pointers) => {
                 let mut cells: Box<[Option<std::rc::Rc<Cell>>; pando_core::inode::ENTRIES]> =
                     Box::new(std::array::from_fn(|_| None));
-                for (i, child) in children.iter().enumerate() {
-                    if let Some(ptr) = child {
-                        let hash = inode_ptr_hash(ptr, self.loader)?;
-                        cells[i] = Some(Cell::blinded(hash, self.handle(Part::Inode(ptr.clone()))));
-                    }
+                for (i, ptr) in pointers.iter() {
+                    let hash = dir::inode_ptr_hash(ptr, pointers.depth + 1, self.loader)?;
+                    cells[i] = Some(Cell::blinded(hash, self.handle(Part::Inode(ptr.clone()))));
                 }
-                Body::Tree { depth: *depth, len: *len, children: cells }
+                Body::Tree { depth: pointers.depth, len: pointers.len, children: cells }
             }
         })
     }
@@ -91,7 +89,7 @@ impl Reveal for StoreReveal<'_> {
         };
         let root = load(&ptr, 0, self.loader).map_err(|e| self.fail(e))?;
         let revealed = if root.len() <= pando_core::inode::STABLE_HASH as u64 {
-            let entries = collect_sorted(&root, self.loader).map_err(|e| self.fail(e))?;
+            let entries = dir::collect_sorted(&root, self.loader).map_err(|e| self.fail(e))?;
             let mut out = Vec::with_capacity(entries.len());
             for (step, child) in &entries {
                 out.push((step.to_vec(), self.blind(child).map_err(|e| self.fail(e))?));

@@ -8,10 +8,10 @@
 //! the thread's), so its memory is bounded by the tree's depth, never by
 //! the size of a directory.
 
-use pando_core::inode::ENTRIES;
+use pando_core::dir::ENTRIES;
 use std::sync::Arc;
 
-use super::node::{Body, Child, Inode, Loader, Ptr, Step, load};
+use super::node::{Body, Child, Inode, Loader, Ptr, load};
 use crate::error::Result;
 
 /// What a walk reports, in order.
@@ -19,9 +19,9 @@ pub trait Visitor {
     /// An inode, before what it holds; `root`: the root inode of a directory.
     fn inode(&mut self, inode: &Inode, root: bool) -> Result<()>;
     /// A contents entry of a value inode (inline or a blob, not loaded).
-    fn contents(&mut self, step: &Step, child: &Child) -> Result<()>;
+    fn contents(&mut self, step: &[u8], child: &Child) -> Result<()>;
     /// A directory entry, before its directory is walked.
-    fn enter(&mut self, step: &Step) -> Result<()>;
+    fn enter(&mut self, step: &[u8]) -> Result<()>;
     /// The directory of the last `enter` not yet left has been walked.
     fn leave(&mut self) -> Result<()> {
         Ok(())
@@ -44,7 +44,7 @@ pub fn walk(root: &Ptr, loader: &dyn Loader, visitor: &mut dyn Visitor) -> Resul
         let at = frame.next;
         frame.next += 1;
         let next = match &frame.inode.body {
-            Body::Values(entries) => match entries.get(at) {
+            Body::Values(values) => match (at < values.len()).then(|| (values.step(at), values.child(at))) {
                 None => None,
                 Some((step, Child::Dir(ptr))) => {
                     visitor.enter(step)?;
@@ -55,12 +55,11 @@ pub fn walk(root: &Ptr, loader: &dyn Loader, visitor: &mut dyn Visitor) -> Resul
                     continue;
                 }
             },
-            Body::Tree { depth, children, .. } => match (at..ENTRIES).find(|&i| children[i].is_some()) {
+            Body::Tree(pointers) => match (at..ENTRIES).find_map(|i| pointers.get(i).map(|ptr| (i, ptr))) {
                 None => None,
-                Some(i) => {
+                Some((i, ptr)) => {
                     frame.next = i + 1;
-                    let ptr = children[i].as_ref().expect("found present");
-                    Some((load(ptr, depth + 1, loader)?, false))
+                    Some((load(ptr, pointers.depth + 1, loader)?, false))
                 }
             },
         };

@@ -32,6 +32,7 @@
 mod tree;
 
 use pando_core::Hash;
+use pando_core::dir::MAX_DEPTH;
 use pando_core::inode::{ENTRIES, encode_values};
 use pando_core::tezos::{contents_hash, encode_node};
 use smallvec::SmallVec;
@@ -45,12 +46,12 @@ use super::{CheckPhase, CheckProgress, Problems, RecordCounts};
 use crate::format::node::{ABSENT_PARENT, CommitRecord, decode_values, entries_belong};
 use crate::format::record::RecordKind;
 use crate::store::{Repo, index_file};
-use crate::tree::node::{Body, Child, Ptr, Step};
+use crate::tree::node::{Body, Child, Leaf, Ptr};
 use tree::Pointers;
 
-/// Deepest inode the walk follows (a position is 5 bits a level in a u64):
-/// 33 entries colliding at 12 levels of a 32-way hash do not happen.
-const MAX_DEPTH: u32 = 12;
+// The deepest inode the walk follows is the trie's own bound: a position
+// is 5 bits a level in a u64.
+const _: () = assert!(5 * MAX_DEPTH <= 64);
 /// The referrer of a commit record: the index.
 const INDEX: u64 = u64::MAX;
 /// How many records between two progress reports.
@@ -407,69 +408,70 @@ impl State<'_> {
                 return None;
             }
         };
-        let Body::Values(entries) = &inode.body else { return None };
+        let Body::Values(values) = &inode.body else { return None };
         let mut wanted = false;
         for claim in claims {
             match claim.role {
                 Role::Dir { top } => {
                     wanted = true;
-                    if !top && entries.is_empty() {
+                    if !top && values.is_empty() {
                         self.problem(here, format!("an empty directory ({})", claim.referrer()));
                     }
-                    let hash = self.values_hash(entries, true);
+                    let hash = self.values_hash(values.iter(), true);
                     self.verify(here, claim, "the directory", hash);
                 }
                 Role::Inode { depth, path } => {
                     wanted = true;
-                    if entries.is_empty() {
+                    if values.is_empty() {
                         self.problem(here, format!("an empty inode below a directory root ({})", claim.referrer()));
                     }
                     if !entries_belong(&inode, &unpack(path, depth)) {
                         self.problem(here, format!("entries that do not belong where {} puts them", claim.referrer()));
                     }
-                    let hash = self.values_hash(entries, false);
+                    let hash = self.values_hash(values.iter(), false);
                     self.verify(here, claim, "the inode", hash);
                 }
                 _ => self.wrong_kind(here, claim, "a value inode"),
             }
         }
         if wanted {
-            for (_, child) in entries {
+            for (_, child) in values.iter() {
                 match child {
-                    Child::Dir(Ptr::Stored { offset, hash, .. }) => {
+                    Child::Dir(Ptr::Stored { offset, hash }) => {
                         self.claim(*offset, Claim { role: Role::Dir { top: false }, hash: *hash, by: here.at }, &[]);
                     }
-                    Child::Blob { offset, hash } => {
+                    Child::Contents(Leaf::Blob { offset, hash }) => {
                         self.claim(*offset, Claim { role: Role::Blob, hash: *hash, by: here.at }, &[]);
                     }
                     _ => {}
                 }
             }
         }
-        Some(entries.len() as u64)
+        Some(values.len() as u64)
     }
 
     /// The hash of a value inode's entries: as a directory (`flat`), or
     /// as an inode below a directory root.
-    fn values_hash(&mut self, entries: &[(Step, Child)], flat: bool) -> Hash {
+    fn values_hash<'e>(&mut self, entries: impl ExactSizeIterator<Item = (&'e [u8], &'e Child)> + Clone, flat: bool) -> Hash {
         let mut hashes: SmallVec<[Hash; ENTRIES]> = SmallVec::new();
-        for (_, child) in entries {
+        for (_, child) in entries.clone() {
             hashes.push(match child {
-                Child::Value(value) => {
+                Child::Contents(Leaf::Value(value)) => {
                     self.hashed_bytes += 8 + value.bytes.len() as u64;
                     contents_hash(&value.bytes)
                 }
-                Child::Blob { hash, .. } | Child::Dir(Ptr::Stored { hash, .. }) => *hash,
+                Child::Contents(Leaf::Blob { hash, .. }) | Child::Dir(Ptr::Stored { hash, .. }) => *hash,
                 // Decoding gives stored pointers only.
                 Child::Dir(Ptr::Mem(_)) => Hash::default(),
             });
         }
-        let named = entries.iter().zip(&hashes).map(|((step, child), hash)| (&step[..], child.kind(), hash));
+        let count = entries.len();
+        let named = entries.zip(&hashes).map(|((step, child), hash)| (step, child.kind(), hash));
         self.buf.clear();
         if flat {
-            encode_node(&mut self.buf, entries.len(), named);
+            encode_node(&mut self.buf, count, named);
         } else {
-            encode_values(&mut self.buf, entries.len(), named);
+            encode_values(&mut self.buf, count, named);
         }
         self.hashed_bytes += self.buf.len() as u64;
         Hash::of_bytes(&self.buf)

@@ -17,8 +17,8 @@ use super::{Claim, Count, Here, MAX_DEPTH, Pending, Role, State};
 use crate::format::node::{MAX_PATCH_CHAIN, TreePatch, decode_tree};
 use crate::format::record::RecordKind;
 use crate::store::check::window::Window;
-use crate::tree::node::{Body, Inode, Ptr};
-use crate::tree::ops::collect_sorted;
+use crate::tree::node::{Body, Inode, Loader, Pointers as StorePointers, Ptr, Written};
+use pando_core::dir::collect_sorted;
 
 /// A tree inode as its pointers, in index order.
 pub(super) struct Pointers {
@@ -31,12 +31,12 @@ pub(super) struct Pointers {
 impl Pointers {
     fn of_tree(payload: &[u8], at: u64, depth: u32) -> Result<Pointers, String> {
         let inode = decode_tree(payload, at, depth).map_err(|reason| format!("damaged tree inode: {reason}"))?;
-        let Body::Tree { len, children, .. } = &inode.body else { return Err("not a tree inode".into()) };
-        let children = children.iter().enumerate().filter_map(|(i, child)| match child {
-            Some(Ptr::Stored { offset, hash, .. }) => Some((i, *offset, *hash)),
-            _ => None,
+        let Body::Tree(pointers) = &inode.body else { return Err("not a tree inode".into()) };
+        let children = pointers.iter().filter_map(|(i, child)| match child {
+            Ptr::Stored { offset, hash } => Some((i, *offset, *hash)),
+            Ptr::Mem(_) => None,
         });
-        Ok(Pointers { len: *len, chain: 0, children: children.collect() })
+        Ok(Pointers { len: pointers.len, chain: 0, children: children.collect() })
     }
 
     /// The pointers of `patch` over `self` (as `TreePatch::apply`).
@@ -71,11 +71,8 @@ impl Pointers {
     /// The inode of the record at `at`, to hash flat through the store's
     /// loader (`instance`: the store's).
     fn inode(&self, depth: u32, at: u64, instance: u64) -> Inode {
-        let mut children: Box<[Option<Ptr>; ENTRIES]> = Box::new(std::array::from_fn(|_| None));
-        for &(index, offset, hash) in &self.children {
-            children[index] = Some(Ptr::stored(offset, hash));
-        }
-        let inode = Inode::new(Body::Tree { depth, len: self.len, children });
+        let children = self.children.iter().map(|&(index, offset, hash)| (index, Ptr::stored(offset, hash)));
+        let inode = Inode::new(Body::Tree(StorePointers::new(depth, self.len, children)));
         inode.mark_stored(instance, at, self.chain);
         inode
     }
@@ -204,14 +201,14 @@ impl State<'_> {
             let flat = matches!(claim.role, Role::Dir { .. }) && pointers.len <= STABLE_HASH as u64;
             let (what, hash) = if flat {
                 // Hashed flat from its entries, which its children hold.
-                let entries = match collect_sorted(&pointers.inode(depth, here.at, self.repo.id), self.repo) {
+                let entries = match collect_sorted(&pointers.inode(depth, here.at, self.repo.id), self.repo as &dyn Loader) {
                     Ok(entries) => entries,
                     Err(e) => {
                         self.problem(here, format!("cannot read the entries to hash it: {e}"));
                         continue;
                     }
                 };
-                ("the directory", self.values_hash(&entries, true))
+                ("the directory", self.values_hash(entries.iter().map(|(s, c)| (&s[..], c)), true))
             } else {
                 let hash = pointers.inode_hash(depth, &mut self.buf);
                 self.hashed_bytes += self.buf.len() as u64;

@@ -1,0 +1,197 @@
+//! The directory trie against a model: a `BTreeMap` of entries and the
+//! naive reference hasher. Any sequence of sets and removes must give the
+//! entries of the model, the layout `build` gives for them, and the hash the
+//! reference computes from scratch; a shared trie must never change.
+
+use pando_core::Hash;
+use pando_core::dir::{self, Body, Child, Hold, Inode, Resolve};
+use pando_core::reference::RefTree;
+use pando_core::tezos::contents_hash;
+use proptest::prelude::*;
+use std::collections::BTreeMap;
+use std::sync::{Arc, LazyLock};
+
+/// Everything in memory: leaves are bytes, pointers are inodes.
+struct Mem;
+
+static EMPTY: LazyLock<Arc<Inode<Mem>>> = LazyLock::new(|| Inode::values(dir::Values::new()));
+
+impl Hold for Mem {
+    type Leaf = Arc<[u8]>;
+    type Ptr = Arc<Inode<Mem>>;
+    type Meta = ();
+
+    fn mem(inode: Arc<Inode<Mem>>) -> Self::Ptr {
+        inode
+    }
+    fn as_mem(ptr: &Self::Ptr) -> Option<&Arc<Inode<Mem>>> {
+        Some(ptr)
+    }
+    fn as_mem_mut(ptr: &mut Self::Ptr) -> Option<&mut Arc<Inode<Mem>>> {
+        Some(ptr)
+    }
+    fn known_hash(_: &Self::Ptr) -> Option<Hash> {
+        None
+    }
+    fn empty() -> Arc<Inode<Mem>> {
+        EMPTY.clone()
+    }
+}
+
+struct Nothing;
+
+impl Resolve<Mem> for Nothing {
+    type Error = String;
+    fn load(&self, _: &Arc<Inode<Mem>>, _: u32) -> Result<Arc<Inode<Mem>>, String> {
+        unreachable!("everything is in memory")
+    }
+    fn leaf_hash(&self, leaf: &Arc<[u8]>) -> Result<Hash, String> {
+        Ok(contents_hash(leaf))
+    }
+    fn broken(&self, _: &Inode<Mem>, reason: String) -> String {
+        reason
+    }
+}
+
+fn leaf(bytes: &[u8]) -> Child<Mem> {
+    Child::Contents(Arc::from(bytes))
+}
+
+fn reference(model: &BTreeMap<Vec<u8>, Vec<u8>>) -> Hash {
+    RefTree::Dir(model.iter().map(|(k, v)| (k.clone(), RefTree::Contents(v.clone()))).collect()).hash()
+}
+
+fn entries(root: &Inode<Mem>) -> Vec<(Vec<u8>, Vec<u8>)> {
+    dir::collect_sorted(root, &Nothing)
+        .unwrap()
+        .into_iter()
+        .map(|(step, child)| match child {
+            Child::Contents(bytes) => (step.to_vec(), bytes.to_vec()),
+            Child::Dir(_) => unreachable!("no directories here"),
+        })
+        .collect()
+}
+
+/// Checks the layout rules: a tree inode iff more than 32 entries below,
+/// lengths that add up, every entry where its index puts it.
+fn check_layout(inode: &Inode<Mem>, depth: u32, path: &mut Vec<usize>) -> u64 {
+    match &inode.body {
+        Body::Values(values) => {
+            assert!(values.len() <= dir::ENTRIES);
+            for (step, _) in values.iter() {
+                for (d, &i) in path.iter().enumerate() {
+                    assert_eq!(pando_core::inode::index(d as u32, step), i);
+                }
+            }
+            values.len() as u64
+        }
+        Body::Tree(pointers) => {
+            assert_eq!(pointers.depth, depth);
+            assert!(pointers.len > dir::ENTRIES as u64, "a tree inode of {} entries", pointers.len);
+            let mut sum = 0;
+            for (i, child) in pointers.iter() {
+                path.push(i);
+                let below = check_layout(child, depth + 1, path);
+                assert!(below > 0, "an empty inode below a root");
+                sum += below;
+                path.pop();
+            }
+            assert_eq!(sum, pointers.len);
+            sum
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+enum Op {
+    Set(u16, u8),
+    Remove(u16),
+}
+
+fn ops() -> impl Strategy<Value = Vec<Op>> {
+    // Up to 600 distinct steps: directories cross 32 (tree inodes) and 256
+    // (inode hashing) both ways.
+    let op = prop_oneof![
+        3 => (0u16..600, any::<u8>()).prop_map(|(k, v)| Op::Set(k, v)),
+        1 => (0u16..600).prop_map(Op::Remove),
+    ];
+    prop::collection::vec(op, 0..1500)
+}
+
+fn step(k: u16) -> Vec<u8> {
+    format!("s{k}").into_bytes()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+
+    #[test]
+    fn updates_match_the_model_and_the_reference(ops in ops()) {
+        let mut root = Mem::empty();
+        let mut model = BTreeMap::new();
+        let mut snapshots = Vec::new();
+        for (n, op) in ops.iter().enumerate() {
+            match op {
+                Op::Set(k, v) => {
+                    let added = dir::set(&mut root, 0, &step(*k), leaf(&[*v]), &Nothing).unwrap();
+                    prop_assert_eq!(added, model.insert(step(*k), vec![*v]).is_none());
+                }
+                Op::Remove(k) => {
+                    let removed = dir::remove(&mut root, 0, &step(*k), &Nothing).unwrap();
+                    prop_assert_eq!(removed, model.remove(&step(*k)).is_some());
+                }
+            }
+            if n % 97 == 0 {
+                // Hashing memoises; later updates must clear what they change.
+                prop_assert_eq!(dir::dir_hash(&root, &Nothing).unwrap(), reference(&model));
+                snapshots.push((root.clone(), model.clone()));
+            }
+        }
+        prop_assert_eq!(root.len(), model.len() as u64);
+        check_layout(&root, 0, &mut Vec::new());
+        let expected: Vec<(Vec<u8>, Vec<u8>)> = model.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        prop_assert_eq!(entries(&root), expected.clone());
+        for (k, v) in &model {
+            match dir::find(&root, k, &Nothing).unwrap() {
+                Some(Child::Contents(bytes)) => prop_assert_eq!(&bytes[..], &v[..]),
+                _ => prop_assert!(false, "entry {:?} not found", k),
+            }
+        }
+        prop_assert!(dir::find(&root, b"absent", &Nothing).unwrap().is_none());
+        let hash = dir::dir_hash(&root, &Nothing).unwrap();
+        prop_assert_eq!(hash, reference(&model));
+        // The same entries built at once: the same hash.
+        let built = dir::build(0, model.iter().map(|(k, v)| (k.clone(), leaf(v))).collect());
+        prop_assert_eq!(dir::dir_hash(&built, &Nothing).unwrap(), hash);
+        // Trees taken earlier were shared, never changed.
+        for (snapshot, snapshot_model) in &snapshots {
+            prop_assert_eq!(dir::dir_hash(snapshot, &Nothing).unwrap(), reference(snapshot_model));
+            prop_assert_eq!(snapshot.len(), snapshot_model.len() as u64);
+        }
+    }
+}
+
+#[test]
+fn list_skips_and_takes_in_inode_order() {
+    let mut root = Mem::empty();
+    for k in 0..100 {
+        dir::set(&mut root, 0, &step(k), leaf(b"v"), &Nothing).unwrap();
+    }
+    let all = dir::list(&root, 0, u64::MAX, &Nothing).unwrap();
+    assert_eq!(all.len(), 100);
+    let page = dir::list(&root, 40, 25, &Nothing).unwrap();
+    let steps = |list: &[(Box<[u8]>, Child<Mem>)]| list.iter().map(|(s, _)| s.to_vec()).collect::<Vec<_>>();
+    assert_eq!(steps(&page), steps(&all[40..65]));
+}
+
+#[test]
+fn pointers_keep_only_present_children_in_index_order() {
+    let mut pointers = dir::Pointers::<Mem>::new(1, 40, [(3, Mem::empty()), (17, Mem::empty())]);
+    assert_eq!(pointers.count(), 2);
+    assert!(pointers.get(4).is_none());
+    pointers.put(31, Some(Mem::empty()));
+    pointers.put(0, Some(Mem::empty()));
+    pointers.put(3, None);
+    assert_eq!(pointers.iter().map(|(i, _)| i).collect::<Vec<_>>(), vec![0, 17, 31]);
+    assert!(pointers.get(17).is_some() && pointers.get(3).is_none());
+}
