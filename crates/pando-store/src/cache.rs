@@ -24,6 +24,14 @@ impl Cached {
         let weight = u32::try_from(inode.weight()).unwrap_or(u32::MAX);
         Cached::Inode(inode, weight)
     }
+
+    /// Approximate bytes of memory held.
+    pub fn weight(&self) -> u64 {
+        match self {
+            Cached::Inode(_, weight) => u64::from(*weight),
+            Cached::Blob(value) => 64 + value.bytes.len() as u64,
+        }
+    }
 }
 
 #[derive(Clone)]
@@ -31,10 +39,7 @@ pub struct ByWeight;
 
 impl Weighter<u64, Cached> for ByWeight {
     fn weight(&self, _offset: &u64, value: &Cached) -> u64 {
-        match value {
-            Cached::Inode(_, weight) => u64::from(*weight),
-            Cached::Blob(value) => 64 + value.bytes.len() as u64,
-        }
+        value.weight()
     }
 }
 

@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// The points, in the order a commit reaches them.
 pub const POINTS: &[&str] = &[
     "chunk-created",
+    "after-spill",
     "after-append",
     "after-data-sync",
     "after-control-hint",

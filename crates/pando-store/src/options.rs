@@ -53,6 +53,11 @@ pub struct Options {
     pub sync: SyncPolicy,
     /// A new pack chunk starts once the current one holds this many bytes.
     pub chunk_target_bytes: u64,
+    /// A commit's records are appended to the pack in pieces of about this
+    /// many bytes, so that a commit of millions of writes does not hold
+    /// them all in memory. The commit is durable, and visible, only once its
+    /// last piece (with the commit record) is.
+    pub commit_spill_bytes: u64,
     /// The commit index and dictionary files are brought up to date every
     /// this many commits; opening replays at most this many commits' records.
     pub checkpoint_commits: u64,
@@ -70,6 +75,7 @@ impl Default for Options {
             cache_bytes: 256 << 20,
             sync: SyncPolicy::EveryCommit,
             chunk_target_bytes: 128 << 20,
+            commit_spill_bytes: 32 << 20,
             checkpoint_commits: 1024,
             read_only: false,
             record_trace: None,

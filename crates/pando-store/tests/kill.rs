@@ -34,6 +34,8 @@ fn options(archive: bool) -> Options {
     Options {
         cache_bytes: 1 << 20,
         chunk_target_bytes: 256 << 10,
+        // Commits reach the pack in several pieces.
+        commit_spill_bytes: 4 << 10,
         checkpoint_commits: 7,
         retention: if archive {
             Retention::Archive { commits: KEEP, every: 8 }

@@ -21,14 +21,12 @@
 use pando_core::Hash;
 use pando_core::inode::{ENTRIES, index};
 use pando_core::varint::{self, write_u64};
-use std::sync::Arc;
 
 use crate::dict::{Dict, read_bytes};
 use crate::format::record::RecordKind;
-use crate::tree::node::{Body, Child, Inode, Leaf, Pointers, Ptr, Step, Value, Values};
+use crate::tree::node::{Body, Child, Inline, Inode, Leaf, Pointers, Ptr, Step, Values};
 
-/// Contents of at most this many bytes are stored inside their directory.
-pub const INLINE_MAX: usize = 32;
+pub use crate::tree::node::INLINE_MAX;
 
 const STEP_DICT: u8 = 0;
 const STEP_RAW: u8 = 1;
@@ -63,7 +61,7 @@ fn write_step(out: &mut Vec<u8>, step: &[u8], dict: &Dict, raw_steps: &mut Vec<S
 
 /// Encodes a value inode in its stored form: every child is inline
 /// contents, a blob pointer or a stored directory pointer. `hashes[i]` is
-/// the hash of entry `i`'s child.
+/// the hash of entry `i`'s child (unused for inline contents).
 pub fn encode_values(values: &Values, hashes: &[Hash], at: u64, dict: &Dict, raw_steps: &mut Vec<Step>, out: &mut Vec<u8>) {
     write_u64(out, values.len() as u64);
     let mut scratch = Vec::with_capacity(64);
@@ -71,9 +69,9 @@ pub fn encode_values(values: &Values, hashes: &[Hash], at: u64, dict: &Dict, raw
         scratch.clear();
         let step_kind = write_step(&mut scratch, step, dict, raw_steps);
         let child_kind = match child {
-            Child::Contents(Leaf::Value(value)) if value.bytes.len() <= INLINE_MAX => {
-                write_u64(&mut scratch, value.bytes.len() as u64);
-                scratch.extend_from_slice(&value.bytes);
+            Child::Contents(Leaf::Inline(inline)) => {
+                write_u64(&mut scratch, inline.bytes().len() as u64);
+                scratch.extend_from_slice(inline.bytes());
                 CHILD_INLINE
             }
             Child::Contents(Leaf::Value(_)) => panic!("a large value is written as a blob before its directory is encoded"),
@@ -203,7 +201,7 @@ pub fn decode_values(payload: &[u8], at: u64, dict: &Dict) -> Result<Inode, Stri
                 if bytes.len() > INLINE_MAX {
                     return Err(format!("inline contents of {} bytes", bytes.len()));
                 }
-                Child::Contents(Leaf::Value(Arc::new(Value::new(bytes))))
+                Child::Contents(Leaf::Inline(Inline::new(bytes).ok_or("inline contents too long")?))
             }
             CHILD_BLOB => {
                 let (offset, hash) = r.pointer(at)?;

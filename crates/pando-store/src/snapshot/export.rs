@@ -62,10 +62,10 @@ impl Visitor for Writer<'_> {
         let value = value_of(child, self.loader)?.expect("a contents entry has a value");
         self.step(step, ENTRY_CONTENTS);
         let buf = self.w.buf();
-        write_u64(buf, value.bytes.len() as u64);
-        buf.extend_from_slice(&value.bytes);
+        write_u64(buf, value.len() as u64);
+        buf.extend_from_slice(&value);
         self.summary.contents += 1;
-        self.summary.contents_bytes += value.bytes.len() as u64;
+        self.summary.contents_bytes += value.len() as u64;
         self.w.maybe_flush()
     }
 

@@ -16,6 +16,7 @@
 use pando_core::dir::{child_hash, dir_ptr_hash, inode_ptr_hash};
 use pando_core::inode::ENTRIES;
 use pando_core::{CommitInfo, Hash};
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
@@ -24,11 +25,11 @@ use crate::cache::Cached;
 use crate::crash_point;
 use crate::dict::{self, Dict};
 use crate::error::{Error, Result};
-use crate::format::node::{CommitRecord, INLINE_MAX, MAX_PATCH_CHAIN, MAX_PATCH_CHANGES, TreePatch, encode_tree, encode_values};
+use crate::format::node::{CommitRecord, MAX_PATCH_CHAIN, MAX_PATCH_CHANGES, TreePatch, encode_tree, encode_values};
 use crate::format::record::{self, RecordKind};
 use crate::options::SyncPolicy;
 use crate::tree::Tree;
-use crate::tree::node::{Body, Child, Inode, Leaf, Loader, Pointers, Ptr, Step, Value, Values, Written};
+use crate::tree::node::{Body, Child, Inline, Inode, Leaf, Loader, Pointers, Ptr, Step, Value, Values, Written};
 
 /// Builds one commit's batch of records.
 struct Batch<'a> {
@@ -42,8 +43,13 @@ struct Batch<'a> {
     loader: &'a dyn Loader,
     pack: &'a crate::pack::Pack,
     raw_steps: Vec<Step>,
-    /// Inodes written, in stored form, for the cache.
-    written: Vec<(u64, Arc<Inode>)>,
+    /// Bytes of records held before they are appended to the pack.
+    spill_bytes: usize,
+    /// The last inodes written, in stored form, for the cache: at most its
+    /// budget (`written_weight` of `cache_bytes`), the oldest dropped first.
+    written: VecDeque<(u64, Cached)>,
+    written_weight: u64,
+    cache_bytes: u64,
 }
 
 impl Batch<'_> {
@@ -51,10 +57,31 @@ impl Batch<'_> {
         self.base + self.buf.len() as u64
     }
 
-    fn push_record(&mut self, kind: RecordKind) -> u64 {
+    /// Appends the payload as a record; the batch so far goes to the pack
+    /// once it holds `spill_bytes`, to the same chunk (a batch never
+    /// straddles two chunks).
+    fn push_record(&mut self, kind: RecordKind) -> Result<u64> {
         let at = self.next_offset();
         record::append(&mut self.buf, kind, &self.payload);
-        at
+        if self.buf.len() >= self.spill_bytes {
+            self.pack.append(self.base, &self.buf)?;
+            crash_point::reach("after-spill");
+            self.base += self.buf.len() as u64;
+            self.buf.clear();
+        }
+        Ok(at)
+    }
+
+    /// Keeps a stored copy for the cache, within the cache's budget.
+    fn keep_for_cache(&mut self, at: u64, inode: Inode) {
+        let cached = Cached::inode(Arc::new(inode));
+        self.written_weight += cached.weight();
+        self.written.push_back((at, cached));
+        while self.written_weight > self.cache_bytes
+            && let Some((_, dropped)) = self.written.pop_front()
+        {
+            self.written_weight -= dropped.weight();
+        }
     }
 
     /// The offset a node in memory was written at by this store instance,
@@ -63,15 +90,15 @@ impl Batch<'_> {
         offset.filter(|&o| self.pack.holds(o))
     }
 
-    fn write_blob(&mut self, value: &Value) -> u64 {
+    fn write_blob(&mut self, value: &Value) -> Result<u64> {
         if let Some(offset) = self.written_at(value.stored_offset(self.instance)) {
-            return offset;
+            return Ok(offset);
         }
         self.payload.clear();
         self.payload.extend_from_slice(&value.bytes);
-        let at = self.push_record(RecordKind::Blob);
+        let at = self.push_record(RecordKind::Blob)?;
         value.mark_stored(self.instance, at);
-        at
+        Ok(at)
     }
 
     /// Writes the inode and its new descendants; returns its offset. The
@@ -87,17 +114,21 @@ impl Batch<'_> {
                 let mut stored_entries = Vec::with_capacity(values.len());
                 for (step, child) in values.iter() {
                     let stored_child = match child {
-                        Child::Contents(Leaf::Value(value)) if value.bytes.len() > INLINE_MAX => {
-                            let offset = self.write_blob(value);
-                            Child::Contents(Leaf::Blob { offset, hash: value.hash() })
-                        }
+                        Child::Contents(Leaf::Value(value)) => match Inline::new(&value.bytes) {
+                            Some(inline) => Child::Contents(Leaf::Inline(inline)),
+                            None => Child::Contents(Leaf::Blob { offset: self.write_blob(value)?, hash: value.hash() }),
+                        },
                         Child::Dir(ptr @ Ptr::Mem(root)) => {
                             let offset = self.write_inode(root, 0)?;
                             Child::Dir(Ptr::stored(offset, dir_ptr_hash(ptr, self.loader)?))
                         }
                         other => other.clone(),
                     };
-                    hashes.push(child_hash(child, self.loader)?);
+                    // Inline contents are written without their hash.
+                    hashes.push(match stored_child {
+                        Child::Contents(Leaf::Inline(_)) => Hash::default(),
+                        _ => child_hash(child, self.loader)?,
+                    });
                     stored_entries.push((step, stored_child));
                 }
                 let stored = Values::from_sorted(stored_entries);
@@ -137,7 +168,7 @@ impl Batch<'_> {
             Body::Tree(_) if patch_chain > 0 => RecordKind::TreePatch,
             Body::Tree(_) => RecordKind::Tree,
         };
-        let at = self.push_record(kind);
+        let at = self.push_record(kind)?;
         inode.mark_stored(self.instance, at, patch_chain);
         // The cached copy points to children by offset only, so it keeps
         // nothing else alive; it carries the hashes already computed.
@@ -150,7 +181,7 @@ impl Batch<'_> {
         if let Some(hash) = dir_hash {
             stored.remember_hash(0, hash);
         }
-        self.written.push((at, Arc::new(stored)));
+        self.keep_for_cache(at, stored);
         Ok(at)
     }
 }
@@ -178,7 +209,7 @@ fn check_refs(instance: u64, pack: &crate::pack::Pack, inode: &Arc<Inode>) -> Re
         Body::Values(values) => {
             for (_, child) in values.iter() {
                 match child {
-                    Child::Contents(Leaf::Value(_)) => {}
+                    Child::Contents(Leaf::Inline(_) | Leaf::Value(_)) => {}
                     Child::Contents(Leaf::Blob { offset, .. }) | Child::Dir(Ptr::Stored { offset, .. }) => held(*offset)?,
                     Child::Dir(Ptr::Mem(root)) => check_refs(instance, pack, root)?,
                 }
@@ -294,7 +325,10 @@ impl Repo {
             loader: self,
             pack: &self.pack,
             raw_steps: Vec::new(),
-            written: Vec::new(),
+            spill_bytes: usize::try_from(self.options.commit_spill_bytes).unwrap_or(usize::MAX).max(1),
+            written: VecDeque::new(),
+            written_weight: 0,
+            cache_bytes: self.options.cache_bytes,
         };
         if self.pack.first_chunk_start() > 0 {
             match root {
@@ -307,7 +341,7 @@ impl Repo {
             Ptr::Stored { offset, .. } => *offset,
             Ptr::Mem(inode) => self.guard(batch.write_inode(inode, 0))?,
         };
-        let (mut buf, raw_steps, written) = (batch.buf, batch.raw_steps, batch.written);
+        let (base, mut buf, raw_steps, written) = (batch.base, batch.buf, batch.raw_steps, batch.written);
         let first_new_id = dict.len();
         drop(dict);
         let promoted = self.dict.write().observe(&raw_steps);
@@ -343,8 +377,8 @@ impl Repo {
         // Published only now: no thread sees a commit that is not as durable
         // as the policy promises.
         self.publish_commit(hash, commit_at);
-        for (offset, inode) in written {
-            self.cache.insert(offset, Cached::inode(inode));
+        for (offset, cached) in written {
+            self.cache.insert(offset, cached);
         }
         Ok(hash)
     }

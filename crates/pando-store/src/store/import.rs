@@ -17,11 +17,11 @@
 //! - A failure leaves nothing durable: the control file still describes
 //!   the empty store, and the store refuses writes until it is reopened.
 
+use pando_core::dir::MAX_DEPTH;
 use pando_core::inode::{ENTRIES, STABLE_HASH, index};
 use pando_core::tezos::{Kind, contents_hash, encode_node};
 use pando_core::{CommitInfo, Hash};
 use std::io::Read;
-use std::sync::Arc;
 
 use super::Repo;
 use super::commit::note_commit;
@@ -30,8 +30,7 @@ use crate::error::{Error, Result};
 use crate::format::node::{ABSENT_PARENT, CommitRecord, INLINE_MAX, encode_tree, encode_values};
 use crate::format::record::{self, MAX_PAYLOAD, RecordKind};
 use crate::snapshot::{END, ENTRY_CONTENTS, ENTRY_DIR, FrameReader, Header, SnapshotSummary, TAG_TREE, TAG_VALUES};
-use crate::tree::node::{Child, Leaf, Pointers, Ptr, Step, Value, Values};
-use pando_core::dir::MAX_DEPTH;
+use crate::tree::node::{Child, Inline, Leaf, Pointers, Ptr, Step, Values};
 
 /// Bytes of records gathered before they are appended to the pack.
 const BATCH_BYTES: usize = 8 << 20;
@@ -177,7 +176,7 @@ impl Repo {
                                 out.payload = bytes;
                                 Child::Contents(Leaf::Blob { offset: out.push(RecordKind::Blob), hash })
                             } else {
-                                Child::Contents(Leaf::Value(Arc::new(Value::new(bytes))))
+                                Child::Contents(Leaf::Inline(Inline::new(&bytes).expect("at most INLINE_MAX bytes")))
                             };
                             if let Some(flat) = &mut top.flat {
                                 flat.push((step.clone(), Kind::Contents, hash));

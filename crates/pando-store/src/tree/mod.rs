@@ -194,7 +194,7 @@ impl Tree {
 
     /// The value, if this tree is a contents.
     pub fn to_value(&self) -> Result<Option<Vec<u8>>> {
-        Ok(value_of(self.node()?, self.loader())?.map(|v| v.bytes.to_vec()))
+        value_of(self.node()?, self.loader())
     }
 
     /// True for a directory with no entries.
@@ -221,7 +221,7 @@ impl Tree {
     /// The contents at `path`, if `path` holds a contents.
     pub fn find<S: AsRef<[u8]>>(&self, path: &[S]) -> Result<Option<Vec<u8>>> {
         let value = match self.get(path)? {
-            Some(child) => value_of(&child, self.loader())?.map(|v| v.bytes.to_vec()),
+            Some(child) => value_of(&child, self.loader())?,
             None => None,
         };
         self.record_read(path, value.is_some(), |key, found, ctx| Row::Find { key, found, ctx });

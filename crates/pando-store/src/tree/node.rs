@@ -66,10 +66,37 @@ impl Value {
     }
 }
 
+/// Contents of at most this many bytes are held inside their entry, in
+/// memory and on disk.
+pub const INLINE_MAX: usize = 32;
+
+/// Contents of at most [`INLINE_MAX`] bytes, held inside its entry: no
+/// allocation, its hash computed when needed.
+#[derive(Clone)]
+pub struct Inline {
+    len: u8,
+    bytes: [u8; INLINE_MAX],
+}
+
+impl Inline {
+    /// `None` for contents longer than [`INLINE_MAX`].
+    pub fn new(bytes: &[u8]) -> Option<Inline> {
+        let mut inline = Inline { len: u8::try_from(bytes.len()).ok()?, bytes: [0; INLINE_MAX] };
+        inline.bytes.get_mut(..bytes.len())?.copy_from_slice(bytes);
+        Some(inline)
+    }
+
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes[..usize::from(self.len)]
+    }
+}
+
 /// A contents entry.
 #[derive(Clone)]
 pub enum Leaf {
-    /// Contents in memory.
+    /// Small contents, in place.
+    Inline(Inline),
+    /// Larger contents in memory, not written yet.
     Value(Arc<Value>),
     /// Contents stored as a blob record, not loaded.
     Blob { offset: u64, hash: Hash },
@@ -78,15 +105,24 @@ pub enum Leaf {
 impl Leaf {
     pub fn hash(&self) -> Hash {
         match self {
+            Leaf::Inline(inline) => contents_hash(inline.bytes()),
             Leaf::Value(value) => value.hash(),
             Leaf::Blob { hash, .. } => *hash,
+        }
+    }
+
+    /// Contents in memory: in place when small.
+    pub fn of_bytes(bytes: &[u8]) -> Leaf {
+        match Inline::new(bytes) {
+            Some(inline) => Leaf::Inline(inline),
+            None => Leaf::Value(Arc::new(Value::new(bytes))),
         }
     }
 }
 
 /// A contents entry in memory.
 pub fn value_child(bytes: &[u8]) -> Child {
-    Child::Contents(Leaf::Value(Arc::new(Value::new(bytes))))
+    Child::Contents(Leaf::of_bytes(bytes))
 }
 
 /// A pointer to an inode: in memory, or a record on disk.
@@ -222,7 +258,7 @@ impl Written for Inode {
             dir::Body::Values(values) => values
                 .iter()
                 .map(|(_, child)| match child {
-                    Child::Contents(Leaf::Value(value)) => 64 + value.bytes.len() as u64,
+                    Child::Contents(Leaf::Value(value)) => (std::mem::size_of::<Value>() + 32 + value.bytes.len()) as u64,
                     _ => 0,
                 })
                 .sum(),
@@ -278,11 +314,35 @@ pub fn load(ptr: &Ptr, depth: u32, loader: &dyn Loader) -> Result<Arc<Inode>> {
     dir::load(ptr, depth, loader)
 }
 
-/// Loads a contents value, from memory or from its blob.
-pub fn value_of(child: &Child, loader: &dyn Loader) -> Result<Option<Arc<Value>>> {
+/// The bytes of a contents, from memory or from its blob.
+pub fn value_of(child: &Child, loader: &dyn Loader) -> Result<Option<Vec<u8>>> {
     match child {
-        Child::Contents(Leaf::Value(value)) => Ok(Some(value.clone())),
-        Child::Contents(Leaf::Blob { offset, hash }) => loader.load_blob(*offset, hash).map(Some),
+        Child::Contents(Leaf::Inline(inline)) => Ok(Some(inline.bytes().to_vec())),
+        Child::Contents(Leaf::Value(value)) => Ok(Some(value.bytes.to_vec())),
+        Child::Contents(Leaf::Blob { offset, hash }) => Ok(Some(loader.load_blob(*offset, hash)?.bytes.to_vec())),
         Child::Dir(_) => Ok(None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The memory of an entry and an inode, as ARCHITECTURE.md states it:
+    /// an entry of a values inode is its step's bytes, a 4-byte end and a
+    /// child of 56 bytes (a 32-byte hash and an offset for what is stored;
+    /// contents of up to 32 bytes in place).
+    #[test]
+    fn nodes_are_compact() {
+        assert_eq!(std::mem::size_of::<Leaf>(), 48);
+        assert_eq!(std::mem::size_of::<Ptr>(), 48);
+        assert!(std::mem::size_of::<Child>() <= 56);
+        assert!(std::mem::size_of::<Inode>() <= 160);
+        let mut root = empty();
+        for (i, step) in [&b"balance"[..], b"counter", b"delegate"].iter().enumerate() {
+            pando_core::dir::set(&mut root, 0, step, value_child(&[i as u8; 8]), &NoLoader as &dyn Loader).unwrap();
+        }
+        let Body::Values(values) = &root.body else { unreachable!("three entries make a values inode") };
+        assert_eq!(values.weight(), 3 * 64 + b"balancecounterdelegate".len());
     }
 }

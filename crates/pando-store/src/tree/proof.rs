@@ -116,7 +116,7 @@ impl Reveal for StoreReveal<'_> {
             _ => return Err(format!("handle {handle} is not a value")),
         };
         match value_of(&child, self.loader).map_err(|e| self.fail(e))? {
-            Some(value) => Ok(value.bytes.to_vec()),
+            Some(value) => Ok(value),
             None => Err(format!("handle {handle} is not a value")),
         }
     }

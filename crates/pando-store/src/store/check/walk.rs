@@ -456,10 +456,12 @@ impl State<'_> {
         let mut hashes: SmallVec<[Hash; ENTRIES]> = SmallVec::new();
         for (_, child) in entries.clone() {
             hashes.push(match child {
-                Child::Contents(Leaf::Value(value)) => {
-                    self.hashed_bytes += 8 + value.bytes.len() as u64;
-                    contents_hash(&value.bytes)
+                Child::Contents(Leaf::Inline(inline)) => {
+                    self.hashed_bytes += 8 + inline.bytes().len() as u64;
+                    contents_hash(inline.bytes())
                 }
+                // Decoding gives inline contents only.
+                Child::Contents(Leaf::Value(_)) => Hash::default(),
                 Child::Contents(Leaf::Blob { hash, .. }) | Child::Dir(Ptr::Stored { hash, .. }) => *hash,
                 // Decoding gives stored pointers only.
                 Child::Dir(Ptr::Mem(_)) => Hash::default(),
