@@ -77,8 +77,12 @@ fn main() {
     }
     eprintln!("warm find: {:.2} us", t.elapsed().as_secs_f64() * 1e6 / keys.len() as f64);
     let stats = store.stats();
+    let resident = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| status.lines().find(|l| l.starts_with("VmRSS:")).map(|l| l[6..].trim().to_string()))
+        .unwrap_or_default();
     eprintln!(
-        "cache: {} entries, {:.1} MB weighed, pack {:.1} MB",
+        "cache: {} entries, {:.1} MB weighed, pack {:.1} MB; resident now {resident}",
         stats.cache_entries,
         stats.cache_bytes as f64 / 1e6,
         stats.pack_bytes as f64 / 1e6

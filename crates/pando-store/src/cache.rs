@@ -2,7 +2,7 @@
 //!
 //! Invariants:
 //! - Its memory is bounded by the byte budget given in the options, whatever
-//!   the size of the store (each entry is weighed by [`Inode::weight`]).
+//!   the size of the store (each entry is weighed by [`Written::cache_weight`]).
 //! - Cached inodes point to their children by offset only (never to
 //!   in-memory children), so an entry never keeps other nodes alive.
 
@@ -10,7 +10,7 @@ use quick_cache::Weighter;
 use quick_cache::sync::Cache;
 use std::sync::Arc;
 
-use crate::tree::node::{Inode, Value};
+use crate::tree::node::{ENTRY_OVERHEAD, Inode, Value, Written};
 
 /// A cached record with its weight, computed once.
 #[derive(Clone)]
@@ -21,7 +21,7 @@ pub enum Cached {
 
 impl Cached {
     pub fn inode(inode: Arc<Inode>) -> Cached {
-        let weight = u32::try_from(inode.weight()).unwrap_or(u32::MAX);
+        let weight = u32::try_from(inode.cache_weight()).unwrap_or(u32::MAX);
         Cached::Inode(inode, weight)
     }
 
@@ -29,7 +29,7 @@ impl Cached {
     pub fn weight(&self) -> u64 {
         match self {
             Cached::Inode(_, weight) => u64::from(*weight),
-            Cached::Blob(value) => 64 + value.bytes.len() as u64,
+            Cached::Blob(value) => (std::mem::size_of::<Value>() + 16 + value.bytes.len()) as u64 + ENTRY_OVERHEAD,
         }
     }
 }
@@ -71,5 +71,22 @@ impl NodeCache {
 
     pub fn is_empty(&self) -> bool {
         self.cache.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tree::node::{Loader, NoLoader, empty, value_child};
+
+    /// An entry is weighed with everything it costs (the allocations and the
+    /// cache's own entry), not by the trie's size of the node alone.
+    #[test]
+    fn an_inode_is_weighed_with_its_overhead() {
+        let mut root = empty();
+        pando_core::dir::set(&mut root, 0, b"balance", value_child(b"12"), &NoLoader as &dyn Loader).unwrap();
+        let cached = Cached::inode(root.clone());
+        assert_eq!(cached.weight(), root.cache_weight());
+        assert_eq!(cached.weight(), Inode::weight(&root) as u64 + ENTRY_OVERHEAD);
     }
 }

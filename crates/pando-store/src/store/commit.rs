@@ -45,8 +45,9 @@ struct Batch<'a> {
     raw_steps: Vec<Step>,
     /// Bytes of records held before they are appended to the pack.
     spill_bytes: usize,
-    /// The last inodes written, in stored form, for the cache: at most its
-    /// budget (`written_weight` of `cache_bytes`), the oldest dropped first.
+    /// The last inodes written, in stored form, for the cache: at most a
+    /// quarter of its budget (`written_weight` of `cache_bytes`), the oldest
+    /// dropped first, so that a huge commit does not hold a second cache.
     written: VecDeque<(u64, Cached)>,
     written_weight: u64,
     cache_bytes: u64,
@@ -328,7 +329,7 @@ impl Repo {
             spill_bytes: usize::try_from(self.options.commit_spill_bytes).unwrap_or(usize::MAX).max(1),
             written: VecDeque::new(),
             written_weight: 0,
-            cache_bytes: self.options.cache_bytes,
+            cache_bytes: self.options.cache_bytes / 4,
         };
         if self.pack.first_chunk_start() > 0 {
             match root {
