@@ -197,7 +197,7 @@ mod hostile {
     }
 }
 
-/// A read error inside `ops::remove` after the child was already updated
+/// A read error inside `dir::remove` after the child was already updated
 /// (in `collect_sorted`, collapsing a 33-entry tree inode) leaves the tree
 /// changed in place in a non-canonical state: wrong hash afterwards.
 #[test]
