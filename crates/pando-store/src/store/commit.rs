@@ -2,16 +2,20 @@
 //!
 //! 1. Hash the tree (each new node once; stored subtrees carry their hash).
 //! 2. Encode every new node, children before parents, into one batch ending
-//!    with the dictionary record (if any) and the commit record.
-//! 3. Append the batch to the pack in one write.
+//!    with the dictionary record (if any) and the commit record; a large
+//!    batch goes to the pack in pieces as it grows (`commit_spill_bytes`).
+//! 3. Append the (rest of the) batch to the pack in one write.
 //! 4. Per the sync policy: fsync the pack, then write the control file's
-//!    next slot and fsync it. Only then is the commit acknowledged.
+//!    hint slot (or, at a checkpoint, a synced slot). Only then is the
+//!    commit acknowledged.
 //! 5. Publish: the index and the cache learn the new records.
 //!
-//! Crash argument: before step 4's control write, the previous control slot
-//! describes a durable prefix of the pack and the batch is ignored (and
-//! truncated at the next writable open). A torn control write fails its
-//! checksum and the previous slot is used. After it, the batch is durable.
+//! Crash argument (docs/FORMAT.md has it whole): until the pack fsync of
+//! step 4, the batch may be lost or torn; a writable open keeps only whole
+//! batches (checksums hold, the commit record last) past the control
+//! slot's durable end and truncates the rest. A torn control write fails
+//! its checksum and another slot is used. After the fsync the batch is
+//! durable.
 
 use pando_core::dir::{child_hash, dir_ptr_hash, inode_ptr_hash};
 use pando_core::inode::ENTRIES;
