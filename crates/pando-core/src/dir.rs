@@ -393,10 +393,14 @@ fn take<H: Hold, R: Resolve<H> + ?Sized>(ptr: &mut H::Ptr, depth: u32, r: &R) ->
 }
 
 /// Builds the canonical trie at `depth` for entries sorted by step and
-/// unique.
-pub fn build<H: Hold, S: AsRef<[u8]>>(depth: u32, entries: Vec<(S, Child<H>)>) -> Arc<Inode<H>> {
+/// unique; `None` if it would hold an inode deeper than [`MAX_DEPTH`] (more
+/// than 32 steps colliding at every level).
+pub fn build<H: Hold, S: AsRef<[u8]>>(depth: u32, entries: Vec<(S, Child<H>)>) -> Option<Arc<Inode<H>>> {
     if entries.len() <= ENTRIES {
-        return Inode::values(Values::from_sorted(entries));
+        return Some(Inode::values(Values::from_sorted(entries)));
+    }
+    if depth >= MAX_DEPTH {
+        return None;
     }
     let len = entries.len() as u64;
     let mut buckets: Vec<Vec<(S, Child<H>)>> = (0..ENTRIES).map(|_| Vec::new()).collect();
@@ -407,9 +411,9 @@ pub fn build<H: Hold, S: AsRef<[u8]>>(depth: u32, entries: Vec<(S, Child<H>)>) -
         .into_iter()
         .enumerate()
         .filter(|(_, bucket)| !bucket.is_empty())
-        .map(|(i, bucket)| (i, H::mem(build(depth + 1, bucket))))
-        .collect::<Vec<_>>();
-    Arc::new(Inode::new(Body::Tree(Pointers::new(depth, len, children))))
+        .map(|(i, bucket)| Some((i, H::mem(build(depth + 1, bucket)?))))
+        .collect::<Option<Vec<_>>>()?;
+    Some(Arc::new(Inode::new(Body::Tree(Pointers::new(depth, len, children)))))
 }
 
 /// The entry `step` of the directory whose root is `root`.
@@ -442,13 +446,18 @@ pub fn set<H: Hold, R: Resolve<H> + ?Sized>(
         && values.search(step).is_err()
     {
         // The 33rd entry: the inode becomes a tree inode.
-        if depth >= MAX_DEPTH {
-            return Err(r.broken(node, format!("an inode deeper than {MAX_DEPTH} levels")));
-        }
         let at = values.search(step).unwrap_err();
         let mut entries: Vec<(&[u8], Child<H>)> = values.iter().map(|(s, c)| (s, c.clone())).collect();
         entries.insert(at, (step, child));
-        *node = build(depth, entries);
+        match build(depth, entries) {
+            Some(built) => *node = built,
+            None => {
+                return Err(r.broken(
+                    node,
+                    format!("more than {ENTRIES} steps colliding down to an inode deeper than {MAX_DEPTH} levels"),
+                ));
+            }
+        }
         return Ok(true);
     }
     let inode = make_mut(node);

@@ -161,7 +161,7 @@ proptest! {
         let hash = dir::dir_hash(&root, &Nothing).unwrap();
         prop_assert_eq!(hash, reference(&model));
         // The same entries built at once: the same hash.
-        let built = dir::build(0, model.iter().map(|(k, v)| (k.clone(), leaf(v))).collect());
+        let built = dir::build(0, model.iter().map(|(k, v)| (k.clone(), leaf(v))).collect()).expect("no deep collisions");
         prop_assert_eq!(dir::dir_hash(&built, &Nothing).unwrap(), hash);
         // Trees taken earlier were shared, never changed.
         for (snapshot, snapshot_model) in &snapshots {
@@ -194,4 +194,27 @@ fn pointers_keep_only_present_children_in_index_order() {
     pointers.put(3, None);
     assert_eq!(pointers.iter().map(|(i, _)| i).collect::<Vec<_>>(), vec![0, 17, 31]);
     assert!(pointers.get(17).is_some() && pointers.get(3).is_none());
+}
+
+#[test]
+fn no_inode_goes_deeper_than_the_bound() {
+    let last = dir::MAX_DEPTH - 1;
+    // 33 steps that a tree inode at the last allowed depth sends to one child.
+    let mut colliding: Vec<Vec<u8>> = (0u32..)
+        .map(|k| format!("c{k}").into_bytes())
+        .filter(|s| pando_core::inode::index(last, s) == 7)
+        .take(dir::ENTRIES + 1)
+        .collect();
+    colliding.sort();
+    let entries = |steps: &[Vec<u8>]| steps.iter().map(|s| (s.clone(), leaf(b"v"))).collect::<Vec<_>>();
+    assert!(dir::build::<Mem, _>(last, entries(&colliding)).is_none());
+    assert!(dir::build::<Mem, _>(dir::MAX_DEPTH, entries(&colliding)).is_none());
+    // Under the bound, the same steps make a tree inode.
+    assert!(dir::build::<Mem, _>(0, entries(&colliding)).is_some());
+    // An update that would split a full values inode past the bound fails
+    // and leaves it as it was.
+    let mut node = dir::build::<Mem, _>(last + 1, entries(&colliding[..dir::ENTRIES])).unwrap();
+    let err = dir::set(&mut node, last + 1, &colliding[dir::ENTRIES], leaf(b"v"), &Nothing).unwrap_err();
+    assert!(err.contains("deeper than"), "{err}");
+    assert_eq!(node.len(), dir::ENTRIES as u64);
 }
