@@ -44,7 +44,10 @@ impl Repo {
         let mut attempt = 0;
         loop {
             let control = self.read_control()?;
-            if control.seq == seen.seq {
+            // Slots' seqs only grow. An older one is what a read meets while
+            // the writer rewrites the hint slot (torn, so skipped): nothing
+            // new yet, not a writer going back.
+            if control.seq <= seen.seq {
                 return Ok(0);
             }
             match self.follow(&seen, &control) {
