@@ -264,3 +264,29 @@ fn a_failed_remove_leaves_no_usable_broken_tree() {
     }
     assert!(failures > 0, "the injected read errors hit the removal");
 }
+
+/// A reader that read the hint slot, then reads the control file while the
+/// writer rewrites that slot (torn: its checksum fails), finds an older
+/// synced slot newest: nothing new yet, not the writer going back (it was
+/// refused as corrupt: "durable end went back").
+#[test]
+fn a_reader_meeting_a_torn_hint_sees_nothing_new() {
+    use pando_store::format::control::HINT_OFFSET;
+    use pando_store::io::Storage;
+    let storage = Arc::new(MemStorage::new());
+    let writer = Store::open_storage(storage.clone(), Options::default()).unwrap();
+    let mut head = writer.commit(&writer.empty_tree().add(&["a"], b"1").unwrap(), &[], 0, "Tezos", "one").unwrap();
+    writer.flush().unwrap();
+    let reader = Store::open_storage(storage.clone(), Options { read_only: true, ..Options::default() }).unwrap();
+    for (n, key) in ["b", "c"].iter().enumerate() {
+        let tree = writer.checkout(&head).unwrap().unwrap().add(&[key], b"2").unwrap();
+        head = writer.commit(&tree, &[head], n as i64 + 1, "Tezos", "hinted").unwrap();
+    }
+    assert_eq!(reader.sync().unwrap(), 2, "the hint slot names both commits");
+    // The hint slot torn by a rewrite in progress.
+    let control = storage.open("control", false).unwrap();
+    control.write_all_at(&[0xff; 16], HINT_OFFSET + 8).unwrap();
+    assert_eq!(reader.sync().unwrap(), 0);
+    assert_eq!(reader.last_commit().unwrap(), Some(head), "the reader keeps what it had");
+    assert!(reader.checkout(&head).unwrap().unwrap().find(&["c"]).unwrap().is_some());
+}
