@@ -22,6 +22,8 @@
 //! - If the writer moves on while a reader follows (a file of the step it
 //!   read is already gone), the reader reads the control file again and
 //!   follows the newer state.
+//! - A reader never goes back: a slot older than the one it took in (the
+//!   hint slot torn by a rewrite in progress) is nothing new.
 
 use std::sync::atomic::Ordering;
 
