@@ -129,13 +129,11 @@ impl<H: Hold> Values<H> {
     /// Values of entries sorted by step and unique (at most 32: checked by
     /// the inode that holds them).
     pub fn from_sorted<S: AsRef<[u8]>>(entries: impl IntoIterator<Item = (S, Child<H>)>) -> Values<H> {
-        let mut names = Vec::new();
-        let mut out = Vec::new();
+        let mut builder = ValuesBuilder::new(0, 0);
         for (step, child) in entries {
-            names.extend_from_slice(step.as_ref());
-            out.push((names.len() as u32, child));
+            builder.push(step.as_ref(), child);
         }
-        Values { names: names.into(), entries: out.into() }
+        builder.finish()
     }
 
     pub fn len(&self) -> usize {
@@ -180,16 +178,29 @@ impl<H: Hold> Values<H> {
 
     /// These entries with `step` inserted at `at` (from [`Values::search`]).
     fn inserted(&self, at: usize, step: &[u8], child: Child<H>) -> Values<H> {
-        let mut entries = Vec::with_capacity(self.len() + 1);
-        entries.extend(self.iter().take(at).map(|(s, c)| (s, c.clone())));
-        entries.push((step, child));
-        entries.extend(self.iter().skip(at).map(|(s, c)| (s, c.clone())));
-        Values::from_sorted(entries)
+        let mut builder = ValuesBuilder::new(self.names.len() + step.len(), self.len() + 1);
+        let mut child = Some(child);
+        for (i, (s, c)) in self.iter().enumerate() {
+            if i == at {
+                builder.push(step, child.take().expect("inserted once"));
+            }
+            builder.push(s, c.clone());
+        }
+        if let Some(child) = child {
+            builder.push(step, child);
+        }
+        builder.finish()
     }
 
     /// These entries without entry `at`.
     fn removed(&self, at: usize) -> Values<H> {
-        Values::from_sorted(self.iter().enumerate().filter(|(i, _)| *i != at).map(|(_, (s, c))| (s, c.clone())))
+        let mut builder = ValuesBuilder::new(self.names.len() - self.step(at).len(), self.len() - 1);
+        for (i, (s, c)) in self.iter().enumerate() {
+            if i != at {
+                builder.push(s, c.clone());
+            }
+        }
+        builder.finish()
     }
 
     /// Approximate bytes of memory held, without what children point to.
@@ -201,6 +212,62 @@ impl<H: Hold> Values<H> {
 impl<H: Hold> Default for Values<H> {
     fn default() -> Self {
         Values::new()
+    }
+}
+
+/// Builds [`Values`] entry by entry, steps written straight into the
+/// buffer (decoding a record needs no step of its own per entry).
+pub struct ValuesBuilder<H: Hold> {
+    names: Vec<u8>,
+    entries: Vec<(u32, Child<H>)>,
+}
+
+impl<H: Hold> ValuesBuilder<H> {
+    /// A builder expecting about `names` bytes of steps and `count` entries.
+    pub fn new(names: usize, count: usize) -> ValuesBuilder<H> {
+        ValuesBuilder { names: Vec::with_capacity(names), entries: Vec::with_capacity(count) }
+    }
+
+    /// Appends an entry whose step is larger than every step before it.
+    pub fn push(&mut self, step: &[u8], child: Child<H>) {
+        self.names.extend_from_slice(step);
+        self.push_written(child);
+    }
+
+    /// Appends an entry whose step the caller wrote with [`Self::step_buf`].
+    pub fn push_written(&mut self, child: Child<H>) {
+        self.entries.push((self.names.len() as u32, child));
+    }
+
+    /// The buffer to write the next entry's step into (after the steps of
+    /// the entries pushed so far).
+    pub fn step_buf(&mut self) -> &mut Vec<u8> {
+        &mut self.names
+    }
+
+    /// The step being written: the bytes after the last entry's step.
+    pub fn pending_step(&self) -> &[u8] {
+        &self.names[self.entries.last().map_or(0, |e| e.0 as usize)..]
+    }
+
+    /// The last entry's step.
+    pub fn last_step(&self) -> Option<&[u8]> {
+        let n = self.entries.len();
+        let end = self.entries.last()?.0 as usize;
+        let start = if n < 2 { 0 } else { self.entries[n - 2].0 as usize };
+        Some(&self.names[start..end])
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    pub fn finish(self) -> Values<H> {
+        Values { names: self.names.into(), entries: self.entries.into() }
     }
 }
 
@@ -279,6 +346,11 @@ impl<H: Hold> Pointers<H> {
         })
     }
 
+    /// Bit `i` set for each child `i` present.
+    pub fn bitmap(&self) -> u32 {
+        self.bitmap
+    }
+
     /// How many children are present.
     pub fn count(&self) -> usize {
         self.children.len()
@@ -346,9 +418,14 @@ impl<H: Hold> Inode<H> {
         let _ = memo.set(hash);
     }
 
-    /// The memoised hashes, if computed: (inode hash, directory hash).
-    pub fn memoised(&self) -> (Option<Hash>, Option<Hash>) {
-        (self.hash.get().copied(), self.dir_hash.get().copied())
+    /// Takes the hashes `other` memoised, for a copy of the same entries.
+    pub fn remember_hashes_of(&self, other: &Inode<H>) {
+        if let Some(&hash) = other.hash.get() {
+            let _ = self.hash.set(hash);
+        }
+        if let Some(&hash) = other.dir_hash.get() {
+            let _ = self.dir_hash.set(hash);
+        }
     }
 
     /// Approximate bytes of memory held, without what children point to.
@@ -365,14 +442,29 @@ impl<H: Hold> Inode<H> {
 /// and the holder does not freeze it, otherwise on a fresh copy. Memoised
 /// hashes are cleared either way.
 pub fn make_mut<H: Hold>(this: &mut Arc<Inode<H>>) -> &mut Inode<H> {
-    if H::frozen(this) || Arc::get_mut(this).is_none() {
-        let meta = H::derive(this);
-        *this = Arc::new(Inode { body: this.body.clone(), hash: OnceLock::new(), dir_hash: OnceLock::new(), meta });
+    if !updatable(this) {
+        let body = this.body.clone();
+        replace_body(this, body);
     }
     let inode = Arc::get_mut(this).expect("unique after copy");
     inode.hash = OnceLock::new();
     inode.dir_hash = OnceLock::new();
     inode
+}
+
+fn updatable<H: Hold>(this: &mut Arc<Inode<H>>) -> bool {
+    !H::frozen(this) && Arc::get_mut(this).is_some()
+}
+
+/// Gives the inode a new body, as [`make_mut`] would, without copying the
+/// old one first when it is shared.
+fn replace_body<H: Hold>(this: &mut Arc<Inode<H>>, body: Body<H>) {
+    if updatable(this) {
+        let inode = Arc::get_mut(this).expect("checked unique");
+        (inode.body, inode.hash, inode.dir_hash) = (body, OnceLock::new(), OnceLock::new());
+    } else {
+        *this = Arc::new(Inode { body, hash: OnceLock::new(), dir_hash: OnceLock::new(), meta: H::derive(this) });
+    }
 }
 
 /// The inode a pointer names, from memory or through the resolver.
@@ -385,7 +477,7 @@ pub fn load<H: Hold, R: Resolve<H> + ?Sized>(ptr: &H::Ptr, depth: u32, r: &R) ->
 
 /// Takes the inode out of a pointer for an update, leaving the shared empty
 /// inode in its place (the caller puts the result back).
-fn take<H: Hold, R: Resolve<H> + ?Sized>(ptr: &mut H::Ptr, depth: u32, r: &R) -> Result<Arc<Inode<H>>, R::Error> {
+pub fn take<H: Hold, R: Resolve<H> + ?Sized>(ptr: &mut H::Ptr, depth: u32, r: &R) -> Result<Arc<Inode<H>>, R::Error> {
     match H::as_mem_mut(ptr) {
         Some(inode) => Ok(std::mem::replace(inode, H::empty())),
         None => r.load(ptr, depth),
@@ -442,11 +534,14 @@ pub fn set<H: Hold, R: Resolve<H> + ?Sized>(
     r: &R,
 ) -> Result<bool, R::Error> {
     if let Body::Values(values) = &node.body
-        && values.len() == ENTRIES
-        && values.search(step).is_err()
+        && let Err(at) = values.search(step)
     {
+        if values.len() < ENTRIES {
+            let values = values.inserted(at, step, child);
+            replace_body(node, Body::Values(values));
+            return Ok(true);
+        }
         // The 33rd entry: the inode becomes a tree inode.
-        let at = values.search(step).unwrap_err();
         let mut entries: Vec<(&[u8], Child<H>)> = values.iter().map(|(s, c)| (s, c.clone())).collect();
         entries.insert(at, (step, child));
         match build(depth, entries) {
@@ -462,16 +557,11 @@ pub fn set<H: Hold, R: Resolve<H> + ?Sized>(
     }
     let inode = make_mut(node);
     match &mut inode.body {
-        Body::Values(values) => match values.search(step) {
-            Ok(i) => {
-                *values.child_mut(i) = child;
-                Ok(false)
-            }
-            Err(i) => {
-                *values = values.inserted(i, step, child);
-                Ok(true)
-            }
-        },
+        Body::Values(values) => {
+            let i = values.search(step).expect("an absent step was inserted above");
+            *values.child_mut(i) = child;
+            Ok(false)
+        }
         Body::Tree(pointers) => {
             assert_eq!(pointers.depth, depth, "tree inode found at the wrong depth");
             let i = index(depth, step);
@@ -507,6 +597,23 @@ pub fn remove<H: Hold, R: Resolve<H> + ?Sized>(
     if find(node, step, r)?.is_none() {
         return Ok(false);
     }
+    remove_present(node, depth, step, r)?;
+    Ok(true)
+}
+
+/// [`remove`] of a step known to be below `node`.
+fn remove_present<H: Hold, R: Resolve<H> + ?Sized>(
+    node: &mut Arc<Inode<H>>,
+    depth: u32,
+    step: &[u8],
+    r: &R,
+) -> Result<(), R::Error> {
+    if let Body::Values(values) = &node.body {
+        let i = values.search(step).expect("found above");
+        let values = values.removed(i);
+        replace_body(node, Body::Values(values));
+        return Ok(());
+    }
     if let Body::Tree(pointers) = &node.body
         && pointers.len - 1 <= ENTRIES as u64
     {
@@ -514,29 +621,22 @@ pub fn remove<H: Hold, R: Resolve<H> + ?Sized>(
         let entries = collect_sorted(node, r)?;
         let values = Values::from_sorted(entries.into_iter().filter(|(s, _)| &s[..] != step));
         *node = Inode::values(values);
-        return Ok(true);
+        return Ok(());
     }
     let inode = make_mut(node);
-    match &mut inode.body {
-        Body::Values(values) => {
-            let i = values.search(step).expect("found above");
-            *values = values.removed(i);
-        }
-        Body::Tree(pointers) => {
-            let i = index(depth, step);
-            let ptr = pointers.get_mut(i).expect("found above");
-            let mut current = take(ptr, depth + 1, r)?;
-            let removed = remove(&mut current, depth + 1, step, r);
-            if current.is_empty() {
-                pointers.put(i, None);
-            } else {
-                *ptr = H::mem(current);
-            }
-            removed?;
-            pointers.len -= 1;
-        }
+    let Body::Tree(pointers) = &mut inode.body else { unreachable!("a values inode was handled above") };
+    let i = index(depth, step);
+    let ptr = pointers.get_mut(i).expect("found above");
+    let mut current = take(ptr, depth + 1, r)?;
+    let removed = remove_present(&mut current, depth + 1, step, r);
+    if current.is_empty() {
+        pointers.put(i, None);
+    } else {
+        *ptr = H::mem(current);
     }
-    Ok(true)
+    removed?;
+    pointers.len -= 1;
+    Ok(())
 }
 
 /// Mutable access to the entry `step`, making the inodes on its way

@@ -29,7 +29,7 @@ impl Cached {
     pub fn weight(&self) -> u64 {
         match self {
             Cached::Inode(_, weight) => u64::from(*weight),
-            Cached::Blob(value) => (std::mem::size_of::<Value>() + 16 + value.bytes.len()) as u64 + ENTRY_OVERHEAD,
+            Cached::Blob(value) => value.weight() + ENTRY_OVERHEAD,
         }
     }
 }

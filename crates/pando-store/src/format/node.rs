@@ -24,7 +24,7 @@ use pando_core::varint::{self, write_u64};
 
 use crate::dict::{Dict, read_bytes};
 use crate::format::record::RecordKind;
-use crate::tree::node::{Body, Child, Inline, Inode, Leaf, Pointers, Ptr, Step, Values};
+use crate::tree::node::{Body, Child, Inline, Inode, Leaf, Pointers, Ptr, Step, Values, ValuesBuilder};
 
 pub use crate::tree::node::INLINE_MAX;
 
@@ -60,12 +60,12 @@ fn write_step(out: &mut Vec<u8>, step: &[u8], dict: &Dict, raw_steps: &mut Vec<S
 }
 
 /// Encodes a value inode in its stored form: every child is inline
-/// contents, a blob pointer or a stored directory pointer. `hashes[i]` is
-/// the hash of entry `i`'s child (unused for inline contents).
-pub fn encode_values(values: &Values, hashes: &[Hash], at: u64, dict: &Dict, raw_steps: &mut Vec<Step>, out: &mut Vec<u8>) {
+/// contents, a blob pointer or a stored directory pointer (each pointer
+/// carrying the hash it writes).
+pub fn encode_values(values: &Values, at: u64, dict: &Dict, raw_steps: &mut Vec<Step>, out: &mut Vec<u8>) {
     write_u64(out, values.len() as u64);
     let mut scratch = Vec::with_capacity(64);
-    for ((step, child), hash) in values.iter().zip(hashes) {
+    for (step, child) in values.iter() {
         scratch.clear();
         let step_kind = write_step(&mut scratch, step, dict, raw_steps);
         let child_kind = match child {
@@ -75,12 +75,12 @@ pub fn encode_values(values: &Values, hashes: &[Hash], at: u64, dict: &Dict, raw
                 CHILD_INLINE
             }
             Child::Contents(Leaf::Value(_)) => panic!("a large value is written as a blob before its directory is encoded"),
-            Child::Contents(Leaf::Blob { offset, .. }) => {
+            Child::Contents(Leaf::Blob { offset, hash }) => {
                 write_delta(&mut scratch, at, *offset, hash);
                 CHILD_BLOB
             }
             Child::Dir(ptr) => {
-                write_delta(&mut scratch, at, ptr_offset(ptr), hash);
+                write_pointer(&mut scratch, at, ptr);
                 CHILD_DIR
             }
         };
@@ -89,22 +89,21 @@ pub fn encode_values(values: &Values, hashes: &[Hash], at: u64, dict: &Dict, raw
     }
 }
 
-/// Encodes a tree inode whose children are all stored pointers;
-/// `hashes[k]` is the inode hash of the `k`-th child present.
-pub fn encode_tree(pointers: &Pointers, hashes: &[Hash], at: u64, out: &mut Vec<u8>) {
+/// Encodes a tree inode whose children are all stored pointers (each
+/// carrying the inode hash it writes).
+pub fn encode_tree(pointers: &Pointers, at: u64, out: &mut Vec<u8>) {
     assert!(pointers.depth < 256, "inode depth fits a byte");
     out.push(pointers.depth as u8);
     write_u64(out, pointers.len);
-    let bitmap = pointers.iter().fold(0u32, |bits, (i, _)| bits | 1 << i);
-    out.extend_from_slice(&bitmap.to_le_bytes());
-    for ((_, ptr), hash) in pointers.iter().zip(hashes) {
-        write_delta(out, at, ptr_offset(ptr), hash);
+    out.extend_from_slice(&pointers.bitmap().to_le_bytes());
+    for (_, ptr) in pointers.iter() {
+        write_pointer(out, at, ptr);
     }
 }
 
-fn ptr_offset(ptr: &Ptr) -> u64 {
+fn write_pointer(out: &mut Vec<u8>, at: u64, ptr: &Ptr) {
     match ptr {
-        Ptr::Stored { offset, .. } => *offset,
+        Ptr::Stored { offset, hash } => write_delta(out, at, *offset, hash),
         Ptr::Mem(_) => panic!("children are written, and given as stored pointers, before their parents are encoded"),
     }
 }
@@ -168,29 +167,29 @@ pub fn decode_values(payload: &[u8], at: u64, dict: &Dict) -> Result<Inode, Stri
     if count > ENTRIES as u64 {
         return Err(format!("value inode with {count} entries (at most {ENTRIES})"));
     }
-    let mut entries: Vec<(Step, Child)> = Vec::with_capacity(count as usize);
+    // Steps are written straight into the inode's buffer.
+    let mut values = ValuesBuilder::new(payload.len(), count as usize);
     for _ in 0..count {
         let tag = r.byte()?;
-        let step: Step = match tag & 3 {
+        let step = values.step_buf();
+        match tag & 3 {
             STEP_DICT => {
                 let id = r.varint()?;
-                dict.step_of(id).ok_or_else(|| format!("unknown dictionary id {id}"))?.clone()
+                step.extend_from_slice(dict.step_of(id).ok_or_else(|| format!("unknown dictionary id {id}"))?);
             }
-            STEP_RAW => read_bytes(payload, &mut r.pos)?.into(),
+            STEP_RAW => step.extend_from_slice(read_bytes(payload, &mut r.pos)?),
             STEP_HEX => {
                 let bytes = read_bytes(payload, &mut r.pos)?;
                 if bytes.is_empty() {
                     return Err("empty hex step".into());
                 }
-                let mut text = Vec::with_capacity(bytes.len() * 2);
                 for b in bytes {
-                    text.push(b"0123456789abcdef"[(b >> 4) as usize]);
-                    text.push(b"0123456789abcdef"[(b & 15) as usize]);
+                    step.push(b"0123456789abcdef"[(b >> 4) as usize]);
+                    step.push(b"0123456789abcdef"[(b & 15) as usize]);
                 }
-                text.into()
             }
             other => return Err(format!("unknown step kind {other}")),
-        };
+        }
         let child = match tag >> 2 {
             CHILD_DIR => {
                 let (offset, hash) = r.pointer(at)?;
@@ -209,13 +208,13 @@ pub fn decode_values(payload: &[u8], at: u64, dict: &Dict) -> Result<Inode, Stri
             }
             other => return Err(format!("unknown child kind {other}")),
         };
-        if entries.last().is_some_and(|(last, _)| last[..] >= step[..]) {
+        if values.last_step().is_some_and(|last| last >= values.pending_step()) {
             return Err("entries not sorted or not unique".into());
         }
-        entries.push((step, child));
+        values.push_written(child);
     }
     r.finish()?;
-    Ok(Inode::new(Body::Values(Values::from_sorted(entries))))
+    Ok(Inode::new(Body::Values(values.finish())))
 }
 
 /// How a value inode's entry is stored: its step and child as encoded,

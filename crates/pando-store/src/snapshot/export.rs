@@ -7,7 +7,7 @@ use std::io::Write;
 
 use super::{END, ENTRY_CONTENTS, ENTRY_DIR, FrameWriter, Header, SnapshotSummary, TAG_TREE, TAG_VALUES, write_frames};
 use crate::error::Result;
-use crate::tree::node::{Body, Child, Inode, Loader, Ptr, value_of};
+use crate::tree::node::{Body, Child, Inode, Loader, Ptr, with_value};
 use crate::tree::walk::{Visitor, walk};
 
 /// Writes the tree whose root directory is `root` under `header`.
@@ -51,21 +51,23 @@ impl Visitor for Writer<'_> {
             Body::Tree(pointers) => {
                 buf.push(TAG_TREE);
                 write_u64(buf, pointers.len);
-                let bitmap = pointers.iter().fold(0u32, |m, (i, _)| m | 1 << i);
-                buf.extend_from_slice(&bitmap.to_le_bytes());
+                buf.extend_from_slice(&pointers.bitmap().to_le_bytes());
             }
         }
         self.w.maybe_flush()
     }
 
     fn contents(&mut self, step: &[u8], child: &Child) -> Result<()> {
-        let value = value_of(child, self.loader)?.expect("a contents entry has a value");
         self.step(step, ENTRY_CONTENTS);
         let buf = self.w.buf();
-        write_u64(buf, value.len() as u64);
-        buf.extend_from_slice(&value);
+        let len = with_value(child, self.loader, |value| {
+            write_u64(buf, value.len() as u64);
+            buf.extend_from_slice(value);
+            value.len() as u64
+        })?
+        .expect("a contents entry has a value");
         self.summary.contents += 1;
-        self.summary.contents_bytes += value.len() as u64;
+        self.summary.contents_bytes += len;
         self.w.maybe_flush()
     }
 

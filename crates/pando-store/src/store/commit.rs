@@ -17,7 +17,7 @@
 //! its checksum and another slot is used. After the fsync the batch is
 //! durable.
 
-use pando_core::dir::{child_hash, dir_ptr_hash, inode_ptr_hash};
+use pando_core::dir::{dir_ptr_hash, inode_ptr_hash};
 use pando_core::inode::ENTRIES;
 use pando_core::{CommitInfo, Hash};
 use std::collections::VecDeque;
@@ -33,7 +33,7 @@ use crate::format::node::{CommitRecord, MAX_PATCH_CHAIN, MAX_PATCH_CHANGES, Tree
 use crate::format::record::{self, RecordKind};
 use crate::options::SyncPolicy;
 use crate::tree::Tree;
-use crate::tree::node::{Body, Child, Inline, Inode, Leaf, Loader, Pointers, Ptr, Step, Value, Values, Written};
+use crate::tree::node::{Body, Child, Inline, Inode, Leaf, Loader, Pointers, Ptr, Step, Value, ValuesBuilder, Written};
 
 /// Builds one commit's batch of records.
 struct Batch<'a> {
@@ -115,8 +115,9 @@ impl Batch<'_> {
         let mut patch_chain = 0;
         let stored_body = match &inode.body {
             Body::Values(values) => {
-                let mut hashes = Vec::with_capacity(values.len());
-                let mut stored_entries = Vec::with_capacity(values.len());
+                // The stored copy: contents inline or in blobs, directories
+                // by stored pointers carrying their hash.
+                let mut stored = ValuesBuilder::new(0, values.len());
                 for (step, child) in values.iter() {
                     let stored_child = match child {
                         Child::Contents(Leaf::Value(value)) => match Inline::new(&value.bytes) {
@@ -124,35 +125,30 @@ impl Batch<'_> {
                             None => Child::Contents(Leaf::Blob { offset: self.write_blob(value)?, hash: value.hash() }),
                         },
                         Child::Dir(ptr @ Ptr::Mem(root)) => {
-                            let offset = self.write_inode(root, 0)?;
-                            Child::Dir(Ptr::stored(offset, dir_ptr_hash(ptr, self.loader)?))
+                            let hash = dir_ptr_hash(ptr, self.loader)?;
+                            Child::Dir(Ptr::stored(self.write_inode(root, 0)?, hash))
                         }
                         other => other.clone(),
                     };
-                    // Inline contents are written without their hash.
-                    hashes.push(match stored_child {
-                        Child::Contents(Leaf::Inline(_)) => Hash::default(),
-                        _ => child_hash(child, self.loader)?,
-                    });
-                    stored_entries.push((step, stored_child));
+                    stored.push(step, stored_child);
                 }
-                let stored = Values::from_sorted(stored_entries);
+                let stored = stored.finish();
                 let at = self.next_offset();
                 self.payload.clear();
-                encode_values(&stored, &hashes, at, self.dict, &mut self.raw_steps, &mut self.payload);
+                encode_values(&stored, at, self.dict, &mut self.raw_steps, &mut self.payload);
                 Body::Values(stored)
             }
             Body::Tree(pointers) => {
                 assert_eq!(pointers.depth, depth, "tree inode written at the wrong depth");
-                let mut hashes = Vec::with_capacity(pointers.count());
                 let mut stored_children = Vec::with_capacity(pointers.count());
                 for (i, ptr) in pointers.iter() {
-                    let hash = inode_ptr_hash(ptr, depth + 1, self.loader)?;
                     let stored = match ptr {
-                        Ptr::Mem(inode) => Ptr::stored(self.write_inode(inode, depth + 1)?, hash),
+                        Ptr::Mem(inode) => {
+                            let hash = inode_ptr_hash(ptr, depth + 1, self.loader)?;
+                            Ptr::stored(self.write_inode(inode, depth + 1)?, hash)
+                        }
                         Ptr::Stored { .. } => ptr.clone(),
                     };
-                    hashes.push(hash);
                     stored_children.push((i, stored));
                 }
                 let stored = Pointers::new(depth, pointers.len, stored_children);
@@ -163,7 +159,7 @@ impl Batch<'_> {
                         patch.encode(at, &mut self.payload);
                         patch_chain = chain;
                     }
-                    None => encode_tree(&stored, &hashes, at, &mut self.payload),
+                    None => encode_tree(&stored, at, &mut self.payload),
                 }
                 Body::Tree(stored)
             }
@@ -179,13 +175,7 @@ impl Batch<'_> {
         // nothing else alive; it carries the hashes already computed.
         let stored = Inode::new(stored_body);
         stored.mark_stored(self.instance, at, patch_chain);
-        let (hash, dir_hash) = inode.memoised();
-        if let Some(hash) = hash {
-            stored.remember_hash(1, hash);
-        }
-        if let Some(hash) = dir_hash {
-            stored.remember_hash(0, hash);
-        }
+        stored.remember_hashes_of(inode);
         self.keep_for_cache(at, stored);
         Ok(at)
     }

@@ -58,8 +58,8 @@ enum Body {
         len: u64,
         bitmap: u32,
         next: usize,
-        children: Box<[Option<Ptr>; ENTRIES]>,
-        hashes: Box<[Option<Hash>; ENTRIES]>,
+        /// The children read so far, by index, each carrying its hash.
+        children: Vec<(usize, Ptr)>,
         /// Entries found below the children so far.
         sum: u64,
     },
@@ -234,9 +234,8 @@ impl Repo {
                     entries.push((step, Child::Dir(Ptr::stored(done.offset, done.hash))));
                     hashes.push(done.hash);
                 }
-                Body::Tree { next, children, hashes, sum, .. } => {
-                    children[*next] = Some(Ptr::stored(done.offset, done.hash));
-                    hashes[*next] = Some(done.hash);
+                Body::Tree { next, children, sum, .. } => {
+                    children.push((*next, Ptr::stored(done.offset, done.hash)));
                     *sum += done.len;
                     *next += 1;
                     if let (Some(flat), Some(mut entries)) = (&mut parent.flat, done.flat) {
@@ -293,7 +292,7 @@ impl Repo {
         let (len, kind, hash) = match building.body {
             Body::Values { entries, hashes, .. } => {
                 let values = Values::from_sorted(entries);
-                encode_values(&values, &hashes, at, &self.dict.read(), &mut out.raw_steps, &mut out.payload);
+                encode_values(&values, at, &self.dict.read(), &mut out.raw_steps, &mut out.payload);
                 let rows = || values.iter().zip(&hashes).map(|((s, c), h)| (s, c.kind(), h));
                 if root {
                     encode_node(&mut buf, values.len(), rows());
@@ -302,14 +301,13 @@ impl Repo {
                 }
                 (values.len() as u64, RecordKind::Values, Hash::of_bytes(&buf))
             }
-            Body::Tree { len, children, hashes, sum, .. } => {
+            Body::Tree { len, children, sum, .. } => {
                 if sum != len {
                     return Err(format!("a tree inode of {len} entries has {sum} below it"));
                 }
                 let depth = building.path.len() as u32;
-                let pointers = Pointers::new(depth, len, children.iter().enumerate().filter_map(|(i, c)| Some((i, c.clone()?))));
-                let present: smallvec::SmallVec<[Hash; ENTRIES]> = hashes.iter().flatten().copied().collect();
-                encode_tree(&pointers, &present, at, &mut out.payload);
+                let pointers = Pointers::new(depth, len, children);
+                encode_tree(&pointers, at, &mut out.payload);
                 match &building.flat {
                     // A directory of at most 256 entries: hashed flat. Its
                     // entries are unique: each lies on its index path.
@@ -319,9 +317,11 @@ impl Repo {
                         encode_node(&mut buf, sorted.len(), sorted.iter().map(|(s, k, h)| (&s[..], *k, h)));
                     }
                     _ => {
-                        let pointers = hashes.iter().enumerate().filter_map(|(i, h)| Some((i, h.as_ref()?)));
-                        let pointers: smallvec::SmallVec<[(usize, &Hash); ENTRIES]> = pointers.collect();
-                        pando_core::inode::encode_tree(&mut buf, depth, len, pointers.into_iter());
+                        let hashes = pointers.iter().map(|(i, ptr)| match ptr {
+                            Ptr::Stored { hash, .. } => (i, hash),
+                            Ptr::Mem(_) => unreachable!("import builds stored pointers only"),
+                        });
+                        pando_core::inode::encode_tree(&mut buf, depth, len, hashes);
                     }
                 }
                 (len, RecordKind::Tree, Hash::of_bytes(&buf))
@@ -377,14 +377,7 @@ fn read_node(r: &mut FrameReader<'_>, path: Vec<u8>, collect: bool, summary: &mu
             Building {
                 path,
                 flat,
-                body: Body::Tree {
-                    len,
-                    bitmap,
-                    next: 0,
-                    children: Box::new(std::array::from_fn(|_| None)),
-                    hashes: Box::new([None; ENTRIES]),
-                    sum: 0,
-                },
+                body: Body::Tree { len, bitmap, next: 0, children: Vec::with_capacity(bitmap.count_ones() as usize), sum: 0 },
             }
         }
         other => return Err(r.error(format!("unknown inode tag {other}"))),

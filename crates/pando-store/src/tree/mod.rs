@@ -426,13 +426,10 @@ fn update_dir(root: &mut Arc<node::Inode>, steps: &[&[u8]], new: Option<Child>, 
     }
     let emptied = match dir::find_mut(root, 0, step, loader)? {
         Some(Child::Dir(ptr)) => {
-            let mut dir = match ptr {
-                Ptr::Mem(inode) => std::mem::replace(inode, empty()),
-                Ptr::Stored { .. } => load(ptr, 0, loader)?,
-            };
-            let result = update_dir(&mut dir, rest, new, loader);
-            let emptied = dir.is_empty();
-            *ptr = Ptr::Mem(dir);
+            let mut subdir = dir::take(ptr, 0, loader)?;
+            let result = update_dir(&mut subdir, rest, new, loader);
+            let emptied = subdir.is_empty();
+            *ptr = Ptr::Mem(subdir);
             result?;
             emptied
         }

@@ -30,6 +30,7 @@ pub type Body = dir::Body<Held>;
 pub type Child = dir::Child<Held>;
 pub type Values = dir::Values<Held>;
 pub type Pointers = dir::Pointers<Held>;
+pub type ValuesBuilder = dir::ValuesBuilder<Held>;
 
 /// A contents value held in memory.
 pub struct Value {
@@ -63,6 +64,11 @@ impl Value {
 
     pub(crate) fn mark_stored(&self, instance: u64, offset: u64) {
         let _ = self.stored.set((instance, offset));
+    }
+
+    /// Bytes of memory held: the value, its `Arc`'s counts and its bytes.
+    pub(crate) fn weight(&self) -> u64 {
+        (std::mem::size_of::<Value>() + 16 + self.bytes.len()) as u64
     }
 }
 
@@ -252,22 +258,12 @@ impl Written for Inode {
     }
 
     fn cache_weight(&self) -> u64 {
-        // The inode, its buffers and what its entries hold alone: values in
-        // memory (a cached inode holds no other pointer in memory).
-        let values = match &self.body {
-            dir::Body::Values(values) => values
-                .iter()
-                .map(|(_, child)| match child {
-                    Child::Contents(Leaf::Value(value)) => (std::mem::size_of::<Value>() + 32 + value.bytes.len()) as u64,
-                    _ => 0,
-                })
-                .sum(),
-            dir::Body::Tree(_) => 0,
-        };
-        // The Arc's counts, the rounding of three allocations and the
-        // cache's own entry for it (measured: resident memory follows the
-        // budget within about 10% with these).
-        Inode::weight(self) as u64 + ENTRY_OVERHEAD + values
+        // A cached inode holds nothing else in memory: its contents are
+        // inline or blobs, its children offsets. Beside the inode and its
+        // buffers: the Arc's counts, the rounding of three allocations and
+        // the cache's own entry (measured: resident memory then follows
+        // the budget within about 10%).
+        Inode::weight(self) as u64 + ENTRY_OVERHEAD
     }
 }
 
@@ -320,14 +316,20 @@ pub fn load(ptr: &Ptr, depth: u32, loader: &dyn Loader) -> Result<Arc<Inode>> {
     dir::load(ptr, depth, loader)
 }
 
-/// The bytes of a contents, from memory or from its blob.
-pub fn value_of(child: &Child, loader: &dyn Loader) -> Result<Option<Vec<u8>>> {
+/// Calls `f` on the bytes of a contents, in memory or in its blob, without
+/// copying them; `None` for a directory.
+pub fn with_value<T>(child: &Child, loader: &dyn Loader, f: impl FnOnce(&[u8]) -> T) -> Result<Option<T>> {
     match child {
-        Child::Contents(Leaf::Inline(inline)) => Ok(Some(inline.bytes().to_vec())),
-        Child::Contents(Leaf::Value(value)) => Ok(Some(value.bytes.to_vec())),
-        Child::Contents(Leaf::Blob { offset, hash }) => Ok(Some(loader.load_blob(*offset, hash)?.bytes.to_vec())),
+        Child::Contents(Leaf::Inline(inline)) => Ok(Some(f(inline.bytes()))),
+        Child::Contents(Leaf::Value(value)) => Ok(Some(f(&value.bytes))),
+        Child::Contents(Leaf::Blob { offset, hash }) => Ok(Some(f(&loader.load_blob(*offset, hash)?.bytes))),
         Child::Dir(_) => Ok(None),
     }
+}
+
+/// The bytes of a contents, copied; `None` for a directory.
+pub fn value_of(child: &Child, loader: &dyn Loader) -> Result<Option<Vec<u8>>> {
+    with_value(child, loader, <[u8]>::to_vec)
 }
 
 #[cfg(test)]
