@@ -418,6 +418,13 @@ impl<H: Hold> Inode<H> {
         let _ = memo.set(hash);
     }
 
+    /// The hash memoised for this inode at `depth`: the directory hash for
+    /// a root (`depth == 0`), the inode hash below; `None` if not computed.
+    pub fn memo_hash(&self, depth: u32) -> Option<Hash> {
+        let memo = if depth == 0 { &self.dir_hash } else { &self.hash };
+        memo.get().copied()
+    }
+
     /// Takes the hashes `other` memoised, for a copy of the same entries.
     pub fn remember_hashes_of(&self, other: &Inode<H>) {
         if let Some(&hash) = other.hash.get() {

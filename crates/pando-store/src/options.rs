@@ -48,7 +48,9 @@ impl Retention {
 
 #[derive(Clone, Debug)]
 pub struct Options {
-    /// Bytes of decoded nodes kept in memory.
+    /// Bytes of decoded nodes kept in memory: a quarter for the writer's
+    /// kept tree ([`Options::keep_bytes`]), the rest for the cache of nodes
+    /// read from disk.
     pub cache_bytes: u64,
     pub sync: SyncPolicy,
     /// A new pack chunk starts once the current one holds this many bytes.
@@ -67,6 +69,14 @@ pub struct Options {
     /// (irmin's `IrmRepBT` format), finished when the store is closed.
     pub record_trace: Option<std::path::PathBuf>,
     pub retention: Retention,
+}
+
+impl Options {
+    /// The part of `cache_bytes` the writer's kept tree may hold: the
+    /// inodes its last commits wrote (see `store::commit`).
+    pub fn keep_bytes(&self) -> u64 {
+        if self.read_only { 0 } else { self.cache_bytes / 4 }
+    }
 }
 
 impl Default for Options {

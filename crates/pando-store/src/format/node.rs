@@ -59,11 +59,15 @@ fn write_step(out: &mut Vec<u8>, step: &[u8], dict: &Dict, raw_steps: &mut Vec<S
     }
 }
 
-/// Encodes a value inode in its stored form: every child is inline
-/// contents, a blob pointer or a stored directory pointer (each pointer
-/// carrying the hash it writes).
-pub fn encode_values(values: &Values, at: u64, dict: &Dict, raw_steps: &mut Vec<Step>, out: &mut Vec<u8>) {
+/// Encodes a value inode. Every child is written already: inline
+/// contents, a blob or a directory, each stored (a pointer carrying the
+/// hash it writes) or in memory; for those in memory (large values and
+/// directory roots), `written` gives the offsets they were written at, in
+/// entry order, and their memoised hash the hash.
+pub fn encode_values(values: &Values, at: u64, written: &[u64], dict: &Dict, raw_steps: &mut Vec<Step>, out: &mut Vec<u8>) {
     write_u64(out, values.len() as u64);
+    let mut written = written.iter().copied();
+    let mut next_written = || written.next().expect("an offset for each child in memory");
     let mut scratch = Vec::with_capacity(64);
     for (step, child) in values.iter() {
         scratch.clear();
@@ -74,13 +78,20 @@ pub fn encode_values(values: &Values, at: u64, dict: &Dict, raw_steps: &mut Vec<
                 scratch.extend_from_slice(inline.bytes());
                 CHILD_INLINE
             }
-            Child::Contents(Leaf::Value(_)) => panic!("a large value is written as a blob before its directory is encoded"),
+            Child::Contents(Leaf::Value(value)) => {
+                write_delta(&mut scratch, at, next_written(), &value.hash());
+                CHILD_BLOB
+            }
             Child::Contents(Leaf::Blob { offset, hash }) => {
                 write_delta(&mut scratch, at, *offset, hash);
                 CHILD_BLOB
             }
-            Child::Dir(ptr) => {
-                write_pointer(&mut scratch, at, ptr);
+            Child::Dir(Ptr::Stored { offset, hash }) => {
+                write_delta(&mut scratch, at, *offset, hash);
+                CHILD_DIR
+            }
+            Child::Dir(Ptr::Mem(root)) => {
+                write_delta(&mut scratch, at, next_written(), &written_hash(root, 0));
                 CHILD_DIR
             }
         };
@@ -89,22 +100,22 @@ pub fn encode_values(values: &Values, at: u64, dict: &Dict, raw_steps: &mut Vec<
     }
 }
 
-/// Encodes a tree inode whose children are all stored pointers (each
-/// carrying the inode hash it writes).
-pub fn encode_tree(pointers: &Pointers, at: u64, out: &mut Vec<u8>) {
-    assert!(pointers.depth < 256, "inode depth fits a byte");
-    out.push(pointers.depth as u8);
-    write_u64(out, pointers.len);
-    out.extend_from_slice(&pointers.bitmap().to_le_bytes());
-    for (_, ptr) in pointers.iter() {
-        write_pointer(out, at, ptr);
-    }
+/// The hash a written inode in memory memoised at `depth` (the directory
+/// hash for a root): hashing precedes writing.
+pub fn written_hash(inode: &Inode, depth: u32) -> Hash {
+    inode.memo_hash(depth).expect("an inode is hashed before it is written")
 }
 
-fn write_pointer(out: &mut Vec<u8>, at: u64, ptr: &Ptr) {
-    match ptr {
-        Ptr::Stored { offset, hash } => write_delta(out, at, *offset, hash),
-        Ptr::Mem(_) => panic!("children are written, and given as stored pointers, before their parents are encoded"),
+/// Encodes a tree inode of `len` entries at `depth` from its children's
+/// index, offset and inode hash, in index order.
+pub fn encode_tree(depth: u32, len: u64, children: &[(usize, u64, Hash)], at: u64, out: &mut Vec<u8>) {
+    assert!(depth < 256, "inode depth fits a byte");
+    out.push(depth as u8);
+    write_u64(out, len);
+    let bitmap = children.iter().fold(0u32, |bits, (i, _, _)| bits | 1 << i);
+    out.extend_from_slice(&bitmap.to_le_bytes());
+    for (_, offset, hash) in children {
+        write_delta(out, at, *offset, hash);
     }
 }
 

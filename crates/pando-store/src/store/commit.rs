@@ -8,7 +8,22 @@
 //! 4. Per the sync policy: fsync the pack, then write the control file's
 //!    hint slot (or, at a checkpoint, a synced slot). Only then is the
 //!    commit acknowledged.
-//! 5. Publish: the index and the cache learn the new records.
+//! 5. Publish: the index learns the commit, and its tree in memory becomes
+//!    the kept tree.
+//!
+//! The kept tree: the writer keeps the tree of its newest commit in memory,
+//! as written (values in memory, hashes and offsets known), and a checkout
+//! of that commit starts from it, so that the next block reads and updates
+//! the inodes the last ones wrote without the cache or the disk. It holds
+//! only inodes written by the last commits whose weights sum to at most
+//! [`Options::keep_bytes`](crate::Options::keep_bytes) (a window counted
+//! by [`KeptWindow`]): a written inode is kept as itself when all its
+//! children in memory are kept, as a copy holding stored pointers instead
+//! of the children that are not, and not at all (its parent holds a stored
+//! pointer) once the commit has used the room. Each kept inode knows the
+//! oldest commit of its kept subtree, so a later commit can tell whether
+//! it is still inside the window without walking it. Nothing written goes
+//! to the cache, which holds what was read from disk.
 //!
 //! Crash argument (docs/FORMAT.md has it whole): until the pack fsync of
 //! step 4, the batch may be lost or torn; a writable open keeps only whole
@@ -25,15 +40,16 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use super::{Repo, Writer, index_file};
-use crate::cache::Cached;
 use crate::crash_point;
 use crate::dict::{self, Dict};
 use crate::error::{Error, Result};
-use crate::format::node::{CommitRecord, MAX_PATCH_CHAIN, MAX_PATCH_CHANGES, TreePatch, encode_tree, encode_values};
+use crate::format::node::{
+    CommitRecord, MAX_PATCH_CHAIN, MAX_PATCH_CHANGES, TreePatch, encode_tree, encode_values, written_hash,
+};
 use crate::format::record::{self, RecordKind};
 use crate::options::SyncPolicy;
 use crate::tree::Tree;
-use crate::tree::node::{Body, Child, Inline, Inode, Leaf, Loader, Pointers, Ptr, Step, Value, ValuesBuilder, Written};
+use crate::tree::node::{Body, Child, Inode, Leaf, Loader, Pointers, Ptr, Step, Value, Written};
 
 /// Builds one commit's batch of records.
 struct Batch<'a> {
@@ -49,12 +65,13 @@ struct Batch<'a> {
     raw_steps: Vec<Step>,
     /// Bytes of records held before they are appended to the pack.
     spill_bytes: usize,
-    /// The last inodes written, in stored form, for the cache: at most a
-    /// quarter of its budget (`written_weight` of `cache_bytes`), the oldest
-    /// dropped first, so that a huge commit does not hold a second cache.
-    written: VecDeque<(u64, Cached)>,
-    written_weight: u64,
-    cache_bytes: u64,
+    /// This commit's number in the writer's count, and the oldest commit
+    /// whose inodes the kept tree may still hold.
+    seq: u32,
+    cutoff: u32,
+    /// Memory the kept inodes of this commit hold, and how much they may.
+    kept_weight: u64,
+    keep_room: u64,
 }
 
 impl Batch<'_> {
@@ -77,18 +94,6 @@ impl Batch<'_> {
         Ok(at)
     }
 
-    /// Keeps a stored copy for the cache, within the cache's budget.
-    fn keep_for_cache(&mut self, at: u64, inode: Inode) {
-        let cached = Cached::inode(Arc::new(inode));
-        self.written_weight += cached.weight();
-        self.written.push_back((at, cached));
-        while self.written_weight > self.cache_bytes
-            && let Some((_, dropped)) = self.written.pop_front()
-        {
-            self.written_weight -= dropped.weight();
-        }
-    }
-
     /// The offset a node in memory was written at by this store instance,
     /// if that record is still held (a collection may have removed it).
     fn written_at(&self, offset: Option<u64>) -> Option<u64> {
@@ -106,78 +111,160 @@ impl Batch<'_> {
         Ok(at)
     }
 
-    /// Writes the inode and its new descendants; returns its offset. The
-    /// cache receives a stored copy pointing to children by offset.
-    fn write_inode(&mut self, inode: &Arc<Inode>, depth: u32) -> Result<u64> {
+    /// Writes a child inode at `depth` (hashed already), and returns its
+    /// offset and, when the kept copy of its parent must not hold the child
+    /// itself, what it holds instead: the child's kept copy, or a stored
+    /// pointer. `since` takes the oldest commit of the kept child.
+    fn write_child(&mut self, child: &Arc<Inode>, depth: u32, since: &mut u32) -> Result<(u64, Option<Ptr>)> {
+        let (offset, kept) = self.write_inode(child, depth)?;
+        Ok(match kept {
+            Some(kept) => {
+                *since = (*since).min(kept.kept_since().expect("a kept inode knows since when"));
+                (offset, (!Arc::ptr_eq(&kept, child)).then_some(Ptr::Mem(kept)))
+            }
+            None => (offset, Some(Ptr::stored(offset, written_hash(child, depth)))),
+        })
+    }
+
+    /// Writes the inode and its new descendants. Returns its offset and its
+    /// kept form (see [`Repo::commit`]): the inode itself when it can be,
+    /// a copy when some children must be held otherwise, `None` when the
+    /// kept tree has no room for it or it is older than the cutoff.
+    fn write_inode(&mut self, inode: &Arc<Inode>, depth: u32) -> Result<(u64, Option<Arc<Inode>>)> {
         if let Some(offset) = self.written_at(inode.stored_offset(self.instance)) {
-            return Ok(offset);
+            let kept = inode.kept_since().is_some_and(|since| since >= self.cutoff).then(|| inode.clone());
+            return Ok((offset, kept));
         }
+        // Children first; `cuts` are the children the kept copy holds
+        // otherwise than this inode does.
+        let mut since = self.seq;
+        let mut weight = inode.cache_weight();
+        let mut cuts: Vec<(usize, Ptr)> = Vec::new();
+        let mut written = Vec::new();
         let mut patch_chain = 0;
-        let stored_body = match &inode.body {
+        let kind = match &inode.body {
             Body::Values(values) => {
-                // The stored copy: contents inline or in blobs, directories
-                // by stored pointers carrying their hash.
-                let mut stored = ValuesBuilder::new(0, values.len());
-                for (step, child) in values.iter() {
-                    let stored_child = match child {
-                        Child::Contents(Leaf::Value(value)) => match Inline::new(&value.bytes) {
-                            Some(inline) => Child::Contents(Leaf::Inline(inline)),
-                            None => Child::Contents(Leaf::Blob { offset: self.write_blob(value)?, hash: value.hash() }),
-                        },
-                        Child::Dir(ptr @ Ptr::Mem(root)) => {
-                            let hash = dir_ptr_hash(ptr, self.loader)?;
-                            Child::Dir(Ptr::stored(self.write_inode(root, 0)?, hash))
+                for (i, (_, child)) in values.iter().enumerate() {
+                    match child {
+                        Child::Contents(Leaf::Value(value)) => {
+                            written.push(self.write_blob(value)?);
+                            weight += value.weight();
                         }
-                        other => other.clone(),
-                    };
-                    stored.push(step, stored_child);
+                        Child::Dir(ptr @ Ptr::Mem(root)) => {
+                            dir_ptr_hash(ptr, self.loader)?;
+                            let (offset, cut) = self.write_child(root, 0, &mut since)?;
+                            written.push(offset);
+                            cuts.extend(cut.map(|ptr| (i, ptr)));
+                        }
+                        Child::Contents(Leaf::Inline(_) | Leaf::Blob { .. }) | Child::Dir(Ptr::Stored { .. }) => {}
+                    }
                 }
-                let stored = stored.finish();
                 let at = self.next_offset();
                 self.payload.clear();
-                encode_values(&stored, at, self.dict, &mut self.raw_steps, &mut self.payload);
-                Body::Values(stored)
+                encode_values(values, at, &written, self.dict, &mut self.raw_steps, &mut self.payload);
+                RecordKind::Values
             }
             Body::Tree(pointers) => {
                 assert_eq!(pointers.depth, depth, "tree inode written at the wrong depth");
-                let mut stored_children = Vec::with_capacity(pointers.count());
+                let mut children = Vec::with_capacity(pointers.count());
                 for (i, ptr) in pointers.iter() {
-                    let stored = match ptr {
-                        Ptr::Mem(inode) => {
-                            let hash = inode_ptr_hash(ptr, depth + 1, self.loader)?;
-                            Ptr::stored(self.write_inode(inode, depth + 1)?, hash)
+                    let hash = inode_ptr_hash(ptr, depth + 1, self.loader)?;
+                    let offset = match ptr {
+                        Ptr::Mem(child) => {
+                            let (offset, cut) = self.write_child(child, depth + 1, &mut since)?;
+                            cuts.extend(cut.map(|ptr| (i, ptr)));
+                            offset
                         }
-                        Ptr::Stored { .. } => ptr.clone(),
+                        Ptr::Stored { offset, .. } => *offset,
                     };
-                    stored_children.push((i, stored));
+                    children.push((i, offset, hash));
                 }
-                let stored = Pointers::new(depth, pointers.len, stored_children);
                 let at = self.next_offset();
                 self.payload.clear();
-                match plan_patch(self.instance, |o| self.pack.holds(o), inode, &stored) {
+                match plan_patch(self.instance, |o| self.pack.holds(o), inode, pointers, &children) {
                     Some((patch, chain)) => {
                         patch.encode(at, &mut self.payload);
                         patch_chain = chain;
+                        RecordKind::TreePatch
                     }
-                    None => encode_tree(&stored, at, &mut self.payload),
+                    None => {
+                        encode_tree(depth, pointers.len, &children, at, &mut self.payload);
+                        RecordKind::Tree
+                    }
                 }
-                Body::Tree(stored)
             }
         };
-        let kind = match stored_body {
-            Body::Values(_) => RecordKind::Values,
-            Body::Tree(_) if patch_chain > 0 => RecordKind::TreePatch,
-            Body::Tree(_) => RecordKind::Tree,
-        };
         let at = self.push_record(kind)?;
+        // A node whose record a collection removed keeps its old mark: it
+        // is not kept, and is written again whenever it is met.
+        let rewritten = inode.is_stored();
         inode.mark_stored(self.instance, at, patch_chain);
-        // The cached copy points to children by offset only, so it keeps
-        // nothing else alive; it carries the hashes already computed.
-        let stored = Inode::new(stored_body);
-        stored.mark_stored(self.instance, at, patch_chain);
-        stored.remember_hashes_of(inode);
-        self.keep_for_cache(at, stored);
-        Ok(at)
+        self.kept_weight += weight;
+        if rewritten || self.kept_weight > self.keep_room {
+            return Ok((at, None));
+        }
+        let kept = if cuts.is_empty() {
+            inode.clone()
+        } else {
+            let mut body = inode.body.clone();
+            for (i, ptr) in cuts {
+                match &mut body {
+                    Body::Values(values) => *values.child_mut(i) = Child::Dir(ptr),
+                    Body::Tree(pointers) => pointers.put(i, Some(ptr)),
+                }
+            }
+            let copy = Inode::new(body);
+            copy.mark_stored(self.instance, at, patch_chain);
+            copy.remember_hashes_of(inode);
+            Arc::new(copy)
+        };
+        kept.keep_since(since);
+        Ok((at, Some(kept)))
+    }
+}
+
+/// The writer's count of commits and the window of those whose inodes the
+/// kept tree may hold: each with the weight of its kept inodes.
+#[derive(Default)]
+pub(super) struct KeptWindow {
+    seq: u32,
+    window: VecDeque<(u32, u64)>,
+    weight: u64,
+}
+
+impl KeptWindow {
+    /// Starts a commit: its number, the oldest commit still kept, and the
+    /// room the commit's kept inodes have. The oldest commits leave the
+    /// window until half the budget is free.
+    fn start_commit(&mut self, budget: u64) -> (u32, u32, u64) {
+        self.seq += 1;
+        while self.weight > budget / 2
+            && let Some((_, weight)) = self.window.pop_front()
+        {
+            self.weight -= weight;
+        }
+        let cutoff = self.window.front().map_or(self.seq, |(seq, _)| *seq);
+        (self.seq, cutoff, budget - self.weight.min(budget))
+    }
+
+    /// Memory of the inodes of the commits in the window.
+    pub(super) fn weight(&self) -> u64 {
+        self.weight
+    }
+
+    /// Ends commit `seq`: `kept` is the weight of its kept inodes, `None`
+    /// when its root was not kept (nothing older is then kept either).
+    fn finish_commit(&mut self, seq: u32, kept: Option<u64>) {
+        match kept {
+            Some(weight) => {
+                self.window.push_back((seq, weight));
+                self.weight += weight;
+            }
+            None => {
+                self.window.clear();
+                self.weight = 0;
+            }
+        }
     }
 }
 
@@ -223,44 +310,49 @@ fn check_refs(instance: u64, pack: &crate::pack::Pack, inode: &Arc<Inode>) -> Re
 }
 
 /// Offset of what a child slot points to, if `instance` wrote it.
-fn slot_offset(instance: u64, slot: Option<&Ptr>) -> Option<u64> {
+fn slot_offset(instance: u64, slot: &Ptr) -> Option<u64> {
     match slot {
-        None => None,
-        Some(Ptr::Stored { offset, .. }) => Some(*offset),
-        Some(Ptr::Mem(inode)) => inode.stored_offset(instance),
+        Ptr::Stored { offset, .. } => Some(*offset),
+        Ptr::Mem(inode) => inode.stored_offset(instance),
     }
 }
 
 /// A patch against the inode's base when few children changed and the
 /// base's chain of patches is short; `None` to write the inode in full.
-fn plan_patch(instance: u64, held: impl Fn(u64) -> bool, inode: &Inode, children: &Pointers) -> Option<(TreePatch, u8)> {
+/// `children` are the inode's written children: index, offset and hash.
+fn plan_patch(
+    instance: u64,
+    held: impl Fn(u64) -> bool,
+    inode: &Inode,
+    pointers: &Pointers,
+    children: &[(usize, u64, Hash)],
+) -> Option<(TreePatch, u8)> {
     let base = inode.base()?;
     // A base that a collection removed is not patched against.
     let base_offset = base.stored_offset(instance).filter(|&o| held(o))?;
     let chain = base.patch_chain()?;
     let Body::Tree(base_children) = &base.body else { return None };
-    if base_children.depth != children.depth || chain >= MAX_PATCH_CHAIN {
+    if base_children.depth != pointers.depth || chain >= MAX_PATCH_CHAIN {
         return None;
     }
+    let mut now = [None; ENTRIES];
+    for &(i, offset, hash) in children {
+        now[i] = Some((offset, hash));
+    }
     let mut changes = Vec::new();
-    for index in 0..ENTRIES {
-        let slot = children.get(index);
-        let base_slot = base_children.get(index);
-        let offset = slot_offset(instance, slot);
-        let base_offset = if base_slot.is_some() { Some(slot_offset(instance, base_slot)?) } else { None };
-        if offset != base_offset {
-            let pointer = match slot {
-                Some(Ptr::Stored { offset, hash, .. }) => Some((*offset, *hash)),
-                Some(Ptr::Mem(_)) => unreachable!("children are stored before the parent is planned"),
-                None => None,
-            };
+    for (index, pointer) in now.into_iter().enumerate() {
+        let before = match base_children.get(index) {
+            Some(slot) => Some(slot_offset(instance, slot)?),
+            None => None,
+        };
+        if pointer.map(|(offset, _)| offset) != before {
             changes.push((index, pointer));
         }
     }
     if changes.is_empty() || changes.len() > MAX_PATCH_CHANGES {
         return None;
     }
-    Some((TreePatch { depth: children.depth, len: children.len, base: base_offset, changes }, chain + 1))
+    Some((TreePatch { depth: pointers.depth, len: pointers.len, base: base_offset, changes }, chain + 1))
 }
 
 impl Repo {
@@ -308,6 +400,7 @@ impl Repo {
             None => {}
         }
         let base = self.guard(self.pack.prepare_append())?;
+        let (seq, cutoff, keep_room) = writer.kept.start_commit(self.options.keep_bytes());
         let dict = self.dict.read();
         let mut buf = std::mem::take(&mut writer.batch_buf);
         buf.clear();
@@ -321,9 +414,10 @@ impl Repo {
             pack: &self.pack,
             raw_steps: Vec::new(),
             spill_bytes: usize::try_from(self.options.commit_spill_bytes).unwrap_or(usize::MAX).max(1),
-            written: VecDeque::new(),
-            written_weight: 0,
-            cache_bytes: self.options.cache_bytes / 4,
+            seq,
+            cutoff,
+            kept_weight: 0,
+            keep_room,
         };
         if self.pack.first_chunk_start() > 0 {
             match root {
@@ -332,11 +426,11 @@ impl Repo {
                 Ptr::Mem(inode) => check_refs(self.id, &self.pack, inode)?,
             }
         }
-        let root_offset = match root {
-            Ptr::Stored { offset, .. } => *offset,
+        let (root_offset, kept) = match root {
+            Ptr::Stored { offset, .. } => (*offset, None),
             Ptr::Mem(inode) => self.guard(batch.write_inode(inode, 0))?,
         };
-        let (base, mut buf, raw_steps, written) = (batch.base, batch.buf, batch.raw_steps, batch.written);
+        let (base, mut buf, raw_steps, kept_weight) = (batch.base, batch.buf, batch.raw_steps, batch.kept_weight);
         let first_new_id = dict.len();
         drop(dict);
         let promoted = self.dict.write().observe(&raw_steps);
@@ -372,9 +466,8 @@ impl Repo {
         // Published only now: no thread sees a commit that is not as durable
         // as the policy promises.
         self.publish_commit(hash, commit_at);
-        for (offset, cached) in written {
-            self.cache.insert(offset, cached);
-        }
+        writer.kept.finish_commit(seq, kept.is_some().then_some(kept_weight));
+        *self.kept.lock() = kept.map(|root| (hash, root));
         Ok(hash)
     }
 
@@ -458,5 +551,128 @@ impl Repo {
             next.dict_entries = dict.len() as u64;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::io::MemStorage;
+    use crate::options::Options;
+    use crate::store::Store;
+    use crate::tree::node::Held;
+    use pando_core::dir::Hold;
+
+    /// Memory held by the inodes of a kept subtree, as the window counts
+    /// it; checks on the way that each is written, knows since when it is
+    /// kept, and that no kept inode is older than `cutoff`.
+    fn kept_weight(inode: &Arc<Inode>, cutoff: u32, seen: &mut std::collections::HashSet<usize>) -> u64 {
+        if !seen.insert(Arc::as_ptr(inode) as usize) {
+            return 0;
+        }
+        assert!(inode.is_stored(), "a kept inode is written");
+        let since = inode.kept_since().expect("a kept inode knows since when");
+        assert!(since >= cutoff, "kept since commit {since}, older than the window's first {cutoff}");
+        let mut weight = inode.cache_weight();
+        let children: Vec<Arc<Inode>> = match &inode.body {
+            Body::Values(values) => values
+                .iter()
+                .filter_map(|(_, child)| match child {
+                    Child::Contents(Leaf::Value(value)) => {
+                        weight += value.weight();
+                        None
+                    }
+                    Child::Dir(Ptr::Mem(root)) => Some(root.clone()),
+                    _ => None,
+                })
+                .collect(),
+            Body::Tree(pointers) => pointers.iter().filter_map(|(_, ptr)| Held::as_mem(ptr).cloned()).collect(),
+        };
+        for child in &children {
+            assert!(child.kept_since().unwrap() >= since, "a kept inode is not older than its subtree says");
+            weight += kept_weight(child, cutoff, seen);
+        }
+        weight
+    }
+
+    /// A writer's kept tree holds at most its budget, only inodes of the
+    /// window's commits, and serves the next checkout: over 300 commits of
+    /// 40 writes (with long values, and a directory growing past 256
+    /// entries) and one of 5,000, with a budget that holds a few dozen of
+    /// the small ones and not the large one.
+    #[test]
+    fn the_kept_tree_stays_in_its_budget_and_window() {
+        let options = Options { cache_bytes: 1 << 20, ..Options::default() };
+        let budget = options.keep_bytes();
+        let store = Store::open_storage(Arc::new(MemStorage::new()), options).unwrap();
+        let mut tree = Tree::empty();
+        let mut parent = None;
+        let (mut kept_commits, mut full_windows) = (0, 0);
+        for block in 0u32..300 {
+            for i in 0..40u32 {
+                let account = (block * 7919 + i * 104_729) % 2_000;
+                let value = format!("{block}-{i}-{}", "x".repeat((i % 3 * 30) as usize));
+                let path = ["index".to_string(), format!("{:02x}", account % 97), account.to_string()];
+                tree.add_mut(&path, value.as_bytes()).unwrap();
+                if i % 4 == 0 {
+                    tree.add_mut(&["big".to_string(), account.to_string()], value.as_bytes()).unwrap();
+                }
+            }
+            if block == 100 {
+                // A commit larger than the budget: its tree is not kept.
+                for i in 0..5_000u32 {
+                    tree.add_mut(&["bulk".to_string(), (i % 50).to_string(), i.to_string()], &[7; 40]).unwrap();
+                }
+            }
+            let hash = store.commit(&tree, parent.as_slice(), i64::from(block), "t", "").unwrap();
+            parent = Some(hash);
+            let stats = store.stats();
+            assert!(stats.kept_bytes <= budget, "window of {} bytes over the budget of {budget}", stats.kept_bytes);
+            let writer = store.repo.writer.as_ref().unwrap().lock();
+            let cutoff = writer.kept.window.front().map_or(u32::MAX, |(seq, _)| *seq);
+            drop(writer);
+            let kept = store.repo.kept.lock().clone();
+            assert_eq!(kept.is_none(), block == 100, "only the large commit's tree is not kept (block {block})");
+            if let Some((kept_hash, root)) = kept {
+                assert_eq!(kept_hash, hash);
+                let held = kept_weight(&root, cutoff, &mut Default::default());
+                assert!(held <= stats.kept_bytes, "kept tree holds {held} bytes, the window counts {}", stats.kept_bytes);
+                kept_commits += 1;
+                full_windows += usize::from(stats.kept_bytes > budget / 4);
+            }
+            // The next block starts from the kept tree, and reads the same.
+            let checked_out = store.checkout(&hash).unwrap().unwrap();
+            assert_eq!(checked_out.hash().unwrap(), tree.hash().unwrap());
+            tree = checked_out;
+        }
+        assert_eq!(kept_commits, 299);
+        assert!(full_windows > 100, "the window filled in only {full_windows} commits");
+    }
+
+    /// A checkout of the writer's newest commit reads what that commit
+    /// wrote without the disk; one of an older commit reads it from disk.
+    #[test]
+    fn a_checkout_of_the_newest_commit_reads_from_memory() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), Options::default()).unwrap();
+        let path = |i: u32| ["contracts".to_string(), format!("{:02x}", i % 64), i.to_string(), "balance".to_string()];
+        let mut tree = Tree::empty();
+        for i in 0..2_000 {
+            tree.add_mut(&path(i), format!("{i:040}").as_bytes()).unwrap();
+        }
+        let first = store.commit(&tree, &[], 1, "t", "").unwrap();
+        tree.add_mut(&path(7), b"changed").unwrap();
+        let second = store.commit(&tree, &[first], 2, "t", "").unwrap();
+        let reads = || store.io_times().unwrap().reads;
+
+        let before = reads();
+        let newest = store.checkout(&second).unwrap().unwrap();
+        assert_eq!(newest.find(&path(7)).unwrap().as_deref(), Some(&b"changed"[..]));
+        assert_eq!(newest.find(&path(1_999)).unwrap(), Some(format!("{:040}", 1_999).into_bytes()));
+        assert_eq!(reads(), before, "the newest commit's tree was read from disk");
+
+        let older = store.checkout(&first).unwrap().unwrap();
+        assert_eq!(older.find(&path(7)).unwrap(), Some(format!("{:040}", 7).into_bytes()));
+        assert!(reads() > before, "an older commit's tree is read from disk");
     }
 }

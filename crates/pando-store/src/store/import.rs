@@ -30,7 +30,7 @@ use crate::error::{Error, Result};
 use crate::format::node::{ABSENT_PARENT, CommitRecord, INLINE_MAX, encode_tree, encode_values};
 use crate::format::record::{self, MAX_PAYLOAD, RecordKind};
 use crate::snapshot::{END, ENTRY_CONTENTS, ENTRY_DIR, FrameReader, Header, SnapshotSummary, TAG_TREE, TAG_VALUES};
-use crate::tree::node::{Child, Inline, Leaf, Pointers, Ptr, Step, Values};
+use crate::tree::node::{Child, Inline, Leaf, Ptr, Step, Values};
 
 /// Bytes of records gathered before they are appended to the pack.
 const BATCH_BYTES: usize = 8 << 20;
@@ -58,8 +58,8 @@ enum Body {
         len: u64,
         bitmap: u32,
         next: usize,
-        /// The children read so far, by index, each carrying its hash.
-        children: Vec<(usize, Ptr)>,
+        /// The children read so far: index, offset and inode hash.
+        children: Vec<(usize, u64, Hash)>,
         /// Entries found below the children so far.
         sum: u64,
     },
@@ -235,7 +235,7 @@ impl Repo {
                     hashes.push(done.hash);
                 }
                 Body::Tree { next, children, sum, .. } => {
-                    children.push((*next, Ptr::stored(done.offset, done.hash)));
+                    children.push((*next, done.offset, done.hash));
                     *sum += done.len;
                     *next += 1;
                     if let (Some(flat), Some(mut entries)) = (&mut parent.flat, done.flat) {
@@ -292,7 +292,7 @@ impl Repo {
         let (len, kind, hash) = match building.body {
             Body::Values { entries, hashes, .. } => {
                 let values = Values::from_sorted(entries);
-                encode_values(&values, at, &self.dict.read(), &mut out.raw_steps, &mut out.payload);
+                encode_values(&values, at, &[], &self.dict.read(), &mut out.raw_steps, &mut out.payload);
                 let rows = || values.iter().zip(&hashes).map(|((s, c), h)| (s, c.kind(), h));
                 if root {
                     encode_node(&mut buf, values.len(), rows());
@@ -306,8 +306,7 @@ impl Repo {
                     return Err(format!("a tree inode of {len} entries has {sum} below it"));
                 }
                 let depth = building.path.len() as u32;
-                let pointers = Pointers::new(depth, len, children);
-                encode_tree(&pointers, at, &mut out.payload);
+                encode_tree(depth, len, &children, at, &mut out.payload);
                 match &building.flat {
                     // A directory of at most 256 entries: hashed flat. Its
                     // entries are unique: each lies on its index path.
@@ -316,13 +315,7 @@ impl Repo {
                         sorted.sort_by(|a, b| a.0.cmp(&b.0));
                         encode_node(&mut buf, sorted.len(), sorted.iter().map(|(s, k, h)| (&s[..], *k, h)));
                     }
-                    _ => {
-                        let hashes = pointers.iter().map(|(i, ptr)| match ptr {
-                            Ptr::Stored { hash, .. } => (i, hash),
-                            Ptr::Mem(_) => unreachable!("import builds stored pointers only"),
-                        });
-                        pando_core::inode::encode_tree(&mut buf, depth, len, hashes);
-                    }
+                    _ => pando_core::inode::encode_tree(&mut buf, depth, len, children.iter().map(|(i, _, h)| (*i, h))),
                 }
                 (len, RecordKind::Tree, Hash::of_bytes(&buf))
             }

@@ -62,6 +62,8 @@ pub(crate) struct Writer {
     batch_buf: Vec<u8>,
     /// The `seq` of the newest synced control slot (see `format::control`).
     synced_seq: u64,
+    /// Which commits the kept tree may hold inodes of (see `commit`).
+    kept: commit::KeptWindow,
     _lock: Option<Box<dyn std::any::Any + Send + Sync>>,
 }
 
@@ -109,6 +111,8 @@ pub(crate) struct Repo {
     poisoned: AtomicBool,
     /// Offset of the newest commit record, `u64::MAX` when there is none.
     last_commit: AtomicU64,
+    /// The writer's newest commit and its tree in memory (see `commit`).
+    kept: Mutex<Option<(Hash, Arc<Inode>)>>,
     /// Records calls as a trace, when asked to.
     recorder: Option<Recorder>,
     gc: gc::GcState,
@@ -137,6 +141,9 @@ pub struct StoreStats {
     pub dict_entries: usize,
     pub cache_bytes: u64,
     pub cache_entries: usize,
+    /// Memory of the inodes the writer's kept tree may hold (see
+    /// [`Options::keep_bytes`]): those its last commits wrote.
+    pub kept_bytes: u64,
     pub branches: usize,
     /// Garbage collection: the layout generation in use (0 before any);
     /// below the first chunk, the live bytes, the files holding them
@@ -256,7 +263,14 @@ impl Store {
 
     /// The tree of `commit`, or `None` if the store does not have it.
     pub fn checkout(&self, commit: &Hash) -> Result<Option<Tree>> {
-        let Some(record) = self.repo.commit_record(commit)? else { return Ok(None) };
+        // The writer's newest commit, as it wrote it: no record to read.
+        let root = match self.repo.kept_root(commit) {
+            Some(root) => Ptr::Mem(root),
+            None => match self.repo.commit_record(commit)? {
+                Some(record) => Ptr::stored(record.root_offset, record.root_hash),
+                None => return Ok(None),
+            },
+        };
         let ctx = self.repo.record(|sink| {
             if !sink.is_known(commit) {
                 sink.gap("a checkout of a commit made before the recording started");
@@ -265,7 +279,8 @@ impl Store {
             sink.write(&Row::Checkout { hash: Scope::Keep(commit.to_base58().into_bytes()), ctx: Scope::Keep(ctx) });
             ctx
         });
-        Ok(Some(self.tree_at(&record, ctx)))
+        let source: Arc<dyn Source> = self.repo.clone();
+        Ok(Some(Tree::from_parts(Child::Dir(root), Some(source), ctx)))
     }
 
     /// The tree of a commit record, as the trace context `ctx` if any.
@@ -426,6 +441,7 @@ impl Store {
             dict_entries: self.repo.dict.read().len(),
             cache_bytes: self.repo.cache.weight_bytes(),
             cache_entries: self.repo.cache.len(),
+            kept_bytes: self.repo.writer.as_ref().map_or(0, |writer| writer.lock().kept.weight()),
             branches: self.repo.branches.read().len(),
             generation: collected.as_ref().map_or(0, |c| c.generation),
             collected_live_bytes: collected.as_ref().map_or(0, |c| c.live_bytes()),
@@ -493,6 +509,15 @@ impl Repo {
             return Ok(self.index.read().get(commit).copied());
         }
         Ok(found)
+    }
+
+    /// The root of the kept tree, if it is the tree of `commit` and no
+    /// collection removed that commit.
+    fn kept_root(&self, commit: &Hash) -> Option<Arc<Inode>> {
+        let kept = self.kept.lock();
+        let (hash, root) = kept.as_ref().filter(|(hash, _)| hash == commit)?;
+        let live = self.index.read().get(hash).is_some_and(|&offset| offset != index_file::COLLECTED);
+        live.then(|| root.clone())
     }
 
     fn commit_record(&self, commit: &Hash) -> Result<Option<CommitRecord>> {

@@ -106,6 +106,7 @@ pub fn open(storage: Arc<dyn Storage>, options: Options) -> Result<Repo> {
             unsynced_commits: 0,
             batch_buf: Vec::new(),
             synced_seq: slots.synced_seq,
+            kept: Default::default(),
             _lock: lock,
         }))
     } else {
@@ -120,7 +121,8 @@ pub fn open(storage: Arc<dyn Storage>, options: Options) -> Result<Repo> {
         id: NEXT_INSTANCE.fetch_add(1, Ordering::Relaxed),
         storage,
         pack,
-        cache: NodeCache::new(options.cache_bytes),
+        cache: NodeCache::new(options.cache_bytes - options.keep_bytes()),
+        kept: Mutex::new(None),
         dict: RwLock::new(dict),
         index: RwLock::new(index),
         branches: RwLock::new(branches),

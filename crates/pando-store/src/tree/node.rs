@@ -14,6 +14,7 @@
 use pando_core::Hash;
 use pando_core::dir::{self, Hold, Resolve};
 use pando_core::tezos::contents_hash;
+use std::sync::atomic::{AtomicU8, AtomicU32, Ordering};
 use std::sync::{Arc, LazyLock, OnceLock};
 
 use crate::error::{Error, Result};
@@ -102,7 +103,7 @@ impl Inline {
 pub enum Leaf {
     /// Small contents, in place.
     Inline(Inline),
-    /// Larger contents in memory, not written yet.
+    /// Larger contents (over [`INLINE_MAX`] bytes) in memory.
     Value(Arc<Value>),
     /// Contents stored as a blob record, not loaded.
     Blob { offset: u64, hash: Hash },
@@ -144,19 +145,36 @@ impl Ptr {
     }
 }
 
-/// What the store keeps beside each inode.
-#[derive(Default)]
+/// What the store keeps beside each inode. Its marks are set once, by the
+/// writer, before the inode is shared with other threads.
 pub struct Meta {
     /// The store instance that wrote this inode, and the record's offset.
     /// Offsets mean nothing to another instance (another store, or the same
     /// directory reopened after a failed write).
     stored: OnceLock<(u64, u64)>,
     /// For a written tree inode: how many patch records lead from its
-    /// record to a full one (0 for a full record).
-    patch_chain: OnceLock<u8>,
+    /// record to a full one (0 for a full record); [`UNSET`] before.
+    patch_chain: AtomicU8,
     /// For an inode being updated: the written version it derives from, so
     /// that writing it can record only the difference. Taken when written.
     base: parking_lot::Mutex<Option<Arc<Inode>>>,
+    /// For an inode of the writer's kept tree (see `store::commit`): the
+    /// oldest commit (by the writer's count, from 1) that wrote an inode of
+    /// the kept subtree below it, itself included; 0 for other inodes.
+    kept_since: AtomicU32,
+}
+
+const UNSET: u8 = u8::MAX;
+
+impl Default for Meta {
+    fn default() -> Meta {
+        Meta {
+            stored: OnceLock::new(),
+            patch_chain: AtomicU8::new(UNSET),
+            base: parking_lot::Mutex::new(None),
+            kept_since: AtomicU32::new(0),
+        }
+    }
 }
 
 static EMPTY: LazyLock<Arc<Inode>> = LazyLock::new(|| Inode::values(Values::new()));
@@ -228,12 +246,17 @@ pub trait Written {
     fn base(&self) -> Option<Arc<Inode>>;
     /// Bytes of memory a cached copy costs, for the cache's budget.
     fn cache_weight(&self) -> u64;
+    /// For an inode of the kept tree: the oldest commit its kept subtree
+    /// holds an inode of.
+    fn kept_since(&self) -> Option<u32>;
+    /// Makes a written inode part of the kept tree.
+    fn keep_since(&self, commit: u32);
 }
 
 impl Written for Inode {
     fn mark_stored(&self, instance: u64, offset: u64, patch_chain: u8) {
         let _ = self.meta.stored.set((instance, offset));
-        let _ = self.meta.patch_chain.set(patch_chain);
+        let _ = self.meta.patch_chain.compare_exchange(UNSET, patch_chain, Ordering::Relaxed, Ordering::Relaxed);
         self.meta.base.lock().take();
     }
 
@@ -250,7 +273,7 @@ impl Written for Inode {
     }
 
     fn patch_chain(&self) -> Option<u8> {
-        self.meta.patch_chain.get().copied()
+        Some(self.meta.patch_chain.load(Ordering::Relaxed)).filter(|&chain| chain != UNSET)
     }
 
     fn base(&self) -> Option<Arc<Inode>> {
@@ -264,6 +287,15 @@ impl Written for Inode {
         // the cache's own entry (measured: resident memory then follows
         // the budget within about 10%).
         Inode::weight(self) as u64 + ENTRY_OVERHEAD
+    }
+
+    fn kept_since(&self) -> Option<u32> {
+        Some(self.meta.kept_since.load(Ordering::Relaxed)).filter(|&since| since != 0)
+    }
+
+    fn keep_since(&self, commit: u32) {
+        debug_assert!(commit > 0, "commits are counted from 1");
+        let _ = self.meta.kept_since.compare_exchange(0, commit, Ordering::Relaxed, Ordering::Relaxed);
     }
 }
 
