@@ -3,7 +3,8 @@
 //! 1. Hash the tree (each new node once; stored subtrees carry their hash).
 //! 2. Encode every new node, children before parents, into one batch ending
 //!    with the dictionary record (if any) and the commit record; a large
-//!    batch goes to the pack in pieces as it grows (`commit_spill_bytes`).
+//!    batch goes to the pack in pieces as it grows (`commit_spill_bytes`),
+//!    appended by a thread while the next piece is encoded.
 //! 3. Append the (rest of the) batch to the pack in one write.
 //! 4. Per the sync policy: fsync the pack, then write the control file's
 //!    hint slot (or, at a checkpoint, a synced slot). Only then is the
@@ -36,6 +37,8 @@ use pando_core::dir::{dir_ptr_hash, inode_ptr_hash};
 use pando_core::inode::ENTRIES;
 use pando_core::{CommitInfo, Hash};
 use std::collections::VecDeque;
+use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+use std::thread::ScopedJoinHandle;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
@@ -52,7 +55,7 @@ use crate::tree::Tree;
 use crate::tree::node::{Body, Child, Inode, Leaf, Loader, Pointers, Ptr, Step, Value, Written};
 
 /// Builds one commit's batch of records.
-struct Batch<'a> {
+struct Batch<'a, 's> {
     /// The store instance writing: marks of other instances are ignored.
     instance: u64,
     /// Logical offset of the batch's first byte.
@@ -72,26 +75,71 @@ struct Batch<'a> {
     /// Memory the kept inodes of this commit hold, and how much they may.
     kept_weight: u64,
     keep_room: u64,
+    /// Where a thread appending the pieces of a large batch is started.
+    scope: &'s std::thread::Scope<'s, 'a>,
+    spill: Option<Spill<'s>>,
 }
 
-impl Batch<'_> {
+/// The thread appending a large batch's pieces to the pack while the next
+/// ones are encoded, in order; it hands the emptied buffers back.
+struct Spill<'s> {
+    pieces: SyncSender<(u64, Vec<u8>)>,
+    emptied: Receiver<Vec<u8>>,
+    writer: ScopedJoinHandle<'s, Result<()>>,
+}
+
+impl<'a, 's> Batch<'a, 's> {
     fn next_offset(&self) -> u64 {
         self.base + self.buf.len() as u64
     }
 
     /// Appends the payload as a record; the batch so far goes to the pack
     /// once it holds `spill_bytes`, to the same chunk (a batch never
-    /// straddles two chunks).
+    /// straddles two chunks), written by the spill thread.
     fn push_record(&mut self, kind: RecordKind) -> Result<u64> {
         let at = self.next_offset();
         record::append(&mut self.buf, kind, &self.payload);
         if self.buf.len() >= self.spill_bytes {
-            self.pack.append(self.base, &self.buf)?;
-            crash_point::reach("after-spill");
-            self.base += self.buf.len() as u64;
-            self.buf.clear();
+            self.spill()?;
         }
         Ok(at)
+    }
+
+    /// Hands the batch so far to the spill thread (started on the first
+    /// piece) and goes on in an emptied buffer.
+    fn spill(&mut self) -> Result<()> {
+        let pack = self.pack;
+        let spill = self.spill.get_or_insert_with(|| {
+            let (pieces, received) = sync_channel::<(u64, Vec<u8>)>(1);
+            let (give_back, emptied) = sync_channel(2);
+            let writer = self.scope.spawn(move || {
+                for (at, mut piece) in received {
+                    pack.append(at, &piece)?;
+                    crash_point::reach("after-spill");
+                    piece.clear();
+                    let _ = give_back.try_send(piece);
+                }
+                Ok(())
+            });
+            Spill { pieces, emptied, writer }
+        });
+        let next = spill.emptied.try_recv().unwrap_or_else(|_| Vec::with_capacity(self.buf.capacity()));
+        let piece = std::mem::replace(&mut self.buf, next);
+        let at = self.base;
+        self.base += piece.len() as u64;
+        if spill.pieces.send((at, piece)).is_err() {
+            // The thread stopped on an error: that error.
+            self.finish_spill()?;
+            unreachable!("the spill thread stops early only on an error");
+        }
+        Ok(())
+    }
+
+    /// Waits until the pieces handed to the spill thread are in the pack.
+    fn finish_spill(&mut self) -> Result<()> {
+        let Some(Spill { pieces, writer, .. }) = self.spill.take() else { return Ok(()) };
+        drop(pieces);
+        writer.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))
     }
 
     /// The offset a node in memory was written at by this store instance,
@@ -401,24 +449,6 @@ impl Repo {
         }
         let base = self.guard(self.pack.prepare_append())?;
         let (seq, cutoff, keep_room) = writer.kept.start_commit(self.options.keep_bytes());
-        let dict = self.dict.read();
-        let mut buf = std::mem::take(&mut writer.batch_buf);
-        buf.clear();
-        let mut batch = Batch {
-            instance: self.id,
-            base,
-            buf,
-            payload: Vec::with_capacity(4096),
-            dict: &dict,
-            loader: self,
-            pack: &self.pack,
-            raw_steps: Vec::new(),
-            spill_bytes: usize::try_from(self.options.commit_spill_bytes).unwrap_or(usize::MAX).max(1),
-            seq,
-            cutoff,
-            kept_weight: 0,
-            keep_room,
-        };
         if self.pack.first_chunk_start() > 0 {
             match root {
                 Ptr::Stored { offset, .. } if !self.pack.holds(*offset) => return Err(Error::Collected { offset: *offset }),
@@ -426,11 +456,35 @@ impl Repo {
                 Ptr::Mem(inode) => check_refs(self.id, &self.pack, inode)?,
             }
         }
-        let (root_offset, kept) = match root {
-            Ptr::Stored { offset, .. } => (*offset, None),
-            Ptr::Mem(inode) => self.guard(batch.write_inode(inode, 0))?,
-        };
-        let (base, mut buf, raw_steps, kept_weight) = (batch.base, batch.buf, batch.raw_steps, batch.kept_weight);
+        let dict = self.dict.read();
+        let mut buf = std::mem::take(&mut writer.batch_buf);
+        buf.clear();
+        let written = std::thread::scope(|scope| {
+            let mut batch = Batch {
+                instance: self.id,
+                base,
+                buf,
+                payload: Vec::with_capacity(4096),
+                dict: &dict,
+                loader: self,
+                pack: &self.pack,
+                raw_steps: Vec::new(),
+                spill_bytes: usize::try_from(self.options.commit_spill_bytes).unwrap_or(usize::MAX).max(1),
+                seq,
+                cutoff,
+                kept_weight: 0,
+                keep_room,
+                scope,
+                spill: None,
+            };
+            let (root_offset, kept) = match root {
+                Ptr::Stored { offset, .. } => (*offset, None),
+                Ptr::Mem(inode) => batch.write_inode(inode, 0)?,
+            };
+            batch.finish_spill()?;
+            Ok((root_offset, kept, batch.base, batch.buf, batch.raw_steps, batch.kept_weight))
+        });
+        let (root_offset, kept, base, mut buf, raw_steps, kept_weight) = self.guard(written)?;
         let first_new_id = dict.len();
         drop(dict);
         let promoted = self.dict.write().observe(&raw_steps);
