@@ -32,7 +32,7 @@
 use std::sync::{Arc, OnceLock};
 
 use crate::hash::Hash;
-pub use crate::inode::{ENTRIES, STABLE_HASH};
+pub use crate::inode::{ENTRIES, STABLE_HASH, hashed_flat};
 use crate::inode::{encode_tree, encode_values, index};
 use crate::tezos::{Kind, encode_node};
 
@@ -806,7 +806,7 @@ pub fn dir_hash<H: Hold, R: Resolve<H> + ?Sized>(root: &Inode<H>, r: &R) -> Resu
     if let Some(hash) = root.dir_hash.get() {
         return Ok(*hash);
     }
-    let hash = if root.len() <= STABLE_HASH as u64 {
+    let hash = if hashed_flat(root.len()) {
         let mut buf = Vec::with_capacity(8 + 80 * root.len() as usize);
         match &root.body {
             Body::Values(values) => {

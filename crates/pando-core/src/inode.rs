@@ -20,6 +20,14 @@ pub const ENTRIES: usize = 32;
 /// Directories with at most this many entries are hashed as flat nodes.
 pub const STABLE_HASH: usize = 256;
 
+/// The hashing rule of a directory of `len` entries: `true` for its flat
+/// node encoding (at most [`STABLE_HASH`] entries), `false` for the inode
+/// hash of its root. Every hasher of directories asks here.
+#[inline]
+pub fn hashed_flat(len: u64) -> bool {
+    len <= STABLE_HASH as u64
+}
+
 /// Child index of `name` at `depth` with a fan-out of `entries`.
 #[inline]
 pub fn index_with(entries: usize, depth: u32, name: &[u8]) -> usize {

@@ -19,7 +19,7 @@ use std::rc::Rc;
 use super::ProofError;
 use super::partial::{Body, Cell, Entry, MAX_INODE_DEPTH, build};
 use super::types::{Extender, Inode, InodeTree, Tree};
-use crate::inode::{ENTRIES, STABLE_HASH, index};
+use crate::inode::{ENTRIES, STABLE_HASH, hashed_flat, index};
 
 fn malformed(reason: impl Into<String>) -> ProofError {
     ProofError::Malformed(reason.into())
@@ -34,7 +34,7 @@ pub fn entry_of_tree(tree: &Tree) -> Result<Entry, ProofError> {
         Tree::BlindedValue(hash) => Entry::blinded_contents(*hash, None),
         Tree::BlindedNode(hash) => Entry::blinded_dir(*hash, None),
         Tree::Node(entries) => {
-            if entries.len() > STABLE_HASH {
+            if !hashed_flat(entries.len() as u64) {
                 return Err(malformed(format!("a node of {} entries (at most {STABLE_HASH})", entries.len())));
             }
             Entry::Dir(Cell::of_body(build(0, entry_list(entries)?)?))
@@ -51,7 +51,7 @@ pub fn entry_of_tree(tree: &Tree) -> Result<Entry, ProofError> {
 }
 
 fn root_length(length: u64) -> Result<(), ProofError> {
-    if length <= STABLE_HASH as u64 {
+    if hashed_flat(length) {
         return Err(malformed(format!("a root inode of {length} entries (a node below {})", STABLE_HASH + 1)));
     }
     Ok(())
@@ -169,7 +169,7 @@ pub fn tree_of_entry(entry: &Entry) -> Result<Tree, ProofError> {
         }),
         Entry::Dir(cell) => {
             let Some(body) = cell.body.get() else { return Ok(Tree::BlindedNode(blinded_hash(cell)?)) };
-            if body.len() <= STABLE_HASH as u64 {
+            if hashed_flat(body.len()) {
                 let mut entries = Vec::new();
                 revealed_entries(body, &mut entries)?;
                 entries.sort_by(|a, b| a.0.cmp(&b.0));

@@ -30,7 +30,7 @@ use std::rc::Rc;
 use super::ProofError;
 use super::types::KindedHash;
 use crate::hash::Hash;
-use crate::inode::{ENTRIES, STABLE_HASH, encode_tree, encode_values, index};
+use crate::inode::{ENTRIES, encode_tree, encode_values, hashed_flat, index};
 use crate::tezos::{Kind, contents_hash, encode_node};
 
 /// Supplies the parts of a tree that a partial tree does not hold yet:
@@ -194,12 +194,12 @@ impl<'r> Access<'r> {
         let body = if depth == 0 {
             match reveal.dir(handle).map_err(ProofError::Unavailable)? {
                 Revealed::Entries(entries) => {
-                    if entries.len() > STABLE_HASH || !sorted(&entries) {
+                    if !hashed_flat(entries.len() as u64) || !sorted(&entries) {
                         return Err(ProofError::Unavailable("revealed directory entries are unsorted or too many".into()));
                     }
                     build(0, entries)?
                 }
-                Revealed::Root(body @ Body::Tree { depth: 0, len, .. }) if len > STABLE_HASH as u64 => body,
+                Revealed::Root(body @ Body::Tree { depth: 0, len, .. }) if !hashed_flat(len) => body,
                 Revealed::Root(_) => return Err(ProofError::Unavailable("revealed a directory root that is not one".into())),
             }
         } else {
@@ -267,7 +267,7 @@ impl<'r> Access<'r> {
         let hash = match body {
             // A value inode is already sorted: hashed without a copy.
             Body::Values(entries) => self.node_hash(entries, path)?,
-            Body::Tree { len, .. } if *len <= STABLE_HASH as u64 => self.node_hash(&self.entries(body, path)?, path)?,
+            Body::Tree { len, .. } if hashed_flat(*len) => self.node_hash(&self.entries(body, path)?, path)?,
             Body::Tree { .. } => self.inode_body_hash(body, path)?,
         };
         Ok(*cell.hash.get_or_init(|| hash))

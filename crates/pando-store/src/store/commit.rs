@@ -37,10 +37,10 @@ use pando_core::dir::{dir_ptr_hash, inode_ptr_hash};
 use pando_core::inode::ENTRIES;
 use pando_core::{CommitInfo, Hash};
 use std::collections::VecDeque;
-use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
-use std::thread::ScopedJoinHandle;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+use std::thread::ScopedJoinHandle;
 
 use super::{Repo, Writer, index_file};
 use crate::crash_point;

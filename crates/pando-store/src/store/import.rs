@@ -18,7 +18,7 @@
 //!   the empty store, and the store refuses writes until it is reopened.
 
 use pando_core::dir::MAX_DEPTH;
-use pando_core::inode::{ENTRIES, STABLE_HASH, index};
+use pando_core::inode::{ENTRIES, hashed_flat, index};
 use pando_core::tezos::{Kind, contents_hash, encode_node};
 use pando_core::{CommitInfo, Hash};
 use std::io::Read;
@@ -366,7 +366,7 @@ fn read_node(r: &mut FrameReader<'_>, path: Vec<u8>, collect: bool, summary: &mu
                 return Err(r.error("tree inode without children"));
             }
             // A directory root of at most 256 entries is hashed flat.
-            let flat = if root { (len <= STABLE_HASH as u64).then(Vec::new) } else { collect.then(Vec::new) };
+            let flat = if root { hashed_flat(len).then(Vec::new) } else { collect.then(Vec::new) };
             Building {
                 path,
                 flat,

@@ -88,7 +88,7 @@ impl Reveal for StoreReveal<'_> {
             _ => return Err(format!("handle {handle} is not a directory")),
         };
         let root = load(&ptr, 0, self.loader).map_err(|e| self.fail(e))?;
-        let revealed = if root.len() <= pando_core::inode::STABLE_HASH as u64 {
+        let revealed = if pando_core::inode::hashed_flat(root.len()) {
             let entries = dir::collect_sorted(&root, self.loader).map_err(|e| self.fail(e))?;
             let mut out = Vec::with_capacity(entries.len());
             for (step, child) in &entries {

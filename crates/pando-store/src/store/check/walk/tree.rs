@@ -9,7 +9,7 @@
 //! once, and the kept bases are part of the frontier.
 
 use pando_core::Hash;
-use pando_core::inode::{ENTRIES, STABLE_HASH, encode_tree};
+use pando_core::inode::{ENTRIES, encode_tree, hashed_flat};
 use smallvec::SmallVec;
 use std::rc::Rc;
 
@@ -198,7 +198,7 @@ impl State<'_> {
             }
         };
         for claim in pending.claims.iter().filter(|c| matches!(c.role, Role::Dir { .. } | Role::Inode { .. })) {
-            let flat = matches!(claim.role, Role::Dir { .. }) && pointers.len <= STABLE_HASH as u64;
+            let flat = matches!(claim.role, Role::Dir { .. }) && hashed_flat(pointers.len);
             let (what, hash) = if flat {
                 // Hashed flat from its entries, which its children hold.
                 let entries = match collect_sorted(&pointers.inode(depth, here.at, self.repo.id), self.repo as &dyn Loader) {
