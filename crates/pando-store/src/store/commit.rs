@@ -33,7 +33,7 @@
 //! its checksum and another slot is used. After the fsync the batch is
 //! durable.
 
-use pando_core::dir::{dir_ptr_hash, inode_ptr_hash};
+use pando_core::dir::{dir_hash, dir_ptr_hash, inode_hash, inode_ptr_hash};
 use pando_core::inode::ENTRIES;
 use pando_core::{CommitInfo, Hash};
 use std::collections::VecDeque;
@@ -271,6 +271,11 @@ impl<'a, 's> Batch<'a, 's> {
     }
 }
 
+/// Below this many unhashed inodes a commit hashes on one thread.
+const PARALLEL_JOBS: usize = 64;
+/// How many levels below the root the parallel hashing looks for them.
+const FRONTIER_LEVELS: usize = 4;
+
 /// The writer's count of commits and the window of those whose inodes the
 /// kept tree may hold: each with the weight of its kept inodes.
 #[derive(Default)]
@@ -412,6 +417,9 @@ impl Repo {
             return Err(Error::ForeignTree);
         }
         let Child::Dir(root) = tree.node()? else { return Err(Error::RootNotDirectory) };
+        if let Ptr::Mem(inode) = root {
+            self.hash_on_two_threads(inode)?;
+        }
         let root_hash = dir_ptr_hash(root, self as &dyn Loader)?;
         let mut parent_links = Vec::with_capacity(parents.len());
         {
@@ -523,6 +531,59 @@ impl Repo {
         writer.kept.finish_commit(seq, kept.is_some().then_some(kept_weight));
         *self.kept.lock() = kept.map(|root| (hash, root));
         Ok(hash)
+    }
+
+    /// Hashes the unhashed inodes of a tree about to be committed on two
+    /// threads: the unhashed inodes in memory a few levels below the root
+    /// (at least [`PARALLEL_JOBS`] of them, or none is done here) are dealt
+    /// in turn to this thread and to one of rayon's, each hashing its own
+    /// (their hashes are memoised, so the root's hash then finds them). A
+    /// subtree met twice may be hashed by both threads: the same hash.
+    fn hash_on_two_threads(&self, root: &Arc<Inode>) -> Result<()> {
+        let unhashed = |inode: &Arc<Inode>, depth: u32| inode.memo_hash(depth).is_none();
+        let mut frontier = vec![(root.clone(), 0)];
+        for _ in 0..FRONTIER_LEVELS {
+            if frontier.len() >= PARALLEL_JOBS {
+                break;
+            }
+            let mut next = Vec::new();
+            for (inode, _) in &frontier {
+                match &inode.body {
+                    Body::Values(values) => next.extend(values.iter().filter_map(|(_, child)| match child {
+                        Child::Dir(Ptr::Mem(root)) if unhashed(root, 0) => Some((root.clone(), 0)),
+                        _ => None,
+                    })),
+                    Body::Tree(pointers) => next.extend(pointers.iter().filter_map(|(_, ptr)| match ptr {
+                        Ptr::Mem(child) if unhashed(child, pointers.depth + 1) => Some((child.clone(), pointers.depth + 1)),
+                        _ => None,
+                    })),
+                }
+            }
+            if next.is_empty() {
+                break;
+            }
+            frontier = next;
+        }
+        if frontier.len() < PARALLEL_JOBS {
+            return Ok(());
+        }
+        let hash_all = |jobs: &mut dyn Iterator<Item = &(Arc<Inode>, u32)>| -> Result<()> {
+            for (inode, depth) in jobs {
+                if *depth == 0 {
+                    dir_hash(inode, self as &dyn Loader)?;
+                } else {
+                    inode_hash(inode, self as &dyn Loader)?;
+                }
+            }
+            Ok(())
+        };
+        let mut theirs = Ok(());
+        let mut mine = Ok(());
+        rayon::in_place_scope(|scope| {
+            scope.spawn(|_| theirs = hash_all(&mut frontier.iter().skip(1).step_by(2)));
+            mine = hash_all(&mut frontier.iter().step_by(2));
+        });
+        mine.and(theirs)
     }
 
     /// Makes a commit whose record is at `at` visible to this process's
@@ -728,5 +789,30 @@ mod tests {
         let older = store.checkout(&first).unwrap().unwrap();
         assert_eq!(older.find(&path(7)).unwrap(), Some(format!("{:040}", 7).into_bytes()));
         assert!(reads() > before, "an older commit's tree is read from disk");
+    }
+
+    /// Hashing on two threads memoises the same hashes as one thread
+    /// would, and leaves the root to the sequential pass.
+    #[test]
+    fn hashing_on_two_threads_gives_the_sequential_hashes() {
+        let store = Store::open_storage(Arc::new(MemStorage::new()), Options::default()).unwrap();
+        let build = || {
+            let mut tree = Tree::empty();
+            for d in 0..300 {
+                for e in 0..20 {
+                    tree.add_mut(&[format!("d{d}"), format!("e{e}")], format!("{d}-{e}").as_bytes()).unwrap();
+                }
+            }
+            tree
+        };
+        let (parallel, sequential) = (build(), build());
+        let Child::Dir(Ptr::Mem(root)) = parallel.node().unwrap() else { unreachable!("a tree built in memory") };
+        store.repo.hash_on_two_threads(root).unwrap();
+        assert!(root.memo_hash(0).is_none(), "the root is hashed after its children");
+        for d in 0..300 {
+            let Child::Dir(Ptr::Mem(dir)) = parallel.get(&[format!("d{d}")]).unwrap().unwrap() else { unreachable!() };
+            assert!(dir.memo_hash(0).is_some(), "directory d{d} was not hashed on the two threads");
+        }
+        assert_eq!(parallel.hash().unwrap(), sequential.hash().unwrap());
     }
 }

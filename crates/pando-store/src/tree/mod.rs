@@ -205,7 +205,7 @@ impl Tree {
         }
     }
 
-    fn get<S: AsRef<[u8]>>(&self, path: &[S]) -> Result<Option<Child>> {
+    pub(crate) fn get<S: AsRef<[u8]>>(&self, path: &[S]) -> Result<Option<Child>> {
         let mut current = self.node()?.clone();
         for step in path {
             let Child::Dir(ptr) = &current else { return Ok(None) };
