@@ -85,7 +85,7 @@ impl Default for Options {
             cache_bytes: 256 << 20,
             sync: SyncPolicy::EveryCommit,
             chunk_target_bytes: 128 << 20,
-            commit_spill_bytes: 32 << 20,
+            commit_spill_bytes: 16 << 20,
             checkpoint_commits: 1024,
             read_only: false,
             record_trace: None,
