@@ -146,7 +146,7 @@ impl Ptr {
 }
 
 /// What the store keeps beside each inode. Its marks are set once, by the
-/// writer, before the inode is shared with other threads.
+/// writer; `patch_chain` and `kept_since` are read by the writer only.
 pub struct Meta {
     /// The store instance that wrote this inode, and the record's offset.
     /// Offsets mean nothing to another instance (another store, or the same
