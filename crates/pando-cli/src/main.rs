@@ -173,7 +173,7 @@ enum Command {
         /// fsync policy: `every` commit (default), `never` (until the end), or a number N (every N commits).
         #[arg(long, default_value = "every")]
         sync: String,
-        /// Memory for decoded nodes, in MiB: half for the nodes the last commits wrote, half for the cache of nodes read.
+        /// Memory for decoded nodes, in MiB: three quarters for the nodes the last commits wrote, a quarter for the cache of nodes read.
         #[arg(long, default_value_t = 256)]
         cache_mb: u64,
         /// Keep only the last N commits: garbage-collect in the background

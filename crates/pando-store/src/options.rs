@@ -48,9 +48,9 @@ impl Retention {
 
 #[derive(Clone, Debug)]
 pub struct Options {
-    /// Bytes of decoded nodes kept in memory: half for the writer's kept
-    /// tree ([`Options::keep_bytes`]), half for the cache of nodes read
-    /// from disk.
+    /// Bytes of decoded nodes kept in memory: three quarters for the
+    /// writer's kept tree ([`Options::keep_bytes`]), a quarter for the
+    /// cache of nodes read from disk.
     pub cache_bytes: u64,
     pub sync: SyncPolicy,
     /// A new pack chunk starts once the current one holds this many bytes.
@@ -75,7 +75,7 @@ impl Options {
     /// The part of `cache_bytes` the writer's kept tree may hold: the
     /// inodes its last commits wrote (see `store::commit`).
     pub fn keep_bytes(&self) -> u64 {
-        if self.read_only { 0 } else { self.cache_bytes / 2 }
+        if self.read_only { 0 } else { self.cache_bytes / 4 * 3 }
     }
 }
 
