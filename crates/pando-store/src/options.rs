@@ -60,6 +60,11 @@ pub struct Options {
     /// them all in memory. The commit is durable, and visible, only once its
     /// last piece (with the commit record) is.
     pub commit_spill_bytes: u64,
+    /// Contents at least this long are written to the pack as soon as they
+    /// are added to a tree of the store, so that a commit of many large
+    /// values does not hold them in memory; 0 never does. A tree dropped
+    /// uncommitted leaves them as garbage for the next collection.
+    pub stage_bytes: u64,
     /// The commit index and dictionary files are brought up to date every
     /// this many commits; opening replays at most this many commits' records.
     pub checkpoint_commits: u64,
@@ -86,6 +91,7 @@ impl Default for Options {
             sync: SyncPolicy::EveryCommit,
             chunk_target_bytes: 128 << 20,
             commit_spill_bytes: 16 << 20,
+            stage_bytes: 4096,
             checkpoint_commits: 1024,
             read_only: false,
             record_trace: None,

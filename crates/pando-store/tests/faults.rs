@@ -22,6 +22,8 @@ fn options() -> Options {
         commit_spill_bytes: 1 << 10,
         checkpoint_commits: 3,
         sync: SyncPolicy::EveryCommit,
+        // The longer values are staged: written when added, before their commit.
+        stage_bytes: 64,
         ..Options::default()
     }
 }
@@ -51,7 +53,13 @@ fn workload_with(storage: &FaultyStorage, with_gc: bool) -> (Vec<(Hash, Model)>,
         for i in 0..(block * 7 + 5) {
             let path = vec![b"accounts".to_vec(), format!("{:04x}", (i * 37 + block) % 97).into_bytes(), b"balance".to_vec()];
             let value = if i % 5 == 0 { vec![block as u8; 40 + i as usize] } else { (i ^ block).to_le_bytes().to_vec() };
-            tree.add_mut(&path, &value).unwrap();
+            // Values of `stage_bytes` and more are written as they are
+            // added: a failure there is fail-stop too.
+            if let Err(e) = tree.add_mut(&path, &value) {
+                assert!(matches!(tree.add_mut(&path, &value), Err(Error::PreviousIo)));
+                std::mem::forget(store);
+                return (acknowledged, Some(e));
+            }
             model_add(&mut model, &path, &value);
         }
         if block % 3 == 2 {

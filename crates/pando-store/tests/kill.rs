@@ -37,6 +37,10 @@ fn options(archive: bool) -> Options {
         // Commits reach the pack in several pieces.
         commit_spill_bytes: 4 << 10,
         checkpoint_commits: 7,
+        // Values of 200 bytes and more are written when added: a kill may
+        // fall between them and their commit, and collections run while
+        // the next block's are staged.
+        stage_bytes: 200,
         retention: if archive {
             Retention::Archive { commits: KEEP, every: 8 }
         } else {

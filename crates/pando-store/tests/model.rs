@@ -89,6 +89,8 @@ fn options() -> Options {
         chunk_target_bytes: 2 << 10,
         checkpoint_commits: 3,
         sync: SyncPolicy::EveryCommit,
+        // Some values are staged: written when added, before their commit.
+        stage_bytes: 60,
         ..Options::default()
     }
 }

@@ -82,8 +82,9 @@ pub fn encode_values(values: &Values, at: u64, written: &[u64], dict: &Dict, raw
                 write_delta(&mut scratch, at, next_written(), &value.hash());
                 CHILD_BLOB
             }
-            Child::Contents(Leaf::Blob { offset, hash }) => {
-                write_delta(&mut scratch, at, *offset, hash);
+            Child::Contents(leaf @ (Leaf::Blob { .. } | Leaf::Staged(_))) => {
+                let (offset, hash) = leaf.stored_blob().expect("a blob");
+                write_delta(&mut scratch, at, offset, &hash);
                 CHILD_BLOB
             }
             Child::Dir(Ptr::Stored { offset, hash }) => {

@@ -204,7 +204,8 @@ impl<'a, 's> Batch<'a, 's> {
                             written.push(offset);
                             cuts.extend(cut.map(|ptr| (i, ptr)));
                         }
-                        Child::Contents(Leaf::Inline(_) | Leaf::Blob { .. }) | Child::Dir(Ptr::Stored { .. }) => {}
+                        Child::Contents(Leaf::Inline(_) | Leaf::Blob { .. } | Leaf::Staged(_))
+                        | Child::Dir(Ptr::Stored { .. }) => {}
                     }
                 }
                 let at = self.next_offset();
@@ -346,6 +347,8 @@ fn check_refs(instance: u64, pack: &crate::pack::Pack, inode: &Arc<Inode>) -> Re
                 match child {
                     Child::Contents(Leaf::Inline(_) | Leaf::Value(_)) => {}
                     Child::Contents(Leaf::Blob { offset, .. }) | Child::Dir(Ptr::Stored { offset, .. }) => held(*offset)?,
+                    // Kept by every collection while the tree holds it.
+                    Child::Contents(Leaf::Staged(staged)) => held(staged.offset)?,
                     Child::Dir(Ptr::Mem(root)) => check_refs(instance, pack, root)?,
                 }
             }

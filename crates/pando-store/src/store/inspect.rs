@@ -149,7 +149,7 @@ impl Visitor for Shaper<'_> {
     }
 
     fn contents(&mut self, _step: &[u8], child: &Child) -> Result<()> {
-        self.shape.contents(self.path.len() as u64 + 1, matches!(child, Child::Contents(Leaf::Blob { .. })));
+        self.shape.contents(self.path.len() as u64 + 1, matches!(child, Child::Contents(Leaf::Blob { .. } | Leaf::Staged(_))));
         Ok(())
     }
 

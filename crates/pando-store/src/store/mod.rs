@@ -26,6 +26,7 @@ mod open;
 pub use check::{CheckPhase, CheckProgress, CheckReport, CheckScope, Problem, RecordCounts};
 pub use gc::{GcPhase, GcReport, GcStatus};
 
+use pando_core::tezos::contents_hash;
 use pando_core::{CommitInfo, Hash};
 use parking_lot::{Mutex, RwLock};
 use std::collections::{BTreeMap, HashMap};
@@ -39,12 +40,12 @@ use crate::dict::Dict;
 use crate::error::{Error, Result};
 use crate::format::control::Control;
 use crate::format::node::{CommitRecord, MAX_PATCH_CHAIN, TreePatch, decode_tree, decode_values};
-use crate::format::record::RecordKind;
+use crate::format::record::{self, RecordKind};
 use crate::io::{File, FsStorage, Storage};
 use crate::options::Options;
 use crate::pack::Pack;
 use crate::record::{Recorder, RecordingSummary, TraceSink};
-use crate::tree::node::{Body, Child, Inode, Loader, Ptr, Value, Written};
+use crate::tree::node::{Body, Child, Inode, Leaf, Loader, Ptr, StagedSet, Value, Written};
 use crate::tree::{Source, Tree};
 use pando_core::trace::{Row, Scope};
 
@@ -60,6 +61,8 @@ pub(crate) struct Writer {
     unsynced_commits: u64,
     /// The batch buffer, kept between commits so its pages stay mapped.
     batch_buf: Vec<u8>,
+    /// The record of a staged blob being built.
+    stage_buf: Vec<u8>,
     /// The `seq` of the newest synced control slot (see `format::control`).
     synced_seq: u64,
     /// Which commits the kept tree may hold inodes of (see `commit`).
@@ -113,6 +116,9 @@ pub(crate) struct Repo {
     last_commit: AtomicU64,
     /// The writer's newest commit and its tree in memory (see `commit`).
     kept: Mutex<Option<(Hash, Arc<Inode>)>>,
+    /// Blobs written when added to a tree, that trees still hold (see
+    /// `Repo::stage`): collections keep every record from the oldest on.
+    staged: Arc<StagedSet>,
     /// Records calls as a trace, when asked to.
     recorder: Option<Recorder>,
     gc: gc::GcState,
@@ -612,5 +618,31 @@ impl Source for Repo {
 
     fn trace_sink(&self) -> Option<&dyn TraceSink> {
         self.recorder.as_ref().filter(|r| r.is_recording()).map(|r| r as &dyn TraceSink)
+    }
+
+    /// Appends contents of at least `stage_bytes` to the pack as a blob
+    /// record, under the writer lock, between commits. Sound before a
+    /// commit refers to it: a record past the durable end is only made
+    /// durable by a later commit's fsync, and the writable open that
+    /// recovers a crash keeps the records up to the last whole commit and
+    /// truncates a staged blob after it, which nothing committed refers to.
+    fn stage(&self, bytes: &[u8]) -> Result<Option<Leaf>> {
+        let (Some(writer), threshold) = (&self.writer, self.options.stage_bytes) else { return Ok(None) };
+        if threshold == 0 || (bytes.len() as u64) < threshold {
+            return Ok(None);
+        }
+        let hash = contents_hash(bytes);
+        let mut writer = writer.lock();
+        self.check_writable()?;
+        let at = self.guard(self.pack.prepare_append())?;
+        let mut buf = std::mem::take(&mut writer.stage_buf);
+        buf.clear();
+        record::append(&mut buf, RecordKind::Blob, bytes);
+        self.guard(self.pack.append(at, &buf))?;
+        // Only a small buffer is kept between values.
+        if buf.capacity() <= 1 << 20 {
+            writer.stage_buf = buf;
+        }
+        Ok(Some(Leaf::Staged(self.staged.stage(at, hash))))
     }
 }

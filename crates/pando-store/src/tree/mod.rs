@@ -40,6 +40,10 @@ pub trait Source: Loader + Send + Sync {
     fn instance_id(&self) -> u64;
     /// Where calls are recorded, when the store records a trace.
     fn trace_sink(&self) -> Option<&dyn TraceSink>;
+    /// Contents about to be added to a tree, written to the pack now when
+    /// the store stages contents that long (`Options::stage_bytes`); `None`
+    /// when they stay in memory until the commit.
+    fn stage(&self, bytes: &[u8]) -> Result<Option<node::Leaf>>;
 }
 
 /// A tree: a directory or a contents value.
@@ -276,7 +280,11 @@ impl Tree {
     /// [`Tree::add`] in place: inodes this tree alone holds are updated
     /// without copying. Other trees sharing them are not affected.
     pub fn add_mut<S: AsRef<[u8]>>(&mut self, path: &[S], value: &[u8]) -> Result<()> {
-        self.replace(path, Some(value_child(value)))?;
+        let staged = match &self.source {
+            Some(source) if !self.broken => source.stage(value)?,
+            _ => None,
+        };
+        self.replace(path, Some(staged.map_or_else(|| value_child(value), Child::Contents)))?;
         self.record_update(|in_ctx, out_ctx| Row::Add { key: to_key(path), value: value.to_vec(), in_ctx, out_ctx });
         Ok(())
     }

@@ -10,6 +10,8 @@
 //!   hash for a directory root, the inode hash for an inode below a root.
 //! - A written inode never changes in place ([`Hold::frozen`]); an update
 //!   works on a copy that remembers it as its base.
+//! - A [`Leaf::Staged`] names a blob record no commit may refer to yet; its
+//!   offset stays in the store's [`StagedSet`] until the last copy drops.
 
 use pando_core::Hash;
 use pando_core::dir::{self, Hold, Resolve};
@@ -107,6 +109,48 @@ pub enum Leaf {
     Value(Arc<Value>),
     /// Contents stored as a blob record, not loaded.
     Blob { offset: u64, hash: Hash },
+    /// Contents written to the pack when added, before any commit refers
+    /// to them (see [`Staged`]).
+    Staged(Arc<Staged>),
+}
+
+/// A blob record a store wrote when the contents were added to a tree, so
+/// that a large commit does not hold its values in memory. No commit may
+/// refer to it yet: while it lives, the store's collections keep every
+/// record from its offset on (the store's set of staged offsets).
+pub struct Staged {
+    pub offset: u64,
+    pub hash: Hash,
+    live: Arc<StagedSet>,
+}
+
+/// The offsets of the staged blobs some tree may still hold.
+#[derive(Default)]
+pub struct StagedSet(parking_lot::Mutex<std::collections::BTreeMap<u64, usize>>);
+
+impl StagedSet {
+    /// A staged blob at `offset`, counted live until dropped.
+    pub fn stage(self: &Arc<Self>, offset: u64, hash: Hash) -> Arc<Staged> {
+        *self.0.lock().entry(offset).or_insert(0) += 1;
+        Arc::new(Staged { offset, hash, live: self.clone() })
+    }
+
+    /// The smallest offset of a live staged blob.
+    pub fn oldest(&self) -> Option<u64> {
+        self.0.lock().keys().next().copied()
+    }
+}
+
+impl Drop for Staged {
+    fn drop(&mut self) {
+        let mut live = self.live.0.lock();
+        if let Some(count) = live.get_mut(&self.offset) {
+            *count -= 1;
+            if *count == 0 {
+                live.remove(&self.offset);
+            }
+        }
+    }
 }
 
 impl Leaf {
@@ -115,6 +159,16 @@ impl Leaf {
             Leaf::Inline(inline) => contents_hash(inline.bytes()),
             Leaf::Value(value) => value.hash(),
             Leaf::Blob { hash, .. } => *hash,
+            Leaf::Staged(staged) => staged.hash,
+        }
+    }
+
+    /// The blob record holding the contents, when they are on disk.
+    pub fn stored_blob(&self) -> Option<(u64, Hash)> {
+        match self {
+            Leaf::Blob { offset, hash } => Some((*offset, *hash)),
+            Leaf::Staged(staged) => Some((staged.offset, staged.hash)),
+            Leaf::Inline(_) | Leaf::Value(_) => None,
         }
     }
 
@@ -354,7 +408,10 @@ pub fn with_value<T>(child: &Child, loader: &dyn Loader, f: impl FnOnce(&[u8]) -
     match child {
         Child::Contents(Leaf::Inline(inline)) => Ok(Some(f(inline.bytes()))),
         Child::Contents(Leaf::Value(value)) => Ok(Some(f(&value.bytes))),
-        Child::Contents(Leaf::Blob { offset, hash }) => Ok(Some(f(&loader.load_blob(*offset, hash)?.bytes))),
+        Child::Contents(leaf @ (Leaf::Blob { .. } | Leaf::Staged(_))) => {
+            let (offset, hash) = leaf.stored_blob().expect("a blob");
+            Ok(Some(f(&loader.load_blob(offset, &hash)?.bytes)))
+        }
         Child::Dir(_) => Ok(None),
     }
 }

@@ -460,8 +460,8 @@ impl State<'_> {
                     self.hashed_bytes += 8 + inline.bytes().len() as u64;
                     contents_hash(inline.bytes())
                 }
-                // Decoding gives inline contents only.
-                Child::Contents(Leaf::Value(_)) => Hash::default(),
+                // Decoding gives inline contents and blob pointers only.
+                Child::Contents(Leaf::Value(_) | Leaf::Staged(_)) => Hash::default(),
                 Child::Contents(Leaf::Blob { hash, .. }) | Child::Dir(Ptr::Stored { hash, .. }) => *hash,
                 // Decoding gives stored pointers only.
                 Child::Dir(Ptr::Mem(_)) => Hash::default(),

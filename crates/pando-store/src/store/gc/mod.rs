@@ -29,7 +29,9 @@
 //!   only after it. Files of an unfinished step are removed on open.
 //! - After the liveness switch, no commit may refer to a record that is
 //!   gone: the tree is checked before its batch is built
-//!   (`commit::check_refs`). Relocation changes where records lie, never
+//!   (`commit::check_refs`). A blob staged when added to a tree, which no
+//!   commit refers to yet, is never gone: the boundary is at or below the
+//!   oldest one trees still hold. Relocation changes where records lie, never
 //!   which are held.
 //! - A reader that located a record before a switch reads it from its open
 //!   file handle; old files disappear from the directory only.
@@ -252,13 +254,17 @@ impl Repo {
         self.gc.since_start.lock().clear();
         self.gc.running.store(true, Ordering::Release);
         let scan_end = self.pack.end();
+        // Blobs staged from now on lie past `scan_end`.
+        let oldest_staged = self.staged.oldest().unwrap_or(u64::MAX);
         drop(writer);
         let start_pause = started.elapsed();
-        // The chunk holding `keep_from`; a commit kept below the first chunk
-        // (pinned by an earlier collection) keeps the boundary where it is,
-        // and is a root.
+        // The chunk holding `keep_from`, or the oldest blob a tree staged
+        // and no commit refers to yet (it cannot be traced), if older; a
+        // commit kept below the first chunk (pinned by an earlier
+        // collection) keeps the boundary where it is, and is a root.
         let first = self.pack.first_chunk_start();
-        let boundary = self.pack.chunk_bounds().iter().rev().find(|(start, _)| *start <= keep_offset).map_or(first, |c| c.0);
+        let keep_at = keep_offset.min(oldest_staged);
+        let boundary = self.pack.chunk_bounds().iter().rev().find(|(start, _)| *start <= keep_at).map_or(first, |c| c.0);
         let pinned: std::collections::HashSet<Hash> = self.gc.pinned.lock().keys().copied().collect();
         let progress = Arc::new(Progress::default());
         let repo = self.clone();

@@ -1,0 +1,154 @@
+//! Contents staged when added (`Options::stage_bytes`): written to the pack
+//! before any commit refers to them, they read back, hash and commit as if
+//! held in memory; a crash before the commit loses only them; collections
+//! keep them while a tree holds them.
+
+mod common;
+
+use common::*;
+use pando_core::Hash;
+use pando_store::io::MemStorage;
+use pando_store::{CheckScope, Options, Store, Tree};
+use std::sync::Arc;
+
+fn options(stage_bytes: u64) -> Options {
+    Options { chunk_target_bytes: 8 << 10, checkpoint_commits: 4, cache_bytes: 64 << 10, stage_bytes, ..Options::default() }
+}
+
+fn code(seed: u8, len: usize) -> Vec<u8> {
+    (0..len).map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed)).collect()
+}
+
+fn path(steps: &[&str]) -> Vec<Vec<u8>> {
+    steps.iter().map(|s| s.as_bytes().to_vec()).collect()
+}
+
+/// Adds a long value and a short one under each of `n` contracts.
+fn add_contracts(tree: &mut Tree, model: &mut Model, n: u8, seed: u8) {
+    for i in 0..n {
+        let id = format!("KT{seed:02}{i:03}");
+        let long = path(&["contracts", "index", &id, "code"]);
+        let value = code(seed.wrapping_add(i), 3000 + usize::from(i) * 100);
+        tree.add_mut(&long, &value).unwrap();
+        model_add(model, &long, &value);
+        let short = path(&["contracts", "index", &id, "balance"]);
+        tree.add_mut(&short, &[i; 8]).unwrap();
+        model_add(model, &short, &[i; 8]);
+    }
+}
+
+#[test]
+fn staged_contents_are_on_disk_before_the_commit_and_hash_the_same() {
+    let staging = Store::open_storage(Arc::new(MemStorage::new()), options(2048)).unwrap();
+    let in_memory = Store::open_storage(Arc::new(MemStorage::new()), options(0)).unwrap();
+    let (mut staged, mut held, mut model) = (staging.empty_tree(), in_memory.empty_tree(), Model::new());
+    let before = staging.pack_bytes();
+    add_contracts(&mut staged, &mut model, 20, 1);
+    add_contracts(&mut held, &mut Model::new(), 20, 1);
+    // Values of 3,000 bytes and more went to the pack as they were added;
+    // the store holding them in memory wrote nothing yet.
+    let code_bytes: u64 = (0..20).map(|i| 3000 + i * 100).sum();
+    assert!(staging.pack_bytes() - before >= code_bytes, "{} bytes staged", staging.pack_bytes() - before);
+    assert_eq!(in_memory.pack_bytes(), before);
+    // They read back before the commit, and the trees hash the same.
+    check_tree(&staged, &model).unwrap();
+    assert_eq!(staged.hash().unwrap(), held.hash().unwrap());
+    assert_eq!(staged.hash().unwrap(), model_hash(&model));
+
+    let commit = staging.commit(&staged, &[], 1, "Tezos", "genesis").unwrap();
+    assert_eq!(commit, in_memory.commit(&held, &[], 1, "Tezos", "genesis").unwrap());
+    // The commit wrote each staged value once: the two packs differ only
+    // in how long the encodings of the blobs' offsets are (a value written
+    // twice would add 3,000 bytes).
+    assert!(
+        staging.pack_bytes().abs_diff(in_memory.pack_bytes()) < 100,
+        "{} against {}",
+        staging.pack_bytes(),
+        in_memory.pack_bytes()
+    );
+    let tree = staging.checkout(&commit).unwrap().unwrap();
+    check_tree(&tree, &model).unwrap();
+    let report = staging.check(CheckScope::All, 10, &mut |_| {}).unwrap();
+    assert!(report.problems.is_empty(), "{:?}", report.problems);
+}
+
+#[test]
+fn a_crash_before_the_commit_loses_only_the_staged_contents() {
+    let storage = MemStorage::new();
+    let store = Store::open_storage(Arc::new(storage.clone()), options(2048)).unwrap();
+    let mut model = Model::new();
+    let mut tree = store.empty_tree();
+    add_contracts(&mut tree, &mut model, 5, 1);
+    let first = store.commit(&tree, &[], 1, "Tezos", "one").unwrap();
+    let committed_bytes = store.pack_bytes();
+    let mut next = store.checkout(&first).unwrap().unwrap();
+    add_contracts(&mut next, &mut Model::new(), 5, 2);
+    assert!(store.pack_bytes() > committed_bytes, "the second block's values are staged");
+    // The process dies: no close, no flush.
+    std::mem::forget((next, store));
+
+    let store = Store::open_storage(Arc::new(storage.clone()), options(2048)).unwrap();
+    assert_eq!(store.pack_bytes(), committed_bytes, "the staged tail is truncated");
+    assert_eq!(store.commit_count(), 1);
+    check_tree(&store.checkout(&first).unwrap().unwrap(), &model).unwrap();
+    // The store goes on, staging again where the lost values were.
+    let mut again = store.checkout(&first).unwrap().unwrap();
+    add_contracts(&mut again, &mut model, 5, 3);
+    let second = store.commit(&again, &[first], 2, "Tezos", "two").unwrap();
+    drop(store);
+    let store = Store::open_storage(Arc::new(storage), options(2048)).unwrap();
+    check_tree(&store.checkout(&second).unwrap().unwrap(), &model).unwrap();
+}
+
+#[test]
+fn a_crash_after_the_commit_keeps_the_staged_contents() {
+    let storage = MemStorage::new();
+    let store = Store::open_storage(Arc::new(storage.clone()), options(2048)).unwrap();
+    let mut model = Model::new();
+    let mut tree = store.empty_tree();
+    add_contracts(&mut tree, &mut model, 8, 1);
+    let commit = store.commit(&tree, &[], 1, "Tezos", "one").unwrap();
+    std::mem::forget((tree, store));
+    let store = Store::open_storage(Arc::new(storage), options(2048)).unwrap();
+    check_tree(&store.checkout(&commit).unwrap().unwrap(), &model).unwrap();
+}
+
+/// Commits `n` blocks of short values on top of `parent`.
+fn blocks(store: &Store, parent: Hash, n: u32) -> Hash {
+    let mut parent = parent;
+    for b in 0..n {
+        let mut tree = store.checkout(&parent).unwrap().unwrap();
+        for i in 0..30u32 {
+            let key = format!("{:04}", (b * 17 + i) % 200);
+            tree.add_mut(&["accounts", &key], format!("{b}-{i}").as_bytes()).unwrap();
+        }
+        parent = store.commit(&tree, &[parent], i64::from(b), "Tezos", "block").unwrap();
+    }
+    parent
+}
+
+#[test]
+fn collections_keep_what_an_uncommitted_tree_staged() {
+    let store = Store::open_storage(Arc::new(MemStorage::new()), options(2048)).unwrap();
+    let mut model = Model::new();
+    let mut tree = store.empty_tree();
+    add_contracts(&mut tree, &mut model, 2, 1);
+    let genesis = store.commit(&tree, &[], 0, "Tezos", "genesis").unwrap();
+    // A tree stages a value, and waits while many blocks are committed and
+    // the chunk holding the value falls below every kept commit.
+    let mut waiting = store.checkout(&genesis).unwrap().unwrap();
+    let long = path(&["contracts", "index", "late", "code"]);
+    let value = code(9, 5000);
+    waiting.add_mut(&long, &value).unwrap();
+    let head = blocks(&store, genesis, 60);
+    store.gc(&head).unwrap();
+    let report = store.wait_gc().unwrap().expect("a collection ran");
+    assert!(report.collected_commits >= 60, "{report:?}");
+    // The staged value is still there: the tree reads it and commits.
+    assert_eq!(waiting.find(&long).unwrap().as_deref(), Some(&value[..]));
+    let late = store.commit(&waiting, &[head], 99, "Tezos", "late").unwrap();
+    let tree = store.checkout(&late).unwrap().unwrap();
+    assert_eq!(tree.find(&long).unwrap().as_deref(), Some(&value[..]));
+    let report = store.check(CheckScope::All, 10, &mut |_| {}).unwrap();
+    assert!(report.problems.is_empty(), "{:?}", report.problems);
+}
