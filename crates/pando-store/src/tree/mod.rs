@@ -256,7 +256,9 @@ impl Tree {
     }
 
     /// A tree where `path` holds `value`. Contents met on the way are
-    /// replaced by directories.
+    /// replaced by directories. In a tree of a writable store, a value of
+    /// at least `Options::stage_bytes` is written to the pack now (not
+    /// held in memory until the commit), so this can fail as a write can.
     pub fn add<S: AsRef<[u8]>>(&self, path: &[S], value: &[u8]) -> Result<Tree> {
         let mut tree = self.clone();
         tree.add_mut(path, value)?;
