@@ -70,6 +70,17 @@ fn staged_contents_are_on_disk_before_the_commit_and_hash_the_same() {
     check_tree(&tree, &model).unwrap();
     let report = staging.check(CheckScope::All, 10, &mut |_| {}).unwrap();
     assert!(report.problems.is_empty(), "{:?}", report.problems);
+
+    // The newest commit's tree in memory still holds the staged pointers:
+    // a proof and a snapshot made from it show the values.
+    let paths = vec![path(&["contracts", "index", "KT01007", "code"]), path(&["contracts", "index", "KT01007", "balance"])];
+    let values = staging.prove_keys(&commit, &paths).unwrap().verify(&commit).unwrap();
+    assert_eq!(values, vec![Some(code(8, 3700)), Some(vec![7; 8])]);
+    let mut snapshot = Vec::new();
+    staging.export_snapshot(&commit, &mut snapshot).unwrap();
+    let imported = Store::open_storage(Arc::new(MemStorage::new()), options(2048)).unwrap();
+    imported.import_snapshot(&mut &snapshot[..]).unwrap();
+    check_tree(&imported.checkout(&commit).unwrap().unwrap(), &model).unwrap();
 }
 
 #[test]
