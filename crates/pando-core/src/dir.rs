@@ -1,5 +1,7 @@
-//! The directory trie, once for every tree of pando: the store's trees and
-//! whatever else holds a directory in memory. It builds, finds, sets,
+//! The directory trie, once for every tree of pando: the store's trees
+//! (`pando_store::tree::node`) and the partial trees of proofs
+//! ([`crate::proof::partial`]); snapshot import and the integrity check
+//! stream records and share its hashing rule and depth bound. It builds, finds, sets,
 //! removes and enumerates entries, and hashes a directory by the one Tezos
 //! rule: the flat node encoding up to [`STABLE_HASH`] entries, the inode
 //! encoding above.

@@ -9,10 +9,11 @@
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
-use std::rc::Rc;
+use std::sync::Arc;
 
+use pando_core::dir::{Body, Pointers, Values};
 use pando_core::proof::encoding::{decode, encode};
-use pando_core::proof::partial::{Body, Cell, Entry, PartialTree, Reveal, Revealed};
+use pando_core::proof::partial::{Cell, Entry, Inode as Node, PartialTree, Reveal, Revealed};
 use pando_core::proof::types::{Extender, Inode, InodeTree, KindedHash, Tree, TreeProof};
 use pando_core::proof::{ProofError, produce_tree_proof, verify_tree_proof};
 use pando_core::reference::RefTree;
@@ -33,8 +34,8 @@ struct MemReveal {
 
 #[derive(Clone)]
 enum Part {
-    Dir(Rc<Cell>),
-    Inode(Rc<Cell>),
+    Dir(Arc<Cell>),
+    Inode(Arc<Cell>),
     Value(Vec<u8>),
 }
 
@@ -65,18 +66,16 @@ impl MemReveal {
         }
     }
 
-    fn blind_body(&self, body: &Body) -> Body {
-        match body {
-            Body::Values(entries) => Body::Values(entries.iter().map(|(s, e)| (s.clone(), self.blind(e))).collect()),
-            Body::Tree { depth, len, children } => Body::Tree {
-                depth: *depth,
-                len: *len,
-                children: Box::new(std::array::from_fn(|i| {
-                    children[i].as_ref().map(|child| {
-                        Cell::blinded(self.full.inode_hash(child, depth + 1).unwrap(), self.handle(Part::Inode(child.clone())))
-                    })
-                })),
-            },
+    fn blind_inode(&self, inode: &Node) -> Arc<Node> {
+        match &inode.body {
+            Body::Values(values) => Node::values(Values::from_sorted(values.iter().map(|(s, e)| (s, self.blind(e))))),
+            Body::Tree(pointers) => {
+                let depth = pointers.depth;
+                let children = pointers.iter().map(|(i, child)| {
+                    (i, Cell::blinded(self.full.inode_hash(child, depth + 1).unwrap(), self.handle(Part::Inode(child.clone()))))
+                });
+                Arc::new(Node::new(Body::Tree(Pointers::new(depth, pointers.len, children.collect::<Vec<_>>()))))
+            }
         }
     }
 }
@@ -84,8 +83,8 @@ impl MemReveal {
 impl Reveal for MemReveal {
     fn dir(&self, handle: u64) -> Result<Revealed, String> {
         let Part::Dir(cell) = self.part(handle) else { return Err("not a directory".into()) };
-        let body = cell.known_body().unwrap();
-        if body.len() <= 256 {
+        let root = cell.known_inode().unwrap();
+        if root.len() <= 256 {
             let dir = PartialTree::of_entry(Entry::Dir(cell.clone()));
             let names = dir.list::<&[u8]>(&[]).unwrap();
             let entries = names
@@ -97,13 +96,13 @@ impl Reveal for MemReveal {
                 .collect();
             Ok(Revealed::Entries(entries))
         } else {
-            Ok(Revealed::Root(self.blind_body(body)))
+            Ok(Revealed::Root(self.blind_inode(root)))
         }
     }
 
-    fn inode(&self, handle: u64, _depth: u32) -> Result<Body, String> {
+    fn inode(&self, handle: u64, _depth: u32) -> Result<Arc<Node>, String> {
         let Part::Inode(cell) = self.part(handle) else { return Err("not an inode".into()) };
-        Ok(self.blind_body(cell.known_body().unwrap()))
+        Ok(self.blind_inode(cell.known_inode().unwrap()))
     }
 
     fn value(&self, handle: u64) -> Result<Vec<u8>, String> {
@@ -115,12 +114,12 @@ impl Reveal for MemReveal {
 /// The entry `name` of a fully known directory.
 fn find_entry(dir: &Entry, name: &[u8]) -> Entry {
     let Entry::Dir(cell) = dir else { panic!("a directory") };
-    let mut body = cell.known_body().unwrap();
+    let mut inode = cell.known_inode().unwrap();
     loop {
-        match body {
-            Body::Values(entries) => return entries.iter().find(|(s, _)| s == name).unwrap().1.clone(),
-            Body::Tree { depth, children, .. } => {
-                body = children[pando_core::inode::index(*depth, name)].as_ref().unwrap().known_body().unwrap();
+        match &inode.body {
+            Body::Values(values) => return values.iter().find(|(s, _)| *s == name).unwrap().1.clone(),
+            Body::Tree(pointers) => {
+                inode = pointers.get(pando_core::inode::index(pointers.depth, name)).unwrap().known_inode().unwrap();
             }
         }
     }

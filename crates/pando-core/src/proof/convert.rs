@@ -14,11 +14,12 @@
 //!   with every child, blinded unless revealed; chains of single-child
 //!   inodes as extenders.
 
-use std::rc::Rc;
+use std::sync::Arc;
 
 use super::ProofError;
-use super::partial::{Body, Cell, Entry, MAX_INODE_DEPTH, build};
+use super::partial::{Cell, Entry, Inode as Node, Partial};
 use super::types::{Extender, Inode, InodeTree, Tree};
+use crate::dir::{self, Body, Child, Hold, MAX_DEPTH, Pointers, Values};
 use crate::inode::{ENTRIES, STABLE_HASH, hashed_flat, index};
 
 fn malformed(reason: impl Into<String>) -> ProofError {
@@ -37,17 +38,21 @@ pub fn entry_of_tree(tree: &Tree) -> Result<Entry, ProofError> {
             if !hashed_flat(entries.len() as u64) {
                 return Err(malformed(format!("a node of {} entries (at most {STABLE_HASH})", entries.len())));
             }
-            Entry::Dir(Cell::of_body(build(0, entry_list(entries)?)?))
+            Entry::dir(dir::build(0, entry_list(entries)?).ok_or_else(|| too_deep(0))?)
         }
         Tree::Inode(inode) => {
             root_length(inode.length)?;
-            Entry::Dir(Cell::of_body(tree_body(inode, 0, &[])?))
+            Entry::dir(tree_inode(inode, 0, &[])?)
         }
         Tree::Extender(extender) => {
             root_length(extender.length)?;
-            Entry::Dir(extend(extender, 0, &[])?)
+            Child::Dir(extend(extender, 0, &[])?)
         }
     })
+}
+
+fn too_deep(depth: u32) -> ProofError {
+    malformed(format!("more than {ENTRIES} names colliding down to inode depth {depth} or deeper (at most {MAX_DEPTH})"))
 }
 
 fn root_length(length: u64) -> Result<(), ProofError> {
@@ -70,9 +75,9 @@ fn show(step: &[u8]) -> String {
 }
 
 /// The cell of an inode tree at `depth` ≥ 1, reached by the child indices `at`.
-fn inode_cell(tree: &InodeTree, depth: u32, at: &[u8]) -> Result<Rc<Cell>, ProofError> {
-    if depth > MAX_INODE_DEPTH {
-        return Err(malformed(format!("an inode at depth {depth} (at most {MAX_INODE_DEPTH})")));
+fn inode_cell(tree: &InodeTree, depth: u32, at: &[u8]) -> Result<Arc<Cell>, ProofError> {
+    if depth > MAX_DEPTH {
+        return Err(malformed(format!("an inode at depth {depth} (at most {MAX_DEPTH})")));
     }
     Ok(match tree {
         InodeTree::BlindedInode(hash) => Cell::blinded(*hash, None),
@@ -85,26 +90,26 @@ fn inode_cell(tree: &InodeTree, depth: u32, at: &[u8]) -> Result<Rc<Cell>, Proof
                     return Err(malformed(format!("entry {} is not at its index at depth {d}", show(step))));
                 }
             }
-            Cell::of_body(Body::Values(entry_list(entries)?))
+            Partial::mem(Node::values(Values::from_sorted(entry_list(entries)?)))
         }
-        InodeTree::InodeTree(inode) => Cell::of_body(tree_body(inode, depth, at)?),
+        InodeTree::InodeTree(inode) => Partial::mem(tree_inode(inode, depth, at)?),
         InodeTree::InodeExtender(extender) => extend(extender, depth, at)?,
     })
 }
 
 /// The length of a child cell, if known, for checking its parent's.
 fn known_length(cell: &Cell) -> Option<u64> {
-    cell.body.get().map(Body::len)
+    cell.known_inode().map(|inode| inode.len())
 }
 
-fn tree_body(inode: &Inode, depth: u32, at: &[u8]) -> Result<Body, ProofError> {
+fn tree_inode(inode: &Inode, depth: u32, at: &[u8]) -> Result<Arc<Node>, ProofError> {
     if inode.length <= ENTRIES as u64 {
         return Err(malformed(format!("a tree inode of {} entries (more than {ENTRIES} needed)", inode.length)));
     }
     if inode.proofs.is_empty() {
         return Err(malformed("a tree inode without children"));
     }
-    let mut children: Box<[Option<Rc<Cell>>; ENTRIES]> = Box::new(std::array::from_fn(|_| None));
+    let mut children = Vec::with_capacity(inode.proofs.len());
     let (mut known, mut blinded) = (0u64, 0u64);
     let mut previous = None;
     let mut path = at.to_vec();
@@ -120,16 +125,16 @@ fn tree_body(inode: &Inode, depth: u32, at: &[u8]) -> Result<Body, ProofError> {
             Some(n) => known = known.saturating_add(n),
             None => blinded += 1,
         }
-        children[usize::from(*i)] = Some(cell);
+        children.push((usize::from(*i), cell));
     }
     if known.saturating_add(blinded) > inode.length || (blinded == 0 && known != inode.length) {
         return Err(malformed(format!("a tree inode of length {} whose children hold {known} entries", inode.length)));
     }
-    Ok(Body::Tree { depth, len: inode.length, children })
+    Ok(Arc::new(Node::new(Body::Tree(Pointers::new(depth, inode.length, children)))))
 }
 
 /// The chain of single-child tree inodes an extender stands for, from `depth`.
-fn extend(extender: &Extender, depth: u32, at: &[u8]) -> Result<Rc<Cell>, ProofError> {
+fn extend(extender: &Extender, depth: u32, at: &[u8]) -> Result<Arc<Cell>, ProofError> {
     let length = extender.length;
     if extender.segment.is_empty() {
         return Err(malformed("an extender with an empty segment"));
@@ -138,8 +143,8 @@ fn extend(extender: &Extender, depth: u32, at: &[u8]) -> Result<Rc<Cell>, ProofE
         return Err(malformed(format!("an extender of {length} entries (more than {ENTRIES} needed)")));
     }
     let n = extender.segment.len() as u32;
-    if depth.saturating_add(n) > MAX_INODE_DEPTH {
-        return Err(malformed(format!("an extender reaching depth {} (at most {MAX_INODE_DEPTH})", depth + n)));
+    if depth.saturating_add(n) > MAX_DEPTH {
+        return Err(malformed(format!("an extender reaching depth {} (at most {MAX_DEPTH})", depth + n)));
     }
     if let Some(bad) = extender.segment.iter().find(|i| usize::from(**i) >= ENTRIES) {
         return Err(malformed(format!("an extender index of {bad}")));
@@ -151,9 +156,8 @@ fn extend(extender: &Extender, depth: u32, at: &[u8]) -> Result<Rc<Cell>, ProofE
         return Err(malformed(format!("an extender of length {length} ending in an inode of another length")));
     }
     for (k, i) in extender.segment.iter().enumerate().rev() {
-        let mut children: Box<[Option<Rc<Cell>>; ENTRIES]> = Box::new(std::array::from_fn(|_| None));
-        children[usize::from(*i)] = Some(cell);
-        cell = Cell::of_body(Body::Tree { depth: depth + k as u32, len: length, children });
+        let pointers = Pointers::new(depth + k as u32, length, [(usize::from(*i), cell)]);
+        cell = Partial::mem(Arc::new(Node::new(Body::Tree(pointers))));
     }
     Ok(cell)
 }
@@ -163,21 +167,21 @@ fn extend(extender: &Extender, depth: u32, at: &[u8]) -> Result<Rc<Cell>, ProofE
 /// What `entry` shows of itself: the parts revealed, the rest blinded.
 pub fn tree_of_entry(entry: &Entry) -> Result<Tree, ProofError> {
     match entry {
-        Entry::Contents(c) => Ok(match c.bytes.get() {
+        Child::Contents(c) => Ok(match c.known_bytes() {
             Some(bytes) => Tree::Value(bytes.to_vec()),
-            None => Tree::BlindedValue(*c.hash.get().ok_or_else(|| malformed("a contents with neither bytes nor hash"))?),
+            None => Tree::BlindedValue(c.known_hash().ok_or_else(|| malformed("a contents with neither bytes nor hash"))?),
         }),
-        Entry::Dir(cell) => {
-            let Some(body) = cell.body.get() else { return Ok(Tree::BlindedNode(blinded_hash(cell)?)) };
-            if hashed_flat(body.len()) {
+        Child::Dir(cell) => {
+            let Some(root) = cell.known_inode() else { return Ok(Tree::BlindedNode(blinded_hash(cell)?)) };
+            if hashed_flat(root.len()) {
                 let mut entries = Vec::new();
-                revealed_entries(body, &mut entries)?;
+                revealed_entries(root, &mut entries)?;
                 entries.sort_by(|a, b| a.0.cmp(&b.0));
                 let shown =
                     entries.iter().map(|(step, e)| Ok((step.clone(), tree_of_entry(e)?))).collect::<Result<_, ProofError>>()?;
                 return Ok(Tree::Node(shown));
             }
-            Ok(match inode_tree_of_body(body)? {
+            Ok(match inode_tree_of(root)? {
                 InodeTree::InodeTree(inode) => Tree::Inode(inode),
                 InodeTree::InodeExtender(extender) => Tree::Extender(extender),
                 _ => return Err(malformed("a directory of more than 256 entries with a value inode at its root")),
@@ -187,17 +191,17 @@ pub fn tree_of_entry(entry: &Entry) -> Result<Tree, ProofError> {
 }
 
 fn blinded_hash(cell: &Cell) -> Result<crate::Hash, ProofError> {
-    cell.hash.get().copied().ok_or_else(|| malformed("an inode with neither body nor hash"))
+    cell.blinded_hash().ok_or_else(|| malformed("an inode with neither body nor hash"))
 }
 
 /// The entries below a directory of at most 256 entries, all revealed.
-fn revealed_entries(body: &Body, out: &mut Vec<(Vec<u8>, Entry)>) -> Result<(), ProofError> {
-    match body {
-        Body::Values(entries) => out.extend(entries.iter().cloned()),
-        Body::Tree { children, .. } => {
-            for child in children.iter().flatten() {
-                let body = child.body.get().ok_or_else(|| malformed("a small directory with a blinded inode"))?;
-                revealed_entries(body, out)?;
+fn revealed_entries(inode: &Node, out: &mut Vec<(Vec<u8>, Entry)>) -> Result<(), ProofError> {
+    match &inode.body {
+        Body::Values(values) => out.extend(values.iter().map(|(step, e)| (step.to_vec(), e.clone()))),
+        Body::Tree(pointers) => {
+            for (_, child) in pointers.iter() {
+                let inode = child.known_inode().ok_or_else(|| malformed("a small directory with a blinded inode"))?;
+                revealed_entries(inode, out)?;
             }
         }
     }
@@ -205,23 +209,22 @@ fn revealed_entries(body: &Body, out: &mut Vec<(Vec<u8>, Entry)>) -> Result<(), 
 }
 
 fn inode_tree_of_cell(cell: &Cell) -> Result<InodeTree, ProofError> {
-    match cell.body.get() {
+    match cell.known_inode() {
         None => Ok(InodeTree::BlindedInode(blinded_hash(cell)?)),
-        Some(body) => inode_tree_of_body(body),
+        Some(inode) => inode_tree_of(inode),
     }
 }
 
-fn inode_tree_of_body(body: &Body) -> Result<InodeTree, ProofError> {
-    match body {
-        Body::Values(entries) => Ok(InodeTree::InodeValues(
-            entries.iter().map(|(step, e)| Ok((step.clone(), tree_of_entry(e)?))).collect::<Result<_, ProofError>>()?,
+fn inode_tree_of(inode: &Node) -> Result<InodeTree, ProofError> {
+    match &inode.body {
+        Body::Values(values) => Ok(InodeTree::InodeValues(
+            values.iter().map(|(step, e)| Ok((step.to_vec(), tree_of_entry(e)?))).collect::<Result<_, ProofError>>()?,
         )),
-        Body::Tree { len, children, .. } => {
+        Body::Tree(pointers) => {
+            let len = &pointers.len;
             let mut proofs = Vec::new();
-            for (i, child) in children.iter().enumerate() {
-                if let Some(child) = child {
-                    proofs.push((i as u8, inode_tree_of_cell(child)?));
-                }
+            for (i, child) in pointers.iter() {
+                proofs.push((i as u8, inode_tree_of_cell(child)?));
             }
             // As irmin: a single child that is itself a single-child inode
             // (or a chain of them) joins this one in an extender.

@@ -28,7 +28,7 @@ pub mod partial;
 pub mod types;
 
 pub use encoding::EncodingError;
-pub use partial::{Body, Entry, PartialTree, Reveal, Revealed};
+pub use partial::{Cell, Contents, Entry, Partial, PartialTree, Reveal, Revealed};
 pub use types::{KindedHash, TREE32_VERSION, TreeProof};
 
 /// Why a proof could not be produced or was rejected.

@@ -8,30 +8,36 @@
 //!   reaching a part it blinds is an error ([`ProofError::Blinded`]), never
 //!   a guess.
 //!
-//! A directory is the Tezos inode trie (see [`crate::inode`]): a values
-//! inode of at most 32 entries or a tree inode at depth `d` spreading more
-//! than 32 entries over 32 children by `index(d, step)`. Updates copy the
-//! cells on one path and share the rest, so the tree a computation started
-//! from is never changed, except that revealing a cell fills it in place
-//! (a `OnceCell`), which every tree sharing the cell then sees.
+//! A partial tree is the directory trie of [`crate::dir`], held by
+//! [`Partial`]: a pointer is a [`Cell`], an inode's hash with a handle to
+//! reveal it, its inode once revealed, or both; a contents is a
+//! [`Contents`], its hash, its bytes or both. Building, finding, updating,
+//! listing and hashing are `dir`'s; this module reveals cells (the
+//! [`Resolve`] of an [`Access`]) and runs the Octez operations on top.
+//! Updates copy the inodes on one path and share the rest, so the tree a
+//! computation started from is never changed, except that revealing a cell
+//! fills it in place (a `OnceLock`), which every tree sharing the cell then
+//! sees.
 //!
 //! Invariants:
-//! - A cell knows its hash or its body (or both); a cell built here from a
-//!   body computes its hash from that body, never from anything else.
-//! - Updates keep the canonical layout of their set of entries (a tree
-//!   inode iff more than 32 entries below it), so the hash of a partial tree
-//!   equals the hash of the full tree it stands for.
-//! - No thread, no file: `Rc` and `OnceCell`, so that this builds for
-//!   `wasm32-unknown-unknown`.
+//! - A cell knows its hash or its inode (or both); a cell made here from an
+//!   inode has no hash of its own, and its hash is computed from the inode.
+//! - A revealed part is checked against the layout rules before it is
+//!   taken (sorted steps, at most 256 entries in a flat directory, a tree
+//!   inode of more than 32 entries at the depth asked for), and a revealed
+//!   value against its hash; updates keep the canonical layout (`dir`'s
+//!   invariant), so the hash of a partial tree equals the hash of the full
+//!   tree it stands for.
+//! - No thread, no file: this builds for `wasm32-unknown-unknown`.
 
-use std::cell::OnceCell;
-use std::rc::Rc;
+use std::sync::{Arc, LazyLock, OnceLock};
 
 use super::ProofError;
 use super::types::KindedHash;
+use crate::dir::{self, Body, Child, Hold, Resolve, Values};
 use crate::hash::Hash;
-use crate::inode::{ENTRIES, encode_tree, encode_values, hashed_flat, index};
-use crate::tezos::{Kind, contents_hash, encode_node};
+use crate::inode::{ENTRIES, hashed_flat};
+use crate::tezos::{Kind, contents_hash};
 
 /// Supplies the parts of a tree that a partial tree does not hold yet:
 /// what a store implements to produce proofs. A `handle` is the store's own
@@ -41,7 +47,7 @@ pub trait Reveal {
     /// 256 of them, its depth-0 tree inode otherwise.
     fn dir(&self, handle: u64) -> Result<Revealed, String>;
     /// The inode `handle` below a directory's root, at `depth` ≥ 1.
-    fn inode(&self, handle: u64, depth: u32) -> Result<Body, String>;
+    fn inode(&self, handle: u64, depth: u32) -> Result<Arc<Inode>, String>;
     /// The bytes of the contents `handle`.
     fn value(&self, handle: u64) -> Result<Vec<u8>, String>;
 }
@@ -51,123 +57,121 @@ pub enum Revealed {
     /// All entries, sorted by step: a directory of at most 256 entries.
     Entries(Vec<(Vec<u8>, Entry)>),
     /// The tree inode at depth 0 of a larger directory.
-    Root(Body),
+    Root(Arc<Inode>),
 }
+
+/// How a partial tree holds the directory trie.
+pub struct Partial;
 
 /// What a directory entry (or a whole tree) is.
-#[derive(Clone)]
-pub enum Entry {
-    Contents(Rc<Contents>),
-    /// A directory, by the cell of its root inode (depth 0).
-    Dir(Rc<Cell>),
-}
-
-impl Entry {
-    /// A contents known by its hash, which `handle` can reveal.
-    pub fn blinded_contents(hash: Hash, handle: Option<u64>) -> Entry {
-        Entry::Contents(Rc::new(Contents { hash: OnceCell::from(hash), bytes: OnceCell::new(), handle }))
-    }
-
-    /// A contents known by its bytes.
-    pub fn contents(bytes: &[u8]) -> Entry {
-        Entry::Contents(Rc::new(Contents { hash: OnceCell::new(), bytes: OnceCell::from(Rc::from(bytes)), handle: None }))
-    }
-
-    /// A directory known by its hash, which `handle` can reveal.
-    pub fn blinded_dir(hash: Hash, handle: Option<u64>) -> Entry {
-        Entry::Dir(Cell::blinded(hash, handle))
-    }
-
-    /// The empty directory.
-    pub fn empty_dir() -> Entry {
-        Entry::Dir(Cell::of_body(Body::Values(Vec::new())))
-    }
-
-    pub fn kind(&self) -> Kind {
-        match self {
-            Entry::Contents(_) => Kind::Contents,
-            Entry::Dir(_) => Kind::Dir,
-        }
-    }
-}
+pub type Entry = Child<Partial>;
+/// An inode of a partial tree.
+pub type Inode = dir::Inode<Partial>;
 
 /// A contents value: its hash, its bytes, or both.
 pub struct Contents {
-    pub(crate) hash: OnceCell<Hash>,
-    pub(crate) bytes: OnceCell<Rc<[u8]>>,
+    hash: OnceLock<Hash>,
+    bytes: OnceLock<Arc<[u8]>>,
     handle: Option<u64>,
 }
 
-/// An inode: its hash (the directory hash at depth 0), its body, or both.
+impl Contents {
+    /// The bytes, if known (revealed, or never blinded).
+    pub fn known_bytes(&self) -> Option<&Arc<[u8]>> {
+        self.bytes.get()
+    }
+
+    /// The hash, if known (blinded, or computed already).
+    pub fn known_hash(&self) -> Option<Hash> {
+        self.hash.get().copied()
+    }
+}
+
+/// A pointer to an inode (a directory's root at depth 0): its hash (the
+/// directory hash at depth 0), its inode, or both.
 pub struct Cell {
-    pub(crate) hash: OnceCell<Hash>,
-    pub(crate) body: OnceCell<Body>,
+    hash: Option<Hash>,
+    inode: OnceLock<Arc<Inode>>,
     handle: Option<u64>,
 }
 
 impl Cell {
     /// An inode known by its hash, which `handle` can reveal.
-    pub fn blinded(hash: Hash, handle: Option<u64>) -> Rc<Cell> {
-        Rc::new(Cell { hash: OnceCell::from(hash), body: OnceCell::new(), handle })
+    pub fn blinded(hash: Hash, handle: Option<u64>) -> Arc<Cell> {
+        Arc::new(Cell { hash: Some(hash), inode: OnceLock::new(), handle })
     }
 
-    pub(crate) fn of_body(body: Body) -> Rc<Cell> {
-        Rc::new(Cell { hash: OnceCell::new(), body: OnceCell::from(body), handle: None })
+    /// The inode, if known (revealed, or never blinded).
+    pub fn known_inode(&self) -> Option<&Arc<Inode>> {
+        self.inode.get()
     }
 
-    /// The body, if known (revealed, or never blinded).
-    pub fn known_body(&self) -> Option<&Body> {
-        self.body.get()
+    /// The hash it was blinded with, if it was.
+    pub fn blinded_hash(&self) -> Option<Hash> {
+        self.hash
     }
 }
 
-/// The body of an inode.
-pub enum Body {
-    /// At most 32 entries, sorted by step, unique.
-    Values(Vec<(Vec<u8>, Entry)>),
-    /// More than 32 entries below, spread by `index(depth, step)`.
-    Tree { depth: u32, len: u64, children: Box<[Option<Rc<Cell>>; ENTRIES]> },
-}
+static EMPTY: LazyLock<Arc<Inode>> = LazyLock::new(|| Inode::values(Values::new()));
 
-impl Body {
-    pub fn len(&self) -> u64 {
-        match self {
-            Body::Values(entries) => entries.len() as u64,
-            Body::Tree { len, .. } => *len,
+impl Hold for Partial {
+    type Leaf = Arc<Contents>;
+    type Ptr = Arc<Cell>;
+    type Meta = ();
+
+    fn mem(inode: Arc<Inode>) -> Arc<Cell> {
+        Arc::new(Cell { hash: None, inode: OnceLock::from(inode), handle: None })
+    }
+
+    fn as_mem(ptr: &Arc<Cell>) -> Option<&Arc<Inode>> {
+        ptr.inode.get()
+    }
+
+    /// A cell shared with another tree, or carrying the hash it was
+    /// blinded with, is replaced by a fresh one first: the update must not
+    /// show in the other tree, nor keep a hash it no longer has.
+    fn as_mem_mut(ptr: &mut Arc<Cell>) -> Option<&mut Arc<Inode>> {
+        let inode = ptr.inode.get()?.clone();
+        if ptr.hash.is_some() || Arc::get_mut(ptr).is_none() {
+            *ptr = Partial::mem(inode);
         }
+        Arc::get_mut(ptr).and_then(|cell| cell.inode.get_mut())
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
+    fn known_hash(ptr: &Arc<Cell>) -> Option<Hash> {
+        ptr.hash
+    }
+
+    fn empty() -> Arc<Inode> {
+        EMPTY.clone()
     }
 }
 
-/// Deepest inode a partial tree holds: a tree inode at depth `d` needs
-/// more than 32 names agreeing on `d` indices of 5 bits, so real
-/// directories stay far below this; names crafted to collide at every depth
-/// are an error here, not a recursion without end (irmin bounds it too).
-pub const MAX_INODE_DEPTH: u32 = 64;
+impl Entry {
+    /// A contents known by its hash, which `handle` can reveal.
+    pub fn blinded_contents(hash: Hash, handle: Option<u64>) -> Entry {
+        Child::Contents(Arc::new(Contents { hash: OnceLock::from(hash), bytes: OnceLock::new(), handle }))
+    }
 
-/// The canonical trie at `depth` of entries sorted by step.
-pub fn build(depth: u32, entries: Vec<(Vec<u8>, Entry)>) -> Result<Body, ProofError> {
-    if entries.len() <= ENTRIES {
-        return Ok(Body::Values(entries));
+    /// A contents known by its bytes.
+    pub fn contents(bytes: &[u8]) -> Entry {
+        Child::Contents(Arc::new(Contents { hash: OnceLock::new(), bytes: OnceLock::from(Arc::from(bytes)), handle: None }))
     }
-    if depth >= MAX_INODE_DEPTH {
-        return Err(ProofError::Malformed(format!("more than {ENTRIES} names colliding down to inode depth {depth}")));
+
+    /// A directory known by its hash, which `handle` can reveal.
+    pub fn blinded_dir(hash: Hash, handle: Option<u64>) -> Entry {
+        Child::Dir(Cell::blinded(hash, handle))
     }
-    let len = entries.len() as u64;
-    let mut buckets: Vec<Vec<(Vec<u8>, Entry)>> = (0..ENTRIES).map(|_| Vec::new()).collect();
-    for (step, entry) in entries {
-        buckets[index(depth, &step)].push((step, entry));
+
+    /// A directory whose root is `root`.
+    pub fn dir(root: Arc<Inode>) -> Entry {
+        Child::Dir(Partial::mem(root))
     }
-    let mut children: Box<[Option<Rc<Cell>>; ENTRIES]> = Box::new(std::array::from_fn(|_| None));
-    for (i, bucket) in buckets.into_iter().enumerate() {
-        if !bucket.is_empty() {
-            children[i] = Some(Cell::of_body(build(depth + 1, bucket)?));
-        }
+
+    /// The empty directory.
+    pub fn empty_dir() -> Entry {
+        Entry::dir(Partial::empty())
     }
-    Ok(Body::Tree { depth, len, children })
 }
 
 /// How parts of a tree are reached: through a [`Reveal`] when producing a
@@ -178,274 +182,111 @@ pub(crate) struct Access<'r> {
 }
 
 impl<'r> Access<'r> {
-    fn blinded(&self, what: &str, path: &[&[u8]]) -> ProofError {
-        ProofError::Blinded { what: what.to_string(), path: show_path(path) }
+    /// The resolver for work on the directory at `path` (named in errors).
+    pub fn at<'p>(&self, path: &'p [&'p [u8]]) -> At<'r, 'p> {
+        At { reveal: self.reveal, path }
+    }
+}
+
+/// The [`Resolve`] of a partial tree, for work on the directory at `path`.
+pub(crate) struct At<'r, 'p> {
+    reveal: Option<&'r dyn Reveal>,
+    path: &'p [&'p [u8]],
+}
+
+impl At<'_, '_> {
+    fn blinded(&self, what: &str) -> ProofError {
+        ProofError::Blinded { what: what.to_string(), path: show_path(self.path) }
     }
 
-    /// The body of `cell`, an inode at `depth` (a directory root at 0).
-    pub fn body<'c>(&self, cell: &'c Cell, depth: u32, path: &[&[u8]]) -> Result<&'c Body, ProofError> {
-        if let Some(body) = cell.body.get() {
-            return Ok(body);
-        }
-        let (Some(reveal), Some(handle)) = (self.reveal, cell.handle) else {
-            let what = if depth == 0 { "the directory" } else { "an inode of the directory" };
-            return Err(self.blinded(what, path));
-        };
-        let body = if depth == 0 {
-            match reveal.dir(handle).map_err(ProofError::Unavailable)? {
-                Revealed::Entries(entries) => {
-                    if !hashed_flat(entries.len() as u64) || !sorted(&entries) {
-                        return Err(ProofError::Unavailable("revealed directory entries are unsorted or too many".into()));
-                    }
-                    build(0, entries)?
-                }
-                Revealed::Root(body @ Body::Tree { depth: 0, len, .. }) if !hashed_flat(len) => body,
-                Revealed::Root(_) => return Err(ProofError::Unavailable("revealed a directory root that is not one".into())),
-            }
-        } else {
-            match reveal.inode(handle, depth).map_err(ProofError::Unavailable)? {
-                Body::Tree { depth: d, len, .. } if d != depth || len <= ENTRIES as u64 => {
-                    return Err(ProofError::Unavailable(format!(
-                        "revealed a tree inode of {len} entries at depth {d}, not {depth}"
-                    )));
-                }
-                Body::Values(entries) if entries.len() > ENTRIES || !sorted(&entries) => {
-                    return Err(ProofError::Unavailable("revealed a value inode unsorted or too large".into()));
-                }
-                body => body,
-            }
-        };
-        Ok(cell.body.get_or_init(|| body))
-    }
-
-    /// The bytes of a contents.
-    pub fn bytes(&self, contents: &Contents, path: &[&[u8]]) -> Result<Rc<[u8]>, ProofError> {
+    /// The bytes of a contents at `path`.
+    pub fn bytes(&self, contents: &Contents) -> Result<Arc<[u8]>, ProofError> {
         if let Some(bytes) = contents.bytes.get() {
             return Ok(bytes.clone());
         }
         let (Some(reveal), Some(handle)) = (self.reveal, contents.handle) else {
-            return Err(self.blinded("the value", path));
+            return Err(self.blinded("the value"));
         };
-        let bytes: Rc<[u8]> = reveal.value(handle).map_err(ProofError::Unavailable)?.into();
+        let bytes: Arc<[u8]> = reveal.value(handle).map_err(ProofError::Unavailable)?.into();
         if let Some(hash) = contents.hash.get()
             && contents_hash(&bytes) != *hash
         {
-            return Err(ProofError::Unavailable(format!("revealed value at {} does not match its hash", show_path(path))));
+            return Err(ProofError::Unavailable(format!("revealed value at {} does not match its hash", show_path(self.path))));
         }
         Ok(contents.bytes.get_or_init(|| bytes).clone())
     }
 
-    // ------------------------------------------------------------ hashing
-
-    pub fn entry_hash(&self, entry: &Entry, path: &[&[u8]]) -> Result<Hash, ProofError> {
-        match entry {
-            Entry::Contents(c) => match c.hash.get() {
-                Some(h) => Ok(*h),
-                None => {
-                    let bytes = self.bytes(c, path)?;
-                    Ok(*c.hash.get_or_init(|| contents_hash(&bytes)))
-                }
-            },
-            Entry::Dir(cell) => self.dir_hash(cell, path),
-        }
+    /// The root of the directory `cell` at `path`.
+    pub fn root(&self, cell: &Arc<Cell>) -> Result<Arc<Inode>, ProofError> {
+        dir::load(cell, 0, self)
     }
+}
 
-    pub fn kinded_hash(&self, entry: &Entry) -> Result<KindedHash, ProofError> {
-        let hash = self.entry_hash(entry, &[])?;
-        Ok(match entry {
-            Entry::Contents(_) => KindedHash::Value(hash),
-            Entry::Dir(_) => KindedHash::Node(hash),
-        })
-    }
-
-    /// The Tezos hash of the directory whose root is `cell`.
-    pub fn dir_hash(&self, cell: &Cell, path: &[&[u8]]) -> Result<Hash, ProofError> {
-        if let Some(hash) = cell.hash.get() {
-            return Ok(*hash);
+/// Checks a revealed inode at `depth` against the layout rules.
+fn check_revealed(inode: &Inode, depth: u32) -> Result<(), ProofError> {
+    match &inode.body {
+        Body::Tree(pointers)
+            if pointers.depth != depth || pointers.len <= ENTRIES as u64 || (depth == 0 && hashed_flat(pointers.len)) =>
+        {
+            Err(ProofError::Unavailable(format!(
+                "revealed a tree inode of {} entries at depth {}, not a tree inode at depth {depth}",
+                pointers.len, pointers.depth
+            )))
         }
-        let body = self.body(cell, 0, path)?;
-        let hash = match body {
-            // A value inode is already sorted: hashed without a copy.
-            Body::Values(entries) => self.node_hash(entries, path)?,
-            Body::Tree { len, .. } if hashed_flat(*len) => self.node_hash(&self.entries(body, path)?, path)?,
-            Body::Tree { .. } => self.inode_body_hash(body, path)?,
+        Body::Values(values) if values.len() > ENTRIES || !values.iter().zip(values.iter().skip(1)).all(|(a, b)| a.0 < b.0) => {
+            Err(ProofError::Unavailable("revealed a value inode unsorted or too large".into()))
+        }
+        Body::Values(_) if depth == 0 => Err(ProofError::Unavailable("revealed a directory root that is not one".into())),
+        _ => Ok(()),
+    }
+}
+
+impl Resolve<Partial> for At<'_, '_> {
+    type Error = ProofError;
+
+    fn load(&self, cell: &Arc<Cell>, depth: u32) -> Result<Arc<Inode>, ProofError> {
+        if let Some(inode) = cell.inode.get() {
+            return Ok(inode.clone());
+        }
+        let (Some(reveal), Some(handle)) = (self.reveal, cell.handle) else {
+            return Err(self.blinded(if depth == 0 { "the directory" } else { "an inode of the directory" }));
         };
-        Ok(*cell.hash.get_or_init(|| hash))
-    }
-
-    /// The flat hash of a directory of at most 256 entries, sorted.
-    fn node_hash(&self, entries: &[(Vec<u8>, Entry)], path: &[&[u8]]) -> Result<Hash, ProofError> {
-        let hashes = self.child_hashes(entries, path)?;
-        let mut buf = Vec::with_capacity(8 + 80 * entries.len());
-        encode_node(&mut buf, entries.len(), entries.iter().zip(&hashes).map(|((s, e), h)| (&s[..], e.kind(), h)));
-        Ok(Hash::of_bytes(&buf))
-    }
-
-    /// The hashes of entries; the path of an entry, for an error, is built
-    /// only for an entry whose hash is not known yet.
-    fn child_hashes(&self, entries: &[(Vec<u8>, Entry)], path: &[&[u8]]) -> Result<Vec<Hash>, ProofError> {
-        entries
-            .iter()
-            .map(|(step, entry)| {
-                let known = match entry {
-                    Entry::Contents(c) => c.hash.get(),
-                    Entry::Dir(cell) => cell.hash.get(),
-                };
-                match known {
-                    Some(hash) => Ok(*hash),
-                    None => self.entry_hash(entry, &extend(path, step)),
+        let inode = if depth == 0 {
+            match reveal.dir(handle).map_err(ProofError::Unavailable)? {
+                Revealed::Entries(entries) => {
+                    if !hashed_flat(entries.len() as u64) || !entries.windows(2).all(|w| w[0].0 < w[1].0) {
+                        return Err(ProofError::Unavailable("revealed directory entries are unsorted or too many".into()));
+                    }
+                    dir::build(0, entries).ok_or_else(|| too_deep(0))?
                 }
-            })
-            .collect()
+                Revealed::Root(root) => {
+                    check_revealed(&root, 0)?;
+                    root
+                }
+            }
+        } else {
+            let inode = reveal.inode(handle, depth).map_err(ProofError::Unavailable)?;
+            check_revealed(&inode, depth)?;
+            inode
+        };
+        Ok(cell.inode.get_or_init(|| inode).clone())
     }
 
-    pub fn inode_hash(&self, cell: &Cell, depth: u32, path: &[&[u8]]) -> Result<Hash, ProofError> {
-        if let Some(hash) = cell.hash.get() {
+    fn leaf_hash(&self, contents: &Arc<Contents>) -> Result<Hash, ProofError> {
+        if let Some(hash) = contents.hash.get() {
             return Ok(*hash);
         }
-        let hash = self.inode_body_hash(self.body(cell, depth, path)?, path)?;
-        Ok(*cell.hash.get_or_init(|| hash))
+        let bytes = self.bytes(contents)?;
+        Ok(*contents.hash.get_or_init(|| contents_hash(&bytes)))
     }
 
-    fn inode_body_hash(&self, body: &Body, path: &[&[u8]]) -> Result<Hash, ProofError> {
-        let mut buf = Vec::new();
-        match body {
-            Body::Values(entries) => {
-                let hashes = self.child_hashes(entries, path)?;
-                encode_values(&mut buf, entries.len(), entries.iter().zip(&hashes).map(|((s, e), h)| (&s[..], e.kind(), h)));
-            }
-            Body::Tree { depth, len, children } => {
-                let mut pointers = Vec::with_capacity(ENTRIES);
-                for (i, child) in children.iter().enumerate() {
-                    if let Some(child) = child {
-                        pointers.push((i, self.inode_hash(child, depth + 1, path)?));
-                    }
-                }
-                encode_tree(&mut buf, *depth, *len, pointers.iter().map(|(i, h)| (*i, h)));
-            }
-        }
-        Ok(Hash::of_bytes(&buf))
-    }
-
-    // ------------------------------------------------------------ reading
-
-    /// Every entry below `body`, sorted by step.
-    pub fn entries(&self, body: &Body, path: &[&[u8]]) -> Result<Vec<(Vec<u8>, Entry)>, ProofError> {
-        fn walk(a: &Access<'_>, body: &Body, path: &[&[u8]], out: &mut Vec<(Vec<u8>, Entry)>) -> Result<(), ProofError> {
-            match body {
-                Body::Values(entries) => out.extend(entries.iter().cloned()),
-                Body::Tree { depth, children, .. } => {
-                    for child in children.iter().flatten() {
-                        walk(a, a.body(child, depth + 1, path)?, path, out)?;
-                    }
-                }
-            }
-            Ok(())
-        }
-        let mut out = Vec::new();
-        walk(self, body, path, &mut out)?;
-        out.sort_by(|a, b| a.0.cmp(&b.0));
-        Ok(out)
-    }
-
-    /// The entry `step` of the directory `dir`.
-    pub fn find_step(&self, dir: &Cell, step: &[u8], path: &[&[u8]]) -> Result<Option<Entry>, ProofError> {
-        let mut body = self.body(dir, 0, path)?;
-        loop {
-            match body {
-                Body::Values(entries) => {
-                    return Ok(entries.binary_search_by(|(s, _)| s[..].cmp(step)).ok().map(|i| entries[i].1.clone()));
-                }
-                Body::Tree { depth, children, .. } => match &children[index(*depth, step)] {
-                    None => return Ok(None),
-                    Some(child) => body = self.body(child, depth + 1, path)?,
-                },
-            }
-        }
-    }
-
-    // ------------------------------------------------------------ updates
-
-    /// The inode `cell` at `depth` with `step` set to `entry`, and whether
-    /// the entry is new.
-    pub fn set(
-        &self,
-        cell: &Cell,
-        depth: u32,
-        step: &[u8],
-        entry: Entry,
-        path: &[&[u8]],
-    ) -> Result<(Rc<Cell>, bool), ProofError> {
-        match self.body(cell, depth, path)? {
-            Body::Values(entries) => {
-                let mut entries = entries.clone();
-                let added = match entries.binary_search_by(|(s, _)| s[..].cmp(step)) {
-                    Ok(i) => {
-                        entries[i].1 = entry;
-                        false
-                    }
-                    Err(i) => {
-                        entries.insert(i, (step.to_vec(), entry));
-                        true
-                    }
-                };
-                Ok((Cell::of_body(build(depth, entries)?), added))
-            }
-            Body::Tree { len, children, .. } => {
-                let mut children = children.clone();
-                let slot = &mut children[index(depth, step)];
-                let added = match slot {
-                    None => {
-                        *slot = Some(Cell::of_body(Body::Values(vec![(step.to_vec(), entry)])));
-                        true
-                    }
-                    Some(child) => {
-                        let (new, added) = self.set(child, depth + 1, step, entry, path)?;
-                        *slot = Some(new);
-                        added
-                    }
-                };
-                Ok((Cell::of_body(Body::Tree { depth, len: len + u64::from(added), children }), added))
-            }
-        }
-    }
-
-    /// The inode `cell` at `depth` without `step`, or `None` when it has no
-    /// such entry. The result may be empty.
-    pub fn remove(&self, cell: &Cell, depth: u32, step: &[u8], path: &[&[u8]]) -> Result<Option<Rc<Cell>>, ProofError> {
-        match self.body(cell, depth, path)? {
-            Body::Values(entries) => {
-                let Ok(i) = entries.binary_search_by(|(s, _)| s[..].cmp(step)) else { return Ok(None) };
-                let mut entries = entries.clone();
-                entries.remove(i);
-                Ok(Some(Cell::of_body(Body::Values(entries))))
-            }
-            Body::Tree { len, children, .. } => {
-                let i = index(depth, step);
-                let Some(child) = &children[i] else { return Ok(None) };
-                let Some(new_child) = self.remove(child, depth + 1, step, path)? else { return Ok(None) };
-                let mut children = children.clone();
-                let emptied = new_child.body.get().is_some_and(Body::is_empty);
-                children[i] = if emptied { None } else { Some(new_child) };
-                let body = Body::Tree { depth, len: len - 1, children };
-                if len - 1 <= ENTRIES as u64 {
-                    // Back to a value inode: every sibling is needed.
-                    return Ok(Some(Cell::of_body(Body::Values(self.entries(&body, path)?))));
-                }
-                Ok(Some(Cell::of_body(body)))
-            }
-        }
+    fn broken(&self, _inode: &Inode, reason: String) -> ProofError {
+        ProofError::Malformed(format!("{reason} at {}", show_path(self.path)))
     }
 }
 
-fn sorted(entries: &[(Vec<u8>, Entry)]) -> bool {
-    entries.windows(2).all(|w| w[0].0 < w[1].0)
-}
-
-fn extend<'a>(path: &[&'a [u8]], step: &'a [u8]) -> Vec<&'a [u8]> {
-    let mut out = path.to_vec();
-    out.push(step);
-    out
+fn too_deep(depth: u32) -> ProofError {
+    ProofError::Malformed(format!("more than {ENTRIES} names colliding down to inode depth {depth} or deeper"))
 }
 
 /// A path for messages: `/a/b`, steps that are not text in hex.
@@ -465,7 +306,7 @@ pub fn show_path(path: &[&[u8]]) -> String {
 }
 
 /// A tree a computation runs on while a proof is produced or verified: the
-/// Octez operations on a [`Entry`] reached through an [`Access`].
+/// Octez operations on an [`Entry`] reached through an [`Access`].
 ///
 /// Reads and updates reach only the parts they need; when verifying, a part
 /// the proof blinds is an error. Updates never change the tree this one
@@ -487,12 +328,12 @@ impl<'r> PartialTree<'r> {
 
     /// The hash of any entry reachable from this tree's access.
     pub fn entry_hash(&self, entry: &Entry) -> Result<Hash, ProofError> {
-        self.access.entry_hash(entry, &[])
+        dir::child_hash(entry, &self.access.at(&[]))
     }
 
     /// The hash of an inode at `depth` ≥ 1 below a directory root.
-    pub fn inode_hash(&self, cell: &Cell, depth: u32) -> Result<Hash, ProofError> {
-        self.access.inode_hash(cell, depth, &[])
+    pub fn inode_hash(&self, cell: &Arc<Cell>, depth: u32) -> Result<Hash, ProofError> {
+        dir::inode_ptr_hash(cell, depth, &self.access.at(&[]))
     }
 
     /// The root entry: a directory or a contents.
@@ -502,7 +343,11 @@ impl<'r> PartialTree<'r> {
 
     /// The Tezos hash of the tree, with its kind.
     pub fn kinded_hash(&self) -> Result<KindedHash, ProofError> {
-        self.access.kinded_hash(&self.root)
+        let hash = self.entry_hash(&self.root)?;
+        Ok(match &self.root {
+            Child::Contents(_) => KindedHash::Value(hash),
+            Child::Dir(_) => KindedHash::Node(hash),
+        })
     }
 
     /// The Tezos hash of the tree.
@@ -513,8 +358,9 @@ impl<'r> PartialTree<'r> {
     fn get(&self, path: &[&[u8]]) -> Result<Option<Entry>, ProofError> {
         let mut current = self.root.clone();
         for (n, step) in path.iter().enumerate() {
-            let Entry::Dir(cell) = &current else { return Ok(None) };
-            match self.access.find_step(cell, step, &path[..n])? {
+            let Child::Dir(cell) = &current else { return Ok(None) };
+            let at = self.access.at(&path[..n]);
+            match dir::find(&at.root(cell)?, step, &at)? {
                 Some(entry) => current = entry,
                 None => return Ok(None),
             }
@@ -526,14 +372,14 @@ impl<'r> PartialTree<'r> {
     pub fn find<S: AsRef<[u8]>>(&self, path: &[S]) -> Result<Option<Vec<u8>>, ProofError> {
         let path = steps(path)?;
         match self.get(&path)? {
-            Some(Entry::Contents(c)) => Ok(Some(self.access.bytes(&c, &path)?.to_vec())),
+            Some(Child::Contents(c)) => Ok(Some(self.access.at(&path).bytes(&c)?.to_vec())),
             _ => Ok(None),
         }
     }
 
     /// True if `path` holds a contents (whose bytes are not read).
     pub fn mem<S: AsRef<[u8]>>(&self, path: &[S]) -> Result<bool, ProofError> {
-        Ok(matches!(self.get(&steps(path)?)?, Some(Entry::Contents(_))))
+        Ok(matches!(self.get(&steps(path)?)?, Some(Child::Contents(_))))
     }
 
     /// True if `path` holds anything.
@@ -545,7 +391,7 @@ impl<'r> PartialTree<'r> {
     pub fn find_hash<S: AsRef<[u8]>>(&self, path: &[S]) -> Result<Option<(Kind, Hash)>, ProofError> {
         let path = steps(path)?;
         match self.get(&path)? {
-            Some(entry) => Ok(Some((entry.kind(), self.access.entry_hash(&entry, &path)?))),
+            Some(entry) => Ok(Some((entry.kind(), dir::child_hash(&entry, &self.access.at(&path))?))),
             None => Ok(None),
         }
     }
@@ -554,7 +400,7 @@ impl<'r> PartialTree<'r> {
     pub fn length<S: AsRef<[u8]>>(&self, path: &[S]) -> Result<u64, ProofError> {
         let path = steps(path)?;
         match self.get(&path)? {
-            Some(Entry::Dir(cell)) => Ok(self.access.body(&cell, 0, &path)?.len()),
+            Some(Child::Dir(cell)) => Ok(self.access.at(&path).root(&cell)?.len()),
             _ => Ok(0),
         }
     }
@@ -563,9 +409,10 @@ impl<'r> PartialTree<'r> {
     /// sorted by name (empty if it is not a directory).
     pub fn list<S: AsRef<[u8]>>(&self, path: &[S]) -> Result<Vec<(Vec<u8>, Kind)>, ProofError> {
         let path = steps(path)?;
-        let Some(Entry::Dir(cell)) = self.get(&path)? else { return Ok(Vec::new()) };
-        let body = self.access.body(&cell, 0, &path)?;
-        Ok(self.access.entries(body, &path)?.into_iter().map(|(step, entry)| (step, entry.kind())).collect())
+        let Some(Child::Dir(cell)) = self.get(&path)? else { return Ok(Vec::new()) };
+        let at = self.access.at(&path);
+        let entries = dir::collect_sorted(&*at.root(&cell)?, &at)?;
+        Ok(entries.into_iter().map(|(step, entry)| (step.into_vec(), entry.kind())).collect())
     }
 
     /// Sets `path` to the contents `value`; contents met on the way become
@@ -588,36 +435,38 @@ impl<'r> PartialTree<'r> {
             return Ok(());
         }
         let root = match &self.root {
-            Entry::Dir(cell) => cell.clone(),
-            Entry::Contents(_) => Cell::of_body(Body::Values(Vec::new())),
+            Child::Dir(cell) => cell.clone(),
+            Child::Contents(_) => Partial::mem(Partial::empty()),
         };
-        self.root = Entry::Dir(self.update_dir(&root, path, 0, new)?);
+        self.root = Child::Dir(Partial::mem(self.update_dir(&root, path, 0, new)?));
         Ok(())
     }
 
-    /// The directory `dir` with the path below it (from `path[at]`) set to
-    /// `new`, or removed. The result may be empty.
-    fn update_dir(&self, dir: &Rc<Cell>, path: &[&[u8]], at: usize, new: Option<Entry>) -> Result<Rc<Cell>, ProofError> {
-        let a = &self.access;
+    /// The root of directory `dir` with the path below it (from `path[at]`)
+    /// set to `new`, or removed. The result may be empty.
+    fn update_dir(&self, dir: &Arc<Cell>, path: &[&[u8]], at: usize, new: Option<Entry>) -> Result<Arc<Inode>, ProofError> {
         let step = path[at];
-        let here = &path[..at];
+        let here = self.access.at(&path[..at]);
+        let mut root = here.root(dir)?;
         if at + 1 == path.len() {
-            return match new {
-                Some(entry) => Ok(a.set(dir, 0, step, entry, here)?.0),
-                None => Ok(a.remove(dir, 0, step, here)?.unwrap_or_else(|| dir.clone())),
+            match new {
+                Some(entry) => dir::set(&mut root, 0, step, entry, &here)?,
+                None => dir::remove(&mut root, 0, step, &here)?,
             };
+            return Ok(root);
         }
-        let sub = match a.find_step(dir, step, here)? {
-            Some(Entry::Dir(sub)) => sub,
+        let sub = match dir::find(&root, step, &here)? {
+            Some(Child::Dir(sub)) => sub,
             // A contents on the way, or nothing: a new directory goes there.
-            _ => Cell::of_body(Body::Values(Vec::new())),
+            _ => Partial::mem(Partial::empty()),
         };
         let sub = self.update_dir(&sub, path, at + 1, new)?;
-        if a.body(&sub, 0, &path[..=at])?.is_empty() {
-            Ok(a.remove(dir, 0, step, here)?.unwrap_or_else(|| dir.clone()))
+        if sub.is_empty() {
+            dir::remove(&mut root, 0, step, &here)?;
         } else {
-            Ok(a.set(dir, 0, step, Entry::Dir(sub), here)?.0)
+            dir::set(&mut root, 0, step, Child::Dir(Partial::mem(sub)), &here)?;
         }
+        Ok(root)
     }
 }
 

@@ -9,11 +9,12 @@
 //! - A store error met while revealing is kept and returned as itself (a
 //!   corrupt record stays `Corrupt { file, offset }`), not as text.
 
-use pando_core::proof::partial::{Body, Cell, Entry, Reveal, Revealed};
+use pando_core::proof::partial::{Cell, Entry, Inode as Shown, Reveal, Revealed};
 use pando_core::proof::{PartialTree, ProofError, TreeProof, produce_tree_proof};
 use std::cell::RefCell;
+use std::sync::Arc;
 
-use pando_core::dir::{self, Body as StoreBody};
+use pando_core::dir::{self, Body, Pointers, Values};
 
 use super::node::{Child, Inode, Loader, Ptr, load, value_of};
 use crate::error::{Error, Result};
@@ -55,19 +56,20 @@ impl<'a> StoreReveal<'a> {
         })
     }
 
-    fn body(&self, inode: &Inode) -> Result<Body> {
+    /// The inode as a partial tree shows it: its children blinded.
+    fn shown(&self, inode: &Inode) -> Result<Arc<Shown>> {
         Ok(match &inode.body {
-            StoreBody::Values(values) => {
-                Body::Values(values.iter().map(|(step, child)| Ok((step.to_vec(), self.blind(child)?))).collect::<Result<_>>()?)
+            Body::Values(values) => {
+                let entries = values.iter().map(|(step, child)| Ok((step, self.blind(child)?))).collect::<Result<Vec<_>>>()?;
+                Shown::values(Values::from_sorted(entries))
             }
-            StoreBody::Tree(pointers) => {
-                let mut cells: Box<[Option<std::rc::Rc<Cell>>; pando_core::inode::ENTRIES]> =
-                    Box::new(std::array::from_fn(|_| None));
+            Body::Tree(pointers) => {
+                let mut cells = Vec::with_capacity(pointers.count());
                 for (i, ptr) in pointers.iter() {
                     let hash = dir::inode_ptr_hash(ptr, pointers.depth + 1, self.loader)?;
-                    cells[i] = Some(Cell::blinded(hash, self.handle(Part::Inode(ptr.clone()))));
+                    cells.push((i, Cell::blinded(hash, self.handle(Part::Inode(ptr.clone())))));
                 }
-                Body::Tree { depth: pointers.depth, len: pointers.len, children: cells }
+                Arc::new(Shown::new(Body::Tree(Pointers::new(pointers.depth, pointers.len, cells))))
             }
         })
     }
@@ -96,18 +98,18 @@ impl Reveal for StoreReveal<'_> {
             }
             Revealed::Entries(out)
         } else {
-            Revealed::Root(self.body(&root).map_err(|e| self.fail(e))?)
+            Revealed::Root(self.shown(&root).map_err(|e| self.fail(e))?)
         };
         Ok(revealed)
     }
 
-    fn inode(&self, handle: u64, depth: u32) -> std::result::Result<Body, String> {
+    fn inode(&self, handle: u64, depth: u32) -> std::result::Result<Arc<Shown>, String> {
         let ptr = match &*self.part(handle)? {
             Part::Inode(ptr) => ptr.clone(),
             _ => return Err(format!("handle {handle} is not an inode")),
         };
         let inode = load(&ptr, depth, self.loader).map_err(|e| self.fail(e))?;
-        self.body(&inode).map_err(|e| self.fail(e))
+        self.shown(&inode).map_err(|e| self.fail(e))
     }
 
     fn value(&self, handle: u64) -> std::result::Result<Vec<u8>, String> {
