@@ -170,7 +170,7 @@ enum Command {
         /// Stop after this many blocks.
         #[arg(long)]
         blocks: Option<u64>,
-        /// fsync policy: `every` commit (default), `never` (until the end), or a number N (every N commits).
+        /// fsync policy: `every` commit (default), `pipelined` (every commit, on a second thread: durable when the next commit returns), `never` (until the end), or a number N (every N commits).
         #[arg(long, default_value = "every")]
         sync: String,
         /// Memory for decoded nodes, in MiB: three quarters for the nodes the last commits wrote, a quarter for the cache of nodes read.
@@ -226,7 +226,10 @@ fn sync_policy(text: &str) -> anyhow::Result<pando_store::SyncPolicy> {
     Ok(match text {
         "every" => SyncPolicy::EveryCommit,
         "never" => SyncPolicy::Never,
-        n => SyncPolicy::EveryN(n.parse().map_err(|_| anyhow::anyhow!("--sync takes every, never or a number, not {n:?}"))?),
+        "pipelined" => SyncPolicy::Pipelined,
+        n => SyncPolicy::EveryN(
+            n.parse().map_err(|_| anyhow::anyhow!("--sync takes every, pipelined, never or a number, not {n:?}"))?,
+        ),
     })
 }
 

@@ -12,6 +12,14 @@ pub enum SyncPolicy {
     /// Synced only by `flush` and when the store is closed: a crash loses
     /// every commit since the last flush.
     Never,
+    /// Every commit is synced, on a second thread while the caller goes on:
+    /// `commit` returns once the commit is written, and the commit is on
+    /// disk when the next `commit`, `wait_durable`, `flush` or close returns
+    /// (each waits for it, and reports its failure). A crash can lose the
+    /// last commit returned, never one before it. This hides the fsync
+    /// behind the next block's work; a node records a block as applied
+    /// only once its commit is durable.
+    Pipelined,
 }
 
 /// Which history a store keeps on its own.

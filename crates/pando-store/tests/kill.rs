@@ -16,7 +16,7 @@ mod common;
 use common::*;
 use pando_core::Hash;
 use pando_store::crash_point::{GC_POINTS, POINTS};
-use pando_store::{Error, Options, Retention, Store};
+use pando_store::{Error, Options, Retention, Store, SyncPolicy};
 use rand::{Rng, SeedableRng, rngs::SmallRng};
 use std::io::{BufRead, BufReader};
 use std::os::unix::process::ExitStatusExt;
@@ -26,12 +26,14 @@ use std::time::{Duration, Instant};
 
 const CHILD_DIR: &str = "PANDO_KILL_CHILD_DIR";
 const CHILD_ARCHIVE: &str = "PANDO_KILL_CHILD_ARCHIVE";
+const CHILD_PIPELINED: &str = "PANDO_KILL_CHILD_PIPELINED";
 
 /// Commits the child's retention policy keeps.
 const KEEP: u64 = 30;
 
-fn options(archive: bool) -> Options {
+fn options(archive: bool, pipelined: bool) -> Options {
     Options {
+        sync: if pipelined { SyncPolicy::Pipelined } else { SyncPolicy::EveryCommit },
         cache_bytes: 1 << 20,
         chunk_target_bytes: 256 << 10,
         // Commits reach the pack in several pieces.
@@ -88,7 +90,10 @@ fn apply_to_model(model: &mut Model, n: u64) {
 #[ignore = "run by the kill test in a child process"]
 fn kill_child() {
     let Ok(dir) = std::env::var(CHILD_DIR) else { return };
-    let store = Store::open(&dir, options(std::env::var(CHILD_ARCHIVE).is_ok())).unwrap();
+    let pipelined = std::env::var(CHILD_PIPELINED).is_ok();
+    let store = Store::open(&dir, options(std::env::var(CHILD_ARCHIVE).is_ok(), pipelined)).unwrap();
+    // Pipelined: a commit is durable once the next one returns.
+    let mut not_acknowledged: Option<(u64, Hash)> = None;
     let mut head = store.last_commit().unwrap();
     let mut tree = match head {
         Some(h) => store.checkout(&h).unwrap().unwrap(),
@@ -104,8 +109,15 @@ fn kill_child() {
         }
         let parents: Vec<Hash> = head.into_iter().collect();
         let hash = store.commit(&tree, &parents, n as i64, "Tezos", &format!("block {n}")).unwrap();
-        // Only now is the commit durable: acknowledge it.
-        println!("ACK {n} {hash}");
+        if pipelined {
+            // Only now is the commit before it durable: acknowledge that one.
+            if let Some((before, hash)) = not_acknowledged.replace((n, hash)) {
+                println!("ACK {before} {hash}");
+            }
+        } else {
+            // Only now is the commit durable: acknowledge it.
+            println!("ACK {n} {hash}");
+        }
         head = Some(hash);
         tree = store.checkout(&hash).unwrap().unwrap();
     }
@@ -117,10 +129,13 @@ struct Outcome {
     signal: Option<i32>,
 }
 
-fn run_child(dir: &FsPath, archive: bool, crash: Option<(&str, u64)>, kill_after: Duration) -> Outcome {
+fn run_child(dir: &FsPath, mode: Mode, crash: Option<(&str, u64)>, kill_after: Duration) -> Outcome {
     let mut command = Command::new(std::env::current_exe().unwrap());
-    if archive {
+    if mode.archive {
         command.env(CHILD_ARCHIVE, "1");
+    }
+    if mode.pipelined {
+        command.env(CHILD_PIPELINED, "1");
     }
     command
         .args(["kill_child", "--exact", "--ignored", "--nocapture", "--test-threads=1"])
@@ -160,6 +175,14 @@ fn run_child(dir: &FsPath, archive: bool, crash: Option<(&str, u64)>, kill_after
     Outcome { acknowledged: reader.join().unwrap(), signal: status.signal() }
 }
 
+/// How the child runs: a rolling or an archive store, each commit synced
+/// before it returns or pipelined.
+#[derive(Clone, Copy)]
+struct Mode {
+    archive: bool,
+    pipelined: bool,
+}
+
 /// The model of the newest block checked so far, advanced incrementally.
 struct Checker {
     model: Model,
@@ -171,7 +194,7 @@ impl Checker {
     /// Every acknowledged commit must exist with its metadata; the newest
     /// one is compared in full with the model.
     fn verify(&mut self, dir: &FsPath, acknowledged: &[(u64, Hash)]) -> u64 {
-        let store = Store::open(dir, options(self.archive)).unwrap_or_else(|e| panic!("reopen after kill: {e}"));
+        let store = Store::open(dir, options(self.archive, false)).unwrap_or_else(|e| panic!("reopen after kill: {e}"));
         let count = next_block(&store);
         for (n, hash) in acknowledged {
             match store.commit_info(hash) {
@@ -214,13 +237,18 @@ fn kill_at_random_moments_and_crash_points() {
     eprintln!("kill test: seed {seed} (PANDO_KILL_SEED={seed} replays it), {iterations} kills + crash points");
     let mut rng = SmallRng::seed_from_u64(seed);
     let (mut kills, mut crashes, mut total) = (0, 0, 0);
-    // The rolling store, then (a third of the kills) the archive store.
-    for (archive, iterations) in [(false, iterations), (true, iterations.div_ceil(3))] {
+    // The rolling store, then (a third of the kills each) the archive store
+    // and the rolling store with pipelined syncs.
+    let rolling = Mode { archive: false, pipelined: false };
+    let archived = Mode { archive: true, pipelined: false };
+    let pipelined = Mode { archive: false, pipelined: true };
+    for (mode, iterations) in [(rolling, iterations), (archived, iterations.div_ceil(3)), (pipelined, iterations.div_ceil(3))] {
+        let archive = mode.archive;
         let dir = tempfile::tempdir().unwrap();
         let mut acknowledged = Vec::new();
         let mut checker = Checker { model: Model::new(), next_block: 0, archive };
         for i in 0..iterations {
-            let outcome = run_child(dir.path(), archive, None, Duration::from_millis(rng.gen_range(20..150)));
+            let outcome = run_child(dir.path(), mode, None, Duration::from_millis(rng.gen_range(20..150)));
             assert_eq!(outcome.signal, Some(9), "the child was killed, it did not fail");
             acknowledged.extend(outcome.acknowledged);
             kills += 1;
@@ -232,7 +260,7 @@ fn kill_at_random_moments_and_crash_points() {
         let points: &[&str] = if archive { GC_POINTS } else { &[POINTS, GC_POINTS].concat() };
         for point in points {
             let after = rng.gen_range(1..6);
-            let outcome = run_child(dir.path(), archive, Some((point, after)), Duration::from_secs(30));
+            let outcome = run_child(dir.path(), mode, Some((point, after)), Duration::from_secs(30));
             assert_eq!(outcome.signal, Some(6), "the child aborted at crash point {point}");
             acknowledged.extend(outcome.acknowledged);
             crashes += 1;

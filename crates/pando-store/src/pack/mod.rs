@@ -258,6 +258,18 @@ impl Cold {
     }
 }
 
+/// The sync of the pack's last chunk, as it is now.
+pub struct ChunkSync {
+    file: Arc<dyn File>,
+    name: String,
+}
+
+impl ChunkSync {
+    pub fn run(&self) -> Result<()> {
+        self.file.sync().map_err(Error::io(&self.name, "sync"))
+    }
+}
+
 pub struct Pack {
     storage: Arc<dyn Storage>,
     chunks: RwLock<Vec<Chunk>>,
@@ -580,13 +592,16 @@ impl Pack {
 
     /// Makes every appended byte durable.
     pub fn sync(&self) -> Result<()> {
-        // Earlier chunks were synced before the chunk after them was started.
-        let (file, name) = {
-            let chunks = self.chunks.read();
-            let last = chunks.last().expect("a pack has a chunk");
-            (last.file.clone(), last.name.clone())
-        };
-        file.sync().map_err(Error::io(&name, "sync"))
+        self.syncing().run()
+    }
+
+    /// What [`Pack::sync`] does, to run on another thread: earlier chunks
+    /// were synced before the chunk after them was started, so syncing the
+    /// last one makes every byte appended so far durable.
+    pub fn syncing(&self) -> ChunkSync {
+        let chunks = self.chunks.read();
+        let last = chunks.last().expect("a pack has a chunk");
+        ChunkSync { file: last.file.clone(), name: last.name.clone() }
     }
 
     /// Where `offset` lies: its file's key ([`Run::file`]; a chunk's is

@@ -42,17 +42,81 @@ use std::sync::atomic::Ordering;
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::thread::ScopedJoinHandle;
 
-use super::{Repo, Writer, index_file};
+use super::{Repo, Writer, index_file, write_hint};
 use crate::crash_point;
 use crate::dict::{self, Dict};
 use crate::error::{Error, Result};
+use crate::format::control::Control;
 use crate::format::node::{
     CommitRecord, MAX_PATCH_CHAIN, MAX_PATCH_CHANGES, TreePatch, encode_tree, encode_values, written_hash,
 };
 use crate::format::record::{self, RecordKind};
+use crate::io::File;
 use crate::options::SyncPolicy;
+use crate::pack::ChunkSync;
 use crate::tree::Tree;
 use crate::tree::node::{Body, Child, Inode, Leaf, Loader, Pointers, Ptr, Step, Value, Written};
+
+/// `SyncPolicy::Pipelined`: the thread that makes a commit durable (the
+/// pack's fsync, then the control file's hint slot) while the caller goes
+/// on. One sync at a time, in commit order: a commit waits for the sync
+/// before it (`Writer::settle`) before it hands over its own.
+pub(super) struct Syncer {
+    jobs: Option<SyncSender<SyncJob>>,
+    done: Receiver<Result<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+struct SyncJob {
+    pack: ChunkSync,
+    control_file: Arc<dyn File>,
+    hint: Control,
+}
+
+impl Syncer {
+    fn start() -> Result<Syncer> {
+        let (jobs, received) = sync_channel::<SyncJob>(1);
+        let (report, done) = sync_channel(1);
+        let thread = std::thread::Builder::new()
+            .name("pando-sync".into())
+            .spawn(move || {
+                for job in received {
+                    let result = job.pack.run().and_then(|()| {
+                        crash_point::reach("after-data-sync");
+                        write_hint(&*job.control_file, &job.hint)
+                    });
+                    if report.send(result).is_err() {
+                        return;
+                    }
+                }
+            })
+            .map_err(Error::io("pando-sync", "spawn thread"))?;
+        Ok(Syncer { jobs: Some(jobs), done, thread: Some(thread) })
+    }
+
+    fn send(&self, job: SyncJob) -> Result<()> {
+        self.jobs.as_ref().expect("open until dropped").send(job).map_err(|_| stopped())
+    }
+
+    /// The outcome of the sync handed over last.
+    pub(super) fn wait(&self) -> Result<()> {
+        self.done.recv().unwrap_or_else(|_| Err(stopped()))
+    }
+}
+
+fn stopped() -> Error {
+    Error::Invalid("the sync thread stopped".into())
+}
+
+impl Drop for Syncer {
+    fn drop(&mut self) {
+        // The thread ends once its queue is closed and its last sync done.
+        self.jobs.take();
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
 
 /// Builds one commit's batch of records.
 struct Batch<'a, 's> {
@@ -520,13 +584,11 @@ impl Repo {
             }
         }
         note_commit(&mut writer, hash, commit_at);
-        let sync_now = match self.options.sync {
-            SyncPolicy::EveryCommit => true,
-            SyncPolicy::EveryN(n) => writer.unsynced_commits >= u64::from(n.max(1)),
-            SyncPolicy::Never => false,
-        };
-        if sync_now {
-            self.flush_locked(&mut writer, false)?;
+        match self.options.sync {
+            SyncPolicy::EveryCommit => self.flush_locked(&mut writer, false)?,
+            SyncPolicy::EveryN(n) if writer.unsynced_commits >= u64::from(n.max(1)) => self.flush_locked(&mut writer, false)?,
+            SyncPolicy::EveryN(_) | SyncPolicy::Never => {}
+            SyncPolicy::Pipelined => self.sync_behind(&mut writer)?,
         }
         // Published only now: no thread sees a commit that is not as durable
         // as the policy promises.
@@ -600,6 +662,35 @@ impl Repo {
         self.last_commit.store(at, Ordering::Release);
     }
 
+    /// `SyncPolicy::Pipelined`: waits for the previous commit's sync (its
+    /// failure is this commit's), then hands this one's to the sync thread.
+    /// A checkpoint, when due, is made here, as `flush_locked` makes it.
+    fn sync_behind(&self, writer: &mut Writer) -> Result<()> {
+        if writer.unflushed_index.len() as u64 >= self.options.checkpoint_commits {
+            return self.flush_locked(writer, false);
+        }
+        self.guard(writer.settle())?;
+        let mut next = writer.control.clone();
+        next.durable_end = self.pack.end();
+        let hint = writer.next_hint(next);
+        if writer.syncer.is_none() {
+            writer.syncer = Some(self.guard(Syncer::start())?);
+        }
+        let job = SyncJob { pack: self.pack.syncing(), control_file: writer.control_file.clone(), hint: hint.clone() };
+        self.guard(writer.syncer.as_ref().expect("started above").send(job))?;
+        writer.in_flight = true;
+        writer.control = hint;
+        writer.unsynced_commits = 0;
+        Ok(())
+    }
+
+    /// Waits until every commit returned is on disk (`SyncPolicy::Pipelined`).
+    pub(super) fn wait_durable(&self) -> Result<()> {
+        let Some(writer) = &self.writer else { return Ok(()) };
+        let mut writer = writer.lock();
+        self.guard(writer.settle())
+    }
+
     pub(super) fn flush(&self) -> Result<()> {
         let Some(writer) = &self.writer else { return Ok(()) };
         if self.poisoned.load(Ordering::Acquire) {
@@ -612,6 +703,7 @@ impl Repo {
     /// when due (always if `checkpoint_now`), then writes and syncs the
     /// control file.
     pub(super) fn flush_locked(&self, writer: &mut Writer, checkpoint_now: bool) -> Result<()> {
+        self.guard(writer.settle())?;
         let end = self.pack.end();
         let checkpoint = !writer.unflushed_index.is_empty()
             && (checkpoint_now || writer.unflushed_index.len() as u64 >= self.options.checkpoint_commits);

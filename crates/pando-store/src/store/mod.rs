@@ -67,15 +67,30 @@ pub(crate) struct Writer {
     synced_seq: u64,
     /// Which commits the kept tree may hold inodes of (see `commit`).
     kept: commit::KeptWindow,
+    /// `SyncPolicy::Pipelined`: the thread syncing the last commit, and
+    /// whether a sync is in flight.
+    syncer: Option<commit::Syncer>,
+    in_flight: bool,
     _lock: Option<Box<dyn std::any::Any + Send + Sync>>,
 }
 
 impl Writer {
+    /// Waits for the sync in flight, if any; its error is the store's (the
+    /// caller poisons). Every step that syncs or writes the control file
+    /// settles first, so that control writes stay in order.
+    fn settle(&mut self) -> Result<()> {
+        if !std::mem::take(&mut self.in_flight) {
+            return Ok(());
+        }
+        self.syncer.as_ref().expect("a sync in flight has a thread").wait()
+    }
+
     /// Writes `next` (a state derived from `self.control`) to the synced
     /// control slot not holding the newest synced state, and fsyncs it. Its
     /// `seq` is chosen here. The caller poisons the store on failure: the
     /// slot may or may not have reached the disk.
     fn write_synced_control(&mut self, next: Control) -> Result<()> {
+        self.settle()?;
         let next = Control { seq: self.control.next_synced_seq(self.synced_seq), ..next };
         self.control_file.write_all_at(&next.encode(), next.slot_offset()).map_err(Error::io("control", "write"))?;
         crash_point::reach("after-control-write");
@@ -88,15 +103,25 @@ impl Writer {
 
     /// Writes `next` to the hint slot, without an fsync: what readers in
     /// other processes follow. The pack bytes it describes are durable.
-    fn write_control_hint(&mut self, mut next: Control) -> Result<()> {
-        next.seq = self.control.seq + 1;
-        self.control_file
-            .write_all_at(&next.encode(), crate::format::control::HINT_OFFSET)
-            .map_err(Error::io("control", "write"))?;
-        crash_point::reach("after-control-hint");
+    fn write_control_hint(&mut self, next: Control) -> Result<()> {
+        let next = self.next_hint(next);
+        write_hint(&*self.control_file, &next)?;
         self.control = next;
         Ok(())
     }
+
+    /// `next` as the hint slot's state, its `seq` chosen.
+    fn next_hint(&self, mut next: Control) -> Control {
+        next.seq = self.control.seq + 1;
+        next
+    }
+}
+
+/// Writes the control file's hint slot (not synced).
+pub(super) fn write_hint(control_file: &dyn File, next: &Control) -> Result<()> {
+    control_file.write_all_at(&next.encode(), crate::format::control::HINT_OFFSET).map_err(Error::io("control", "write"))?;
+    crash_point::reach("after-control-hint");
+    Ok(())
 }
 
 pub(crate) struct Repo {
@@ -407,6 +432,13 @@ impl Store {
     /// Makes every commit durable and brings the index file up to date.
     pub fn flush(&self) -> Result<()> {
         self.repo.flush()
+    }
+
+    /// Waits until every commit returned is on disk: with
+    /// `SyncPolicy::Pipelined`, the last one's sync may still run (its
+    /// failure is returned here). Immediate with the other policies.
+    pub fn wait_durable(&self) -> Result<()> {
+        self.repo.wait_durable()
     }
 
     /// Flushes and closes the store (and finishes a recorded trace). A

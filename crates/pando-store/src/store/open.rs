@@ -108,6 +108,8 @@ pub fn open(storage: Arc<dyn Storage>, options: Options) -> Result<Repo> {
             stage_buf: Vec::new(),
             synced_seq: slots.synced_seq,
             kept: Default::default(),
+            syncer: None,
+            in_flight: false,
             _lock: lock,
         }))
     } else {
