@@ -5,9 +5,10 @@
 //!
 //! `cargo run --release -p pando-store --example block_loop -- [DIR] [BLOCKS]`
 //! (`PANDO_CACHE_MB` sets the cache budget, 256 by default; the cache's
-//! entries and weight are printed at the end).
+//! entries and weight are printed at the end; `PANDO_SYNC=pipelined` syncs
+//! each commit on a second thread, `SyncPolicy::Pipelined`).
 
-use pando_store::{Options, Store};
+use pando_store::{Options, Store, SyncPolicy};
 
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -28,7 +29,11 @@ fn main() {
     let blocks: u32 = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(200);
     let _ = std::fs::remove_dir_all(&dir);
     let cache_mb: u64 = std::env::var("PANDO_CACHE_MB").ok().and_then(|s| s.parse().ok()).unwrap_or(256);
-    let store = Store::open(&dir, Options { cache_bytes: cache_mb << 20, ..Options::default() }).unwrap();
+    let sync = match std::env::var("PANDO_SYNC").as_deref() {
+        Ok("pipelined") => SyncPolicy::Pipelined,
+        _ => SyncPolicy::EveryCommit,
+    };
+    let store = Store::open(&dir, Options { cache_bytes: cache_mb << 20, sync, ..Options::default() }).unwrap();
     let accounts = 200_000u32;
     let mut rng = SmallRng::seed_from_u64(1);
 
