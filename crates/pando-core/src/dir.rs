@@ -532,6 +532,48 @@ pub fn find<H: Hold, R: Resolve<H> + ?Sized>(root: &Arc<Inode<H>>, step: &[u8], 
     }
 }
 
+/// Calls `f` on the entry at the end of `steps` below the entry `from`
+/// (`from` itself for no step; `None` when the path holds nothing). The walk
+/// follows inodes in memory by reference, touching no reference count, and
+/// holds only what it has to load.
+pub fn with_path<H: Hold, R: Resolve<H> + ?Sized, T>(
+    from: &Child<H>,
+    steps: &[&[u8]],
+    r: &R,
+    f: impl FnOnce(Option<&Child<H>>) -> T,
+) -> Result<T, R::Error> {
+    let Some((&step, rest)) = steps.split_first() else { return Ok(f(Some(from))) };
+    let Child::Dir(ptr) = from else { return Ok(f(None)) };
+    match H::as_mem(ptr) {
+        Some(root) => path_below(root, step, rest, r, f),
+        None => path_below(&*r.load(ptr, 0)?, step, rest, r, f),
+    }
+}
+
+/// [`with_path`] from the entry `step` of the directory whose inode (at
+/// any depth) is `node`.
+fn path_below<H: Hold, R: Resolve<H> + ?Sized, T>(
+    node: &Inode<H>,
+    step: &[u8],
+    rest: &[&[u8]],
+    r: &R,
+    f: impl FnOnce(Option<&Child<H>>) -> T,
+) -> Result<T, R::Error> {
+    match &node.body {
+        Body::Values(values) => match values.search(step) {
+            Ok(i) => with_path(values.child(i), rest, r, f),
+            Err(_) => Ok(f(None)),
+        },
+        Body::Tree(pointers) => match pointers.get(index(pointers.depth, step)) {
+            None => Ok(f(None)),
+            Some(ptr) => match H::as_mem(ptr) {
+                Some(child) => path_below(child, step, rest, r, f),
+                None => path_below(&*r.load(ptr, pointers.depth + 1)?, step, rest, r, f),
+            },
+        },
+    }
+}
+
 /// Sets `step` to `child` in the inode at `depth`, updating `node` (see
 /// [`make_mut`]). Returns whether an entry was added rather than replaced.
 /// On error `node` holds the same entries as before.

@@ -210,24 +210,18 @@ impl Tree {
     }
 
     pub(crate) fn get<S: AsRef<[u8]>>(&self, path: &[S]) -> Result<Option<Child>> {
-        let mut current = self.node()?.clone();
-        for step in path {
-            let Child::Dir(ptr) = &current else { return Ok(None) };
-            let root = load(ptr, 0, self.loader())?;
-            match dir::find(&root, step.as_ref(), self.loader())? {
-                Some(child) => current = child,
-                None => return Ok(None),
-            }
-        }
-        Ok(Some(current))
+        self.with_entry(path, |child| child.cloned())
+    }
+
+    /// Calls `f` on what `path` holds, without copying anything on the way.
+    fn with_entry<S: AsRef<[u8]>, T>(&self, path: &[S], f: impl FnOnce(Option<&Child>) -> T) -> Result<T> {
+        let steps: smallvec::SmallVec<[&[u8]; 16]> = path.iter().map(AsRef::as_ref).collect();
+        dir::with_path(self.node()?, &steps, self.loader(), f)
     }
 
     /// The contents at `path`, if `path` holds a contents.
     pub fn find<S: AsRef<[u8]>>(&self, path: &[S]) -> Result<Option<Vec<u8>>> {
-        let value = match self.get(path)? {
-            Some(child) => value_of(&child, self.loader())?,
-            None => None,
-        };
+        let value = self.with_entry(path, |child| child.map(|child| value_of(child, self.loader())))?.transpose()?.flatten();
         self.record_read(path, value.is_some(), |key, found, ctx| Row::Find { key, found, ctx });
         Ok(value)
     }
@@ -243,14 +237,14 @@ impl Tree {
 
     /// True if `path` holds a contents.
     pub fn mem<S: AsRef<[u8]>>(&self, path: &[S]) -> Result<bool> {
-        let found = self.get(path)?.is_some_and(|c| c.kind() == Kind::Contents);
+        let found = self.with_entry(path, |child| child.is_some_and(|c| c.kind() == Kind::Contents))?;
         self.record_read(path, found, |key, found, ctx| Row::Mem { key, found, ctx });
         Ok(found)
     }
 
     /// True if `path` holds anything (a contents or a directory).
     pub fn mem_tree<S: AsRef<[u8]>>(&self, path: &[S]) -> Result<bool> {
-        let found = self.get(path)?.is_some();
+        let found = self.with_entry(path, |child| child.is_some())?;
         self.record_read(path, found, |key, found, ctx| Row::MemTree { key, found, ctx });
         Ok(found)
     }
