@@ -8,7 +8,10 @@
 //! 3. Append the (rest of the) batch to the pack in one write.
 //! 4. Per the sync policy: fsync the pack, then write the control file's
 //!    hint slot (or, at a checkpoint, a synced slot). Only then is the
-//!    commit acknowledged.
+//!    commit acknowledged. With `SyncPolicy::Pipelined` this step runs on
+//!    the sync thread ([`Syncer`]) and `commit` returns without waiting;
+//!    the next commit (or `wait_durable`, `flush`, a control write) waits
+//!    for it after its own step 3, so the commit is acknowledged then.
 //! 5. Publish: the index learns the commit, and its tree in memory becomes
 //!    the kept tree.
 //!
