@@ -10,22 +10,30 @@ use std::io;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
-    #[error("I/O error on {file} during {op}: {source}")]
-    Io { file: String, op: &'static str, source: io::Error },
+    /// The message includes `error`, which is therefore not also the
+    /// source (a chain of causes would print it twice).
+    #[error("I/O error on {file} during {op}: {error}")]
+    Io { file: String, op: &'static str, error: io::Error },
     #[error("corrupt store: {file} at offset {offset}: {reason}")]
     Corrupt { file: String, offset: u64, reason: String },
     #[error("checksum mismatch in {file} at offset {offset}: expected {expected:#010x}, found {found:#010x}")]
     ChecksumMismatch { file: String, offset: u64, expected: u32, found: u32 },
     #[error("{file}: format version {found} is not supported (this build reads version {supported})")]
     UnsupportedVersion { file: String, found: u32, supported: u32 },
-    #[error("{dir} is not a pando store (and is not empty, so it was not initialised)")]
-    NotAStore { dir: String },
+    #[error("{dir} is not a pando store: {reason}")]
+    NotAStore { dir: String, reason: String },
     #[error("unknown commit {0}")]
     UnknownCommit(Hash),
     #[error("the store is open read-only")]
     ReadOnly,
-    #[error("an earlier write or fsync failed; the store refuses further writes (reopen it to recover from disk)")]
-    PreviousIo,
+    /// A write or fsync failed earlier; `first` is that failure. The
+    /// store stops writing (fail-stop) so that nothing after it depends
+    /// on bytes that may not be on disk.
+    #[error(
+        "the store refuses further writes because an earlier write failed: {first}; \
+         fix that (for example free disk space), then reopen the store: it recovers to its last durable commit"
+    )]
+    PreviousIo { first: String },
     #[error("a commit's root must be a directory, not a contents")]
     RootNotDirectory,
     #[error("the tree belongs to another store instance")]
@@ -53,7 +61,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 impl Error {
     pub(crate) fn io(file: impl Into<String>, op: &'static str) -> impl FnOnce(io::Error) -> Error {
         let file = file.into();
-        move |source| Error::Io { file, op, source }
+        move |error| Error::Io { file, op, error }
     }
 
     pub(crate) fn corrupt(file: impl Into<String>, offset: u64, reason: impl Into<String>) -> Error {

@@ -35,6 +35,15 @@ fn workload(storage: &FaultyStorage) -> (Vec<(Hash, Model)>, Option<Error>) {
     workload_with(storage, false, false)
 }
 
+/// Fail-stop: a write after the failure `first` is refused, and the
+/// refusal names `first` (an operator sees the cause, not only "refused").
+fn assert_refuses_naming(result: Result<(), Error>, first: &Error) {
+    match result {
+        Err(Error::PreviousIo { first: named }) => assert_eq!(named, first.to_string()),
+        other => panic!("expected a refusal naming {first}, got {other:?}"),
+    }
+}
+
 /// The commits a collection in the workload may discard (`with_gc`).
 const COLLECTIBLE: usize = 4;
 
@@ -60,7 +69,7 @@ fn workload_with(storage: &FaultyStorage, with_gc: bool, pipelined: bool) -> (Ve
             // Values of `stage_bytes` and more are written as they are
             // added: a failure there is fail-stop too.
             if let Err(e) = tree.add_mut(&path, &value) {
-                assert!(matches!(tree.add_mut(&path, &value), Err(Error::PreviousIo)));
+                assert_refuses_naming(tree.add_mut(&path, &value).map(drop), &e);
                 std::mem::forget(store);
                 return (acknowledged, Some(e));
             }
@@ -84,7 +93,7 @@ fn workload_with(storage: &FaultyStorage, with_gc: bool, pipelined: bool) -> (Ve
             }
             Err(e) => {
                 // Fail-stop: nothing more is accepted.
-                assert!(matches!(store.commit(&tree, &parent, 99, "Tezos", "after failure"), Err(Error::PreviousIo)));
+                assert_refuses_naming(store.commit(&tree, &parent, 99, "Tezos", "after failure").map(drop), &e);
                 std::mem::forget(store);
                 return (acknowledged, Some(e));
             }

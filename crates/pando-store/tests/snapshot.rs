@@ -237,8 +237,11 @@ fn a_failed_import_leaves_an_empty_store_that_reopens() {
     let bytes = export(&store, &commit);
     let storage = Arc::new(MemStorage::new());
     let target = Store::open_storage(storage.clone(), Options::default()).unwrap();
-    assert!(target.import_snapshot(&mut &bytes[..bytes.len() - 10]).is_err());
-    assert!(matches!(target.commit(&target.empty_tree(), &[], 0, "", ""), Err(Error::PreviousIo)));
+    let failure = target.import_snapshot(&mut &bytes[..bytes.len() - 10]).unwrap_err();
+    match target.commit(&target.empty_tree(), &[], 0, "", "") {
+        Err(Error::PreviousIo { first }) => assert_eq!(first, failure.to_string()),
+        other => panic!("expected a refusal naming the failed import, got {other:?}"),
+    }
     drop(target);
     let reopened = Store::open_storage(storage, Options::default()).unwrap();
     assert_eq!(reopened.commit_count(), 0);

@@ -17,8 +17,9 @@ pub const MAX_ROW_BYTES: u64 = 512 << 20;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum TraceError {
-    #[error("{path}: {source}")]
-    Io { path: PathBuf, source: io::Error },
+    /// The message includes `error`, so it is not also the source.
+    #[error("{path}: {error}")]
+    Io { path: PathBuf, error: io::Error },
     #[error("{path}: not a replayable trace: {reason}")]
     BadHeader { path: PathBuf, reason: String },
     #[error("{path}: row {row} at byte {offset}: {reason}")]
@@ -39,7 +40,7 @@ pub struct TraceReader {
 impl TraceReader {
     pub fn open(path: impl AsRef<Path>) -> Result<TraceReader, TraceError> {
         let path = path.as_ref().to_path_buf();
-        let io_error = |source| TraceError::Io { path: path.clone(), source };
+        let io_error = |error| TraceError::Io { path: path.clone(), error };
         let file = File::open(&path).map_err(io_error)?;
         let mut input = BufReader::with_capacity(1 << 20, file);
         let bad = |reason: String| TraceError::BadHeader { path: path.clone(), reason };
@@ -89,7 +90,7 @@ impl TraceReader {
         match self.input.fill_buf() {
             Ok([]) => return None,
             Ok(_) => {}
-            Err(e) => return Some(Err(TraceError::Io { path: self.path.clone(), source: e })),
+            Err(e) => return Some(Err(TraceError::Io { path: self.path.clone(), error: e })),
         }
         let (len, len_bytes) = match read_varint(&mut self.input) {
             Ok(v) => v,
@@ -102,7 +103,7 @@ impl TraceReader {
         match (&mut self.input).take(len).read_to_end(&mut self.buf) {
             Ok(n) if n as u64 == len => {}
             Ok(n) => return Some(Err(self.bad_row(format!("truncated: the row has {n} of its {len} bytes")))),
-            Err(e) => return Some(Err(TraceError::Io { path: self.path.clone(), source: e })),
+            Err(e) => return Some(Err(TraceError::Io { path: self.path.clone(), error: e })),
         }
         match Row::decode(&self.buf) {
             Ok(row) => {
@@ -147,7 +148,7 @@ pub struct TraceWriter {
 impl TraceWriter {
     pub fn create(path: impl AsRef<Path>) -> Result<TraceWriter, TraceError> {
         let path = path.as_ref().to_path_buf();
-        let file = File::create(&path).map_err(|source| TraceError::Io { path: path.clone(), source })?;
+        let file = File::create(&path).map_err(|error| TraceError::Io { path: path.clone(), error })?;
         let mut writer = TraceWriter { path, output: BufWriter::with_capacity(1 << 20, file), buf: Vec::new(), rows: 0 };
         let header = trace::file_header();
         writer.write_raw(&header)?;
@@ -155,7 +156,7 @@ impl TraceWriter {
     }
 
     fn write_raw(&mut self, bytes: &[u8]) -> Result<(), TraceError> {
-        self.output.write_all(bytes).map_err(|source| TraceError::Io { path: self.path.clone(), source })
+        self.output.write_all(bytes).map_err(|error| TraceError::Io { path: self.path.clone(), error })
     }
 
     pub fn append(&mut self, row: &Row) -> Result<(), TraceError> {
@@ -175,7 +176,7 @@ impl TraceWriter {
     /// Flushes and syncs the file.
     pub fn finish(mut self) -> Result<(), TraceError> {
         let path = self.path.clone();
-        let io_error = |source| TraceError::Io { path: path.clone(), source };
+        let io_error = |error| TraceError::Io { path: path.clone(), error };
         self.output.flush().map_err(io_error)?;
         self.output.get_ref().sync_all().map_err(io_error)
     }

@@ -21,8 +21,8 @@ impl FsStorage {
         if create {
             fs::create_dir_all(&dir)?;
         }
-        if !dir.is_dir() {
-            return Err(io::Error::new(io::ErrorKind::NotFound, format!("{} is not a directory", dir.display())));
+        if !fs::metadata(&dir)?.is_dir() {
+            return Err(io::Error::new(io::ErrorKind::NotADirectory, "it is a file, not a directory"));
         }
         Ok(FsStorage { dir, counters: Arc::default() })
     }

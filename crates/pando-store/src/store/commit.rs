@@ -696,9 +696,7 @@ impl Repo {
 
     pub(super) fn flush(&self) -> Result<()> {
         let Some(writer) = &self.writer else { return Ok(()) };
-        if self.poisoned.load(Ordering::Acquire) {
-            return Err(Error::PreviousIo);
-        }
+        self.check_not_poisoned()?;
         self.flush_locked(&mut writer.lock(), true)
     }
 

@@ -11,7 +11,7 @@
 //!   mutex); any number of reader threads, which never wait for a commit's
 //!   I/O except to take a snapshot of the index.
 //! - A commit hash is in the index only once its batch is in the pack.
-//! - After a failed write or fsync the store refuses writes (`PreviousIo`).
+//! - After a failed write or fsync the store refuses writes (`PreviousIo`, naming the first failure).
 
 mod branches;
 pub mod check;
@@ -31,8 +31,8 @@ use pando_core::{CommitInfo, Hash};
 use parking_lot::{Mutex, RwLock};
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use crate::cache::{Cached, NodeCache};
 use crate::crash_point;
@@ -136,7 +136,8 @@ pub(crate) struct Repo {
     /// Read-only: the control slot last taken in (see `follow`).
     follower: Option<Mutex<Control>>,
     options: Options,
-    poisoned: AtomicBool,
+    /// The first failure of a write step, once there was one (fail-stop).
+    poisoned: OnceLock<String>,
     /// Offset of the newest commit record, `u64::MAX` when there is none.
     last_commit: AtomicU64,
     /// The writer's newest commit and its tree in memory (see `commit`).
@@ -525,16 +526,25 @@ impl Repo {
         if self.writer.is_none() {
             return Err(Error::ReadOnly);
         }
-        if self.poisoned.load(Ordering::Acquire) {
-            return Err(Error::PreviousIo);
-        }
-        Ok(())
+        self.check_not_poisoned()
     }
 
-    /// Runs a write step; any failure poisons the store (fail-stop).
+    fn check_not_poisoned(&self) -> Result<()> {
+        match self.poisoned.get() {
+            Some(first) => Err(Error::PreviousIo { first: first.clone() }),
+            None => Ok(()),
+        }
+    }
+
+    fn is_poisoned(&self) -> bool {
+        self.poisoned.get().is_some()
+    }
+
+    /// Runs a write step; any failure poisons the store (fail-stop), and
+    /// later writes name this first failure.
     fn guard<T>(&self, result: Result<T>) -> Result<T> {
-        if result.is_err() {
-            self.poisoned.store(true, Ordering::Release);
+        if let Err(e) = &result {
+            self.poisoned.get_or_init(|| e.to_string());
         }
         result
     }

@@ -11,8 +11,8 @@
 use pando_core::Hash;
 use parking_lot::{Mutex, RwLock};
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use super::{Repo, Writer, branches, index_file};
 use crate::cache::NodeCache;
@@ -39,21 +39,40 @@ fn open_file(storage: &dyn Storage, name: &str, create: bool) -> Result<Arc<dyn 
     storage.open(name, create).map_err(Error::io(name, if create { "create" } else { "open" }))
 }
 
+/// Up to three of `names`, quoted, and how many more.
+fn some_names(names: &[String]) -> String {
+    let mut sorted: Vec<&String> = names.iter().collect();
+    sorted.sort();
+    let shown: Vec<String> = sorted.iter().take(3).map(|name| format!("`{name}`")).collect();
+    match names.len() {
+        n if n > 3 => format!("{} and {} more", shown.join(", "), n - 3),
+        _ => shown.join(", "),
+    }
+}
+
 /// Opens (or creates) the store in `storage`.
 pub fn open(storage: Arc<dyn Storage>, options: Options) -> Result<Repo> {
     let has_control = storage.exists(CONTROL).map_err(Error::io(CONTROL, "stat"))?;
     let lock = if options.read_only { None } else { Some(storage.lock(LOCK).map_err(Error::io(LOCK, "lock"))?) };
     if !has_control {
-        if options.read_only {
-            return Err(Error::NotAStore { dir: storage.describe() });
-        }
         let others: Vec<String> =
             storage.list().map_err(Error::io(storage.describe(), "list"))?.into_iter().filter(|name| name != LOCK).collect();
+        let not_a_store = |reason: String| Error::NotAStore { dir: storage.describe(), reason };
+        if options.read_only {
+            return Err(not_a_store(if others.is_empty() {
+                "the directory is empty (`pando init` creates a store)".to_string()
+            } else {
+                format!("it has no `{CONTROL}` file (it holds {})", some_names(&others))
+            }));
+        }
         // What a crash during creation leaves behind is cleared; anything
         // else means the directory holds something that is not ours.
         let leftovers = [crate::pack::chunk_name(0), INDEX.to_string(), DICT.to_string(), CONTROL_TEMP.to_string()];
         if !others.iter().all(|name| leftovers.contains(name)) {
-            return Err(Error::NotAStore { dir: storage.describe() });
+            return Err(not_a_store(format!(
+                "it has no `{CONTROL}` file and is not empty (it holds {}), so no store is created there",
+                some_names(&others)
+            )));
         }
         for name in &others {
             storage.remove(name).map_err(Error::io(name.as_str(), "remove"))?;
@@ -133,7 +152,7 @@ pub fn open(storage: Arc<dyn Storage>, options: Options) -> Result<Repo> {
         writer,
         follower,
         options,
-        poisoned: AtomicBool::new(false),
+        poisoned: OnceLock::new(),
         last_commit: AtomicU64::new(last_commit),
         gc: Default::default(),
         collected_commits: AtomicU64::new(collected),

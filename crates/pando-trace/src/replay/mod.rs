@@ -29,8 +29,9 @@ const MAX_EXAMPLES: usize = 20;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum ReplayError {
-    #[error("row {row}: {source}")]
-    Store { row: u64, source: pando_store::Error },
+    /// The message includes `error`, so it is not also the source.
+    #[error("row {row}: {error}")]
+    Store { row: u64, error: pando_store::Error },
     #[error("row {row}: {reason}")]
     Trace { row: u64, reason: String },
 }
@@ -117,7 +118,7 @@ impl<'a> Replayer<'a> {
 
     fn store_error(&self) -> impl Fn(pando_store::Error) -> ReplayError {
         let row = self.row;
-        move |source| ReplayError::Store { row, source }
+        move |error| ReplayError::Store { row, error }
     }
 
     /// The tree of a context, to be changed: taken if this is its last use

@@ -307,7 +307,7 @@ impl Repo {
                 };
                 let result = work.run(scan_end, roots, entries, collected);
                 repo.gc.running.store(false, Ordering::Release);
-                if result.is_err() && !repo.poisoned.load(Ordering::Acquire) {
+                if result.is_err() && !repo.is_poisoned() {
                     work.remove_in_flight();
                 }
                 result

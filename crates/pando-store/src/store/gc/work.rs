@@ -128,7 +128,7 @@ impl Work<'_> {
         // cancel at close) leaves the store at the previous step, and the
         // report says so.
         if let Err(e) = self.relocate() {
-            if self.repo.poisoned.load(Ordering::Acquire) {
+            if self.repo.is_poisoned() {
                 return Err(e);
             }
             self.remove_in_flight();
