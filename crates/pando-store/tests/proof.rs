@@ -5,7 +5,7 @@
 //! checks against the commit hash; a damaged record is reported as such.
 
 use pando_core::proof::encoding::{decode, encode};
-use pando_core::proof::keys::KeysProof;
+use pando_core::proof::keys::{Held, KeysProof};
 use pando_core::proof::{PartialTree, ProofError, verify_tree_proof};
 use pando_store::io::{MemStorage, Storage};
 use pando_store::{Error, Hash, Kind, Options, Store, SyncPolicy, Tree};
@@ -187,7 +187,18 @@ fn keys_proofs_check_against_the_commit() {
     let decoded = KeysProof::decode(&bytes).unwrap();
     assert_eq!(decoded, proof);
     let values = decoded.verify(commit).unwrap();
-    assert_eq!(values, vec![Some(17usize.to_le_bytes().to_vec()), None, Some(vec![9; 550]), Some(b"genesis".to_vec()), None]);
+    // A directory is shown as one, with its hash.
+    let mid = store.checkout(commit).unwrap().unwrap().find_tree(&[b"mid".to_vec()]).unwrap().unwrap().hash().unwrap();
+    assert_eq!(
+        values,
+        vec![
+            Held::Value(17usize.to_le_bytes().to_vec()),
+            Held::Absent,
+            Held::Value(vec![9; 550]),
+            Held::Value(b"genesis".to_vec()),
+            Held::Dir(mid)
+        ]
+    );
     // The root tree hash is accepted too; any other hash is not.
     assert_eq!(decoded.verify(&proof.proof.before.hash()).unwrap(), values);
     assert!(matches!(decoded.verify(&Hash::of_bytes(b"other")), Err(ProofError::WrongRoot { .. })));

@@ -1,5 +1,5 @@
-//! Proofs of a set of paths at a commit: which value each path holds, or
-//! that it holds none. One tree proof of reading every path (see
+//! Proofs of a set of paths at a commit: which value each path holds, that
+//! it is a directory (with its hash), or that it holds nothing. One tree proof of reading every path (see
 //! [`super::produce_tree_proof`]), with the paths and the rest of the commit
 //! so that the proof checks against a commit hash as well as a tree hash.
 //!
@@ -18,7 +18,7 @@ use super::encoding::{self, EncodingError};
 use super::partial::PartialTree;
 use super::{ProofError, TreeProof, verify_tree_proof};
 use crate::hash::{HASH_SIZE, Hash};
-use crate::tezos::CommitInfo;
+use crate::tezos::{CommitInfo, Kind};
 
 const MAGIC: &[u8; 8] = b"PANDOKP1";
 
@@ -40,9 +40,30 @@ pub struct KeysProof {
     pub proof: TreeProof,
 }
 
-/// The value at each path, the computation a keys proof proves.
-pub fn read_paths(tree: &mut PartialTree<'_>, paths: &[Vec<Vec<u8>>]) -> Result<Vec<Option<Vec<u8>>>, ProofError> {
-    paths.iter().map(|path| tree.find(path)).collect()
+/// What a path holds, as a keys proof shows it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Held {
+    /// Nothing is at the path.
+    Absent,
+    /// A contents, and its value.
+    Value(Vec<u8>),
+    /// A directory, and its hash (its entries are not in the proof).
+    Dir(Hash),
+}
+
+/// What each path holds, the computation a keys proof proves.
+pub fn read_paths(tree: &mut PartialTree<'_>, paths: &[Vec<Vec<u8>>]) -> Result<Vec<Held>, ProofError> {
+    paths
+        .iter()
+        .map(|path| match tree.find_hash(path)? {
+            None => Ok(Held::Absent),
+            Some((Kind::Dir, hash)) => Ok(Held::Dir(hash)),
+            Some((Kind::Contents, _)) => match tree.find(path)? {
+                Some(value) => Ok(Held::Value(value)),
+                None => Err(ProofError::Malformed("a contents without a value".into())),
+            },
+        })
+        .collect()
 }
 
 impl KeysProof {
@@ -62,7 +83,7 @@ impl KeysProof {
 
     /// Checks the proof against `root`, a commit hash or a tree hash, and
     /// returns what each path holds.
-    pub fn verify(&self, root: &Hash) -> Result<Vec<Option<Vec<u8>>>, ProofError> {
+    pub fn verify(&self, root: &Hash) -> Result<Vec<Held>, ProofError> {
         let tree_root = self.proof.before.hash();
         let commit = self.commit_hash();
         if *root != tree_root && commit != Some(*root) {
