@@ -3,6 +3,24 @@
 //! Boundary: argument parsing and printing only; everything it does goes
 //! through the `pando-store` library.
 
+/// `println!` that returns the write's error instead of panicking: a
+/// reader that goes away (`pando log | head -1`) ends the command quietly
+/// (see `main`), with destructors run (a replay's temporary directory).
+macro_rules! outln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        writeln!(std::io::stdout().lock(), $($arg)*)
+    }};
+}
+
+/// `print!` that returns the write's error (see `outln!`).
+macro_rules! out {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        write!(std::io::stdout().lock(), $($arg)*)
+    }};
+}
+
 mod commands;
 
 use clap::{Parser, Subcommand};
@@ -31,6 +49,9 @@ enum Command {
     Info {
         #[command(flatten)]
         store: commands::StoreArg,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
     },
     /// Audit a store: records by kind, contents and directory sizes,
     /// dictionary use, bytes per commit, and (sampled) compressibility.
@@ -50,9 +71,14 @@ enum Command {
         path: String,
         #[command(flatten)]
         at: commands::AtCommit,
-        /// Print the value as hexadecimal even if it is text.
-        #[arg(long)]
+        /// Print the value as hexadecimal, even if it is text. Without
+        /// --hex or --raw, text is printed as it is and anything else as
+        /// `0x` and hexadecimal.
+        #[arg(long, conflicts_with = "raw")]
         hex: bool,
+        /// Write the value's bytes exactly, with no newline.
+        #[arg(long)]
+        raw: bool,
     },
     /// List the entries of the directory at PATH (default: the root).
     Ls {
@@ -78,6 +104,9 @@ enum Command {
         /// Show at most this many commits.
         #[arg(short = 'n', long, default_value_t = 20)]
         count: usize,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
     },
     /// Check the store's integrity: one commit's records (default: the last), or --all.
     ///
@@ -97,6 +126,9 @@ enum Command {
         /// Stop after reporting this many problems.
         #[arg(long, default_value_t = 100)]
         max_problems: usize,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
     },
     /// Garbage-collect: keep the last N commits (following first parents
     /// from the last commit) and every commit made after the N-th.
@@ -131,6 +163,9 @@ enum Command {
         /// The commit hash (`Co...` or hex) the proof must be of.
         #[arg(long)]
         root: String,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
     },
     /// Export one commit's tree to a file, or build a new store from one.
     Snapshot {
@@ -153,8 +188,8 @@ enum Command {
     Replay {
         /// Trace file (IrmRepBT); omitted: a generated one.
         trace: Option<PathBuf>,
-        /// Store directory [default: a temporary one].
-        #[arg(long)]
+        /// Store directory [env: PANDO_STORE; default: a temporary one, removed on exit].
+        #[arg(short, long, env = "PANDO_STORE", hide_env = true)]
         store: Option<PathBuf>,
         /// Where to write report.json and report.html.
         #[arg(long, default_value = "pando-report")]
@@ -245,31 +280,56 @@ fn no_huge_pages() {
     }
 }
 
-fn main() -> anyhow::Result<()> {
+/// True if `error` is, or was caused by, a write to a closed pipe.
+fn broken_pipe(error: &anyhow::Error) -> bool {
+    error.chain().any(|cause| cause.downcast_ref::<std::io::Error>().is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe))
+}
+
+fn main() -> std::process::ExitCode {
     no_huge_pages();
-    let cli = Cli::parse();
+    match run(Cli::parse()) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        // The reader went away: what it read was right, and nothing is left to say.
+        Err(e) if broken_pipe(&e) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("Error: {e:?}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Init { dir } => commands::init(&dir),
-        Command::Info { store } => commands::info(&store),
+        Command::Info { store, json } => commands::info(&store, json),
         Command::Stats { at, json, sample_mb } => commands::stats::stats(&at, json, sample_mb),
-        Command::Get { path, at, hex } => commands::get(&at, &path, hex),
+        Command::Get { path, at, hex, raw } => {
+            let shown = if raw {
+                commands::Shown::Raw
+            } else if hex {
+                commands::Shown::Hex
+            } else {
+                commands::Shown::Auto
+            };
+            commands::get(&at, &path, shown)
+        }
         Command::Ls { path, at, offset, length, hashes } => commands::ls(&at, &path, offset, length, hashes),
-        Command::Log { at, count } => commands::log(&at, count),
-        Command::Check { store, commit, all, max_problems } => {
-            if !commands::check::check(&store, commit.as_deref(), all, max_problems)? {
+        Command::Log { at, count, json } => commands::log(&at, count, json),
+        Command::Check { store, commit, all, max_problems, json } => {
+            if !commands::check::check(&store, commit.as_deref(), all, max_problems, json)? {
                 std::process::exit(1);
             }
             Ok(())
         }
         Command::Gc { store, keep_last, archive } => commands::gc(&store, keep_last, archive),
         Command::Prove { paths, at, paths_from, output } => commands::proof::prove(&at, &paths, paths_from.as_deref(), &output),
-        Command::VerifyProof { file, root } => commands::proof::verify(&file, &root),
+        Command::VerifyProof { file, root, json } => commands::proof::verify(&file, &root, json),
         Command::Snapshot { command: SnapshotCommand::Export { file, at } } => commands::snapshot::export(&at, &file),
         Command::Snapshot { command: SnapshotCommand::Import { file, dir } } => commands::snapshot::import(&file, &dir),
         Command::Gen { preset, seed, output } => {
             let preset = commands::trace::preset(&preset)?;
             let output = output.unwrap_or_else(|| PathBuf::from(format!("{}-{seed}.repr", preset.name)));
-            commands::trace::generate(preset, seed, &output, false)
+            commands::trace::generate(preset, seed, &output, false, None)
         }
         Command::Replay { compare: Some(files), .. } => commands::replay::compare(&files[0], &files[1]),
         Command::Replay {

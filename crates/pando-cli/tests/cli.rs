@@ -57,7 +57,7 @@ fn commands_on_a_small_store() {
     assert!(info.contains("main"));
 
     assert_eq!(stdout(&pando(&["get", "contracts/global_counter", "-s", p])), "42\n");
-    assert_eq!(stdout(&pando(&["get", "contracts/index/00ab/balance", "-s", p])), "000102\n");
+    assert_eq!(stdout(&pando(&["get", "contracts/index/00ab/balance", "-s", p])), "0x000102\n");
     assert_eq!(stdout(&pando(&["get", "contracts/global_counter", "--hex", "-s", p])), "3432\n");
     let at_first = pando(&["get", "contracts/index/00ab/balance", "-s", p, "--commit", &first.to_base58()]);
     assert!(failure(&at_first).contains("nothing at"));
@@ -113,7 +113,7 @@ fn gc_keeps_the_last_levels() {
     assert!(out.contains("collected:     30 commits"), "{out}");
     assert!(out.contains(&commits[30].to_base58()), "{out}");
     // The kept history reads; the log ends where history was collected.
-    assert_eq!(stdout(&pando(&["get", "contracts/000/balance", "-s", p])).len(), 9);
+    assert_eq!(stdout(&pando(&["get", "contracts/000/balance", "-s", p])).len(), 11, "0x and 4 bytes in hexadecimal");
     let log = stdout(&pando(&["log", "-s", p, "-n", "50"]));
     assert_eq!(log.matches("commit ").count(), 10, "{log}");
     assert!(log.contains("garbage-collected"));

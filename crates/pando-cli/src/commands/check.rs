@@ -19,8 +19,26 @@ fn kinds(counts: &RecordCounts) -> String {
     )
 }
 
-/// Checks the store; returns false if it found a problem.
-pub fn check(arg: &StoreArg, commit: Option<&str>, all: bool, max_problems: usize) -> anyhow::Result<bool> {
+fn problem_json(problem: &Problem) -> serde_json::Value {
+    serde_json::json!({ "file": problem.file, "position": problem.position, "offset": problem.offset, "what": problem.what })
+}
+
+fn counts_json(counts: &RecordCounts) -> serde_json::Value {
+    serde_json::json!({
+        "records": counts.records(),
+        "bytes": counts.bytes,
+        "value_inodes": counts.values,
+        "tree_inodes": counts.trees,
+        "tree_patches": counts.patches,
+        "blobs": counts.blobs,
+        "commits": counts.commits,
+        "dictionary": counts.dicts,
+    })
+}
+
+/// Checks the store; returns false if it found a problem. With `json`, one
+/// JSON document on standard output says what the text would.
+pub fn check(arg: &StoreArg, commit: Option<&str>, all: bool, max_problems: usize, json: bool) -> anyhow::Result<bool> {
     if !arg.store.is_dir() {
         bail!("cannot open the store in {}: no such directory", arg.store.display());
     }
@@ -28,8 +46,14 @@ pub fn check(arg: &StoreArg, commit: Option<&str>, all: bool, max_problems: usiz
         Ok(store) => store,
         // Damage that opening finds is the check's first problem.
         Err(e @ (Error::Corrupt { .. } | Error::ChecksumMismatch { .. } | Error::Io { .. })) => {
-            println!("{}", Problem::of_error(&e));
-            println!("1 problem: the store does not open, nothing more is checked");
+            let problem = Problem::of_error(&e);
+            if json {
+                let value = serde_json::json!({ "opened": false, "clean": false, "problems": [problem_json(&problem)] });
+                outln!("{}", serde_json::to_string_pretty(&value)?)?;
+                return Ok(false);
+            }
+            outln!("{problem}")?;
+            outln!("1 problem: the store does not open, nothing more is checked")?;
             return Ok(false);
         }
         Err(e) => return Err(e).with_context(|| format!("cannot open the store in {}", arg.store.display())),
@@ -41,8 +65,9 @@ pub fn check(arg: &StoreArg, commit: Option<&str>, all: bool, max_problems: usiz
         CheckScope::Commit(resolve(&store, commit)?)
     };
     match scope {
-        CheckScope::All => println!("checking every file and all {} commits of {}", store.commit_count(), store.describe()),
-        CheckScope::Commit(hash) => println!("checking commit {hash} of {}", store.describe()),
+        _ if json => {}
+        CheckScope::All => outln!("checking every file and all {} commits of {}", store.commit_count(), store.describe())?,
+        CheckScope::Commit(hash) => outln!("checking commit {hash} of {}", store.describe())?,
     }
     let bar = ProgressBar::new(0);
     bar.set_style(
@@ -59,36 +84,58 @@ pub fn check(arg: &StoreArg, commit: Option<&str>, all: bool, max_problems: usiz
     })?;
     bar.finish_and_clear();
     let seconds = report.duration.as_secs_f64();
+    if json {
+        let value = serde_json::json!({
+            "opened": true,
+            "store": store.describe(),
+            "scope": match scope {
+                CheckScope::All => "all".to_string(),
+                CheckScope::Commit(hash) => hash.to_base58(),
+            },
+            "clean": report.is_clean(),
+            "stopped_at_max_problems": report.stopped,
+            "problems": report.problems.iter().map(problem_json).collect::<Vec<_>>(),
+            "commits": report.commits,
+            "scanned": counts_json(&report.scanned),
+            "rehashed": counts_json(&report.walked),
+            "hashed_bytes": report.hashed_bytes,
+            "bytes_read": report.bytes_read,
+            "pack_bytes": report.pack_bytes,
+            "seconds": seconds,
+        });
+        outln!("{}", serde_json::to_string_pretty(&value)?)?;
+        return Ok(report.is_clean());
+    }
     if scope == CheckScope::All {
-        println!(
+        outln!(
             "scanned:   {} records, {:.1} MB: {}",
             report.scanned.records(),
             megabytes(report.scanned.bytes),
             kinds(&report.scanned)
-        );
+        )?;
     }
-    println!(
+    outln!(
         "re-hashed: {} records, {:.1} MB ({:.1} MB of encodings hashed), reachable from {} commit(s): {}",
         report.walked.records(),
         megabytes(report.walked.bytes),
         megabytes(report.hashed_bytes),
         report.commits,
         kinds(&report.walked)
-    );
-    println!(
+    )?;
+    outln!(
         "read:      {:.1} MB in {seconds:.2} s ({:.0} MB/s); the pack is {:.1} MB",
         megabytes(report.bytes_read),
         megabytes(report.bytes_read) / seconds.max(1e-9),
         megabytes(report.pack_bytes)
-    );
+    )?;
     for problem in &report.problems {
-        println!("{problem}");
+        outln!("{problem}")?;
     }
     match report.problems.len() {
-        0 => println!("no problems found"),
-        n if report.stopped => println!("{n} problems; stopped there (--max-problems)"),
-        1 => println!("1 problem"),
-        n => println!("{n} problems"),
+        0 => outln!("no problems found")?,
+        n if report.stopped => outln!("{n} problems; stopped there (--max-problems)")?,
+        1 => outln!("1 problem")?,
+        n => outln!("{n} problems")?,
     }
     Ok(report.is_clean())
 }

@@ -75,45 +75,87 @@ fn hex(bytes: &[u8]) -> String {
 }
 
 pub fn init(dir: &Path) -> anyhow::Result<()> {
+    if let Ok(store) = Store::open(dir, Options { read_only: true, ..Options::default() }) {
+        bail!("{} already holds a pando store ({} commits); nothing was changed", dir.display(), store.commit_count());
+    }
     let store = Store::open(dir, Options::default()).with_context(|| format!("cannot create a store in {}", dir.display()))?;
     store.close()?;
-    println!("created an empty store in {}", dir.display());
+    outln!("created an empty store in {}", dir.display())?;
     Ok(())
 }
 
-pub fn info(arg: &StoreArg) -> anyhow::Result<()> {
+/// A commit date (seconds since 1970, UTC) as a person reads it.
+fn date(seconds: i64) -> String {
+    match jiff::Timestamp::from_second(seconds) {
+        Ok(time) => format!("{time} ({seconds})"),
+        Err(_) => seconds.to_string(),
+    }
+}
+
+/// A commit date as JSON: the number and, when it is a valid time, RFC 3339.
+fn date_json(seconds: i64) -> serde_json::Value {
+    let utc = jiff::Timestamp::from_second(seconds).ok().map(|time| time.to_string());
+    serde_json::json!({ "seconds": seconds, "utc": utc })
+}
+
+pub fn info(arg: &StoreArg, json: bool) -> anyhow::Result<()> {
     let store = open_read_only(arg)?;
     let stats = store.stats();
-    println!("store:        {}", store.describe());
-    println!("commits:      {}", stats.commits);
-    match store.last_commit()? {
-        Some(hash) => {
-            let info = store.commit_info(&hash)?.context("last commit unreadable")?;
-            println!("last commit:  {hash} (date {}, {:?})", info.date, info.message);
-        }
-        None => println!("last commit:  none"),
+    let last = match store.last_commit()? {
+        Some(hash) => Some((hash, store.commit_info(&hash)?.context("last commit unreadable")?)),
+        None => None,
+    };
+    if json {
+        let value = serde_json::json!({
+            "store": store.describe(),
+            "commits": stats.commits,
+            "last_commit": last.as_ref().map(|(hash, info)| serde_json::json!({
+                "hash": hash.to_base58(),
+                "date": date_json(info.date),
+                "message": info.message,
+            })),
+            "branches": store.branches().into_iter().map(|(name, hash)| (name, hash.to_base58().into())).collect::<serde_json::Map<String, serde_json::Value>>(),
+            "pack_bytes": stats.pack_bytes,
+            "chunks": stats.chunks.iter().map(|(name, bytes)| serde_json::json!({ "name": name, "bytes": bytes })).collect::<Vec<_>>(),
+            "dictionary_entries": stats.dict_entries,
+            "gc": (stats.generation > 0).then(|| serde_json::json!({
+                "generation": stats.generation,
+                "collected_commits": stats.collected_commits,
+                "collected_live_bytes": stats.collected_live_bytes,
+                "collected_files": stats.collected_files,
+                "collected_file_bytes": stats.collected_file_bytes,
+            })),
+        });
+        outln!("{}", serde_json::to_string_pretty(&value)?)?;
+        return Ok(());
     }
-    println!("branches:     {}", stats.branches);
+    outln!("store:        {}", store.describe())?;
+    outln!("commits:      {}", stats.commits)?;
+    match &last {
+        Some((hash, info)) => outln!("last commit:  {hash} ({}, {:?})", date(info.date), info.message)?,
+        None => outln!("last commit:  none")?,
+    }
+    outln!("branches:     {}", stats.branches)?;
     for (name, hash) in store.branches() {
-        println!("  {name:<12} {hash}");
+        outln!("  {name:<12} {hash}")?;
     }
-    println!("pack:         {} bytes in {} chunk(s)", stats.pack_bytes, stats.chunks.len());
+    outln!("pack:         {} bytes in {} chunk(s)", stats.pack_bytes, stats.chunks.len())?;
     for (name, size) in &stats.chunks {
-        println!("  {name:<28} {size} bytes");
+        outln!("  {name:<28} {size} bytes")?;
     }
     if let Some(per_commit) = stats.pack_bytes.checked_div(stats.commits) {
-        println!("bytes/commit: {per_commit}");
+        outln!("bytes/commit: {per_commit}")?;
     }
-    println!("dictionary:   {} entries", stats.dict_entries);
+    outln!("dictionary:   {} entries", stats.dict_entries)?;
     if stats.generation > 0 {
-        println!(
+        outln!(
             "collected:    generation {}, {} commits collected; below the first chunk {} live bytes in {} file(s) of {} bytes",
             stats.generation,
             stats.collected_commits,
             stats.collected_live_bytes,
             stats.collected_files,
             stats.collected_file_bytes
-        );
+        )?;
     }
     Ok(())
 }
@@ -141,22 +183,33 @@ pub fn gc(arg: &StoreArg, keep_last: u64, archive: bool) -> anyhow::Result<()> {
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
     let report = store.wait_gc()?.context("the collection did not run")?;
-    println!("kept from:     {keep_from}");
-    println!("generation:    {}", report.generation);
-    println!("collected:     {} commits", report.collected_commits);
-    println!("live:          {} bytes in {} runs below the boundary", report.live_bytes, report.live_runs);
-    println!("rewritten:     {} bytes into {} segment(s)", report.copied_bytes, report.segments);
-    println!("pack:          {before} bytes -> {} bytes (at most {} during)", store.pack_bytes(), report.peak_bytes);
-    println!(
+    outln!("kept from:     {keep_from}")?;
+    outln!("generation:    {}", report.generation)?;
+    outln!("collected:     {} commits", report.collected_commits)?;
+    outln!("live:          {} bytes in {} runs below the boundary", report.live_bytes, report.live_runs)?;
+    outln!("rewritten:     {} bytes into {} segment(s)", report.copied_bytes, report.segments)?;
+    outln!("pack:          {before} bytes -> {} bytes (at most {} during)", store.pack_bytes(), report.peak_bytes)?;
+    outln!(
         "took:          {:.2} s (writer held at most {:.2} ms)",
         report.duration.as_secs_f64(),
         report.longest_pause().as_secs_f64() * 1e3
-    );
+    )?;
     store.close()?;
     Ok(())
 }
 
-pub fn get(at: &AtCommit, path: &str, as_hex: bool) -> anyhow::Result<()> {
+/// How `pando get` shows a value.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Shown {
+    /// Text as it is, anything else as `0x` and hexadecimal.
+    Auto,
+    /// Hexadecimal, without `0x`.
+    Hex,
+    /// The bytes themselves.
+    Raw,
+}
+
+pub fn get(at: &AtCommit, path: &str, shown: Shown) -> anyhow::Result<()> {
     let (_store, hash, tree) = checkout(at)?;
     let steps = split_path(path);
     match tree.find_tree(&steps)? {
@@ -166,9 +219,16 @@ pub fn get(at: &AtCommit, path: &str, as_hex: bool) -> anyhow::Result<()> {
         }
         Some(sub) => {
             let value = sub.to_value()?.context("contents expected")?;
-            match printable(&value) {
-                Some(text) if !as_hex => println!("{text}"),
-                _ => println!("{}", hex(&value)),
+            match (shown, printable(&value)) {
+                (Shown::Raw, _) => {
+                    use std::io::Write as _;
+                    let mut stdout = std::io::stdout().lock();
+                    stdout.write_all(&value)?;
+                    stdout.flush()?;
+                }
+                (Shown::Hex, _) => outln!("{}", hex(&value))?,
+                (Shown::Auto, Some(text)) => outln!("{text}")?,
+                (Shown::Auto, None) => outln!("0x{}", hex(&value))?,
             }
             Ok(())
         }
@@ -190,43 +250,65 @@ pub fn ls(at: &AtCommit, path: &str, offset: u64, length: Option<u64>, hashes: b
             Kind::Contents => "file",
         };
         if hashes {
-            println!("{kind} {} {name}", child.hash()?);
+            outln!("{kind} {} {name}", child.hash()?)?;
         } else {
-            println!("{kind} {name}");
+            outln!("{kind} {name}")?;
         }
     }
     Ok(())
 }
 
-pub fn log(at: &AtCommit, count: usize) -> anyhow::Result<()> {
+pub fn log(at: &AtCommit, count: usize, json: bool) -> anyhow::Result<()> {
     let store = open_read_only(&at.store)?;
     let mut next = Some(resolve(&store, at.commit.as_deref())?);
-    let mut shown = 0;
+    let mut commits = Vec::new();
+    let mut older = None;
     while let Some(hash) = next {
-        if shown == count {
+        if commits.len() == count {
             break;
         }
         let info = match store.commit_info(&hash) {
             Err(pando_store::Error::CollectedCommit(_)) => {
-                println!("(older history was garbage-collected)");
+                older = Some("older history was garbage-collected");
                 break;
             }
-            Ok(None) if shown > 0 => {
-                println!("(older history is not in this store: it was imported from a snapshot)");
+            Ok(None) if !commits.is_empty() => {
+                older = Some("older history is not in this store: it was imported from a snapshot");
                 break;
             }
             other => other?.with_context(|| format!("commit {hash} is missing"))?,
         };
-        println!("commit {hash}");
-        println!("date   {}", info.date);
-        println!("author {}", info.author);
+        next = info.parents.first().copied();
+        commits.push((hash, info));
+    }
+    if json {
+        let list: Vec<serde_json::Value> = commits
+            .iter()
+            .map(|(hash, info)| {
+                serde_json::json!({
+                    "hash": hash.to_base58(),
+                    "date": date_json(info.date),
+                    "author": info.author,
+                    "message": info.message,
+                    "parents": info.parents.iter().map(Hash::to_base58).collect::<Vec<_>>(),
+                })
+            })
+            .collect();
+        outln!("{}", serde_json::to_string_pretty(&serde_json::json!({ "commits": list, "older": older }))?)?;
+        return Ok(());
+    }
+    for (hash, info) in &commits {
+        outln!("commit {hash}")?;
+        outln!("date   {}", date(info.date))?;
+        outln!("author {}", info.author)?;
         if info.parents.len() > 1 {
             let parents: Vec<String> = info.parents.iter().map(Hash::to_base58).collect();
-            println!("merge  {}", parents.join(" "));
+            outln!("merge  {}", parents.join(" "))?;
         }
-        println!("    {}\n", info.message);
-        next = info.parents.first().copied();
-        shown += 1;
+        outln!("    {}\n", info.message)?;
+    }
+    if let Some(note) = older {
+        outln!("({note})")?;
     }
     Ok(())
 }

@@ -2,7 +2,7 @@
 
 use anyhow::{Context, bail};
 use pando_core::Hash;
-use pando_core::proof::keys::KeysProof;
+use pando_core::proof::keys::{Held, KeysProof};
 use std::path::Path;
 
 use super::{AtCommit, hex, open_read_only, printable, resolve, split_path};
@@ -31,27 +31,50 @@ pub fn prove(at: &AtCommit, paths: &[String], paths_from: Option<&Path>, out: &P
     let bytes = proof.encode()?;
     let tree_bytes = pando_core::proof::encoding::encode(&proof.proof)?.len();
     std::fs::write(out, &bytes).with_context(|| format!("cannot write {}", out.display()))?;
-    println!(
+    outln!(
         "wrote {}: {} paths at commit {commit}, {} bytes (Octez tree proof {tree_bytes} bytes)",
         out.display(),
         all.len(),
         bytes.len()
-    );
+    )?;
     Ok(())
 }
 
 /// Checks a proof file against `root` and prints what each path holds.
-pub fn verify(file: &Path, root: &str) -> anyhow::Result<()> {
+pub fn verify(file: &Path, root: &str, json: bool) -> anyhow::Result<()> {
     let root = Hash::parse(root).with_context(|| format!("--root {root:?} is not a hash"))?;
     let bytes = std::fs::read(file).with_context(|| format!("cannot read {}", file.display()))?;
     let proof = KeysProof::decode(&bytes).with_context(|| format!("{} is not a valid proof", file.display()))?;
     let values = proof.verify(&root).with_context(|| format!("{} does not prove anything at {root}", file.display()))?;
-    println!("valid: {} paths at {root} ({} bytes)", proof.paths.len(), bytes.len());
+    if json {
+        let paths: Vec<serde_json::Value> = proof
+            .paths
+            .iter()
+            .zip(&values)
+            .map(|(path, held)| {
+                let steps: Vec<String> = path.iter().map(|s| String::from_utf8_lossy(s).into_owned()).collect();
+                match held {
+                    Held::Value(v) => {
+                        serde_json::json!({ "path": steps.join("/"), "kind": "value", "hex": hex(v), "text": printable(v) })
+                    }
+                    Held::Dir(hash) => {
+                        serde_json::json!({ "path": steps.join("/"), "kind": "directory", "hash": hash.to_base58() })
+                    }
+                    Held::Absent => serde_json::json!({ "path": steps.join("/"), "kind": "absent" }),
+                }
+            })
+            .collect();
+        let value = serde_json::json!({ "valid": true, "root": root.to_base58(), "bytes": bytes.len(), "paths": paths });
+        outln!("{}", serde_json::to_string_pretty(&value)?)?;
+        return Ok(());
+    }
+    outln!("valid: {} paths at {root} ({} bytes)", proof.paths.len(), bytes.len())?;
     for (path, value) in proof.paths.iter().zip(&values) {
         let shown: Vec<String> = path.iter().map(|s| String::from_utf8_lossy(s).into_owned()).collect();
         match value {
-            Some(v) => println!("{} = {}", shown.join("/"), show_value(v)),
-            None => println!("{}: absent", shown.join("/")),
+            Held::Value(v) => outln!("{} = {}", shown.join("/"), show_value(v))?,
+            Held::Dir(hash) => outln!("{}: a directory, hash {hash}", shown.join("/"))?,
+            Held::Absent => outln!("{}: absent", shown.join("/"))?,
         }
     }
     Ok(())

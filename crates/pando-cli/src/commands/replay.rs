@@ -2,11 +2,16 @@
 
 use anyhow::{Context, bail};
 use indicatif::{ProgressBar, ProgressStyle};
+use pando_core::trace::Row;
 use pando_store::{Options, Store, SyncPolicy};
 use pando_trace::TraceReader;
-use pando_trace::replay::{Applied, Replayer};
+use pando_trace::replay::{Applied, ReplayError, Replayer};
 use pando_trace::report::{self, Report};
+use signal_hook::consts::{SIGINT, SIGTERM};
+use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::trace as trace_cmd;
 
@@ -25,13 +30,14 @@ pub struct ReplayArgs {
 }
 
 pub fn replay(args: &ReplayArgs) -> anyhow::Result<()> {
+    let interrupted = on_interrupt()?;
     let scratch = tempfile::Builder::new().prefix("pando-replay-").tempdir()?;
     let trace = match &args.trace {
         Some(path) => path.clone(),
         None => {
             let preset = trace_cmd::preset(&args.preset)?;
             let path = scratch.path().join(format!("{}-{}.repr", preset.name, args.seed));
-            trace_cmd::generate(preset, args.seed, &path, false)?;
+            trace_cmd::generate(preset, args.seed, &path, false, Some(&interrupted))?;
             path
         }
     };
@@ -52,8 +58,13 @@ pub fn replay(args: &ReplayArgs) -> anyhow::Result<()> {
     let mut replayer = Replayer::new(&store);
     let mut failure = None;
     let mut blocks = 0u64;
+    let mut block_rows = 0u64;
     let mut gc = GcWatch::default();
     while let Some(row) = reader.next_row() {
+        if interrupted.load(Ordering::Relaxed) {
+            failure = Some(anyhow::anyhow!("interrupted"));
+            break;
+        }
         let row = match row {
             Ok(row) => row,
             Err(e) => {
@@ -61,14 +72,29 @@ pub fn replay(args: &ReplayArgs) -> anyhow::Result<()> {
                 break;
             }
         };
+        block_rows += 1;
+        // A large block (a genesis of millions of writes) moves the bar as
+        // it goes, and says so while it commits.
+        if block_rows.is_multiple_of(1 << 14) {
+            progress.set_position(reader.offset());
+            progress.set_message(format!("block {}: {block_rows} operations", blocks + 1));
+        }
+        if block_rows >= 1 << 14 && matches!(row, Row::Commit { .. }) {
+            progress.set_message(format!("block {}: committing {block_rows} operations", blocks + 1));
+        }
         match replayer.apply(row) {
             Ok(Applied::Block(_)) => {
                 blocks += 1;
+                block_rows = 0;
                 gc.after_block(&store, blocks - 1);
                 if blocks.is_multiple_of(16) {
                     progress.set_position(reader.offset());
                     let elapsed = replayer.metrics.elapsed().as_secs_f64();
-                    progress.set_message(format!("{blocks} blocks, {:.1} blocks/s", blocks as f64 / elapsed.max(1e-9)));
+                    progress.set_message(format!(
+                        "{blocks} blocks, {} operations, {:.1} blocks/s",
+                        replayer.rows(),
+                        blocks as f64 / elapsed.max(1e-9)
+                    ));
                 }
                 if args.blocks.is_some_and(|limit| blocks >= limit) {
                     break;
@@ -83,33 +109,79 @@ pub fn replay(args: &ReplayArgs) -> anyhow::Result<()> {
     }
     progress.finish_and_clear();
     // A collection still running is finished, so the report shows it whole.
-    store.wait_gc()?;
-    gc.after_block(&store, blocks.saturating_sub(1));
-    store.flush()?;
+    // After a failure the first error is the one reported: a store that
+    // failed a write refuses the flush as well.
+    let finished = store.wait_gc().map(drop).and_then(|()| {
+        gc.after_block(&store, blocks.saturating_sub(1));
+        store.flush()
+    });
+    if let Err(e) = finished
+        && failure.is_none()
+    {
+        failure = Some(e.into());
+    }
 
-    let label = args.label.clone().unwrap_or_else(|| "pando".to_string());
-    let mut report = Report::build(
-        &label,
-        &trace.display().to_string(),
-        &store_dir.display().to_string(),
-        &replayer.metrics,
-        &replayer.checks,
-        replayer.rows(),
-    );
+    let label = args.label.clone().unwrap_or_else(|| {
+        let name = trace.file_name().map_or_else(|| trace.display().to_string(), |n| n.to_string_lossy().into_owned());
+        format!("{name}, sync {}", sync_name(args.sync))
+    });
+    let store_shown = match &args.store {
+        Some(dir) => dir.display().to_string(),
+        None => "a temporary store (removed on exit)".to_string(),
+    };
+    let mut report =
+        Report::build(&label, &trace.display().to_string(), &store_shown, &replayer.metrics, &replayer.checks, replayer.rows());
     report.gc = gc.events;
     // The kernel's high-water mark also sees a peak inside a block (a
     // genesis commit), which samples between blocks miss.
     report.peak_rss_bytes = report.peak_rss_bytes.max(pando_trace::replay::metrics::peak_rss_bytes("self"));
-    print!("{}", report::text::render(&report));
+    out!("{}", report::text::render(&report))?;
     write_report(&args.report, &report)?;
     if let Some(e) = failure {
         // What came before the error was replayed and reported.
-        return Err(e.context(format!("the replay stopped after {blocks} blocks")));
+        let mut context = format!("the replay stopped after {blocks} blocks");
+        if let Some(kind) = store_io_kind(&e) {
+            if matches!(kind, ErrorKind::StorageFull | ErrorKind::FileTooLarge | ErrorKind::QuotaExceeded) {
+                context.push_str(": the disk is full or a file size limit was reached; free space or raise the limit");
+            }
+            if let Some(dir) = &args.store {
+                context.push_str(&format!(
+                    "; the store in {} keeps its commits up to the last durable one, and recovers to it when reopened",
+                    dir.display()
+                ));
+            }
+        }
+        return Err(e.context(context));
     }
     if !report.checks.all_passed() {
         bail!("the replay disagrees with the trace (see the checks above)");
     }
     Ok(())
+}
+
+/// The kind of the I/O error a store write failed with, if that is why
+/// the replay stopped.
+fn store_io_kind(error: &anyhow::Error) -> Option<ErrorKind> {
+    match error.downcast_ref::<ReplayError>()? {
+        ReplayError::Store { error: pando_store::Error::Io { error, .. }, .. } => Some(error.kind()),
+        _ => match error.downcast_ref::<pando_store::Error>()? {
+            pando_store::Error::Io { error, .. } => Some(error.kind()),
+            _ => None,
+        },
+    }
+}
+
+/// A flag that SIGINT or SIGTERM sets, so that a replay stops between rows
+/// and removes its temporary directory; a second signal ends the process
+/// at once.
+pub fn on_interrupt() -> anyhow::Result<Arc<AtomicBool>> {
+    let flag = Arc::new(AtomicBool::new(false));
+    for signal in [SIGINT, SIGTERM] {
+        // Registered first, so it sees the flag as the previous signal left it.
+        signal_hook::flag::register_conditional_shutdown(signal, 130, flag.clone())?;
+        signal_hook::flag::register(signal, flag.clone())?;
+    }
+    Ok(flag)
 }
 
 /// Notes when background collections start and finish, by block.
@@ -148,7 +220,7 @@ fn write_report(dir: &Path, report: &Report) -> anyhow::Result<()> {
     std::fs::write(&json, serde_json::to_vec_pretty(report)?).with_context(|| format!("cannot write {}", json.display()))?;
     let html = dir.join("report.html");
     std::fs::write(&html, report::html::render(report)).with_context(|| format!("cannot write {}", html.display()))?;
-    println!("\nreport: {} and {}", json.display(), html.display());
+    outln!("\nreport: {} and {}", json.display(), html.display())?;
     Ok(())
 }
 
@@ -157,8 +229,20 @@ fn read_report(path: &Path) -> anyhow::Result<Report> {
     serde_json::from_str(&text).with_context(|| format!("{} is not a pando replay report", path.display()))
 }
 
+/// How `--sync` spells `policy`.
+fn sync_name(policy: SyncPolicy) -> String {
+    match policy {
+        SyncPolicy::EveryCommit => "every".into(),
+        SyncPolicy::Pipelined => "pipelined".into(),
+        SyncPolicy::Never => "never".into(),
+        SyncPolicy::EveryN(n) => format!("every {n}"),
+    }
+}
+
 pub fn compare(first: &Path, second: &Path) -> anyhow::Result<()> {
-    let (a, b) = (read_report(first)?, read_report(second)?);
-    print!("{}", report::compare::render(&a, &b));
+    let (mut a, mut b) = (read_report(first)?, read_report(second)?);
+    a.label = format!("{} ({})", a.label, first.display());
+    b.label = format!("{} ({})", b.label, second.display());
+    out!("{}", report::compare::render(&a, &b))?;
     Ok(())
 }

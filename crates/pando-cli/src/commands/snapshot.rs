@@ -13,20 +13,20 @@ fn mb(bytes: u64) -> f64 {
     bytes as f64 / 1e6
 }
 
-fn print_summary(summary: &SnapshotSummary, seconds: f64) {
-    println!(
+fn print_summary(summary: &SnapshotSummary, seconds: f64) -> std::io::Result<()> {
+    outln!(
         "  {} directories, {} contents ({:.1} MB of values), {} inodes",
         summary.directories,
         summary.contents,
         mb(summary.contents_bytes),
         summary.inodes
-    );
-    println!(
+    )?;
+    outln!(
         "  stream {:.1} MB, file {:.1} MB (zstd), {seconds:.2} s ({:.0} MB/s of stream)",
         mb(summary.stream_bytes),
         mb(summary.file_bytes),
         mb(summary.stream_bytes) / seconds.max(1e-9)
-    );
+    )
 }
 
 /// Writes the tree of the commit to `file` (first as `file.partial`, renamed
@@ -55,8 +55,8 @@ pub fn export(at: &AtCommit, file: &Path) -> anyhow::Result<()> {
             return Err(e);
         }
     };
-    println!("exported commit {commit} to {}", file.display());
-    print_summary(&summary, started.elapsed().as_secs_f64());
+    outln!("exported commit {commit} to {}", file.display())?;
+    print_summary(&summary, started.elapsed().as_secs_f64())?;
     Ok(())
 }
 
@@ -90,7 +90,7 @@ pub fn import(file: &Path, dir: &Path) -> anyhow::Result<()> {
             return Err(e.context(format!("import of {} failed; {} was left as it was", file.display(), dir.display())));
         }
     };
-    println!("imported commit {} into {} (every hash checked)", summary.commit, dir.display());
-    print_summary(&summary, started.elapsed().as_secs_f64());
+    outln!("imported commit {} into {} (every hash checked)", summary.commit, dir.display())?;
+    print_summary(&summary, started.elapsed().as_secs_f64())?;
     Ok(())
 }

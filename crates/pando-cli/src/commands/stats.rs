@@ -36,9 +36,9 @@ pub fn stats(at: &AtCommit, json: bool, sample_mb: u64) -> anyhow::Result<()> {
     })?;
     bar.finish_and_clear();
     if json {
-        println!("{}", serde_json::to_string_pretty(&to_json(&store.describe(), &inspection))?);
+        outln!("{}", serde_json::to_string_pretty(&to_json(&store.describe(), &inspection))?)?;
     } else {
-        print!("{}", render(&store.describe(), &inspection));
+        out!("{}", render(&store.describe(), &inspection))?;
     }
     Ok(())
 }

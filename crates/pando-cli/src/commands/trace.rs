@@ -6,17 +6,24 @@ use pando_trace::generate::{Generator, Preset};
 use pando_trace::stats::TraceStats;
 use pando_trace::{TraceReader, TraceWriter};
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 pub fn preset(name: &str) -> anyhow::Result<&'static Preset> {
     Preset::named(name).with_context(|| format!("unknown preset {name:?} (tiny, small, medium, large)"))
 }
 
-/// Writes the trace of `preset` and `seed` to `output`.
-pub fn generate(preset: &Preset, seed: u64, output: &Path, quiet: bool) -> anyhow::Result<()> {
+/// Writes the trace of `preset` and `seed` to `output`; stops with an error
+/// once `interrupted` is set.
+pub fn generate(preset: &Preset, seed: u64, output: &Path, quiet: bool, interrupted: Option<&AtomicBool>) -> anyhow::Result<()> {
     let start = Instant::now();
     let mut writer = TraceWriter::create(output)?;
-    let summary = Generator::new(preset, seed).run(&mut |row| writer.append(row))?;
+    let summary = Generator::new(preset, seed).run(&mut |row| {
+        if interrupted.is_some_and(|flag| flag.load(Ordering::Relaxed)) {
+            anyhow::bail!("interrupted");
+        }
+        Ok(writer.append(row)?)
+    })?;
     writer.finish()?;
     if !quiet {
         let bytes = std::fs::metadata(output).map(|m| m.len()).unwrap_or(0);
@@ -124,7 +131,7 @@ pub fn stats(path: &Path) -> anyhow::Result<()> {
             }
         }
     }
-    print!("{}", stats.render());
+    out!("{}", stats.render())?;
     match error {
         // What came before the damage is summarised, then the error is reported.
         Some(e) => Err(e.into()),

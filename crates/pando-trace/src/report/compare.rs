@@ -8,9 +8,12 @@ fn ratio(a: f64, b: f64) -> String {
     if a == 0.0 { "-".into() } else { format!("{:.2}x", b / a) }
 }
 
+/// `a` and `b` side by side; the columns are headed A and B, and a legend
+/// above gives each run's label.
 pub fn render(a: &Report, b: &Report) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "{:<28} {:>16} {:>16} {:>8}", "", a.label, b.label, "B/A");
+    let _ = writeln!(out, "A: {}\nB: {}\n", a.label, b.label);
+    let _ = writeln!(out, "{:<28} {:>16} {:>16} {:>8}", "", "A", "B", "B/A");
     let mut row = |name: &str, x: f64, y: f64, digits: usize| {
         let _ = writeln!(out, "{name:<28} {x:>16.digits$} {y:>16.digits$} {:>8}", ratio(x, y));
     };
