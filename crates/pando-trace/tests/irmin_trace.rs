@@ -8,8 +8,12 @@ use pando_trace::replay::{Applied, Replayer};
 use serde_json::Value;
 use std::path::PathBuf;
 
+/// A file of `../shared/vectors` (beside the checkout); a missing one is
+/// named in the failure.
 fn vector(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/vectors").join(name)
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/vectors").join(name);
+    assert!(path.exists(), "missing {} (../shared/vectors is kept beside the checkout)", path.display());
+    path
 }
 
 #[test]
