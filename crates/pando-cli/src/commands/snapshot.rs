@@ -3,7 +3,8 @@
 
 use anyhow::{Context, bail};
 use pando_store::{Options, SnapshotSummary, Store};
-use std::io::{BufReader, BufWriter};
+use indicatif::{ProgressBar, ProgressStyle};
+use std::io::{BufReader, BufWriter, Write};
 use std::path::Path;
 use std::time::Instant;
 
@@ -11,6 +12,23 @@ use super::{AtCommit, resolve};
 
 fn mb(bytes: u64) -> f64 {
     bytes as f64 / 1e6
+}
+
+/// A writer that moves a progress bar by the bytes it takes.
+struct Counted<W> {
+    inner: W,
+    bar: ProgressBar,
+}
+
+impl<W: Write> Write for Counted<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.bar.inc(n as u64);
+        Ok(n)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
 }
 
 fn print_summary(summary: &SnapshotSummary, seconds: f64) -> std::io::Result<()> {
@@ -42,9 +60,15 @@ pub fn export(at: &AtCommit, file: &Path) -> anyhow::Result<()> {
     let started = Instant::now();
     let result = (|| {
         let out = std::fs::File::create(&partial).with_context(|| format!("cannot create {}", partial.display()))?;
-        let mut out = BufWriter::with_capacity(1 << 20, out);
+        let bar = ProgressBar::new_spinner();
+        bar.set_style(
+            ProgressStyle::with_template("{spinner} [{elapsed_precise}] exporting: {bytes} written ({bytes_per_sec})")
+                .expect("valid progress template"),
+        );
+        let mut out = Counted { inner: BufWriter::with_capacity(1 << 20, out), bar };
         let summary = store.export_snapshot(&commit, &mut out)?;
-        out.into_inner().map_err(|e| e.into_error())?.sync_all().with_context(|| format!("cannot sync {}", partial.display()))?;
+        out.bar.finish_and_clear();
+        out.inner.into_inner().map_err(|e| e.into_error())?.sync_all().with_context(|| format!("cannot sync {}", partial.display()))?;
         std::fs::rename(&partial, file).with_context(|| format!("cannot rename {} to {}", partial.display(), file.display()))?;
         anyhow::Ok(summary)
     })();
@@ -68,11 +92,18 @@ pub fn import(file: &Path, dir: &Path) -> anyhow::Result<()> {
         bail!("{} is not empty: a snapshot is imported into a new store", dir.display());
     }
     let input = std::fs::File::open(file).with_context(|| format!("cannot open {}", file.display()))?;
+    let length = input.metadata().map(|m| m.len()).unwrap_or(0);
+    let bar = ProgressBar::new(length);
+    bar.set_style(
+        ProgressStyle::with_template("{spinner} [{elapsed_precise}] importing {wide_bar} {bytes}/{total_bytes} ETA {eta}")
+            .expect("valid progress template"),
+    );
     let started = Instant::now();
     let result = (|| {
         let store =
             Store::open(dir, Options::default()).with_context(|| format!("cannot create a store in {}", dir.display()))?;
-        let summary = store.import_snapshot(&mut BufReader::with_capacity(1 << 20, input))?;
+        let summary = store.import_snapshot(&mut bar.wrap_read(BufReader::with_capacity(1 << 20, input)))?;
+        bar.finish_and_clear();
         store.close()?;
         anyhow::Ok(summary)
     })();
