@@ -255,6 +255,8 @@ fn output_is_labelled_dated_and_scriptable() {
     let (a, b) = (dir.path().join("a"), dir.path().join("b"));
     let text = stdout(&run(&["replay", &trace, "--report", a.to_str().unwrap()]));
     assert!(text.starts_with(&format!("pando {} replay: tiny.repr, sync every\n", env!("CARGO_PKG_VERSION"))), "{text}");
+    // The generated trace carries the real commit hashes: all are checked.
+    assert!(text.contains("checks: 200 commit hashes (0 mismatches)"), "{text}");
     let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(a.join("report.json")).unwrap()).unwrap();
     assert_eq!(json["label"], "tiny.repr, sync every");
     // The store was temporary and is gone: the report says so, not its path.

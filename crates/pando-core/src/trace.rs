@@ -38,6 +38,12 @@ impl<T> Scope<T> {
         }
     }
 
+    pub fn value_mut(&mut self) -> &mut T {
+        match self {
+            Scope::Forget(v) | Scope::Keep(v) => v,
+        }
+    }
+
     pub fn is_keep(&self) -> bool {
         matches!(self, Scope::Keep(_))
     }

@@ -2,8 +2,8 @@
 //! as a file, to bootstrap a store elsewhere.
 
 use anyhow::{Context, bail};
-use pando_store::{Options, SnapshotSummary, Store};
 use indicatif::{ProgressBar, ProgressStyle};
+use pando_store::{Options, SnapshotSummary, Store};
 use std::io::{BufReader, BufWriter, Write};
 use std::path::Path;
 use std::time::Instant;
@@ -68,7 +68,11 @@ pub fn export(at: &AtCommit, file: &Path) -> anyhow::Result<()> {
         let mut out = Counted { inner: BufWriter::with_capacity(1 << 20, out), bar };
         let summary = store.export_snapshot(&commit, &mut out)?;
         out.bar.finish_and_clear();
-        out.inner.into_inner().map_err(|e| e.into_error())?.sync_all().with_context(|| format!("cannot sync {}", partial.display()))?;
+        out.inner
+            .into_inner()
+            .map_err(|e| e.into_error())?
+            .sync_all()
+            .with_context(|| format!("cannot sync {}", partial.display()))?;
         std::fs::rename(&partial, file).with_context(|| format!("cannot rename {} to {}", partial.display(), file.display()))?;
         anyhow::Ok(summary)
     })();

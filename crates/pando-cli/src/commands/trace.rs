@@ -2,7 +2,8 @@
 
 use anyhow::Context;
 use pando_core::trace::{Key, Row, Scope};
-use pando_trace::generate::{Generator, Preset};
+use pando_store::{Options, Store, SyncPolicy};
+use pando_trace::generate::{Generator, Preset, run_with_hashes};
 use pando_trace::stats::TraceStats;
 use pando_trace::{TraceReader, TraceWriter};
 use std::path::Path;
@@ -18,17 +19,27 @@ pub fn preset(name: &str) -> anyhow::Result<&'static Preset> {
 pub fn generate(preset: &Preset, seed: u64, output: &Path, quiet: bool, interrupted: Option<&AtomicBool>) -> anyhow::Result<()> {
     let start = Instant::now();
     let mut writer = TraceWriter::create(output)?;
-    let summary = Generator::new(preset, seed).run(&mut |row| {
+    // Each block goes through a scratch store beside the output, so that
+    // every commit row carries its real hash; the store is removed after.
+    let beside = output.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let scratch = tempfile::Builder::new()
+        .prefix(".pando-gen-")
+        .tempdir_in(beside)
+        .with_context(|| format!("cannot create a scratch store in {}", beside.display()))?;
+    let store = Store::open(scratch.path(), Options { sync: SyncPolicy::Never, ..Options::default() })?;
+    let summary = run_with_hashes(&mut Generator::new(preset, seed), &store, &mut |row| {
         if interrupted.is_some_and(|flag| flag.load(Ordering::Relaxed)) {
             anyhow::bail!("interrupted");
         }
         Ok(writer.append(row)?)
     })?;
     writer.finish()?;
+    drop(store);
+    drop(scratch);
     if !quiet {
         let bytes = std::fs::metadata(output).map(|m| m.len()).unwrap_or(0);
         eprintln!(
-            "generated {} ({} blocks, {} rows: {} writes, {} reads, {} removes, {} copies; {} bytes) in {:.1?}",
+            "generated {} ({} blocks with their commit hashes, {} rows: {} writes, {} reads, {} removes, {} copies; {} bytes) in {:.1?}",
             output.display(),
             summary.blocks,
             summary.rows,

@@ -11,13 +11,18 @@
 //!   (ChaCha8 random numbers, no hash-map iteration order in the output).
 //! - Contexts are linear within a block: each write consumes the current
 //!   context (`Forget`) and makes the next (`Keep`); reads use it (`Keep`);
-//!   the commit consumes the last one. Commit identifiers are opaque
-//!   (`gen-<seed>-<block>`), so replays do not compare them with real hashes.
+//!   the commit consumes the last one. `Generator::run` names commits with
+//!   opaque identifiers (`gen-<seed>-<block>`), which replays cannot check;
+//!   [`run_with_hashes`] applies each block to a scratch store as it goes
+//!   and names every commit by its real Tezos hash (`Co...`), so that any
+//!   replay, pando's or irmin's, checks each one.
 
 pub mod model;
 pub mod preset;
 
+use crate::replay::{ReplayError, Replayer};
 use pando_core::trace::{ContextId, Key, Row, Scope};
+use pando_store::Store;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, LogNormal, Zipf};
@@ -34,6 +39,49 @@ pub struct Summary {
     pub reads: u64,
     pub removes: u64,
     pub copies: u64,
+}
+
+/// Runs `generator` to its end, applying each block to `scratch` (a store
+/// used for nothing else) before passing its rows to `sink`, with every
+/// commit and checkout naming the commit's real hash in base58 (`Co...`),
+/// as irmin's trace writer does.
+pub fn run_with_hashes<E: From<ReplayError>>(
+    generator: &mut Generator,
+    scratch: &Store,
+    sink: &mut dyn FnMut(&Row) -> Result<(), E>,
+) -> Result<Summary, E> {
+    let mut replayer = Replayer::new(scratch);
+    // The generator refers only to the previous block's commit.
+    let mut previous: Option<(Vec<u8>, Vec<u8>)> = None;
+    while generator.block < generator.preset.blocks {
+        let mut rows = generator.next_block();
+        for row in &rows {
+            replayer.apply(row.clone())?;
+        }
+        let real = replayer.last_commit.expect("a block ends with its commit").to_base58().into_bytes();
+        let name = |id: &mut Vec<u8>, previous: &Option<(Vec<u8>, Vec<u8>)>| match previous {
+            Some((placeholder, hash)) if id == placeholder => *id = hash.clone(),
+            _ => {}
+        };
+        let mut committed = None;
+        for row in &mut rows {
+            match row {
+                Row::Checkout { hash, .. } => name(hash.value_mut(), &previous),
+                Row::Commit { hash, parents, .. } => {
+                    for parent in parents.iter_mut() {
+                        name(parent.value_mut(), &previous);
+                    }
+                    committed = Some(std::mem::replace(hash.value_mut(), real.clone()));
+                }
+                _ => {}
+            }
+        }
+        previous = committed.map(|placeholder| (placeholder, real));
+        for row in &rows {
+            sink(row)?;
+        }
+    }
+    Ok(generator.summary.clone())
 }
 
 pub struct Generator {

@@ -87,12 +87,19 @@ fn path_text(key: &Key) -> String {
 }
 
 /// The context hash a trace recorded, if it recorded one (a `Co...` string
-/// or 32 raw bytes); traces from the generator use opaque identifiers.
+/// or 32 raw bytes); `Generator::run` writes opaque identifiers.
 pub fn recorded_hash(trace_hash: &[u8]) -> Option<Hash> {
     if trace_hash.len() == 32 {
         return Hash::from_slice(trace_hash);
     }
     std::str::from_utf8(trace_hash).ok().and_then(|text| Hash::from_base58(text).ok())
+}
+
+/// True if `trace_hash` has the shape of a base58 commit hash (`Co` and 50
+/// more characters) whether or not its check passes: a damaged one is a
+/// mismatch, not an opaque name to skip.
+fn shaped_like_a_hash(trace_hash: &[u8]) -> bool {
+    trace_hash.len() == 52 && trace_hash.starts_with(b"Co") && trace_hash.iter().all(u8::is_ascii_alphanumeric)
 }
 
 impl<'a> Replayer<'a> {
@@ -219,13 +226,23 @@ impl<'a> Replayer<'a> {
                 let message = String::from_utf8(message).map_err(|_| self.trace_error("commit message is not UTF-8"))?;
                 let real = self.store.commit(&tree, &real_parents, date, AUTHOR, &message).map_err(self.store_error())?;
                 drop(tree);
-                if let Some(recorded) = recorded_hash(hash.value()) {
-                    self.checks.hashes_checked += 1;
-                    if recorded != real {
-                        self.checks.hash_mismatches += 1;
-                        let row = self.row;
-                        self.checks.note(format!("row {row}: commit hash recorded {recorded}, replay {real}"));
+                match recorded_hash(hash.value()) {
+                    Some(recorded) => {
+                        self.checks.hashes_checked += 1;
+                        if recorded != real {
+                            self.checks.hash_mismatches += 1;
+                            let row = self.row;
+                            self.checks.note(format!("row {row}: commit hash recorded {recorded}, replay {real}"));
+                        }
                     }
+                    None if shaped_like_a_hash(hash.value()) => {
+                        self.checks.hashes_checked += 1;
+                        self.checks.hash_mismatches += 1;
+                        let (row, text) = (self.row, String::from_utf8_lossy(hash.value()));
+                        self.checks
+                            .note(format!("row {row}: commit hash recorded {text} is damaged (its check fails), replay {real}"));
+                    }
+                    None => {}
                 }
                 if hash.is_keep() {
                     self.commits.insert(hash.value().clone(), real);
