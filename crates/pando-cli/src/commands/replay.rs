@@ -55,6 +55,9 @@ pub fn replay(args: &ReplayArgs) -> anyhow::Result<()> {
         ProgressStyle::with_template("{spinner} [{elapsed_precise}] {wide_bar} {percent:>3}% {msg} ETA {eta}")
             .expect("valid progress template"),
     );
+    // The spinner and the clock move inside a long block (a genesis of
+    // millions of writes) too.
+    progress.enable_steady_tick(std::time::Duration::from_millis(250));
     let mut replayer = Replayer::new(&store);
     let mut failure = None;
     let mut blocks = 0u64;

@@ -1,6 +1,7 @@
 //! `pando gen`, `pando trace cat` and `pando trace stats`.
 
 use anyhow::Context;
+use indicatif::{ProgressBar, ProgressStyle};
 use pando_core::trace::{Key, Row, Scope};
 use pando_store::{Options, Store, SyncPolicy};
 use pando_trace::generate::{Generator, Preset, run_with_hashes};
@@ -27,12 +28,24 @@ pub fn generate(preset: &Preset, seed: u64, output: &Path, quiet: bool, interrup
         .tempdir_in(beside)
         .with_context(|| format!("cannot create a scratch store in {}", beside.display()))?;
     let store = Store::open(scratch.path(), Options { sync: SyncPolicy::Never, ..Options::default() })?;
+    let bar = ProgressBar::new(preset.blocks);
+    bar.set_style(
+        ProgressStyle::with_template("{spinner} [{elapsed_precise}] generating {wide_bar} {pos}/{len} blocks ETA {eta}")
+            .expect("valid progress template"),
+    );
+    // The spinner and the clock move inside a long block (a genesis of
+    // millions of writes) too.
+    bar.enable_steady_tick(std::time::Duration::from_millis(250));
     let summary = run_with_hashes(&mut Generator::new(preset, seed), &store, &mut |row| {
         if interrupted.is_some_and(|flag| flag.load(Ordering::Relaxed)) {
             anyhow::bail!("interrupted");
         }
+        if matches!(row, Row::Commit { .. }) {
+            bar.inc(1);
+        }
         Ok(writer.append(row)?)
     })?;
+    bar.finish_and_clear();
     writer.finish()?;
     drop(store);
     drop(scratch);
