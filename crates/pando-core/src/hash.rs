@@ -78,6 +78,14 @@ impl Hash {
     }
 }
 
+/// `"Co...".parse::<Hash>()` or 64 hex digits, as [`Hash::parse`].
+impl std::str::FromStr for Hash {
+    type Err = Error;
+    fn from_str(text: &str) -> Result<Hash, Error> {
+        Hash::parse(text)
+    }
+}
+
 impl fmt::Display for Hash {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.to_base58())
@@ -93,6 +101,14 @@ impl fmt::Debug for Hash {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn parses_with_str_parse() {
+        let h = Hash::of_bytes(b"pando");
+        assert_eq!(h.to_base58().parse::<Hash>().unwrap(), h);
+        assert_eq!(h.to_hex().parse::<Hash>().unwrap(), h);
+        assert!("Co".parse::<Hash>().is_err());
+    }
 
     #[test]
     fn base58_round_trip_and_rejects() {

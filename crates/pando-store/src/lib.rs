@@ -1,26 +1,43 @@
 //! pando-store: a versioned Merkle store, bit-exact with the Tezos context
 //! hash, on append-only files.
 //!
-//! Module map (dependency order): [`io`] (all file access) → [`format`]
-//! (bytes on disk) → [`tree`] (immutable trees over a loader) → [`pack`],
-//! [`cache`], [`dict`], [`gc_plan`], [`inspect`] → [`store`] (open, commit,
-//! checkout, recovery, garbage collection, inspection).
+//! Module map (dependency order): [`io`] (all file access) → `format`
+//! (bytes on disk) → [`tree`] (immutable trees over a loader) → `pack`,
+//! `cache`, `dict`, `gc_plan`, [`inspect`] → [`store`] (open, commit,
+//! checkout, recovery, garbage collection, inspection). The modules without
+//! links are private; the crate's own tests reach them through the feature
+//! `test-hooks`, which also arms crash points and builds the fault-injecting
+//! storage. An embedder's build has none of these.
 //!
 //! Invariants kept across modules:
 //! - A commit that returned is durable under the default sync policy.
 //! - Everything read from disk is checked (record checksum) before use.
 //! - No panic on any bytes read from disk: damage is an [`Error`].
 
-pub mod cache;
-pub mod crash_point;
-pub mod dict;
+/// Declares modules private to the crate that its own tests reach: public
+/// with the feature `test-hooks` (which only this crate's tests turn on),
+/// `pub(crate)` in what an embedder links.
+macro_rules! internal {
+    ($($name:ident;)*) => {$(
+        #[cfg(feature = "test-hooks")]
+        pub mod $name;
+        #[cfg(not(feature = "test-hooks"))]
+        pub(crate) mod $name;
+    )*};
+}
+
+internal! {
+    cache;
+    crash_point;
+    dict;
+    format;
+    gc_plan;
+    pack;
+}
 pub mod error;
-pub mod format;
-pub mod gc_plan;
 pub mod inspect;
 pub mod io;
 pub mod options;
-pub mod pack;
 pub mod record;
 pub mod snapshot;
 pub mod store;
@@ -28,11 +45,13 @@ mod sync;
 pub mod tree;
 
 pub use error::{Error, Result};
+pub use format::record::RecordKind;
 pub use inspect::{InspectOptions, Inspection};
 pub use options::{Options, Retention, SyncPolicy};
 pub use pando_core::{CommitInfo, Hash, Kind};
 pub use snapshot::SnapshotSummary;
 pub use store::{
-    CheckPhase, CheckProgress, CheckReport, CheckScope, Commit, GcPhase, GcReport, GcStatus, Problem, Store, StoreStats,
+    CheckPhase, CheckProgress, CheckReport, CheckScope, Commit, GcPhase, GcReport, GcStatus, Problem, RecordCounts, Store,
+    StoreStats,
 };
 pub use tree::{Depth, Order, Tree};

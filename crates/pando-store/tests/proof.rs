@@ -215,7 +215,7 @@ fn keys_proofs_check_against_the_commit() {
 #[test]
 fn unknown_commits_and_damaged_records_are_errors() {
     let (store, _) = store();
-    assert!(matches!(store.prove_keys(&Hash::of_bytes(b"nope"), &[]), Err(Error::UnknownCommit(_))));
+    assert!(matches!(store.prove_keys(&Hash::of_bytes(b"nope"), &[] as &[&[&str]]), Err(Error::UnknownCommit(_))));
 
     // A store whose index directory record is damaged: the proof reports the
     // store's own corruption error, with its file and offset.

@@ -3,7 +3,7 @@
 
 use anyhow::{Context, bail};
 use indicatif::{ProgressBar, ProgressStyle};
-use pando_store::store::RecordCounts;
+use pando_store::RecordCounts;
 use pando_store::{CheckPhase, CheckScope, Error, Options, Problem, Store};
 
 use super::{StoreArg, resolve};

@@ -2,7 +2,7 @@
 //! printed as text or JSON.
 
 use indicatif::{ProgressBar, ProgressStyle};
-use pando_store::format::record::RecordKind;
+use pando_store::RecordKind;
 use pando_store::inspect::{FileKind, Log2Histogram, Progress, SAMPLE_LEVEL, SAMPLE_PIECE_BYTES, Stage, StepUse, TreeShape};
 use pando_store::{InspectOptions, Inspection};
 use serde_json::{Value, json};

@@ -3,8 +3,9 @@
 //! A store lives in one directory of flat file names. Three implementations:
 //! - [`FsStorage`]: real files, `pread`/`pwrite`, `fdatasync`, directory fsync;
 //! - [`MemStorage`]: in memory, for fast tests;
-//! - [`FaultyStorage`]: simulated storage with a durable image and a volatile
-//!   overlay; it fails, tears or drops chosen operations and simulates a crash.
+//! - `FaultyStorage` (feature `test-hooks`, for the crate's own tests):
+//!   simulated storage with a durable image and a volatile overlay; it fails,
+//!   tears or drops chosen operations and simulates a crash.
 //!
 //! Invariants:
 //! - No module outside `io` touches `std::fs`.
@@ -12,10 +13,12 @@
 //!   `Storage::sync_dir` returning `Ok` means every create, rename and remove
 //!   before it is durable.
 
+#[cfg(feature = "test-hooks")]
 mod faulty;
 pub(crate) mod fs;
 mod memory;
 
+#[cfg(feature = "test-hooks")]
 pub use faulty::{CrashMode, FaultKind, FaultPlan, FaultyStorage};
 pub use fs::FsStorage;
 pub use memory::MemStorage;

@@ -554,10 +554,6 @@ impl Pack {
         self.end() - self.first_chunk_start() + self.collected_bytes.load(Ordering::Acquire)
     }
 
-    pub fn chunk_count(&self) -> usize {
-        self.chunks.read().len()
-    }
-
     /// The offset the next batch will be written at, starting a new chunk
     /// first if the last one is full. Writer only.
     pub fn prepare_append(&self) -> Result<u64> {

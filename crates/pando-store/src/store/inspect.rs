@@ -34,6 +34,8 @@ const PROGRESS_BYTES: u64 = 4 << 20;
 /// Directories walked between two progress reports.
 const PROGRESS_DIRECTORIES: u64 = 4096;
 
+// Every public method is documented: an embedder reads these first.
+#[deny(missing_docs)]
 impl Store {
     /// Measures the store: its records by kind, the sizes of the contents
     /// they hold, how steps are stored, the commits' batches, the shape of

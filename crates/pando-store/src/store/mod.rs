@@ -152,7 +152,28 @@ pub(crate) struct Repo {
     collected_commits: AtomicU64,
 }
 
-/// A pando store.
+/// A pando store: one directory of append-only files, one writer (across
+/// processes, by a file lock) and any number of readers.
+///
+/// ```
+/// # let dir = tempfile::tempdir()?;
+/// use pando_store::{Options, Store};
+///
+/// let store = Store::open(dir.path(), Options::default())?;
+/// let tree = store.empty_tree().add(&["contracts", "global_counter"], b"42")?;
+/// // Durable when it returns (the default `SyncPolicy::EveryCommit`).
+/// let genesis = store.commit(&tree, &[], 1_600_000_000, "Tezos", "block 0")?;
+/// assert!(genesis.to_string().starts_with("Co")); // the Tezos context hash
+///
+/// // The next block starts from its parent's commit.
+/// let mut next = store.checkout(&genesis)?.expect("just committed");
+/// next.add_mut(&["contracts", "global_counter"], b"43")?;
+/// let block_1 = store.commit(&next, &[genesis], 1_600_000_030, "Tezos", "block 1")?;
+/// store.set_branch("main", &block_1)?;
+/// assert_eq!(store.last_commit()?, Some(block_1));
+/// assert_eq!(store.commit_info(&block_1)?.expect("known").parents, vec![genesis]);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct Store {
     repo: Arc<Repo>,
 }
@@ -188,6 +209,8 @@ pub struct StoreStats {
     pub collected_commits: u64,
 }
 
+// Every public method is documented: an embedder reads these first.
+#[deny(missing_docs)]
 impl Store {
     /// Opens the store in `dir`, creating it if the directory is empty or
     /// missing (unless read-only).
@@ -274,6 +297,9 @@ impl Store {
         self.repo.pin(commit)
     }
 
+    /// Removes one pin of `commit` (see [`Store::pin`]); a commit pinned
+    /// as many times as unpinned is collected as any other. Unpinning a
+    /// commit that is not pinned does nothing.
     pub fn unpin(&self, commit: &Hash) {
         self.repo.unpin(commit)
     }
@@ -333,14 +359,38 @@ impl Store {
         self.tree_at(&record, None).produce_proof(f)
     }
 
-    /// A proof of what each of `paths` holds at `commit` (a value, or
-    /// nothing), checkable against the commit hash alone.
-    pub fn prove_keys(&self, commit: &Hash, paths: &[Vec<Vec<u8>>]) -> Result<pando_core::proof::keys::KeysProof> {
+    /// A proof of what each of `paths` holds at `commit` (a value, a
+    /// directory, or nothing), checkable against the commit hash alone.
+    /// Paths take the form of the tree methods' (`&["contracts", "index"]`).
+    ///
+    /// ```
+    /// # let dir = tempfile::tempdir()?;
+    /// use pando_core::proof::keys::Held;
+    /// use pando_store::{Options, Store};
+    ///
+    /// let store = Store::open(dir.path(), Options::default())?;
+    /// let tree = store.empty_tree().add(&["contracts", "global_counter"], b"42")?;
+    /// let commit = store.commit(&tree, &[], 1_600_000_000, "Tezos", "block 0")?;
+    /// let proof = store.prove_keys(&commit, &[&["contracts", "global_counter"][..], &["contracts"], &["nothing"]])?;
+    /// // Checked against the commit hash alone, without the store.
+    /// let held = proof.verify(&commit)?;
+    /// assert_eq!(held[0], Held::Value(b"42".to_vec()));
+    /// assert!(matches!(held[1], Held::Dir(_)));
+    /// assert_eq!(held[2], Held::Absent);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn prove_keys<P, S>(&self, commit: &Hash, paths: &[P]) -> Result<pando_core::proof::keys::KeysProof>
+    where
+        P: AsRef<[S]>,
+        S: AsRef<[u8]>,
+    {
         use pando_core::proof::keys::{CommitLinks, KeysProof, read_paths};
+        let paths: Vec<Vec<Vec<u8>>> =
+            paths.iter().map(|path| path.as_ref().iter().map(|step| step.as_ref().to_vec()).collect()).collect();
         let info = self.commit_info(commit)?.ok_or(Error::UnknownCommit(*commit))?;
-        let (proof, _) = self.produce_tree_proof(commit, |tree| read_paths(tree, paths))?;
+        let (proof, _) = self.produce_tree_proof(commit, |tree| read_paths(tree, &paths))?;
         let commit = CommitLinks { parents: info.parents, date: info.date, author: info.author, message: info.message };
-        Ok(KeysProof { commit: Some(commit), paths: paths.to_vec(), proof })
+        Ok(KeysProof { commit: Some(commit), paths, proof })
     }
 
     /// Writes the tree of `commit` to `out` as a snapshot (see
@@ -450,18 +500,23 @@ impl Store {
         self.repo.flush()
     }
 
+    /// Points the branch `name` at `commit`, creating the branch if needed;
+    /// durable when it returns (the branches are in the control file).
     pub fn set_branch(&self, name: &str, commit: &Hash) -> Result<()> {
         self.repo.set_branch(name, Some(commit))
     }
 
+    /// Removes the branch `name` (not its commits); durable when it returns.
     pub fn remove_branch(&self, name: &str) -> Result<()> {
         self.repo.set_branch(name, None)
     }
 
+    /// The commit the branch `name` points at, if there is such a branch.
     pub fn branch(&self, name: &str) -> Option<Hash> {
         self.repo.branches.read().get(name).copied()
     }
 
+    /// Every branch and its commit, sorted by name.
     pub fn branches(&self) -> Vec<(String, Hash)> {
         self.repo.branches.read().iter().map(|(n, h)| (n.clone(), *h)).collect()
     }
@@ -471,6 +526,9 @@ impl Store {
         self.repo.pack.size_bytes()
     }
 
+    /// Counts and sizes (commits, branches, pack bytes per chunk,
+    /// dictionary entries, collections), as `pando info` prints them. Cheap:
+    /// it reads no file.
     pub fn stats(&self) -> StoreStats {
         let collected = self.repo.pack.collected();
         StoreStats {

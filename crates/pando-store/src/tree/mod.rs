@@ -46,7 +46,31 @@ pub trait Source: Loader + Send + Sync {
     fn stage(&self, bytes: &[u8]) -> Result<Option<node::Leaf>>;
 }
 
-/// A tree: a directory or a contents value.
+/// A tree: a directory or a contents value. Cheap to clone (clones share
+/// structure); updates return a new tree (`add`, `remove`) or change this
+/// one (`add_mut`, `remove_mut`). Paths are lists of steps, `&[S]` with
+/// `S: AsRef<[u8]>`.
+///
+/// ```
+/// # let dir = tempfile::tempdir()?;
+/// use pando_store::{Options, Store};
+///
+/// let store = Store::open(dir.path(), Options::default())?;
+/// let mut tree = store.empty_tree();
+/// tree.add_mut(&["contracts", "index", "tz1a", "balance"], b"100")?;
+/// tree.add_mut(&["contracts", "index", "tz1b", "balance"], b"250")?;
+/// let older = tree.clone();
+/// let tree = tree.remove(&["contracts", "index", "tz1a"])?;
+///
+/// assert_eq!(tree.find(&["contracts", "index", "tz1b", "balance"])?.as_deref(), Some(&b"250"[..]));
+/// assert!(!tree.mem_tree(&["contracts", "index", "tz1a"])?);
+/// assert!(older.mem(&["contracts", "index", "tz1a", "balance"])?, "the clone is unchanged");
+/// assert_eq!(older.length(&["contracts", "index"])?, 2);
+/// let names: Vec<Vec<u8>> = older.list(&["contracts", "index"], 0, None)?.into_iter().map(|(name, _)| name).collect();
+/// assert_eq!(names, [b"tz1a".to_vec(), b"tz1b".to_vec()]);
+/// assert_ne!(tree.hash()?, older.hash()?);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone)]
 pub struct Tree {
     node: Child,
@@ -104,6 +128,8 @@ pub enum Order {
     Undefined,
 }
 
+// Every public method is documented: an embedder reads these first.
+#[deny(missing_docs)]
 impl Tree {
     /// The empty directory.
     pub fn empty() -> Tree {
@@ -176,6 +202,7 @@ impl Tree {
         Tree { node, source: self.source.clone(), broken: false, ctx: None, origin: None }
     }
 
+    /// Whether this tree is a directory or a contents value.
     pub fn kind(&self) -> Kind {
         self.node.kind()
     }

@@ -183,6 +183,8 @@ impl Problems {
     }
 }
 
+// Every public method is documented: an embedder reads these first.
+#[deny(missing_docs)]
 impl Store {
     /// Checks the store (see the module `store::check`): `scope` says which
     /// records; at most `max_problems` problems are reported, then the check
