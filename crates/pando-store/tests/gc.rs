@@ -70,6 +70,8 @@ fn collection_keeps_recent_commits_and_frees_space() {
     // store before plus one segment.
     assert!(report.segments >= 1 && report.last_generation == 1 + report.segments, "{report:?}");
     assert!(report.peak_bytes <= before + report.copied_bytes, "{report:?}");
+    // What `pando info` shows is where the collection ended, relocations included.
+    assert_eq!(store.stats().generation, report.last_generation);
     check_kept_and_collected(&store, &commits, 40);
     assert_eq!(store.commit_count(), 20);
     let stats = store.stats();

@@ -184,7 +184,18 @@ pub fn gc(arg: &StoreArg, keep_last: u64, archive: bool) -> anyhow::Result<()> {
     }
     let report = store.wait_gc()?.context("the collection did not run")?;
     outln!("kept from:     {keep_from}")?;
-    outln!("generation:    {}", report.generation)?;
+    // Each relocation step after the switch is a generation of its own:
+    // the store is at the last one (what `pando info` shows).
+    if report.last_generation == report.generation {
+        outln!("generation:    {}", report.generation)?;
+    } else {
+        outln!(
+            "generation:    {} (switched at {}, then {} relocation step(s))",
+            report.last_generation,
+            report.generation,
+            report.segments
+        )?;
+    }
     outln!("collected:     {} commits", report.collected_commits)?;
     outln!("live:          {} bytes in {} runs below the boundary", report.live_bytes, report.live_runs)?;
     outln!("rewritten:     {} bytes into {} segment(s)", report.copied_bytes, report.segments)?;
