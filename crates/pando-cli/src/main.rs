@@ -285,8 +285,21 @@ fn broken_pipe(error: &anyhow::Error) -> bool {
     error.chain().any(|cause| cause.downcast_ref::<std::io::Error>().is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe))
 }
 
+/// The store's logs (`tracing`) on standard error: warnings and errors by
+/// default (a recovery that cut a torn write, a failed write, a slow
+/// commit), more with `PANDO_LOG` (for example `PANDO_LOG=info` for each
+/// collection's stages, `debug` for each commit).
+fn logs() {
+    let filter =
+        tracing_subscriber::EnvFilter::try_from_env("PANDO_LOG").unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    use std::io::IsTerminal as _;
+    let colours = std::io::stderr().is_terminal();
+    tracing_subscriber::fmt().with_env_filter(filter).with_ansi(colours).with_writer(std::io::stderr).init();
+}
+
 fn main() -> std::process::ExitCode {
     no_huge_pages();
+    logs();
     match run(Cli::parse()) {
         Ok(()) => std::process::ExitCode::SUCCESS,
         // The reader went away: what it read was right, and nothing is left to say.

@@ -42,6 +42,7 @@ pub mod record;
 pub mod snapshot;
 pub mod store;
 mod sync;
+pub mod telemetry;
 pub mod tree;
 
 pub use error::{Error, Result};

@@ -410,6 +410,7 @@ impl Pack {
                     return Err(Error::corrupt(&name, needed, format!("chunk is {len} bytes, overlapping the next chunk")));
                 }
                 if writable {
+                    crate::telemetry::cut_tail(&name, needed, len);
                     file.truncate(needed).map_err(Error::io(&name, "truncate"))?;
                     file.sync().map_err(Error::io(&name, "sync"))?;
                 }

@@ -427,7 +427,19 @@ impl Store {
     /// Commits `tree` with the given parents and metadata; returns the
     /// commit hash once the commit is as durable as the sync policy says.
     pub fn commit(&self, tree: &Tree, parents: &[Hash], date: i64, author: &str, message: &str) -> Result<Hash> {
+        let (started, end_before) = (std::time::Instant::now(), self.repo.pack.end());
         let hash = self.repo.commit(tree, parents, date, author, message)?;
+        let (cache_hits, cache_misses) = self.repo.cache.hits_and_misses();
+        crate::telemetry::commit_done(
+            &hash,
+            &crate::telemetry::CommitDone {
+                took: started.elapsed(),
+                bytes_written: self.repo.pack.end().saturating_sub(end_before),
+                pack_bytes: self.repo.pack.size_bytes(),
+                cache_hits,
+                cache_misses,
+            },
+        );
         self.repo.apply_retention(hash)?;
         self.repo.record(|sink| {
             // A replay commits as Tezos does, with the parents it made itself.
@@ -602,7 +614,14 @@ impl Repo {
     /// later writes name this first failure.
     fn guard<T>(&self, result: Result<T>) -> Result<T> {
         if let Err(e) = &result {
-            self.poisoned.get_or_init(|| e.to_string());
+            let mut first = false;
+            let message = self.poisoned.get_or_init(|| {
+                first = true;
+                e.to_string()
+            });
+            if first {
+                crate::telemetry::poisoned(message);
+            }
         }
         result
     }

@@ -52,6 +52,7 @@ fn some_names(names: &[String]) -> String {
 
 /// Opens (or creates) the store in `storage`.
 pub fn open(storage: Arc<dyn Storage>, options: Options) -> Result<Repo> {
+    let started = std::time::Instant::now();
     let has_control = storage.exists(CONTROL).map_err(Error::io(CONTROL, "stat"))?;
     let lock = if options.read_only { None } else { Some(storage.lock(LOCK).map_err(Error::io(LOCK, "lock"))?) };
     if !has_control {
@@ -107,6 +108,7 @@ pub fn open(storage: Arc<dyn Storage>, options: Options) -> Result<Repo> {
     let Loaded { index, dict, unflushed: unflushed_index, commits, last_commit } =
         load_commits(&pack, &control, slot_end, &*index_file, &*dict_file, writable)?;
     (control.commits, control.last_commit) = (commits, last_commit);
+    let recovered_bytes = control.durable_end - slot_end;
 
     let collected = index.values().filter(|&&offset| offset == index_file::COLLECTED).count() as u64;
     if writable {
@@ -138,6 +140,7 @@ pub fn open(storage: Arc<dyn Storage>, options: Options) -> Result<Repo> {
         Some(path) => Some(Recorder::create(path).map_err(Error::io(path.display().to_string(), "create trace"))?),
         None => None,
     };
+    crate::telemetry::opened(&storage.describe(), writable, commits - collected, generation, recovered_bytes, started.elapsed());
     Ok(Repo {
         recorder,
         id: NEXT_INSTANCE.fetch_add(1, Ordering::Relaxed),

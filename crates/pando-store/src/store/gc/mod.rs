@@ -128,6 +128,7 @@ struct Progress {
 
 impl Progress {
     fn enter(&self, phase: GcPhase, total: u64) {
+        crate::telemetry::gc_phase(phase);
         self.done.store(0, Ordering::Relaxed);
         self.total.store(total, Ordering::Relaxed);
         self.phase.store(phase as u8, Ordering::Release);
@@ -267,6 +268,7 @@ impl Repo {
         let boundary = self.pack.chunk_bounds().iter().rev().find(|(start, _)| *start <= keep_at).map_or(first, |c| c.0);
         let pinned: std::collections::HashSet<Hash> = self.gc.pinned.lock().keys().copied().collect();
         let progress = Arc::new(Progress::default());
+        crate::telemetry::gc_started(generation, keep_offset, boundary);
         let repo = self.clone();
         let worker_progress = progress.clone();
         let handle = std::thread::Builder::new()
@@ -307,6 +309,10 @@ impl Repo {
                 };
                 let result = work.run(scan_end, roots, entries, collected);
                 repo.gc.running.store(false, Ordering::Release);
+                match &result {
+                    Ok(report) => crate::telemetry::gc_done(report),
+                    Err(e) => crate::telemetry::gc_failed(e),
+                }
                 if result.is_err() && !repo.is_poisoned() {
                     work.remove_in_flight();
                 }

@@ -1,0 +1,119 @@
+//! What an operator watches: structured logs through `tracing` and metrics
+//! through the `metrics` facade, named here in one place.
+//!
+//! Both are facades: the application installs a subscriber (logs) and a
+//! recorder (for example a Prometheus exporter; see the `telemetry`
+//! example). Without them an event or a metric costs a check of a global.
+//!
+//! Invariants: nothing here runs per operation of a tree; a commit records
+//! its metrics once, and a collection once per stage. Metric names are
+//! `pando_*` with Prometheus units (seconds, bytes, totals).
+
+use std::time::Duration;
+
+/// Histogram: how long `Store::commit` took, fsync included.
+pub const COMMIT_SECONDS: &str = "pando_commit_seconds";
+/// Counter: commits made.
+pub const COMMITS: &str = "pando_commits_total";
+/// Counter: bytes appended to the pack.
+pub const BYTES_WRITTEN: &str = "pando_bytes_written_total";
+/// Gauge: bytes of the pack's files (what a collection frees shows here).
+pub const PACK_BYTES: &str = "pando_pack_bytes";
+/// Counters: lookups of the node cache that found the node, and that did not.
+pub const CACHE_HITS: &str = "pando_cache_hits_total";
+pub const CACHE_MISSES: &str = "pando_cache_misses_total";
+/// Gauge: the running collection's phase (0 none, 1 scanning, 2 tracing,
+/// 3 catching up, 4 relocating).
+pub const GC_PHASE: &str = "pando_gc_phase";
+/// Counter: collections finished, and failed.
+pub const GC_COLLECTIONS: &str = "pando_gc_collections_total";
+pub const GC_FAILURES: &str = "pando_gc_failures_total";
+/// Histograms: a collection's duration, and the longest the writer waited for it.
+pub const GC_SECONDS: &str = "pando_gc_seconds";
+pub const GC_PAUSE_SECONDS: &str = "pando_gc_writer_pause_seconds";
+
+/// A commit slower than this is logged as a warning.
+pub const SLOW_COMMIT: Duration = Duration::from_millis(500);
+
+/// What one commit did, for the metrics.
+pub(crate) struct CommitDone {
+    pub took: Duration,
+    pub bytes_written: u64,
+    pub pack_bytes: u64,
+    pub cache_hits: u64,
+    pub cache_misses: u64,
+}
+
+pub(crate) fn commit_done(commit: &pando_core::Hash, done: &CommitDone) {
+    metrics::histogram!(COMMIT_SECONDS).record(done.took.as_secs_f64());
+    metrics::counter!(COMMITS).increment(1);
+    metrics::counter!(BYTES_WRITTEN).increment(done.bytes_written);
+    metrics::gauge!(PACK_BYTES).set(done.pack_bytes as f64);
+    metrics::counter!(CACHE_HITS).absolute(done.cache_hits);
+    metrics::counter!(CACHE_MISSES).absolute(done.cache_misses);
+    if done.took >= SLOW_COMMIT {
+        tracing::warn!(%commit, ms = done.took.as_millis() as u64, bytes = done.bytes_written, "slow commit");
+    } else {
+        tracing::debug!(%commit, us = done.took.as_micros() as u64, bytes = done.bytes_written, "commit");
+    }
+}
+
+pub(crate) fn opened(dir: &str, writable: bool, commits: u64, generation: u64, recovered_bytes: u64, took: Duration) {
+    if recovered_bytes > 0 {
+        tracing::warn!(
+            dir,
+            recovered_bytes,
+            "recovery: took in whole batches written after the last durable control write (a crash came before it)"
+        );
+    }
+    tracing::info!(dir, writable, commits, generation, ms = took.as_millis() as u64, "store opened");
+}
+
+pub(crate) fn cut_tail(file: &str, durable: u64, found: u64) {
+    tracing::warn!(
+        file,
+        durable,
+        cut = found - durable,
+        "recovery: cut bytes past the durable end (a write a crash interrupted)"
+    );
+}
+
+pub(crate) fn poisoned(first: &str) {
+    tracing::error!(first, "a write failed: the store refuses further writes until it is reopened");
+}
+
+pub(crate) fn gc_started(generation: u64, keep_offset: u64, boundary: u64) {
+    metrics::gauge!(GC_PHASE).set(1.0);
+    tracing::info!(generation, keep_offset, boundary, "collection started");
+}
+
+pub(crate) fn gc_phase(phase: crate::GcPhase) {
+    metrics::gauge!(GC_PHASE).set(f64::from(phase as u8 + 1));
+    tracing::info!(phase = ?phase, "collection phase");
+}
+
+pub(crate) fn gc_done(report: &crate::GcReport) {
+    metrics::gauge!(GC_PHASE).set(0.0);
+    metrics::counter!(GC_COLLECTIONS).increment(1);
+    metrics::histogram!(GC_SECONDS).record(report.duration.as_secs_f64());
+    metrics::histogram!(GC_PAUSE_SECONDS).record(report.longest_pause().as_secs_f64());
+    tracing::info!(
+        generation = report.last_generation,
+        collected_commits = report.collected_commits,
+        bytes_before = report.bytes_before,
+        bytes_after = report.bytes_after,
+        rewritten = report.copied_bytes,
+        seconds = report.duration.as_secs_f64(),
+        longest_pause_ms = report.longest_pause().as_secs_f64() * 1e3,
+        "collection finished"
+    );
+    if let Some(error) = &report.relocation_error {
+        tracing::warn!(error, "collection: a relocation step failed; the store stays at the step before");
+    }
+}
+
+pub(crate) fn gc_failed(error: &crate::Error) {
+    metrics::gauge!(GC_PHASE).set(0.0);
+    metrics::counter!(GC_FAILURES).increment(1);
+    tracing::error!(%error, "collection failed; the store is as it was before it");
+}
