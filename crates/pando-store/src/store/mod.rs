@@ -14,7 +14,7 @@
 //! - After a failed write or fsync the store refuses writes (`PreviousIo`, naming the first failure).
 
 mod branches;
-pub mod check;
+pub(crate) mod check;
 mod commit;
 mod follow;
 mod gc;

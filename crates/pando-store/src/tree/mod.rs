@@ -10,11 +10,11 @@
 //! - Empty directories are never entries: removing the last entry of a
 //!   directory removes the directory from its parent, and adding an empty
 //!   tree at a path removes what was there.
-//! - Boundary: the tree never touches a file; it reads through [`Loader`].
+//! - Boundary: the tree never touches a file; it reads through `node::Loader`.
 
-pub mod node;
+pub(crate) mod node;
 mod proof;
-pub mod walk;
+pub(crate) mod walk;
 
 use pando_core::trace::{ContextId, Key, Row, Scope};
 use pando_core::{Hash, Kind};
