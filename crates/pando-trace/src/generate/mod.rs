@@ -51,37 +51,49 @@ pub fn run_with_hashes<E: From<ReplayError>>(
     sink: &mut dyn FnMut(&Row) -> Result<(), E>,
 ) -> Result<Summary, E> {
     let mut replayer = Replayer::new(scratch);
-    // The generator refers only to the previous block's commit.
+    // The generator refers only to the previous block's commit: its
+    // placeholder name and its real one.
     let mut previous: Option<(Vec<u8>, Vec<u8>)> = None;
     while generator.block < generator.preset.blocks {
-        let mut rows = generator.next_block();
-        for row in &rows {
+        for row in generator.next_block() {
+            if !matches!(row, Row::Checkout { .. } | Row::Commit { .. }) {
+                // Written, then applied: no large row is held twice.
+                sink(&row)?;
+                replayer.apply(row)?;
+                continue;
+            }
+            // A checkout or a commit (small rows): applied as generated,
+            // written with the real names.
             replayer.apply(row.clone())?;
-        }
-        let real = replayer.last_commit.expect("a block ends with its commit").to_base58().into_bytes();
-        let name = |id: &mut Vec<u8>, previous: &Option<(Vec<u8>, Vec<u8>)>| match previous {
-            Some((placeholder, hash)) if id == placeholder => *id = hash.clone(),
-            _ => {}
-        };
-        let mut committed = None;
-        for row in &mut rows {
-            match row {
-                Row::Checkout { hash, .. } => name(hash.value_mut(), &previous),
+            let mut row = row;
+            let mut committed = None;
+            match &mut row {
+                Row::Checkout { hash, .. } => rename(hash.value_mut(), &previous),
                 Row::Commit { hash, parents, .. } => {
                     for parent in parents.iter_mut() {
-                        name(parent.value_mut(), &previous);
+                        rename(parent.value_mut(), &previous);
                     }
-                    committed = Some(std::mem::replace(hash.value_mut(), real.clone()));
+                    let real = replayer.last_commit.expect("the commit was applied").to_base58().into_bytes();
+                    committed = Some((std::mem::replace(hash.value_mut(), real.clone()), real));
                 }
-                _ => {}
+                _ => unreachable!("checked above"),
             }
-        }
-        previous = committed.map(|placeholder| (placeholder, real));
-        for row in &rows {
-            sink(row)?;
+            sink(&row)?;
+            if committed.is_some() {
+                previous = committed;
+            }
         }
     }
     Ok(generator.summary.clone())
+}
+
+/// Names the previous commit by its real hash where `id` is its placeholder.
+fn rename(id: &mut Vec<u8>, previous: &Option<(Vec<u8>, Vec<u8>)>) {
+    if let Some((placeholder, real)) = previous
+        && id == placeholder
+    {
+        *id = real.clone();
+    }
 }
 
 pub struct Generator {
