@@ -32,10 +32,13 @@ pub struct ReplayArgs {
 pub fn replay(args: &ReplayArgs) -> anyhow::Result<()> {
     let interrupted = on_interrupt()?;
     let scratch = tempfile::Builder::new().prefix("pando-replay-").tempdir()?;
+    // Blocks to replay, when known: `--blocks`, or a generated preset's.
+    let mut total_blocks = args.blocks;
     let trace = match &args.trace {
         Some(path) => path.clone(),
         None => {
             let preset = trace_cmd::preset(&args.preset)?;
+            total_blocks = Some(total_blocks.map_or(preset.blocks, |n| n.min(preset.blocks)));
             let path = scratch.path().join(format!("{}-{}.repr", preset.name, args.seed));
             trace_cmd::generate(preset, args.seed, &path, false, Some(&interrupted))?;
             path
@@ -49,12 +52,19 @@ pub fn replay(args: &ReplayArgs) -> anyhow::Result<()> {
     let store = Store::open(&store_dir, options).with_context(|| format!("cannot open the store in {}", store_dir.display()))?;
 
     let mut reader = TraceReader::open(&trace)?;
-    let trace_bytes = std::fs::metadata(&trace).map(|m| m.len()).unwrap_or(0);
-    let progress = ProgressBar::new(trace_bytes);
-    progress.set_style(
-        ProgressStyle::with_template("{spinner} [{elapsed_precise}] {wide_bar} {percent:>3}% {msg} ETA {eta}")
-            .expect("valid progress template"),
-    );
+    // In blocks when their number is known; otherwise in the share of the
+    // trace read, which is all a trace file tells before it is read.
+    let (progress, in_blocks) = match total_blocks {
+        Some(total) => (ProgressBar::new(total), true),
+        None => (ProgressBar::new(std::fs::metadata(&trace).map(|m| m.len()).unwrap_or(0)), false),
+    };
+    let template = if in_blocks {
+        "{spinner} [{elapsed_precise}] {wide_bar} {pos}/{len} blocks {msg} ETA {eta}"
+    } else {
+        "{spinner} [{elapsed_precise}] {wide_bar} {percent:>3}% of the trace {msg} ETA {eta}"
+    };
+    progress.set_style(ProgressStyle::with_template(template).expect("valid progress template"));
+    let position = |blocks: u64, reader: &TraceReader| if in_blocks { blocks } else { reader.offset() };
     // The spinner and the clock move inside a long block (a genesis of
     // millions of writes) too.
     progress.enable_steady_tick(std::time::Duration::from_millis(250));
@@ -79,7 +89,7 @@ pub fn replay(args: &ReplayArgs) -> anyhow::Result<()> {
         // A large block (a genesis of millions of writes) moves the bar as
         // it goes, and says so while it commits.
         if block_rows.is_multiple_of(1 << 14) {
-            progress.set_position(reader.offset());
+            progress.set_position(position(blocks, &reader));
             progress.set_message(format!("block {}: {block_rows} operations", blocks + 1));
         }
         if block_rows >= 1 << 14 && matches!(row, Row::Commit { .. }) {
@@ -91,13 +101,10 @@ pub fn replay(args: &ReplayArgs) -> anyhow::Result<()> {
                 block_rows = 0;
                 gc.after_block(&store, blocks - 1);
                 if blocks.is_multiple_of(16) {
-                    progress.set_position(reader.offset());
+                    progress.set_position(position(blocks, &reader));
                     let elapsed = replayer.metrics.elapsed().as_secs_f64();
-                    progress.set_message(format!(
-                        "{blocks} blocks, {} operations, {:.1} blocks/s",
-                        replayer.rows(),
-                        blocks as f64 / elapsed.max(1e-9)
-                    ));
+                    let rates = format!("{} operations, {:.1} blocks/s", replayer.rows(), blocks as f64 / elapsed.max(1e-9));
+                    progress.set_message(if in_blocks { rates } else { format!("{blocks} blocks, {rates}") });
                 }
                 if args.blocks.is_some_and(|limit| blocks >= limit) {
                     break;
