@@ -21,6 +21,15 @@ macro_rules! out {
     }};
 }
 
+/// `eprintln!` that cannot panic: when standard error is closed too there
+/// is nowhere left to say anything, so a failed write is dropped.
+macro_rules! errln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr().lock(), $($arg)*);
+    }};
+}
+
 mod commands;
 
 use clap::{Parser, Subcommand};
@@ -305,7 +314,7 @@ fn main() -> std::process::ExitCode {
         // The reader went away: what it read was right, and nothing is left to say.
         Err(e) if broken_pipe(&e) => std::process::ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("Error: {e:?}");
+            errln!("Error: {e:?}");
             std::process::ExitCode::FAILURE
         }
     }

@@ -76,6 +76,16 @@ fn a_closed_pipe_ends_every_command_quietly() {
         assert!(output.status.success(), "{args:?}: {:?} {stderr}", output.status);
         assert!(stderr.is_empty(), "{args:?}: {stderr}");
     }
+    // Standard error closed as well: the commands that report there (the
+    // collection's phases, the generator's summary) end as quietly.
+    let trace = dir.path().join("t.repr");
+    for args in [&["gc", "-s", p, "--keep-last", "5"][..], &["gen", "--preset", "tiny", "-o", trace.to_str().unwrap()]] {
+        let (out_reader, out_writer) = std::io::pipe().unwrap();
+        let (err_reader, err_writer) = std::io::pipe().unwrap();
+        drop((out_reader, err_reader));
+        let status = pando().args(args).stdout(out_writer).stderr(err_writer).status().unwrap();
+        assert!(status.success(), "{args:?}: {status:?}");
+    }
 }
 
 #[test]

@@ -177,7 +177,7 @@ pub fn gc(arg: &StoreArg, keep_last: u64, archive: bool) -> anyhow::Result<()> {
     let mut shown = None;
     while let Some(status) = store.gc_status() {
         if shown != Some(status.phase) {
-            eprintln!("{:?} ...", status.phase);
+            errln!("{:?} ...", status.phase);
             shown = Some(status.phase);
         }
         std::thread::sleep(std::time::Duration::from_millis(100));

@@ -51,7 +51,7 @@ pub fn generate(preset: &Preset, seed: u64, output: &Path, quiet: bool, interrup
     drop(scratch);
     if !quiet {
         let bytes = std::fs::metadata(output).map(|m| m.len()).unwrap_or(0);
-        eprintln!(
+        errln!(
             "generated {} ({} blocks with their commit hashes, {} rows: {} writes, {} reads, {} removes, {} copies; {} bytes) in {:.1?}",
             output.display(),
             summary.blocks,
