@@ -1,0 +1,118 @@
+//! The directory trie, once for every tree of pando: the store's trees
+//! (`pando_store::tree::node`) and the partial trees of proofs
+//! ([`crate::proof::partial`]); snapshot import and the integrity check
+//! stream records and share its hashing rule and depth bound. It builds, finds, sets,
+//! removes and enumerates entries, and hashes a directory by the one Tezos
+//! rule: the flat node encoding up to [`STABLE_HASH`] entries, the inode
+//! encoding above.
+//!
+//! A directory is the Tezos inode trie (see [`crate::inode`]): a values
+//! inode holds at most 32 entries sorted by step; a tree inode at depth `d`
+//! spreads more than 32 entries over 32 children by `index(d, step)`. The
+//! layout is a function of the set of entries, so one shape serves memory,
+//! disk and hash.
+//!
+//! Nodes are compact: a values inode keeps its steps in one buffer and its
+//! children inline beside each step's end; a tree inode keeps only the
+//! children it has, found by a bitmap. Nothing per pointer is locked.
+//!
+//! What children are is the holder's choice ([`Hold`]): a store holds
+//! pointers that are in memory or on disk and contents that are values or
+//! blobs; loading what a pointer names is the [`Resolve`]r's job. The trie
+//! itself does no I/O and no locking.
+//!
+//! Invariants:
+//! - Any sequence of [`set`] and [`remove`] yields exactly the layout
+//!   [`build`] gives for the same set of entries (a tree inode iff more than
+//!   32 entries below it), so the hash depends only on the entries.
+//! - No inode lies deeper than [`MAX_DEPTH`]; an update that would go
+//!   deeper fails (only steps chosen on purpose to collide get there).
+//! - Updates copy the inodes on one path, or change them in place when the
+//!   holder says nobody else can see them ([`make_mut`]); every other inode
+//!   is shared. Memoised hashes are cleared by any change.
+
+mod hash;
+mod node;
+mod ops;
+
+pub use hash::*;
+pub use node::*;
+pub use ops::*;
+
+use std::sync::{Arc, OnceLock};
+
+use crate::hash::Hash;
+pub use crate::inode::{ENTRIES, STABLE_HASH, hashed_flat};
+use crate::tezos::Kind;
+
+/// The deepest inode (the root is at depth 0): deeper than any directory
+/// not built of steps chosen to collide (a billion entries need depth 5).
+/// Updates, snapshot import, proofs and the integrity check share it.
+pub const MAX_DEPTH: u32 = 12;
+
+/// How a trie holds its children.
+pub trait Hold: Sized {
+    /// A contents entry.
+    type Leaf: Clone;
+    /// A pointer to an inode: a directory's root (depth 0) or an inode below.
+    type Ptr: Clone;
+    /// What the holder keeps beside each inode.
+    type Meta: Default;
+
+    /// A pointer to an inode in memory.
+    fn mem(inode: Arc<Inode<Self>>) -> Self::Ptr;
+    /// The inode, when the pointer holds it in memory.
+    fn as_mem(ptr: &Self::Ptr) -> Option<&Arc<Inode<Self>>>;
+    /// The same, for updating it.
+    fn as_mem_mut(ptr: &mut Self::Ptr) -> Option<&mut Arc<Inode<Self>>>;
+    /// The hash the pointer carries, if it carries one: the directory hash
+    /// for a root, the inode hash below.
+    fn known_hash(ptr: &Self::Ptr) -> Option<Hash>;
+    /// A shared empty values inode (cloning it allocates nothing).
+    fn empty() -> Arc<Inode<Self>>;
+    /// Whether the inode must never change in place (written somewhere).
+    fn frozen(_inode: &Inode<Self>) -> bool {
+        false
+    }
+    /// What a copy of `from`, about to be changed, keeps beside it.
+    fn derive(_from: &Arc<Inode<Self>>) -> Self::Meta {
+        Self::Meta::default()
+    }
+}
+
+/// Loads what pointers name and hashes what leaves hold.
+pub trait Resolve<H: Hold> {
+    type Error;
+    /// The inode a pointer that is not in memory names, at `depth`.
+    fn load(&self, ptr: &H::Ptr, depth: u32) -> Result<Arc<Inode<H>>, Self::Error>;
+    /// The hash of a contents.
+    fn leaf_hash(&self, leaf: &H::Leaf) -> Result<Hash, Self::Error>;
+    /// The error for a trie that breaks a rule: two children holding one
+    /// step (only damage can do that), or an inode deeper than [`MAX_DEPTH`].
+    fn broken(&self, inode: &Inode<H>, reason: String) -> Self::Error;
+}
+
+/// What a directory entry is.
+pub enum Child<H: Hold> {
+    Contents(H::Leaf),
+    /// A directory, by a pointer to its root inode.
+    Dir(H::Ptr),
+}
+
+impl<H: Hold> Clone for Child<H> {
+    fn clone(&self) -> Self {
+        match self {
+            Child::Contents(leaf) => Child::Contents(leaf.clone()),
+            Child::Dir(ptr) => Child::Dir(ptr.clone()),
+        }
+    }
+}
+
+impl<H: Hold> Child<H> {
+    pub fn kind(&self) -> Kind {
+        match self {
+            Child::Contents(_) => Kind::Contents,
+            Child::Dir(_) => Kind::Dir,
+        }
+    }
+}

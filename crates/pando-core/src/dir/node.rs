@@ -1,0 +1,413 @@
+//! The trie's nodes: values inodes (steps in one buffer, children inline),
+//! tree inodes (children found by a bitmap), copy-on-write updates
+//! ([`make_mut`]) and the canonical build.
+
+use super::*;
+use crate::inode::index;
+
+/// The entries of a values inode: steps end to end in one buffer, each
+/// child beside the end of its step.
+pub struct Values<H: Hold> {
+    names: Box<[u8]>,
+    entries: Box<[(u32, Child<H>)]>,
+}
+
+impl<H: Hold> Clone for Values<H> {
+    fn clone(&self) -> Self {
+        Values { names: self.names.clone(), entries: self.entries.clone() }
+    }
+}
+
+impl<H: Hold> Values<H> {
+    pub fn new() -> Values<H> {
+        Values { names: Box::new([]), entries: Box::new([]) }
+    }
+
+    /// Values of entries sorted by step and unique (at most 32: checked by
+    /// the inode that holds them).
+    pub fn from_sorted<S: AsRef<[u8]>>(entries: impl IntoIterator<Item = (S, Child<H>)>) -> Values<H> {
+        let mut builder = ValuesBuilder::new(0, 0);
+        for (step, child) in entries {
+            builder.push(step.as_ref(), child);
+        }
+        builder.finish()
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// The step of entry `i`.
+    pub fn step(&self, i: usize) -> &[u8] {
+        let start = if i == 0 { 0 } else { self.entries[i - 1].0 as usize };
+        &self.names[start..self.entries[i].0 as usize]
+    }
+
+    pub fn child(&self, i: usize) -> &Child<H> {
+        &self.entries[i].1
+    }
+
+    pub fn child_mut(&mut self, i: usize) -> &mut Child<H> {
+        &mut self.entries[i].1
+    }
+
+    /// Where `step` is, or where it would go.
+    pub fn search(&self, step: &[u8]) -> Result<usize, usize> {
+        let (mut low, mut high) = (0, self.entries.len());
+        while low < high {
+            let mid = (low + high) / 2;
+            match self.step(mid).cmp(step) {
+                std::cmp::Ordering::Less => low = mid + 1,
+                std::cmp::Ordering::Greater => high = mid,
+                std::cmp::Ordering::Equal => return Ok(mid),
+            }
+        }
+        Err(low)
+    }
+
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = (&[u8], &Child<H>)> + Clone {
+        (0..self.entries.len()).map(|i| (self.step(i), self.child(i)))
+    }
+
+    /// These entries with `step` inserted at `at` (from [`Values::search`]).
+    pub(super) fn inserted(&self, at: usize, step: &[u8], child: Child<H>) -> Values<H> {
+        let mut builder = ValuesBuilder::new(self.names.len() + step.len(), self.len() + 1);
+        let mut child = Some(child);
+        for (i, (s, c)) in self.iter().enumerate() {
+            if i == at {
+                builder.push(step, child.take().expect("inserted once"));
+            }
+            builder.push(s, c.clone());
+        }
+        if let Some(child) = child {
+            builder.push(step, child);
+        }
+        builder.finish()
+    }
+
+    /// These entries without entry `at`.
+    pub(super) fn removed(&self, at: usize) -> Values<H> {
+        let mut builder = ValuesBuilder::new(self.names.len() - self.step(at).len(), self.len() - 1);
+        for (i, (s, c)) in self.iter().enumerate() {
+            if i != at {
+                builder.push(s, c.clone());
+            }
+        }
+        builder.finish()
+    }
+
+    /// Approximate bytes of memory held, without what children point to.
+    pub fn weight(&self) -> usize {
+        self.names.len() + std::mem::size_of_val::<[(u32, Child<H>)]>(&self.entries)
+    }
+}
+
+impl<H: Hold> Default for Values<H> {
+    fn default() -> Self {
+        Values::new()
+    }
+}
+
+/// Builds [`Values`] entry by entry, steps written straight into the
+/// buffer (decoding a record needs no step of its own per entry).
+pub struct ValuesBuilder<H: Hold> {
+    names: Vec<u8>,
+    entries: Vec<(u32, Child<H>)>,
+}
+
+impl<H: Hold> ValuesBuilder<H> {
+    /// A builder expecting about `names` bytes of steps and `count` entries.
+    pub fn new(names: usize, count: usize) -> ValuesBuilder<H> {
+        ValuesBuilder { names: Vec::with_capacity(names), entries: Vec::with_capacity(count) }
+    }
+
+    /// Appends an entry whose step is larger than every step before it.
+    pub fn push(&mut self, step: &[u8], child: Child<H>) {
+        self.names.extend_from_slice(step);
+        self.push_written(child);
+    }
+
+    /// Appends an entry whose step the caller wrote with [`Self::step_buf`].
+    pub fn push_written(&mut self, child: Child<H>) {
+        self.entries.push((self.names.len() as u32, child));
+    }
+
+    /// The buffer to write the next entry's step into (after the steps of
+    /// the entries pushed so far).
+    pub fn step_buf(&mut self) -> &mut Vec<u8> {
+        &mut self.names
+    }
+
+    /// The step being written: the bytes after the last entry's step.
+    pub fn pending_step(&self) -> &[u8] {
+        &self.names[self.entries.last().map_or(0, |e| e.0 as usize)..]
+    }
+
+    /// The last entry's step.
+    pub fn last_step(&self) -> Option<&[u8]> {
+        let n = self.entries.len();
+        let end = self.entries.last()?.0 as usize;
+        let start = if n < 2 { 0 } else { self.entries[n - 2].0 as usize };
+        Some(&self.names[start..end])
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    pub fn finish(self) -> Values<H> {
+        Values { names: self.names.into(), entries: self.entries.into() }
+    }
+}
+
+/// The children of a tree inode: only those present, in index order, with
+/// a bitmap of which indices they are.
+pub struct Pointers<H: Hold> {
+    pub depth: u32,
+    bitmap: u32,
+    /// Entries below this inode.
+    pub len: u64,
+    children: Box<[H::Ptr]>,
+}
+
+impl<H: Hold> Clone for Pointers<H> {
+    fn clone(&self) -> Self {
+        Pointers { depth: self.depth, bitmap: self.bitmap, len: self.len, children: self.children.clone() }
+    }
+}
+
+impl<H: Hold> Pointers<H> {
+    /// A tree inode at `depth` with `len` entries below, from its children
+    /// in increasing index order (each below 32, unique).
+    pub fn new(depth: u32, len: u64, children: impl IntoIterator<Item = (usize, H::Ptr)>) -> Pointers<H> {
+        let mut bitmap = 0u32;
+        let mut out = Vec::new();
+        for (i, ptr) in children {
+            assert!(i < ENTRIES && bitmap >> i == 0, "tree inode children in increasing index order");
+            bitmap |= 1 << i;
+            out.push(ptr);
+        }
+        Pointers { depth, bitmap, len, children: out.into() }
+    }
+
+    fn slot(&self, i: usize) -> usize {
+        (self.bitmap & ((1u32 << i) - 1)).count_ones() as usize
+    }
+
+    pub fn get(&self, i: usize) -> Option<&H::Ptr> {
+        (self.bitmap & (1 << i) != 0).then(|| &self.children[self.slot(i)])
+    }
+
+    pub fn get_mut(&mut self, i: usize) -> Option<&mut H::Ptr> {
+        let slot = self.slot(i);
+        (self.bitmap & (1 << i) != 0).then(|| &mut self.children[slot])
+    }
+
+    /// Sets or clears child `i`.
+    pub fn put(&mut self, i: usize, ptr: Option<H::Ptr>) {
+        let slot = self.slot(i);
+        let present = self.bitmap & (1 << i) != 0;
+        match (ptr, present) {
+            (Some(ptr), true) => self.children[slot] = ptr,
+            (Some(ptr), false) => {
+                let mut children = std::mem::take(&mut self.children).into_vec();
+                children.insert(slot, ptr);
+                self.children = children.into();
+                self.bitmap |= 1 << i;
+            }
+            (None, true) => {
+                let mut children = std::mem::take(&mut self.children).into_vec();
+                children.remove(slot);
+                self.children = children.into();
+                self.bitmap &= !(1 << i);
+            }
+            (None, false) => {}
+        }
+    }
+
+    /// The children present, with their index, in index order.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = (usize, &H::Ptr)> + Clone {
+        let mut bits = self.bitmap;
+        self.children.iter().map(move |ptr| {
+            let i = bits.trailing_zeros() as usize;
+            bits &= bits - 1;
+            (i, ptr)
+        })
+    }
+
+    /// Bit `i` set for each child `i` present.
+    pub fn bitmap(&self) -> u32 {
+        self.bitmap
+    }
+
+    /// How many children are present.
+    pub fn count(&self) -> usize {
+        self.children.len()
+    }
+
+    /// Approximate bytes of memory held, without what children point to.
+    pub fn weight(&self) -> usize {
+        std::mem::size_of_val::<[H::Ptr]>(&self.children)
+    }
+}
+
+/// The body of an inode.
+pub enum Body<H: Hold> {
+    /// At most 32 entries, sorted by step, unique.
+    Values(Values<H>),
+    /// More than 32 entries below, spread by `index(depth, step)`.
+    Tree(Pointers<H>),
+}
+
+impl<H: Hold> Clone for Body<H> {
+    fn clone(&self) -> Self {
+        match self {
+            Body::Values(values) => Body::Values(values.clone()),
+            Body::Tree(pointers) => Body::Tree(pointers.clone()),
+        }
+    }
+}
+
+/// An inode of a directory trie, with its memoised hashes.
+pub struct Inode<H: Hold> {
+    pub body: Body<H>,
+    /// The inode hash (value or tree encoding).
+    pub(super) hash: OnceLock<Hash>,
+    /// For a directory's root: the directory's Tezos hash.
+    pub(super) dir_hash: OnceLock<Hash>,
+    pub meta: H::Meta,
+}
+
+impl<H: Hold> Inode<H> {
+    pub fn new(body: Body<H>) -> Inode<H> {
+        Inode { body, hash: OnceLock::new(), dir_hash: OnceLock::new(), meta: H::Meta::default() }
+    }
+
+    pub fn values(values: Values<H>) -> Arc<Inode<H>> {
+        assert!(values.len() <= ENTRIES, "a values inode holds at most 32 entries");
+        Arc::new(Inode::new(Body::Values(values)))
+    }
+
+    /// Number of entries below this inode.
+    pub fn len(&self) -> u64 {
+        match &self.body {
+            Body::Values(values) => values.len() as u64,
+            Body::Tree(pointers) => pointers.len,
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Remembers a hash known from elsewhere (a pointer on disk): the
+    /// directory hash for a root (`depth == 0`), the inode hash below.
+    pub fn remember_hash(&self, depth: u32, hash: Hash) {
+        let memo = if depth == 0 { &self.dir_hash } else { &self.hash };
+        let _ = memo.set(hash);
+    }
+
+    /// The hash memoised for this inode at `depth`: the directory hash for
+    /// a root (`depth == 0`), the inode hash below; `None` if not computed.
+    pub fn memo_hash(&self, depth: u32) -> Option<Hash> {
+        let memo = if depth == 0 { &self.dir_hash } else { &self.hash };
+        memo.get().copied()
+    }
+
+    /// Takes the hashes `other` memoised, for a copy of the same entries.
+    pub fn remember_hashes_of(&self, other: &Inode<H>) {
+        if let Some(&hash) = other.hash.get() {
+            let _ = self.hash.set(hash);
+        }
+        if let Some(&hash) = other.dir_hash.get() {
+            let _ = self.dir_hash.set(hash);
+        }
+    }
+
+    /// Approximate bytes of memory held, without what children point to.
+    pub fn weight(&self) -> usize {
+        std::mem::size_of::<Inode<H>>()
+            + match &self.body {
+                Body::Values(values) => values.weight(),
+                Body::Tree(pointers) => pointers.weight(),
+            }
+    }
+}
+
+/// Mutable access for an update: in place when nobody else holds the inode
+/// and the holder does not freeze it, otherwise on a fresh copy. Memoised
+/// hashes are cleared either way.
+pub fn make_mut<H: Hold>(this: &mut Arc<Inode<H>>) -> &mut Inode<H> {
+    if !updatable(this) {
+        let body = this.body.clone();
+        replace_body(this, body);
+    }
+    let inode = Arc::get_mut(this).expect("unique after copy");
+    inode.hash = OnceLock::new();
+    inode.dir_hash = OnceLock::new();
+    inode
+}
+
+fn updatable<H: Hold>(this: &mut Arc<Inode<H>>) -> bool {
+    !H::frozen(this) && Arc::get_mut(this).is_some()
+}
+
+/// Gives the inode a new body, as [`make_mut`] would, without copying the
+/// old one first when it is shared.
+pub(super) fn replace_body<H: Hold>(this: &mut Arc<Inode<H>>, body: Body<H>) {
+    if updatable(this) {
+        let inode = Arc::get_mut(this).expect("checked unique");
+        (inode.body, inode.hash, inode.dir_hash) = (body, OnceLock::new(), OnceLock::new());
+    } else {
+        *this = Arc::new(Inode { body, hash: OnceLock::new(), dir_hash: OnceLock::new(), meta: H::derive(this) });
+    }
+}
+
+/// The inode a pointer names, from memory or through the resolver.
+pub fn load<H: Hold, R: Resolve<H> + ?Sized>(ptr: &H::Ptr, depth: u32, r: &R) -> Result<Arc<Inode<H>>, R::Error> {
+    match H::as_mem(ptr) {
+        Some(inode) => Ok(inode.clone()),
+        None => r.load(ptr, depth),
+    }
+}
+
+/// Takes the inode out of a pointer for an update, leaving the shared empty
+/// inode in its place (the caller puts the result back).
+pub fn take<H: Hold, R: Resolve<H> + ?Sized>(ptr: &mut H::Ptr, depth: u32, r: &R) -> Result<Arc<Inode<H>>, R::Error> {
+    match H::as_mem_mut(ptr) {
+        Some(inode) => Ok(std::mem::replace(inode, H::empty())),
+        None => r.load(ptr, depth),
+    }
+}
+
+/// Builds the canonical trie at `depth` for entries sorted by step and
+/// unique; `None` if it would hold an inode deeper than [`MAX_DEPTH`] (more
+/// than 32 steps colliding at every level).
+pub fn build<H: Hold, S: AsRef<[u8]>>(depth: u32, entries: Vec<(S, Child<H>)>) -> Option<Arc<Inode<H>>> {
+    if entries.len() <= ENTRIES {
+        return Some(Inode::values(Values::from_sorted(entries)));
+    }
+    if depth >= MAX_DEPTH {
+        return None;
+    }
+    let len = entries.len() as u64;
+    let mut buckets: Vec<Vec<(S, Child<H>)>> = (0..ENTRIES).map(|_| Vec::new()).collect();
+    for (step, child) in entries {
+        buckets[index(depth, step.as_ref())].push((step, child));
+    }
+    let children = buckets
+        .into_iter()
+        .enumerate()
+        .filter(|(_, bucket)| !bucket.is_empty())
+        .map(|(i, bucket)| Some((i, H::mem(build(depth + 1, bucket)?))))
+        .collect::<Option<Vec<_>>>()?;
+    Some(Arc::new(Inode::new(Body::Tree(Pointers::new(depth, len, children)))))
+}
