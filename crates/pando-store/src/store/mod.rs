@@ -13,6 +13,7 @@
 //! - A commit hash is in the index only once its batch is in the pack.
 //! - After a failed write or fsync the store refuses writes (`PreviousIo`, naming the first failure).
 
+mod batch;
 mod branches;
 pub(crate) mod check;
 mod commit;
@@ -22,6 +23,7 @@ mod import;
 mod index_file;
 mod inspect;
 mod open;
+mod syncer;
 
 pub use check::{CheckPhase, CheckProgress, CheckReport, CheckScope, Problem, RecordCounts};
 pub use gc::{GcPhase, GcReport, GcStatus};
@@ -69,7 +71,7 @@ pub(crate) struct Writer {
     kept: commit::KeptWindow,
     /// `SyncPolicy::Pipelined`: the thread syncing the last commit, and
     /// whether a sync is in flight.
-    syncer: Option<commit::Syncer>,
+    syncer: Option<syncer::Syncer>,
     in_flight: bool,
     _lock: Option<Box<dyn std::any::Any + Send + Sync>>,
 }

@@ -1,0 +1,316 @@
+//! Step 2 of the commit protocol (see `commit`): encoding a commit's new
+//! inodes, children before parents, into one batch of records, written in
+//! pieces when it grows large; and the checks made before, that a tree
+//! refers only to records the pack still holds.
+
+use pando_core::Hash;
+use pando_core::dir::{dir_ptr_hash, inode_ptr_hash};
+use pando_core::inode::ENTRIES;
+use std::sync::Arc;
+use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+use std::thread::ScopedJoinHandle;
+
+use crate::crash_point;
+use crate::dict::Dict;
+use crate::error::{Error, Result};
+use crate::format::node::{MAX_PATCH_CHAIN, MAX_PATCH_CHANGES, TreePatch, encode_tree, encode_values, written_hash};
+use crate::format::record::{self, RecordKind};
+use crate::tree::node::{Body, Child, Inode, Leaf, Loader, Pointers, Ptr, Step, Value, Written};
+
+/// Builds one commit's batch of records.
+pub(super) struct Batch<'a, 's> {
+    /// The store instance writing: marks of other instances are ignored.
+    pub(super) instance: u64,
+    /// Logical offset of the batch's first byte.
+    pub(super) base: u64,
+    pub(super) buf: Vec<u8>,
+    pub(super) payload: Vec<u8>,
+    pub(super) dict: &'a Dict,
+    pub(super) loader: &'a dyn Loader,
+    pub(super) pack: &'a crate::pack::Pack,
+    pub(super) raw_steps: Vec<Step>,
+    /// Bytes of records held before they are appended to the pack.
+    pub(super) spill_bytes: usize,
+    /// This commit's number in the writer's count, and the oldest commit
+    /// whose inodes the kept tree may still hold.
+    pub(super) seq: u32,
+    pub(super) cutoff: u32,
+    /// Memory the kept inodes of this commit hold, and how much they may.
+    pub(super) kept_weight: u64,
+    pub(super) keep_room: u64,
+    /// Where a thread appending the pieces of a large batch is started.
+    pub(super) scope: &'s std::thread::Scope<'s, 'a>,
+    pub(super) spill: Option<Spill<'s>>,
+}
+
+/// The thread appending a large batch's pieces to the pack while the next
+/// ones are encoded, in order; it hands the emptied buffers back.
+pub(super) struct Spill<'s> {
+    pub(super) pieces: SyncSender<(u64, Vec<u8>)>,
+    pub(super) emptied: Receiver<Vec<u8>>,
+    pub(super) writer: ScopedJoinHandle<'s, Result<()>>,
+}
+
+impl<'a, 's> Batch<'a, 's> {
+    fn next_offset(&self) -> u64 {
+        self.base + self.buf.len() as u64
+    }
+
+    /// Appends the payload as a record; the batch so far goes to the pack
+    /// once it holds `spill_bytes`, to the same chunk (a batch never
+    /// straddles two chunks), written by the spill thread.
+    pub(super) fn push_record(&mut self, kind: RecordKind) -> Result<u64> {
+        let at = self.next_offset();
+        record::append(&mut self.buf, kind, &self.payload);
+        if self.buf.len() >= self.spill_bytes {
+            self.spill()?;
+        }
+        Ok(at)
+    }
+
+    /// Hands the batch so far to the spill thread (started on the first
+    /// piece) and goes on in an emptied buffer.
+    pub(super) fn spill(&mut self) -> Result<()> {
+        let pack = self.pack;
+        let spill = self.spill.get_or_insert_with(|| {
+            let (pieces, received) = sync_channel::<(u64, Vec<u8>)>(1);
+            let (give_back, emptied) = sync_channel(2);
+            let writer = self.scope.spawn(move || {
+                for (at, mut piece) in received {
+                    pack.append(at, &piece)?;
+                    crash_point::reach("after-spill");
+                    piece.clear();
+                    let _ = give_back.try_send(piece);
+                }
+                Ok(())
+            });
+            Spill { pieces, emptied, writer }
+        });
+        let next = spill.emptied.try_recv().unwrap_or_else(|_| Vec::with_capacity(self.buf.capacity()));
+        let piece = std::mem::replace(&mut self.buf, next);
+        let at = self.base;
+        self.base += piece.len() as u64;
+        if spill.pieces.send((at, piece)).is_err() {
+            // The thread stopped on an error: that error.
+            self.finish_spill()?;
+            unreachable!("the spill thread stops early only on an error");
+        }
+        Ok(())
+    }
+
+    /// Waits until the pieces handed to the spill thread are in the pack.
+    pub(super) fn finish_spill(&mut self) -> Result<()> {
+        let Some(Spill { pieces, writer, .. }) = self.spill.take() else { return Ok(()) };
+        drop(pieces);
+        writer.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+    }
+
+    /// The offset a node in memory was written at by this store instance,
+    /// if that record is still held (a collection may have removed it).
+    fn written_at(&self, offset: Option<u64>) -> Option<u64> {
+        offset.filter(|&o| self.pack.holds(o))
+    }
+
+    fn write_blob(&mut self, value: &Value) -> Result<u64> {
+        if let Some(offset) = self.written_at(value.stored_offset(self.instance)) {
+            return Ok(offset);
+        }
+        self.payload.clear();
+        self.payload.extend_from_slice(&value.bytes);
+        let at = self.push_record(RecordKind::Blob)?;
+        value.mark_stored(self.instance, at);
+        Ok(at)
+    }
+
+    /// Writes a child inode at `depth` (hashed already), and returns its
+    /// offset and, when the kept copy of its parent must not hold the child
+    /// itself, what it holds instead: the child's kept copy, or a stored
+    /// pointer. `since` takes the oldest commit of the kept child.
+    fn write_child(&mut self, child: &Arc<Inode>, depth: u32, since: &mut u32) -> Result<(u64, Option<Ptr>)> {
+        let (offset, kept) = self.write_inode(child, depth)?;
+        Ok(match kept {
+            Some(kept) => {
+                *since = (*since).min(kept.kept_since().expect("a kept inode knows since when"));
+                (offset, (!Arc::ptr_eq(&kept, child)).then_some(Ptr::Mem(kept)))
+            }
+            None => (offset, Some(Ptr::stored(offset, written_hash(child, depth)))),
+        })
+    }
+
+    /// Writes the inode and its new descendants. Returns its offset and its
+    /// kept form (see [`Repo::commit`]): the inode itself when it can be,
+    /// a copy when some children must be held otherwise, `None` when the
+    /// kept tree has no room for it or it is older than the cutoff.
+    pub(super) fn write_inode(&mut self, inode: &Arc<Inode>, depth: u32) -> Result<(u64, Option<Arc<Inode>>)> {
+        if let Some(offset) = self.written_at(inode.stored_offset(self.instance)) {
+            let kept = inode.kept_since().is_some_and(|since| since >= self.cutoff).then(|| inode.clone());
+            return Ok((offset, kept));
+        }
+        // Children first; `cuts` are the children the kept copy holds
+        // otherwise than this inode does.
+        let mut since = self.seq;
+        let mut weight = inode.cache_weight();
+        let mut cuts: Vec<(usize, Ptr)> = Vec::new();
+        let mut written = Vec::new();
+        let mut patch_chain = 0;
+        let kind = match &inode.body {
+            Body::Values(values) => {
+                for (i, (_, child)) in values.iter().enumerate() {
+                    match child {
+                        Child::Contents(Leaf::Value(value)) => {
+                            written.push(self.write_blob(value)?);
+                            weight += value.weight();
+                        }
+                        Child::Dir(ptr @ Ptr::Mem(root)) => {
+                            dir_ptr_hash(ptr, self.loader)?;
+                            let (offset, cut) = self.write_child(root, 0, &mut since)?;
+                            written.push(offset);
+                            cuts.extend(cut.map(|ptr| (i, ptr)));
+                        }
+                        Child::Contents(Leaf::Inline(_) | Leaf::Blob { .. } | Leaf::Staged(_))
+                        | Child::Dir(Ptr::Stored { .. }) => {}
+                    }
+                }
+                let at = self.next_offset();
+                self.payload.clear();
+                encode_values(values, at, &written, self.dict, &mut self.raw_steps, &mut self.payload);
+                RecordKind::Values
+            }
+            Body::Tree(pointers) => {
+                assert_eq!(pointers.depth, depth, "tree inode written at the wrong depth");
+                let mut children = Vec::with_capacity(pointers.count());
+                for (i, ptr) in pointers.iter() {
+                    let hash = inode_ptr_hash(ptr, depth + 1, self.loader)?;
+                    let offset = match ptr {
+                        Ptr::Mem(child) => {
+                            let (offset, cut) = self.write_child(child, depth + 1, &mut since)?;
+                            cuts.extend(cut.map(|ptr| (i, ptr)));
+                            offset
+                        }
+                        Ptr::Stored { offset, .. } => *offset,
+                    };
+                    children.push((i, offset, hash));
+                }
+                let at = self.next_offset();
+                self.payload.clear();
+                match plan_patch(self.instance, |o| self.pack.holds(o), inode, pointers, &children) {
+                    Some((patch, chain)) => {
+                        patch.encode(at, &mut self.payload);
+                        patch_chain = chain;
+                        RecordKind::TreePatch
+                    }
+                    None => {
+                        encode_tree(depth, pointers.len, &children, at, &mut self.payload);
+                        RecordKind::Tree
+                    }
+                }
+            }
+        };
+        let at = self.push_record(kind)?;
+        // A node whose record a collection removed keeps its old mark: it
+        // is not kept, and is written again whenever it is met.
+        let rewritten = inode.is_stored();
+        inode.mark_stored(self.instance, at, patch_chain);
+        self.kept_weight += weight;
+        if rewritten || self.kept_weight > self.keep_room {
+            return Ok((at, None));
+        }
+        let kept = if cuts.is_empty() {
+            inode.clone()
+        } else {
+            let mut body = inode.body.clone();
+            for (i, ptr) in cuts {
+                match &mut body {
+                    Body::Values(values) => *values.child_mut(i) = Child::Dir(ptr),
+                    Body::Tree(pointers) => pointers.put(i, Some(ptr)),
+                }
+            }
+            let copy = Inode::new(body);
+            copy.mark_stored(self.instance, at, patch_chain);
+            copy.remember_hashes_of(inode);
+            Arc::new(copy)
+        };
+        kept.keep_since(since);
+        Ok((at, Some(kept)))
+    }
+}
+
+/// Checks that every stored record the unwritten part of a tree refers to
+/// is still held by the pack (after a garbage collection, a tree taken from
+/// a collected commit may refer to records that are gone). Runs before
+/// anything is encoded, so a refused commit leaves no stored marks behind.
+pub(super) fn check_refs(instance: u64, pack: &crate::pack::Pack, inode: &Arc<Inode>) -> Result<()> {
+    let held = |offset: u64| if pack.holds(offset) { Ok(()) } else { Err(Error::Collected { offset }) };
+    // A node in memory whose record was collected is written again.
+    if inode.stored_offset(instance).is_some_and(|offset| pack.holds(offset)) {
+        return Ok(());
+    }
+    match &inode.body {
+        Body::Values(values) => {
+            for (_, child) in values.iter() {
+                match child {
+                    Child::Contents(Leaf::Inline(_) | Leaf::Value(_)) => {}
+                    Child::Contents(Leaf::Blob { offset, .. }) | Child::Dir(Ptr::Stored { offset, .. }) => held(*offset)?,
+                    // Kept by every collection while the tree holds it.
+                    Child::Contents(Leaf::Staged(staged)) => held(staged.offset)?,
+                    Child::Dir(Ptr::Mem(root)) => check_refs(instance, pack, root)?,
+                }
+            }
+        }
+        Body::Tree(pointers) => {
+            for (_, child) in pointers.iter() {
+                match child {
+                    Ptr::Stored { offset, .. } => held(*offset)?,
+                    Ptr::Mem(inode) => check_refs(instance, pack, inode)?,
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Offset of what a child slot points to, if `instance` wrote it.
+fn slot_offset(instance: u64, slot: &Ptr) -> Option<u64> {
+    match slot {
+        Ptr::Stored { offset, .. } => Some(*offset),
+        Ptr::Mem(inode) => inode.stored_offset(instance),
+    }
+}
+
+/// A patch against the inode's base when few children changed and the
+/// base's chain of patches is short; `None` to write the inode in full.
+/// `children` are the inode's written children: index, offset and hash.
+fn plan_patch(
+    instance: u64,
+    held: impl Fn(u64) -> bool,
+    inode: &Inode,
+    pointers: &Pointers,
+    children: &[(usize, u64, Hash)],
+) -> Option<(TreePatch, u8)> {
+    let base = inode.base()?;
+    // A base that a collection removed is not patched against.
+    let base_offset = base.stored_offset(instance).filter(|&o| held(o))?;
+    let chain = base.patch_chain()?;
+    let Body::Tree(base_children) = &base.body else { return None };
+    if base_children.depth != pointers.depth || chain >= MAX_PATCH_CHAIN {
+        return None;
+    }
+    let mut now = [None; ENTRIES];
+    for &(i, offset, hash) in children {
+        now[i] = Some((offset, hash));
+    }
+    let mut changes = Vec::new();
+    for (index, pointer) in now.into_iter().enumerate() {
+        let before = match base_children.get(index) {
+            Some(slot) => Some(slot_offset(instance, slot)?),
+            None => None,
+        };
+        if pointer.map(|(offset, _)| offset) != before {
+            changes.push((index, pointer));
+        }
+    }
+    if changes.is_empty() || changes.len() > MAX_PATCH_CHANGES {
+        return None;
+    }
+    Some((TreePatch { depth: pointers.depth, len: pointers.len, base: base_offset, changes }, chain + 1))
+}

@@ -1,0 +1,110 @@
+//! `SyncPolicy::Pipelined`: step 4 of the commit protocol (see `commit`)
+//! on a thread of its own, so that a commit's fsync overlaps the next
+//! block's work.
+//!
+//! Invariant: one sync in flight at most, in commit order. A commit hands
+//! over its sync only after the one before finished (`Writer::settle`), so
+//! control-file writes stay in order, and a sync's failure is reported by
+//! the next step that settles, which poisons the store.
+
+use std::sync::Arc;
+use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
+
+use super::{Repo, Writer, write_hint};
+use crate::crash_point;
+use crate::error::{Error, Result};
+use crate::format::control::Control;
+use crate::io::File;
+use crate::pack::ChunkSync;
+
+/// `SyncPolicy::Pipelined`: the thread that makes a commit durable (the
+/// pack's fsync, then the control file's hint slot) while the caller goes
+/// on. One sync at a time, in commit order: a commit waits for the sync
+/// before it (`Writer::settle`) before it hands over its own.
+pub(super) struct Syncer {
+    jobs: Option<SyncSender<SyncJob>>,
+    done: Receiver<Result<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+pub(super) struct SyncJob {
+    pub(super) pack: ChunkSync,
+    pub(super) control_file: Arc<dyn File>,
+    pub(super) hint: Control,
+}
+
+impl Syncer {
+    pub(super) fn start() -> Result<Syncer> {
+        let (jobs, received) = sync_channel::<SyncJob>(1);
+        let (report, done) = sync_channel(1);
+        let thread = std::thread::Builder::new()
+            .name("pando-sync".into())
+            .spawn(move || {
+                for job in received {
+                    let result = job.pack.run().and_then(|()| {
+                        crash_point::reach("after-data-sync");
+                        write_hint(&*job.control_file, &job.hint)
+                    });
+                    if report.send(result).is_err() {
+                        return;
+                    }
+                }
+            })
+            .map_err(Error::io("pando-sync", "spawn thread"))?;
+        Ok(Syncer { jobs: Some(jobs), done, thread: Some(thread) })
+    }
+
+    pub(super) fn send(&self, job: SyncJob) -> Result<()> {
+        self.jobs.as_ref().expect("open until dropped").send(job).map_err(|_| stopped())
+    }
+
+    /// The outcome of the sync handed over last.
+    pub(super) fn wait(&self) -> Result<()> {
+        self.done.recv().unwrap_or_else(|_| Err(stopped()))
+    }
+}
+
+fn stopped() -> Error {
+    Error::Invalid("the sync thread stopped".into())
+}
+
+impl Drop for Syncer {
+    fn drop(&mut self) {
+        // The thread ends once its queue is closed and its last sync done.
+        self.jobs.take();
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+impl Repo {
+    /// `SyncPolicy::Pipelined`: waits for the previous commit's sync (its
+    /// failure is this commit's), then hands this one's to the sync thread.
+    /// A checkpoint, when due, is made here, as `flush_locked` makes it.
+    pub(super) fn sync_behind(&self, writer: &mut Writer) -> Result<()> {
+        if writer.unflushed_index.len() as u64 >= self.options.checkpoint_commits {
+            return self.flush_locked(writer, false);
+        }
+        self.guard(writer.settle())?;
+        let mut next = writer.control.clone();
+        next.durable_end = self.pack.end();
+        let hint = writer.next_hint(next);
+        if writer.syncer.is_none() {
+            writer.syncer = Some(self.guard(Syncer::start())?);
+        }
+        let job = SyncJob { pack: self.pack.syncing(), control_file: writer.control_file.clone(), hint: hint.clone() };
+        self.guard(writer.syncer.as_ref().expect("started above").send(job))?;
+        writer.in_flight = true;
+        writer.control = hint;
+        writer.unsynced_commits = 0;
+        Ok(())
+    }
+
+    /// Waits until every commit returned is on disk (`SyncPolicy::Pipelined`).
+    pub(super) fn wait_durable(&self) -> Result<()> {
+        let Some(writer) = &self.writer else { return Ok(()) };
+        let mut writer = writer.lock();
+        self.guard(writer.settle())
+    }
+}
