@@ -9,7 +9,6 @@
 use quick_cache::Weighter;
 use quick_cache::sync::Cache;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::tree::node::{ENTRY_OVERHEAD, Inode, Value, Written};
 
@@ -46,31 +45,22 @@ impl Weighter<u64, Cached> for ByWeight {
 
 pub struct NodeCache {
     cache: Cache<u64, Cached, ByWeight>,
-    /// Lookups that found the node, and that did not (for the metrics).
-    hits: AtomicU64,
-    misses: AtomicU64,
 }
 
 impl NodeCache {
     pub fn new(capacity_bytes: u64) -> NodeCache {
         let estimated_items = (capacity_bytes / 512).max(16) as usize;
-        NodeCache {
-            cache: Cache::with_weighter(estimated_items, capacity_bytes.max(1), ByWeight),
-            hits: AtomicU64::new(0),
-            misses: AtomicU64::new(0),
-        }
+        NodeCache { cache: Cache::with_weighter(estimated_items, capacity_bytes.max(1), ByWeight) }
     }
 
     pub fn get(&self, offset: u64) -> Option<Cached> {
-        let found = self.cache.get(&offset);
-        let counter = if found.is_some() { &self.hits } else { &self.misses };
-        counter.fetch_add(1, Ordering::Relaxed);
-        found
+        self.cache.get(&offset)
     }
 
-    /// Lookups so far that found their node, and that did not.
+    /// Lookups so far that found their node, and that did not (counted by
+    /// the cache per shard, so readers on other cores share no counter).
     pub fn hits_and_misses(&self) -> (u64, u64) {
-        (self.hits.load(Ordering::Relaxed), self.misses.load(Ordering::Relaxed))
+        (self.cache.hits(), self.cache.misses())
     }
 
     pub fn insert(&self, offset: u64, value: Cached) {
