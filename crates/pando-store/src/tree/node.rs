@@ -124,32 +124,29 @@ pub struct Staged {
     live: Arc<StagedSet>,
 }
 
-/// The offsets of the staged blobs some tree may still hold.
+/// The offsets of the staged blobs some tree may still hold. Each staged
+/// record has an offset of its own and one `Staged` (shared by `Arc`), so
+/// an offset is live from `stage` until that `Staged` drops.
 #[derive(Default)]
-pub struct StagedSet(parking_lot::Mutex<std::collections::BTreeMap<u64, usize>>);
+pub struct StagedSet(parking_lot::Mutex<std::collections::BTreeSet<u64>>);
 
 impl StagedSet {
-    /// A staged blob at `offset`, counted live until dropped.
+    /// A staged blob at `offset`, live until dropped.
     pub fn stage(self: &Arc<Self>, offset: u64, hash: Hash) -> Arc<Staged> {
-        *self.0.lock().entry(offset).or_insert(0) += 1;
+        let fresh = self.0.lock().insert(offset);
+        assert!(fresh, "a staged record has an offset of its own");
         Arc::new(Staged { offset, hash, live: self.clone() })
     }
 
     /// The smallest offset of a live staged blob.
     pub fn oldest(&self) -> Option<u64> {
-        self.0.lock().keys().next().copied()
+        self.0.lock().first().copied()
     }
 }
 
 impl Drop for Staged {
     fn drop(&mut self) {
-        let mut live = self.live.0.lock();
-        if let Some(count) = live.get_mut(&self.offset) {
-            *count -= 1;
-            if *count == 0 {
-                live.remove(&self.offset);
-            }
-        }
+        self.live.0.lock().remove(&self.offset);
     }
 }
 
