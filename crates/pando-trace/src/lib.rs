@@ -1,6 +1,6 @@
 //! pando-trace: the instrument by which context stores are compared.
 //!
-//! - [`file`]: reading and writing irmin's replayable traces (`IrmRepBT`);
+//! - [`file`](mod@file): reading and writing irmin's replayable traces (`IrmRepBT`);
 //! - [`generate`]: a deterministic generator of Tezos-like traces;
 //! - [`replay`]: replaying a trace into a pando store, checking recorded
 //!   results and measuring what WORKLOAD.md lists;

@@ -13,7 +13,7 @@
 //! reveal it, its inode once revealed, or both; a contents is a
 //! [`Contents`], its hash, its bytes or both. Building, finding, updating,
 //! listing and hashing are `dir`'s; this module reveals cells (the
-//! [`Resolve`] of an [`Access`]) and runs the Octez operations on top.
+//! [`Resolve`] of an `Access`) and runs the Octez operations on top.
 //! Updates copy the inodes on one path and share the rest, so the tree a
 //! computation started from is never changed, except that revealing a cell
 //! fills it in place (a `OnceLock`), which every tree sharing the cell then
@@ -306,7 +306,7 @@ pub fn show_path(path: &[&[u8]]) -> String {
 }
 
 /// A tree a computation runs on while a proof is produced or verified: the
-/// Octez operations on an [`Entry`] reached through an [`Access`].
+/// Octez operations on an [`Entry`] reached through an `Access`.
 ///
 /// Reads and updates reach only the parts they need; when verifying, a part
 /// the proof blinds is an error. Updates never change the tree this one

@@ -8,7 +8,7 @@
 //! [`crate::inode`]), whose child inodes are blinded unless read, and where
 //! a chain of inodes with a single child is compressed into an extender.
 //!
-//! Invariant: these types carry no guarantee; [`super::check`] turns them
+//! Invariant: these types carry no guarantee; [`super::convert::entry_of_tree`] turns them
 //! into a partial tree only after checking every structural rule, and the
 //! hash of that tree is what binds a proof to a context.
 
