@@ -24,6 +24,15 @@ impl Hash {
         Hash::from_slice(digest.as_bytes()).expect("the digest has the requested length")
     }
 
+    /// BLAKE2b-256 of the parts end to end, without copying them together.
+    pub fn of_parts(parts: &[&[u8]]) -> Hash {
+        let mut state = blake2b_simd::Params::new().hash_length(HASH_SIZE).to_state();
+        for part in parts {
+            state.update(part);
+        }
+        Hash::from_slice(state.finalize().as_bytes()).expect("the digest has the requested length")
+    }
+
     pub fn as_bytes(&self) -> &[u8; HASH_SIZE] {
         &self.0
     }

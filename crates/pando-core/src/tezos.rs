@@ -42,10 +42,7 @@ impl Kind {
 
 /// Hash of a contents value: BLAKE2b-256 of `be64 len ‖ bytes`.
 pub fn contents_hash(bytes: &[u8]) -> Hash {
-    let mut buf = Vec::with_capacity(8 + bytes.len());
-    write_be64(&mut buf, bytes.len() as u64);
-    buf.extend_from_slice(bytes);
-    Hash::of_bytes(&buf)
+    Hash::of_parts(&[&(bytes.len() as u64).to_be_bytes(), bytes])
 }
 
 /// Appends the pre-hash of a directory of at most 256 entries to `out`.

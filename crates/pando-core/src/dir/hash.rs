@@ -6,6 +6,25 @@ use super::*;
 use crate::inode::{encode_tree, encode_values};
 use crate::tezos::encode_node;
 
+std::thread_local! {
+    /// The buffer the bytes to hash are encoded in, reused by the thread's
+    /// hashes (all children are hashed before a parent takes it).
+    static BUFFER: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
+/// The hash of what `encode` writes, encoded in the thread's buffer.
+fn hash_encoded(encode: impl FnOnce(&mut Vec<u8>)) -> Hash {
+    let mut buf = BUFFER.take();
+    buf.clear();
+    encode(&mut buf);
+    let hash = Hash::of_bytes(&buf);
+    // A huge flat directory's buffer is not kept.
+    if buf.capacity() <= 64 << 10 {
+        BUFFER.set(buf);
+    }
+    hash
+}
+
 /// The hash of what an entry is.
 pub fn child_hash<H: Hold, R: Resolve<H> + ?Sized>(child: &Child<H>, r: &R) -> Result<Hash, R::Error> {
     match child {
@@ -40,19 +59,19 @@ pub fn dir_hash<H: Hold, R: Resolve<H> + ?Sized>(root: &Inode<H>, r: &R) -> Resu
         return Ok(*hash);
     }
     let hash = if hashed_flat(root.len()) {
-        let mut buf = Vec::with_capacity(8 + 80 * root.len() as usize);
         match &root.body {
             Body::Values(values) => {
                 let hashes = values.iter().map(|(_, c)| child_hash(c, r)).collect::<Result<Vec<_>, _>>()?;
-                encode_node(&mut buf, values.len(), values.iter().zip(&hashes).map(|((s, c), h)| (s, c.kind(), h)));
+                hash_encoded(|buf| encode_node(buf, values.len(), values.iter().zip(&hashes).map(|((s, c), h)| (s, c.kind(), h))))
             }
             Body::Tree(_) => {
                 let entries = collect_sorted(root, r)?;
                 let hashes = entries.iter().map(|(_, c)| child_hash(c, r)).collect::<Result<Vec<_>, _>>()?;
-                encode_node(&mut buf, entries.len(), entries.iter().zip(&hashes).map(|((s, c), h)| (&s[..], c.kind(), h)));
+                hash_encoded(|buf| {
+                    encode_node(buf, entries.len(), entries.iter().zip(&hashes).map(|((s, c), h)| (&s[..], c.kind(), h)))
+                })
             }
         }
-        Hash::of_bytes(&buf)
     } else {
         inode_hash(root, r)?
     };
@@ -65,21 +84,19 @@ pub fn inode_hash<H: Hold, R: Resolve<H> + ?Sized>(inode: &Inode<H>, r: &R) -> R
     if let Some(hash) = inode.hash.get() {
         return Ok(*hash);
     }
-    let mut buf = Vec::new();
-    match &inode.body {
+    let hash = match &inode.body {
         Body::Values(values) => {
             let hashes = values.iter().map(|(_, c)| child_hash(c, r)).collect::<Result<Vec<_>, _>>()?;
-            encode_values(&mut buf, values.len(), values.iter().zip(&hashes).map(|((s, c), h)| (s, c.kind(), h)));
+            hash_encoded(|buf| encode_values(buf, values.len(), values.iter().zip(&hashes).map(|((s, c), h)| (s, c.kind(), h))))
         }
         Body::Tree(pointers) => {
             let hashes = pointers
                 .iter()
                 .map(|(i, ptr)| Ok((i, inode_ptr_hash(ptr, pointers.depth + 1, r)?)))
                 .collect::<Result<Vec<_>, _>>()?;
-            encode_tree(&mut buf, pointers.depth, pointers.len, hashes.iter().map(|(i, h)| (*i, h)));
+            hash_encoded(|buf| encode_tree(buf, pointers.depth, pointers.len, hashes.iter().map(|(i, h)| (*i, h))))
         }
-    }
-    let hash = Hash::of_bytes(&buf);
+    };
     let _ = inode.hash.set(hash);
     Ok(hash)
 }
