@@ -3,8 +3,10 @@
 //! Everything here is a function of its arguments: Tezos context hashing
 //! (BLAKE2b-256 over the encodings of the Tezos context hash specification),
 //! the OCaml string hash that places entries in inodes, LEB128 integers and
-//! base58check printing. No files, no threads, no global state, so that a
-//! light client can verify hashes with this crate alone.
+//! base58check printing. No files, no threads, no global state (only a
+//! per-thread scratch buffer the hashing encodes into, which carries
+//! nothing from one call to the next), so that a light client can verify
+//! hashes with this crate alone.
 //!
 //! Invariants:
 //! - Every function producing a hash is bit-exact with irmin 3.7.2's
