@@ -314,8 +314,26 @@ fn main() -> std::process::ExitCode {
         // The reader went away: what it read was right, and nothing is left to say.
         Err(e) if broken_pipe(&e) => std::process::ExitCode::SUCCESS,
         Err(e) => {
-            errln!("Error: {e:?}");
+            report(&e);
             std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+/// Prints an error and its causes, as anyhow does but never with a
+/// backtrace: an error here is the user's to read (a wrong path, a full
+/// disk, a damaged file), not a bug, even where `RUST_BACKTRACE` is set.
+fn report(e: &anyhow::Error) {
+    errln!("Error: {e}");
+    let causes: Vec<_> = e.chain().skip(1).collect();
+    if !causes.is_empty() {
+        errln!("\nCaused by:");
+    }
+    for (i, cause) in causes.iter().enumerate() {
+        if causes.len() == 1 {
+            errln!("    {cause}");
+        } else {
+            errln!("    {i}: {cause}");
         }
     }
 }

@@ -158,6 +158,19 @@ fn wrong_store_paths_say_what_is_wrong_once() {
     let stderr = failure(&run(&["trace", "stats", missing.to_str().unwrap()]));
     assert_eq!(stderr.matches("No such file or directory").count(), 1, "{stderr}");
     assert!(stderr.contains(missing.to_str().unwrap()), "{stderr}");
+
+    // A developer's shell often sets RUST_BACKTRACE: an error is still the
+    // message and its causes, with no stack of the program's frames.
+    let output = pando()
+        .args(["info", "-s", missing.to_str().unwrap()])
+        .env("RUST_BACKTRACE", "1")
+        .env_remove("RUST_LIB_BACKTRACE")
+        .output()
+        .unwrap();
+    let stderr = failure(&output);
+    assert!(stderr.starts_with("Error: cannot open the store in"), "{stderr}");
+    assert!(stderr.contains("\nCaused by:\n    I/O error on"), "{stderr}");
+    assert!(!stderr.contains("backtrace"), "{stderr}");
 }
 
 #[test]
