@@ -92,6 +92,20 @@ pub trait Resolve<H: Hold> {
     fn broken(&self, inode: &Inode<H>, reason: String) -> Self::Error;
 }
 
+/// A reference to a resolver resolves as it does.
+impl<H: Hold, R: Resolve<H> + ?Sized> Resolve<H> for &R {
+    type Error = R::Error;
+    fn load(&self, ptr: &H::Ptr, depth: u32) -> Result<Arc<Inode<H>>, Self::Error> {
+        (**self).load(ptr, depth)
+    }
+    fn leaf_hash(&self, leaf: &H::Leaf) -> Result<Hash, Self::Error> {
+        (**self).leaf_hash(leaf)
+    }
+    fn broken(&self, inode: &Inode<H>, reason: String) -> Self::Error {
+        (**self).broken(inode, reason)
+    }
+}
+
 /// What a directory entry is.
 pub enum Child<H: Hold> {
     Contents(H::Leaf),

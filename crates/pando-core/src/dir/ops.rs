@@ -1,5 +1,6 @@
-//! Reading and updating a directory: find, walk a path, set, remove, and
-//! enumerate entries (sorted or in storage order).
+//! Reading and updating a directory: find, set, remove, enumerate entries
+//! (sorted or in storage order), and walk or update a path of directories
+//! (one implementation for the store's trees and the proofs' partial trees).
 
 use super::node::replace_body;
 use super::*;
@@ -23,43 +24,118 @@ pub fn find<H: Hold, R: Resolve<H> + ?Sized>(root: &Arc<Inode<H>>, step: &[u8], 
 /// Calls `f` on the entry at the end of `steps` below the entry `from`
 /// (`from` itself for no step; `None` when the path holds nothing). The walk
 /// follows inodes in memory by reference, touching no reference count, and
-/// holds only what it has to load.
-pub fn with_path<H: Hold, R: Resolve<H> + ?Sized, T>(
+/// holds only what it has to load. `at(n)` is the resolver for the
+/// directory the first `n` steps lead to (one that names paths in its
+/// errors names that one; most resolvers ignore `n`).
+pub fn with_path<H: Hold, R: Resolve<H>, T>(
     from: &Child<H>,
     steps: &[&[u8]],
-    r: &R,
+    at: &impl Fn(usize) -> R,
     f: impl FnOnce(Option<&Child<H>>) -> T,
 ) -> Result<T, R::Error> {
-    let Some((&step, rest)) = steps.split_first() else { return Ok(f(Some(from))) };
+    walk_path(from, steps, 0, at, f)
+}
+
+/// [`with_path`] from the entry the first `n` of `steps` lead to.
+fn walk_path<H: Hold, R: Resolve<H>, T>(
+    from: &Child<H>,
+    steps: &[&[u8]],
+    n: usize,
+    at: &impl Fn(usize) -> R,
+    f: impl FnOnce(Option<&Child<H>>) -> T,
+) -> Result<T, R::Error> {
+    let Some(&step) = steps.get(n) else { return Ok(f(Some(from))) };
     let Child::Dir(ptr) = from else { return Ok(f(None)) };
+    let r = at(n);
     match H::as_mem(ptr) {
-        Some(root) => path_below(root, step, rest, r, f),
-        None => path_below(&*r.load(ptr, 0)?, step, rest, r, f),
+        Some(root) => path_below(root, step, steps, n, &r, at, f),
+        None => path_below(&*r.load(ptr, 0)?, step, steps, n, &r, at, f),
     }
 }
 
-/// [`with_path`] from the entry `step` of the directory whose inode (at
-/// any depth) is `node`.
-fn path_below<H: Hold, R: Resolve<H> + ?Sized, T>(
+/// [`walk_path`] from the entry `step` (the `n`th of `steps`) of the
+/// directory whose inode (at any depth) is `node`; `r` is `at(n)`.
+fn path_below<H: Hold, R: Resolve<H>, T>(
     node: &Inode<H>,
     step: &[u8],
-    rest: &[&[u8]],
+    steps: &[&[u8]],
+    n: usize,
     r: &R,
+    at: &impl Fn(usize) -> R,
     f: impl FnOnce(Option<&Child<H>>) -> T,
 ) -> Result<T, R::Error> {
     match &node.body {
         Body::Values(values) => match values.search(step) {
-            Ok(i) => with_path(values.child(i), rest, r, f),
+            Ok(i) => walk_path(values.child(i), steps, n + 1, at, f),
             Err(_) => Ok(f(None)),
         },
         Body::Tree(pointers) => match pointers.get(index(pointers.depth, step)) {
             None => Ok(f(None)),
             Some(ptr) => match H::as_mem(ptr) {
-                Some(child) => path_below(child, step, rest, r, f),
-                None => path_below(&*r.load(ptr, pointers.depth + 1)?, step, rest, r, f),
+                Some(child) => path_below(child, step, steps, n, r, at, f),
+                None => path_below(&*r.load(ptr, pointers.depth + 1)?, step, steps, n, r, at, f),
             },
         },
     }
+}
+
+/// Sets the entry at `steps` (not empty) below the directory whose root
+/// is `root` to `new`, or removes it (`None`): contents met on the way are
+/// replaced by directories, and directories the removal leaves empty are
+/// removed. `at(n)` is the resolver for the directory the first `n` steps
+/// lead to, as for [`with_path`]. Inodes only this tree holds change in
+/// place, shared ones are copied (see [`make_mut`]). On error `root` still
+/// holds a consistent trie (each directory on the path is put back), not
+/// necessarily the one before.
+pub fn update_path<H: Hold, R: Resolve<H>>(
+    root: &mut Arc<Inode<H>>,
+    steps: &[&[u8]],
+    new: Option<Child<H>>,
+    at: &impl Fn(usize) -> R,
+) -> Result<(), R::Error> {
+    update_below(root, steps, 0, new, at)
+}
+
+/// [`update_path`] in the directory the first `n` of `steps` lead to.
+fn update_below<H: Hold, R: Resolve<H>>(
+    root: &mut Arc<Inode<H>>,
+    steps: &[&[u8]],
+    n: usize,
+    new: Option<Child<H>>,
+    at: &impl Fn(usize) -> R,
+) -> Result<(), R::Error> {
+    let step = steps[n];
+    let r = at(n);
+    if n + 1 == steps.len() {
+        match new {
+            Some(child) => set(root, 0, step, child, &r)?,
+            None => remove(root, 0, step, &r)?,
+        };
+        return Ok(());
+    }
+    let emptied = match find_mut(root, 0, step, &r)? {
+        Some(Child::Dir(ptr)) => {
+            let mut sub = take(ptr, 0, &at(n + 1))?;
+            let result = update_below(&mut sub, steps, n + 1, new, at);
+            let emptied = sub.is_empty();
+            *ptr = H::mem(sub);
+            result?;
+            emptied
+        }
+        // A contents on the way, or nothing: a new directory goes there.
+        _ => {
+            let mut sub = H::empty();
+            update_below(&mut sub, steps, n + 1, new, at)?;
+            if !sub.is_empty() {
+                set(root, 0, step, Child::Dir(H::mem(sub)), &r)?;
+            }
+            false
+        }
+    };
+    if emptied {
+        remove(root, 0, step, &r)?;
+    }
+    Ok(())
 }
 
 /// Sets `step` to `child` in the inode at `depth`, updating `node` (see

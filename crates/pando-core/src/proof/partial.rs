@@ -356,16 +356,7 @@ impl<'r> PartialTree<'r> {
     }
 
     fn get(&self, path: &[&[u8]]) -> Result<Option<Entry>, ProofError> {
-        let mut current = self.root.clone();
-        for (n, step) in path.iter().enumerate() {
-            let Child::Dir(cell) = &current else { return Ok(None) };
-            let at = self.access.at(&path[..n]);
-            match dir::find(&at.root(cell)?, step, &at)? {
-                Some(entry) => current = entry,
-                None => return Ok(None),
-            }
-        }
-        Ok(Some(current))
+        dir::with_path(&self.root, path, &|n| self.access.at(&path[..n]), |entry| entry.cloned())
     }
 
     /// The contents at `path`, if `path` holds a contents.
@@ -434,39 +425,14 @@ impl<'r> PartialTree<'r> {
         if new.is_none() && self.get(path)?.is_none() {
             return Ok(());
         }
-        let root = match &self.root {
-            Child::Dir(cell) => cell.clone(),
-            Child::Contents(_) => Partial::mem(Partial::empty()),
+        let mut root = match &self.root {
+            Child::Dir(cell) => self.access.at(&[]).root(cell)?,
+            Child::Contents(_) => Partial::empty(),
         };
-        self.root = Child::Dir(Partial::mem(self.update_dir(&root, path, 0, new)?));
+        // A copy of the root: on error the tree stays as it was.
+        dir::update_path(&mut root, path, new, &|n| self.access.at(&path[..n]))?;
+        self.root = Child::Dir(Partial::mem(root));
         Ok(())
-    }
-
-    /// The root of directory `dir` with the path below it (from `path[at]`)
-    /// set to `new`, or removed. The result may be empty.
-    fn update_dir(&self, dir: &Arc<Cell>, path: &[&[u8]], at: usize, new: Option<Entry>) -> Result<Arc<Inode>, ProofError> {
-        let step = path[at];
-        let here = self.access.at(&path[..at]);
-        let mut root = here.root(dir)?;
-        if at + 1 == path.len() {
-            match new {
-                Some(entry) => dir::set(&mut root, 0, step, entry, &here)?,
-                None => dir::remove(&mut root, 0, step, &here)?,
-            };
-            return Ok(root);
-        }
-        let sub = match dir::find(&root, step, &here)? {
-            Some(Child::Dir(sub)) => sub,
-            // A contents on the way, or nothing: a new directory goes there.
-            _ => Partial::mem(Partial::empty()),
-        };
-        let sub = self.update_dir(&sub, path, at + 1, new)?;
-        if sub.is_empty() {
-            dir::remove(&mut root, 0, step, &here)?;
-        } else {
-            dir::set(&mut root, 0, step, Child::Dir(Partial::mem(sub)), &here)?;
-        }
-        Ok(root)
     }
 }
 

@@ -243,7 +243,8 @@ impl Tree {
     /// Calls `f` on what `path` holds, without copying anything on the way.
     fn with_entry<S: AsRef<[u8]>, T>(&self, path: &[S], f: impl FnOnce(Option<&Child>) -> T) -> Result<T> {
         let steps: smallvec::SmallVec<[&[u8]; 16]> = path.iter().map(AsRef::as_ref).collect();
-        dir::with_path(self.node()?, &steps, self.loader(), f)
+        let loader = self.loader();
+        dir::with_path(self.node()?, &steps, &|_| loader, f)
     }
 
     /// The contents at `path`, if `path` holds a contents.
@@ -386,7 +387,8 @@ impl Tree {
             // Adding below a contents turns the tree into a directory.
             _ => empty(),
         };
-        let result = update_dir(&mut root, &steps, new, self.loader());
+        let loader = self.loader();
+        let result = dir::update_path(&mut root, &steps, new, &|_| loader);
         self.node = Child::Dir(Ptr::Mem(root));
         // A failure after part of the update was applied (a directory
         // emptied, then its removal failed) must not be committed.
@@ -441,41 +443,4 @@ impl Tree {
         }
         Ok(())
     }
-}
-
-/// Sets the subtree at `steps` (not empty) below the directory `root` to
-/// `new`, or removes it when `None` (the caller checked it exists).
-/// Unshared inodes are updated in place, shared ones copied.
-fn update_dir(root: &mut Arc<node::Inode>, steps: &[&[u8]], new: Option<Child>, loader: &dyn Loader) -> Result<()> {
-    let (step, rest) = steps.split_first().expect("a path below a directory is not empty");
-    if rest.is_empty() {
-        match new {
-            Some(child) => dir::set(root, 0, step, child, loader)?,
-            None => dir::remove(root, 0, step, loader)?,
-        };
-        return Ok(());
-    }
-    let emptied = match dir::find_mut(root, 0, step, loader)? {
-        Some(Child::Dir(ptr)) => {
-            let mut subdir = dir::take(ptr, 0, loader)?;
-            let result = update_dir(&mut subdir, rest, new, loader);
-            let emptied = subdir.is_empty();
-            *ptr = Ptr::Mem(subdir);
-            result?;
-            emptied
-        }
-        // A contents on the way, or nothing: a new directory goes there.
-        _ => {
-            let mut new_dir = empty();
-            update_dir(&mut new_dir, rest, new, loader)?;
-            if !new_dir.is_empty() {
-                dir::set(root, 0, step, Child::Dir(Ptr::Mem(new_dir)), loader)?;
-            }
-            false
-        }
-    };
-    if emptied {
-        dir::remove(root, 0, step, loader)?;
-    }
-    Ok(())
 }
