@@ -43,6 +43,17 @@ pub(super) struct Batch<'a, 's> {
     pub(super) spill: Option<Spill<'s>>,
 }
 
+/// What the kept tree holds of an inode a batch wrote or met written.
+pub(super) enum Kept {
+    /// The inode itself.
+    Itself,
+    /// A copy of it holding stored pointers instead of some children.
+    Copy(Arc<Inode>),
+    /// Nothing: the kept tree has no room for it, or it is older than the
+    /// window; its parent holds a stored pointer.
+    No,
+}
+
 /// The thread appending a large batch's pieces to the pack while the next
 /// ones are encoded, in order; it hands the emptied buffers back.
 pub(super) struct Spill<'s> {
@@ -128,22 +139,25 @@ impl<'a, 's> Batch<'a, 's> {
     /// pointer. `since` takes the oldest commit of the kept child.
     fn write_child(&mut self, child: &Arc<Inode>, depth: u32, since: &mut u32) -> Result<(u64, Option<Ptr>)> {
         let (offset, kept) = self.write_inode(child, depth)?;
+        let oldest = |kept: &Inode| kept.kept_since().expect("a kept inode knows since when");
         Ok(match kept {
-            Some(kept) => {
-                *since = (*since).min(kept.kept_since().expect("a kept inode knows since when"));
-                (offset, (!Arc::ptr_eq(&kept, child)).then_some(Ptr::Mem(kept)))
+            Kept::Itself => {
+                *since = (*since).min(oldest(child));
+                (offset, None)
             }
-            None => (offset, Some(Ptr::stored(offset, written_hash(child, depth)))),
+            Kept::Copy(copy) => {
+                *since = (*since).min(oldest(&copy));
+                (offset, Some(Ptr::Mem(copy)))
+            }
+            Kept::No => (offset, Some(Ptr::stored(offset, written_hash(child, depth)))),
         })
     }
 
     /// Writes the inode and its new descendants. Returns its offset and its
-    /// kept form (see [`Repo::commit`]): the inode itself when it can be,
-    /// a copy when some children must be held otherwise, `None` when the
-    /// kept tree has no room for it or it is older than the cutoff.
-    pub(super) fn write_inode(&mut self, inode: &Arc<Inode>, depth: u32) -> Result<(u64, Option<Arc<Inode>>)> {
+    /// kept form (see [`Repo::commit`]).
+    pub(super) fn write_inode(&mut self, inode: &Arc<Inode>, depth: u32) -> Result<(u64, Kept)> {
         if let Some(offset) = self.written_at(inode.stored_offset(self.instance)) {
-            let kept = inode.kept_since().is_some_and(|since| since >= self.cutoff).then(|| inode.clone());
+            let kept = if inode.kept_since().is_some_and(|since| since >= self.cutoff) { Kept::Itself } else { Kept::No };
             return Ok((offset, kept));
         }
         // Children first; `cuts` are the children the kept copy holds
@@ -213,25 +227,24 @@ impl<'a, 's> Batch<'a, 's> {
         inode.mark_stored(self.instance, at, patch_chain);
         self.kept_weight += weight;
         if rewritten || self.kept_weight > self.keep_room {
-            return Ok((at, None));
+            return Ok((at, Kept::No));
         }
-        let kept = if cuts.is_empty() {
-            inode.clone()
-        } else {
-            let mut body = inode.body.clone();
-            for (i, ptr) in cuts {
-                match &mut body {
-                    Body::Values(values) => *values.child_mut(i) = Child::Dir(ptr),
-                    Body::Tree(pointers) => pointers.put(i, Some(ptr)),
-                }
+        if cuts.is_empty() {
+            inode.keep_since(since);
+            return Ok((at, Kept::Itself));
+        }
+        let mut body = inode.body.clone();
+        for (i, ptr) in cuts {
+            match &mut body {
+                Body::Values(values) => *values.child_mut(i) = Child::Dir(ptr),
+                Body::Tree(pointers) => pointers.put(i, Some(ptr)),
             }
-            let copy = Inode::new(body);
-            copy.mark_stored(self.instance, at, patch_chain);
-            copy.remember_hashes_of(inode);
-            Arc::new(copy)
-        };
-        kept.keep_since(since);
-        Ok((at, Some(kept)))
+        }
+        let copy = Inode::new(body);
+        copy.mark_stored(self.instance, at, patch_chain);
+        copy.remember_hashes_of(inode);
+        copy.keep_since(since);
+        Ok((at, Kept::Copy(Arc::new(copy))))
     }
 }
 

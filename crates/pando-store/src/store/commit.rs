@@ -42,7 +42,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use super::batch::{Batch, check_refs};
+use super::batch::{Batch, Kept, check_refs};
 use super::{Repo, Writer, index_file};
 use crate::crash_point;
 use crate::dict::{self};
@@ -191,7 +191,11 @@ impl Repo {
             };
             let (root_offset, kept) = match root {
                 Ptr::Stored { offset, .. } => (*offset, None),
-                Ptr::Mem(inode) => batch.write_inode(inode, 0)?,
+                Ptr::Mem(inode) => match batch.write_inode(inode, 0)? {
+                    (offset, Kept::Itself) => (offset, Some(inode.clone())),
+                    (offset, Kept::Copy(copy)) => (offset, Some(copy)),
+                    (offset, Kept::No) => (offset, None),
+                },
             };
             batch.finish_spill()?;
             Ok((root_offset, kept, batch.base, batch.buf, batch.raw_steps, batch.kept_weight))
