@@ -2,9 +2,10 @@
 //! (`pando_store::tree::node`) and the partial trees of proofs
 //! ([`crate::proof::partial`]); snapshot import and the integrity check
 //! stream records and share its hashing rule and depth bound. It builds, finds, sets,
-//! removes and enumerates entries, and hashes a directory by the one Tezos
-//! rule: the flat node encoding up to [`STABLE_HASH`] entries, the inode
-//! encoding above.
+//! removes and enumerates entries, walks and updates paths of directories
+//! ([`with_path`], [`update_path`]), and hashes a directory by the one
+//! Tezos rule: the flat node encoding up to [`STABLE_HASH`] entries, the
+//! inode encoding above.
 //!
 //! A directory is the Tezos inode trie (see [`crate::inode`]): a values
 //! inode holds at most 32 entries sorted by step; a tree inode at depth `d`

@@ -8,17 +8,18 @@ use crate::inode::index;
 
 /// The entry `step` of the directory whose root is `root`.
 pub fn find<H: Hold, R: Resolve<H> + ?Sized>(root: &Arc<Inode<H>>, step: &[u8], r: &R) -> Result<Option<Child<H>>, R::Error> {
-    let mut node = root.clone();
-    loop {
-        let next = match &node.body {
-            Body::Values(values) => return Ok(values.search(step).ok().map(|i| values.child(i).clone())),
-            Body::Tree(pointers) => match pointers.get(index(pointers.depth, step)) {
-                None => return Ok(None),
-                Some(ptr) => load(ptr, pointers.depth + 1, r)?,
-            },
-        };
-        node = next;
-    }
+    with_step(root, step, r, |child| child.cloned())
+}
+
+/// Calls `f` on the entry `step` below `node` (an inode of a directory at
+/// any depth), walking as [`with_path`] does.
+fn with_step<H: Hold, R: Resolve<H> + ?Sized, T>(
+    node: &Inode<H>,
+    step: &[u8],
+    r: &R,
+    f: impl FnOnce(Option<&Child<H>>) -> T,
+) -> Result<T, R::Error> {
+    path_below(node, step, &[step], 0, &r, &|_| r, f)
 }
 
 /// Calls `f` on the entry at the end of `steps` below the entry `from`
@@ -209,7 +210,7 @@ pub fn remove<H: Hold, R: Resolve<H> + ?Sized>(
     r: &R,
 ) -> Result<bool, R::Error> {
     // Look first, so that removing an absent step copies nothing.
-    if find(node, step, r)?.is_none() {
+    if !with_step(node, step, r, |child| child.is_some())? {
         return Ok(false);
     }
     remove_present(node, depth, step, r)?;
