@@ -12,6 +12,8 @@ use std::sync::Arc;
 pub struct FsStorage {
     dir: PathBuf,
     counters: Arc<IoCounters>,
+    /// Opens every file for reading only, and creates none.
+    read_only: bool,
 }
 
 impl FsStorage {
@@ -24,7 +26,13 @@ impl FsStorage {
         if !fs::metadata(&dir)?.is_dir() {
             return Err(io::Error::new(io::ErrorKind::NotADirectory, "it is a file, not a directory"));
         }
-        Ok(FsStorage { dir, counters: Arc::default() })
+        Ok(FsStorage { dir, counters: Arc::default(), read_only: false })
+    }
+
+    /// Uses the existing directory `dir` for reading only: every file is
+    /// opened read-only and none is created (another program's files).
+    pub fn read_only(dir: impl Into<PathBuf>) -> io::Result<FsStorage> {
+        Ok(FsStorage { read_only: true, ..FsStorage::new(dir, false)? })
     }
 
     fn path(&self, name: &str) -> PathBuf {
@@ -55,6 +63,13 @@ impl File for FsFile {
 
 impl Storage for FsStorage {
     fn open(&self, name: &str, create: bool) -> io::Result<Arc<dyn File>> {
+        if self.read_only {
+            if create {
+                return Err(io::Error::new(io::ErrorKind::PermissionDenied, "a read-only directory: no file is created"));
+            }
+            let file = fs::OpenOptions::new().read(true).open(self.path(name))?;
+            return Ok(Arc::new(FsFile(file, self.counters.clone())));
+        }
         let file = fs::OpenOptions::new().read(true).write(true).create(create).open(self.path(name));
         let file = match file {
             // A read-only store directory can still be read.

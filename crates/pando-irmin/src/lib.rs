@@ -1,0 +1,236 @@
+//! Reading irmin-pack 3.x stores, the files of every Tezos node's context
+//! (Octez's irmin and Brassaia backends), to check them and to bring a
+//! commit into a pando store without a resync.
+//!
+//! Modules, in the order the bytes are met:
+//! - `control`: `store.control`, which names the other files;
+//! - `space`: the global offset space over the suffix chunks and, after a
+//!   collection, the prefix and its mapping;
+//! - `dict`: `store.dict`, the step names stored once;
+//! - `entry`: the pack entries (contents, commits, inodes);
+//! - `walk`: a commit's tree, re-hashed object by object and written as a
+//!   pando snapshot stream on the way;
+//! - this module: [`Context`], the public face.
+//!
+//! `docs/IRMIN-PACK.md` describes the format as this crate reads it.
+//!
+//! Invariants:
+//! - Nothing is ever written to the context directory: its files are
+//!   opened read-only ([`pando_store::io::FsStorage::read_only`]).
+//! - Every object is re-hashed as it is read; the first difference from
+//!   the hash irmin recorded is an error naming the file and byte.
+//! - A damaged or truncated file gives an error, never a panic and never
+//!   a store with wrong data: an import lands only if the commit's tree
+//!   hashes, in pando, to the commit irmin recorded.
+
+mod control;
+mod dict;
+mod entry;
+mod error;
+mod read;
+mod space;
+mod walk;
+
+use std::io::{Read, Write};
+use std::path::Path;
+use std::sync::mpsc;
+
+use pando_core::Hash;
+use pando_store::Store;
+use pando_store::io::{FsStorage, Storage};
+
+pub use control::{Control, Gced, Status};
+pub use error::{Error, Result};
+pub use walk::{CheckedCommit, WalkStats};
+
+use dict::Dict;
+use entry::{EntryKind, Loc};
+use space::Space;
+
+/// A commit found in the files.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CommitRef {
+    pub hash: Hash,
+    /// Its global offset.
+    pub offset: u64,
+}
+
+/// An irmin-pack context directory, open for reading.
+pub struct Context {
+    control: Control,
+    space: Space,
+    dict: Dict,
+}
+
+/// What an import brought in.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Imported {
+    pub commit: CheckedCommit,
+    pub walk: WalkStats,
+    pub snapshot: pando_store::SnapshotSummary,
+    /// Bytes read from the irmin files.
+    pub bytes_read: u64,
+}
+
+impl Context {
+    /// Opens the context directory at `path` (Octez: `<data-dir>/context`).
+    pub fn open(path: &Path) -> Result<Context> {
+        let shown = path.display();
+        let storage = FsStorage::read_only(path).map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => Error::NotAContext(format!("{shown}: no such directory")),
+            std::io::ErrorKind::NotADirectory => Error::NotAContext(format!("{shown}: a file, not a context directory")),
+            _ => Error::Io { file: shown.to_string(), op: "open", source: e },
+        })?;
+        if !storage.exists(control::FILE).map_err(Error::io(control::FILE, "look for"))? {
+            return Err(Error::NotAContext(format!(
+                "{shown} has no {}: not an irmin-pack context (Octez keeps it in <data-dir>/context)",
+                control::FILE
+            )));
+        }
+        Context::open_storage(&storage)
+    }
+
+    /// Opens the context held by `storage`.
+    pub fn open_storage(storage: &dyn Storage) -> Result<Context> {
+        let file = storage.open(control::FILE, false).map_err(Error::io(control::FILE, "open"))?;
+        let bytes = pando_store::io::read_all(&*file).map_err(Error::io(control::FILE, "read"))?;
+        let control = Control::decode(&bytes)?;
+        let space = Space::open(storage, &control)?;
+        let dict = Dict::open(storage, control.dict_end)?;
+        Ok(Context { control, space, dict })
+    }
+
+    /// The control file's fields.
+    pub fn control(&self) -> &Control {
+        &self.control
+    }
+
+    /// Every commit whose tree the files hold, oldest first (by offset),
+    /// found by reading every live entry.
+    pub fn commits(&mut self) -> Result<Vec<CommitRef>> {
+        let mut commits = Vec::new();
+        let mut runs: Vec<(u64, u64)> = self.space.prefix_runs().collect();
+        let (start, end) = self.space.suffix_range();
+        runs.push((start, end - start));
+        for (run, len) in runs {
+            let mut at = run;
+            while at < run + len {
+                let place = self.space.place(at).map_err(|reason| Error::NotAContext(reason))?;
+                let from = Loc { file: self.space.file_name(&place).to_string(), offset: place.file_offset };
+                let entry = entry::read(&mut self.space, at, &from)?;
+                if entry.kind == EntryKind::Commit {
+                    commits.push(CommitRef { hash: entry.hash, offset: at });
+                }
+                at += entry.size;
+            }
+            if at != run + len {
+                return Err(Error::Corrupt {
+                    file: "store".into(),
+                    offset: at,
+                    reason: format!("the last entry of the run at {run} ends past it ({})", run + len),
+                });
+            }
+        }
+        Ok(commits)
+    }
+
+    /// The commit `hash`, or the newest in the files when `None`.
+    pub fn find_commit(&mut self, hash: Option<&Hash>) -> Result<CommitRef> {
+        let commits = self.commits()?;
+        match hash {
+            Some(hash) => commits.into_iter().find(|c| &c.hash == hash).ok_or(Error::UnknownCommit(*hash)),
+            None => commits.into_iter().next_back().ok_or_else(|| Error::NotAContext("the files hold no commit".into())),
+        }
+    }
+
+    fn origin(&self) -> Loc {
+        Loc { file: control::FILE.into(), offset: 0 }
+    }
+
+    /// Walks the commit and its tree, re-hashing every object; writes
+    /// nothing.
+    pub fn check_commit(&mut self, commit: &CommitRef, progress: &mut dyn FnMut(&WalkStats, u64)) -> Result<(CheckedCommit, WalkStats)> {
+        let origin = self.origin();
+        let mut walker = walk::Walker::new(&mut self.space, &self.dict, progress);
+        let checked = walker.commit(commit.offset, &origin)?;
+        Ok((checked, walker.stats))
+    }
+
+    /// Imports the commit into `store`, which must be empty: its tree is
+    /// re-hashed here as it is read, and again by pando as it is written;
+    /// the store keeps it only if it hashes to the commit irmin recorded.
+    pub fn import_commit(
+        &mut self,
+        commit: &CommitRef,
+        store: &Store,
+        progress: &mut dyn FnMut(&WalkStats, u64),
+    ) -> Result<Imported> {
+        let origin = self.origin();
+        let (tx, rx) = mpsc::sync_channel::<Vec<u8>>(8);
+        let mut reader = PipeReader { rx, buf: Vec::new(), pos: 0 };
+        let (walked, imported) = std::thread::scope(|scope| {
+            let importer = scope.spawn(move || store.import_snapshot(&mut reader));
+            let mut writer = PipeWriter { tx: Some(tx) };
+            let walked = pando_store::snapshot::write_frames(&mut writer, |frames| {
+                let mut walker = walk::Walker::new(&mut self.space, &self.dict, progress);
+                walker.out = Some(frames);
+                let checked = walker.commit(commit.offset, &origin);
+                Ok(checked.map(|c| (c, walker.stats)))
+            });
+            writer.tx = None;
+            (walked, importer.join().expect("the importing thread does not panic"))
+        });
+        // The walk's error is the cause; the importer then only saw the
+        // stream end early.
+        let ((commit, walk), _, _) = match walked {
+            Ok((Ok(done), a, b)) => (done, a, b),
+            Ok((Err(e), _, _)) => return Err(e),
+            Err(e) => return Err(e.into()),
+        };
+        let snapshot = imported?;
+        Ok(Imported { commit, walk, snapshot, bytes_read: self.space.bytes_read })
+    }
+
+    /// Bytes read from the files so far.
+    pub fn bytes_read(&self) -> u64 {
+        self.space.bytes_read
+    }
+}
+
+/// The writing end of an in-process pipe of byte buffers.
+struct PipeWriter {
+    tx: Option<mpsc::SyncSender<Vec<u8>>>,
+}
+
+impl Write for PipeWriter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let tx = self.tx.as_ref().ok_or_else(|| std::io::Error::from(std::io::ErrorKind::BrokenPipe))?;
+        tx.send(buf.to_vec()).map_err(|_| std::io::Error::new(std::io::ErrorKind::BrokenPipe, "the importer stopped"))?;
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The reading end: the end of the stream when the writer is dropped.
+struct PipeReader {
+    rx: mpsc::Receiver<Vec<u8>>,
+    buf: Vec<u8>,
+    pos: usize,
+}
+
+impl Read for PipeReader {
+    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        while self.pos == self.buf.len() {
+            match self.rx.recv() {
+                Ok(buf) => (self.buf, self.pos) = (buf, 0),
+                Err(_) => return Ok(0),
+            }
+        }
+        let n = out.len().min(self.buf.len() - self.pos);
+        out[..n].copy_from_slice(&self.buf[self.pos..self.pos + n]);
+        self.pos += n;
+        Ok(n)
+    }
+}

@@ -1,0 +1,319 @@
+//! The walk of a commit's tree: every object read is re-hashed and checked
+//! against the hash irmin recorded in its entry, and, when importing, the
+//! tree is written as pando's snapshot stream on the way
+//! (`pando_store::snapshot`'s grammar: pre-order, one inode per level).
+//!
+//! The hashing rules are pando_core's, the ones the Tezos context hash
+//! uses: a contents is hashed alone; a non-root inode by its inode encoding
+//! (`inode::encode_values` or `encode_tree`); a directory (a root inode) by
+//! its flat node encoding when it has at most 256 entries, by its root
+//! inode's encoding otherwise; a commit by its info, root and parents.
+//!
+//! Invariants:
+//! - Memory is one decoded inode per level of the walk (plus, under a
+//!   directory of at most 256 entries, those entries), whatever the tree's
+//!   size; contents are read one at a time.
+//! - The layout is checked to be the canonical one (entries sorted and on
+//!   their index path, depths and lengths consistent, tree inodes only
+//!   above 32 entries), so a store that passes is one Tezos would hash the
+//!   same way.
+//! - The first mismatch ends the walk with an error naming the file and
+//!   byte of the object at fault.
+
+use pando_core::dir::MAX_DEPTH;
+use pando_core::inode::{self, ENTRIES, hashed_flat};
+use pando_core::tezos::{self, contents_hash};
+use pando_core::varint::write_u64;
+use pando_core::{CommitInfo, Hash, Kind};
+use pando_store::snapshot::{ENTRY_CONTENTS, ENTRY_DIR, FrameWriter, TAG_TREE, TAG_VALUES};
+
+use crate::dict::Dict;
+use crate::entry::{self, Address, CommitBody, Entry, EntryKind, InodeBody, Loc};
+use crate::error::{Error, Result};
+use crate::space::Space;
+
+/// Deepest nesting of directories followed.
+const MAX_DIRS: usize = 1024;
+
+/// What a walk met.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct WalkStats {
+    pub commits: u64,
+    pub directories: u64,
+    pub inodes: u64,
+    pub contents: u64,
+    pub contents_bytes: u64,
+    /// Bytes of the irmin entries walked (an object met twice counts twice).
+    pub entry_bytes: u64,
+}
+
+/// A walk over one store's objects.
+pub struct Walker<'a> {
+    pub space: &'a mut Space,
+    pub dict: &'a Dict,
+    /// Where the snapshot stream goes, when importing.
+    pub out: Option<&'a mut FrameWriter>,
+    pub stats: WalkStats,
+    /// Called every few thousand objects.
+    pub progress: &'a mut dyn FnMut(&WalkStats, u64),
+    ticks: u32,
+}
+
+/// A checked commit.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CheckedCommit {
+    pub hash: Hash,
+    pub info: CommitInfo,
+}
+
+/// A finished inode, as its parent needs it.
+struct Done {
+    /// The checked hash: the directory's for a root, the inode's below.
+    hash: Hash,
+    len: u64,
+    /// Its entries, for the flat hash of a directory of at most 256.
+    flat: Option<Vec<(Vec<u8>, Kind, Hash)>>,
+}
+
+impl<'a> Walker<'a> {
+    pub fn new(space: &'a mut Space, dict: &'a Dict, progress: &'a mut dyn FnMut(&WalkStats, u64)) -> Walker<'a> {
+        Walker { space, dict, out: None, stats: WalkStats::default(), progress, ticks: 0 }
+    }
+
+    fn read(&mut self, offset: u64, from: &Loc) -> Result<Entry> {
+        let entry = entry::read(self.space, offset, from)?;
+        self.stats.entry_bytes += entry.size;
+        self.ticks += 1;
+        if self.ticks % 4096 == 0 {
+            (self.progress)(&self.stats, self.space.bytes_read);
+        }
+        Ok(entry)
+    }
+
+    fn emit(&mut self, bytes: &[&[u8]]) {
+        if let Some(out) = &mut self.out {
+            for b in bytes {
+                out.buf().extend_from_slice(b);
+            }
+        }
+    }
+
+    fn emit_varint(&mut self, value: u64) {
+        if let Some(out) = &mut self.out {
+            write_u64(out.buf(), value);
+        }
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        if let Some(out) = &mut self.out {
+            out.maybe_flush()?;
+        }
+        Ok(())
+    }
+
+    /// The commit at `offset` (found at `from`): its fields, and the
+    /// hashes of its parents, read from their entries.
+    pub fn commit_fields(&mut self, offset: u64, from: &Loc) -> Result<(Entry, CommitBody, Vec<Hash>)> {
+        let entry = self.read(offset, from)?;
+        entry.expect(&[EntryKind::Commit], "a commit")?;
+        let body = entry.commit()?;
+        let mut parents = Vec::with_capacity(body.parents.len());
+        for parent in &body.parents {
+            parents.push(match *parent {
+                Address::Hash(hash) => hash,
+                Address::Offset(at) => {
+                    let parent = self.read(at, &entry.loc)?;
+                    parent.expect(&[EntryKind::Commit, EntryKind::DanglingParent], "a parent commit")?;
+                    parent.hash
+                }
+            });
+        }
+        Ok((entry, body, parents))
+    }
+
+    /// Walks and checks the commit at `offset` and its whole tree.
+    pub fn commit(&mut self, offset: u64, from: &Loc) -> Result<CheckedCommit> {
+        let (entry, body, parents) = self.commit_fields(offset, from)?;
+        if self.out.is_some() {
+            let mut sorted = parents.clone();
+            sorted.sort();
+            let header = pando_store::snapshot::Header {
+                commit: entry.hash,
+                parents: sorted,
+                date: body.date,
+                author: body.author.clone(),
+                message: body.message.clone(),
+            };
+            let mut bytes = Vec::new();
+            header.encode(&mut bytes);
+            self.emit(&[&bytes]);
+        }
+        let node = self.offset_of(body.node, &entry.loc)?;
+        let root = self.dir(node, &entry.loc, 0)?;
+        self.emit(&[&[pando_store::snapshot::END]]);
+        self.flush()?;
+        let info = CommitInfo { root, parents, date: body.date, author: body.author, message: body.message };
+        let found = info.hash();
+        if found != entry.hash {
+            return Err(Error::HashMismatch {
+                file: entry.loc.file,
+                offset: entry.loc.offset,
+                what: "commit",
+                found,
+                stored: entry.hash,
+            });
+        }
+        self.stats.commits += 1;
+        Ok(CheckedCommit { hash: entry.hash, info })
+    }
+
+    fn offset_of(&self, address: Address, from: &Loc) -> Result<u64> {
+        match address {
+            Address::Offset(offset) => Ok(offset),
+            Address::Hash(hash) => Err(Error::Unsupported(format!(
+                "{} at byte {}: a pointer by hash ({hash}), which only irmin's index resolves",
+                from.file, from.offset
+            ))),
+        }
+    }
+
+    /// The directory whose root inode is at `offset`; returns its hash.
+    fn dir(&mut self, offset: u64, from: &Loc, dirs: usize) -> Result<Hash> {
+        if dirs >= MAX_DIRS {
+            return Err(from.error(format!("directories nested more than {MAX_DIRS} deep")));
+        }
+        let entry = self.read(offset, from)?;
+        entry.expect(&[EntryKind::Root], "a directory's root inode")?;
+        self.stats.directories += 1;
+        Ok(self.inode(&entry, &mut Vec::new(), false, dirs)?.hash)
+    }
+
+    /// The inode `entry`, at index path `path` in its directory (empty for
+    /// the root); `collect`: return its entries for a flat hash above.
+    fn inode(&mut self, entry: &Entry, path: &mut Vec<u8>, collect: bool, dirs: usize) -> Result<Done> {
+        let root = path.is_empty();
+        let depth = path.len() as u32;
+        self.stats.inodes += 1;
+        let done = match entry.inode(self.dict)? {
+            InodeBody::Values(values) => {
+                if values.is_empty() && !root {
+                    return Err(entry.loc.error("an empty non-root inode"));
+                }
+                self.emit(&[&[TAG_VALUES]]);
+                self.emit_varint(values.len() as u64);
+                let mut entries: Vec<(Vec<u8>, Kind, Hash)> = Vec::with_capacity(values.len());
+                for (name, kind, address) in values {
+                    if entries.last().is_some_and(|(last, _, _)| *last >= name) {
+                        return Err(entry.loc.error("entries not sorted by name, or repeated"));
+                    }
+                    if !path.iter().enumerate().all(|(d, &i)| inode::index(d as u32, &name) == usize::from(i)) {
+                        return Err(entry.loc.error(format!("entry {:?} lies outside its inode's index path", String::from_utf8_lossy(&name))));
+                    }
+                    self.emit_varint(name.len() as u64);
+                    self.emit(&[&name]);
+                    let at = self.offset_of(address, &entry.loc)?;
+                    let hash = match kind {
+                        Kind::Contents => {
+                            let contents = self.read(at, &entry.loc)?;
+                            contents.expect(&[EntryKind::Contents], "a contents")?;
+                            let found = contents_hash(&contents.body);
+                            if found != contents.hash {
+                                return Err(Error::HashMismatch {
+                                    file: contents.loc.file,
+                                    offset: contents.loc.offset,
+                                    what: "contents",
+                                    found,
+                                    stored: contents.hash,
+                                });
+                            }
+                            self.stats.contents += 1;
+                            self.stats.contents_bytes += contents.body.len() as u64;
+                            self.emit(&[&[ENTRY_CONTENTS]]);
+                            self.emit_varint(contents.body.len() as u64);
+                            self.emit(&[&contents.body]);
+                            self.flush()?;
+                            found
+                        }
+                        Kind::Dir => {
+                            self.emit(&[&[ENTRY_DIR]]);
+                            self.dir(at, &entry.loc, dirs + 1)?
+                        }
+                    };
+                    entries.push((name, kind, hash));
+                }
+                let mut buf = Vec::new();
+                let iter = entries.iter().map(|(n, k, h)| (&n[..], *k, h));
+                if root {
+                    tezos::encode_node(&mut buf, entries.len(), iter);
+                } else {
+                    inode::encode_values(&mut buf, entries.len(), iter);
+                }
+                Done { hash: Hash::of_bytes(&buf), len: entries.len() as u64, flat: collect.then_some(entries) }
+            }
+            InodeBody::Tree { depth: recorded, length, pointers } => {
+                if recorded != u64::from(depth) {
+                    return Err(entry.loc.error(format!("an inode at depth {depth} records depth {recorded}")));
+                }
+                if length <= ENTRIES as u64 {
+                    return Err(entry.loc.error(format!("a tree inode of {length} entries (at most {ENTRIES} make a values inode)")));
+                }
+                if depth >= MAX_DEPTH {
+                    return Err(entry.loc.error(format!("a tree inode at depth {depth}, deeper than {MAX_DEPTH}")));
+                }
+                if pointers.is_empty() || pointers.windows(2).any(|w| w[0].0 >= w[1].0) {
+                    return Err(entry.loc.error("pointers missing, or not sorted by index"));
+                }
+                let bitmap = pointers.iter().fold(0u32, |b, (i, _)| b | 1 << i);
+                self.emit(&[&[TAG_TREE]]);
+                self.emit_varint(length);
+                self.emit(&[&bitmap.to_le_bytes()]);
+                let below = if root { hashed_flat(length) } else { collect };
+                let mut flat = below.then(Vec::new);
+                let (mut hashes, mut sum) = (Vec::with_capacity(pointers.len()), 0u64);
+                for (index, address) in pointers {
+                    let at = self.offset_of(address, &entry.loc)?;
+                    let child = self.read(at, &entry.loc)?;
+                    child.expect(&[EntryKind::Inode], "a non-root inode")?;
+                    path.push(index);
+                    let done = self.inode(&child, path, below, dirs)?;
+                    path.pop();
+                    sum += done.len;
+                    hashes.push((usize::from(index), done.hash));
+                    if let (Some(flat), Some(mut entries)) = (&mut flat, done.flat) {
+                        flat.append(&mut entries);
+                    }
+                }
+                if sum != length {
+                    return Err(entry.loc.error(format!("a tree inode of {length} entries whose children hold {sum}")));
+                }
+                let mut buf = Vec::new();
+                let hash = match &mut flat {
+                    Some(entries) if root => {
+                        entries.sort_by(|a, b| a.0.cmp(&b.0));
+                        if entries.windows(2).any(|w| w[0].0 == w[1].0) {
+                            return Err(entry.loc.error("a name held twice in one directory"));
+                        }
+                        tezos::encode_node(&mut buf, entries.len(), entries.iter().map(|(n, k, h)| (&n[..], *k, h)));
+                        Hash::of_bytes(&buf)
+                    }
+                    _ => {
+                        inode::encode_tree(&mut buf, depth, length, hashes.iter().map(|(i, h)| (*i, h)));
+                        Hash::of_bytes(&buf)
+                    }
+                };
+                Done { hash, len: length, flat: if root { None } else { flat } }
+            }
+        };
+        if done.hash != entry.hash {
+            return Err(Error::HashMismatch {
+                file: entry.loc.file.clone(),
+                offset: entry.loc.offset,
+                what: if root { "directory" } else { "inode" },
+                found: done.hash,
+                stored: entry.hash,
+            });
+        }
+        self.flush()?;
+        Ok(done)
+    }
+}
