@@ -38,7 +38,9 @@ pub struct Control {
 pub enum Status {
     /// Upgraded from irmin-pack 1 or 2: entries before the offset may be
     /// v1 entries, whose length only the index knows.
-    UpgradedFromV1V2 { entry_offset_at_upgrade: u64 },
+    UpgradedFromV1V2 {
+        entry_offset_at_upgrade: u64,
+    },
     NoGcYet,
     /// Written with an indexing strategy other than minimal; never collected.
     NonMinimalIndexing,
@@ -77,7 +79,10 @@ impl Control {
                 )));
             }
             other => {
-                return Err(corrupt(0, format!("unknown version {:?} (expected 00000003 to 00000005)", String::from_utf8_lossy(other))));
+                return Err(corrupt(
+                    0,
+                    format!("unknown version {:?} (expected 00000003 to 00000005)", String::from_utf8_lossy(other)),
+                ));
             }
         };
         let payload = &bytes[8..];
@@ -119,7 +124,8 @@ impl Control {
                     let generation = c.int("generation")?;
                     let _latest_gc_target_offset = c.int63("latest_gc_target_offset")?;
                     let suffix_dead_bytes = c.int63("suffix_dead_bytes")?;
-                    let mapping_end = if version == 5 && c.option("mapping_end_poff")? { Some(c.int63("mapping_end_poff")?) } else { None };
+                    let mapping_end =
+                        if version == 5 && c.option("mapping_end_poff")? { Some(c.int63("mapping_end_poff")?) } else { None };
                     Status::Gced(Gced { suffix_start_offset, generation, suffix_dead_bytes, mapping_end })
                 }
                 t => return Err(c.error(format!("status tag {t} is not one irmin 3.7 writes"))),

@@ -154,7 +154,11 @@ impl Entry {
             let at = c.pos();
             let bytes = c.string(what)?;
             String::from_utf8(bytes.to_vec()).map_err(|_| {
-                Error::Unsupported(format!("{} at byte {}: a commit {what} that is not UTF-8", self.loc.file, self.body_at + at as u64))
+                Error::Unsupported(format!(
+                    "{} at byte {}: a commit {what} that is not UTF-8",
+                    self.loc.file,
+                    self.body_at + at as u64
+                ))
             })
         };
         let author = text(&mut c, "author")?;
@@ -188,11 +192,14 @@ impl Entry {
                     let kind = if tag % 3 == 2 { Kind::Dir } else { Kind::Contents };
                     let name = if tag < 6 {
                         let id = c.int("dict id")?;
-                        dict.get(id).ok_or_else(|| c.error(format!("dict id {id}, but the dictionary holds {} names", dict.len())))?.to_vec()
+                        dict.get(id)
+                            .ok_or_else(|| c.error(format!("dict id {id}, but the dictionary holds {} names", dict.len())))?
+                            .to_vec()
                     } else {
                         c.string("name")?.to_vec()
                     };
-                    let address = if (tag / 3) % 2 == 0 { Address::Offset(c.int63("offset")?) } else { Address::Hash(c.hash("hash")?) };
+                    let address =
+                        if (tag / 3) % 2 == 0 { Address::Offset(c.int63("offset")?) } else { Address::Hash(c.hash("hash")?) };
                     values.push((name, kind, address));
                 }
                 InodeBody::Values(values)

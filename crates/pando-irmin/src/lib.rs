@@ -115,7 +115,7 @@ impl Context {
         for (run, len) in runs {
             let mut at = run;
             while at < run + len {
-                let place = self.space.place(at).map_err(|reason| Error::NotAContext(reason))?;
+                let place = self.space.place(at).map_err(Error::NotAContext)?;
                 let from = Loc { file: self.space.file_name(&place).to_string(), offset: place.file_offset };
                 let entry = entry::read(&mut self.space, at, &from)?;
                 if entry.kind == EntryKind::Commit {
@@ -149,7 +149,11 @@ impl Context {
 
     /// Walks the commit and its tree, re-hashing every object; writes
     /// nothing.
-    pub fn check_commit(&mut self, commit: &CommitRef, progress: &mut dyn FnMut(&WalkStats, u64)) -> Result<(CheckedCommit, WalkStats)> {
+    pub fn check_commit(
+        &mut self,
+        commit: &CommitRef,
+        progress: &mut dyn FnMut(&WalkStats, u64),
+    ) -> Result<(CheckedCommit, WalkStats)> {
         let origin = self.origin();
         let mut walker = walk::Walker::new(&mut self.space, &self.dict, progress);
         let checked = walker.commit(commit.offset, &origin)?;
@@ -234,3 +238,6 @@ impl Read for PipeReader {
         Ok(n)
     }
 }
+
+#[cfg(test)]
+mod tests;

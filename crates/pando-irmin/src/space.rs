@@ -54,6 +54,11 @@ pub struct Place {
     pub available: u64,
 }
 
+/// A run of live bytes of the prefix: offset, prefix offset, length.
+type Run = (u64, u64, u64);
+/// A cached block: part, block number, bytes.
+type Block = (usize, u64, Box<[u8]>);
+
 /// Reads by global offset.
 pub struct Space {
     parts: Vec<Part>,
@@ -63,8 +68,8 @@ pub struct Space {
     /// End of the suffix, as a suffix offset.
     suffix_end: u64,
     /// The prefix's part and its mapping's runs `(offset, prefix offset, len)`.
-    prefix: Option<(usize, Vec<(u64, u64, u64)>)>,
-    blocks: Vec<Option<(usize, u64, Box<[u8]>)>>,
+    prefix: Option<(usize, Vec<Run>)>,
+    blocks: Vec<Option<Block>>,
     /// Bytes read from the files.
     pub bytes_read: u64,
 }
@@ -75,7 +80,11 @@ impl Space {
         let open = |name: String| -> Result<Part> {
             let file = dir.open(&name, false).map_err(|e| {
                 if e.kind() == std::io::ErrorKind::NotFound {
-                    Error::Corrupt { file: name.clone(), offset: 0, reason: format!("missing: {} names it", crate::control::FILE) }
+                    Error::Corrupt {
+                        file: name.clone(),
+                        offset: 0,
+                        reason: format!("missing: {} names it", crate::control::FILE),
+                    }
                 } else {
                     Error::io(&name, "open")(e)
                 }
@@ -99,7 +108,8 @@ impl Space {
         let mut chunks = Vec::new();
         let mut start = 0u64;
         for i in 0..control.chunk_num {
-            let name = if control.version == 3 { "store.pack".to_string() } else { format!("store.{}.suffix", control.chunk_start + i) };
+            let name =
+                if control.version == 3 { "store.pack".to_string() } else { format!("store.{}.suffix", control.chunk_start + i) };
             let part = open(name)?;
             let size = len(&part)?;
             let last = i + 1 == control.chunk_num;
@@ -142,7 +152,16 @@ impl Space {
                 reason: format!("the suffix holds {start} bytes, fewer than its {dead} dead bytes"),
             });
         }
-        Ok(Space { parts, chunks, suffix_start, dead, suffix_end: start, prefix, blocks: (0..SLOTS).map(|_| None).collect(), bytes_read: 0 })
+        Ok(Space {
+            parts,
+            chunks,
+            suffix_start,
+            dead,
+            suffix_end: start,
+            prefix,
+            blocks: (0..SLOTS).map(|_| None).collect(),
+            bytes_read: 0,
+        })
     }
 
     /// The first offset the suffix serves and the offset past its end.
@@ -185,7 +204,8 @@ impl Space {
     /// Reads `buf.len()` bytes at `place` (which must have them available).
     pub fn read(&mut self, place: &Place, buf: &mut [u8]) -> Result<()> {
         assert!(buf.len() as u64 <= place.available, "a read stays within its run");
-        let (first, last) = (place.file_offset / BLOCK as u64, (place.file_offset + buf.len() as u64).saturating_sub(1) / BLOCK as u64);
+        let (first, last) =
+            (place.file_offset / BLOCK as u64, (place.file_offset + buf.len() as u64).saturating_sub(1) / BLOCK as u64);
         if buf.is_empty() {
             return Ok(());
         }
@@ -210,7 +230,11 @@ impl Space {
         let at = (place.file_offset - first * BLOCK as u64) as usize;
         let Some(bytes) = block.get(at..at + buf.len()) else {
             let name = &self.parts[place.part].name;
-            return Err(Error::Corrupt { file: name.clone(), offset: place.file_offset, reason: "the file ends before its valid bytes do".into() });
+            return Err(Error::Corrupt {
+                file: name.clone(),
+                offset: place.file_offset,
+                reason: "the file ends before its valid bytes do".into(),
+            });
         };
         buf.copy_from_slice(bytes);
         Ok(())
@@ -219,10 +243,10 @@ impl Space {
 
 /// Reads and checks the mapping: runs sorted, disjoint, within the prefix
 /// and below the suffix.
-fn read_mapping(mapping: &Part, valid: u64, prefix_len: u64, suffix_start: u64) -> Result<Vec<(u64, u64, u64)>> {
+fn read_mapping(mapping: &Part, valid: u64, prefix_len: u64, suffix_start: u64) -> Result<Vec<Run>> {
     let mut bytes = vec![0u8; valid as usize];
     mapping.file.read_exact_at(&mut bytes, 0).map_err(Error::io(&mapping.name, "read"))?;
-    let mut runs: Vec<(u64, u64, u64)> = Vec::with_capacity(bytes.len() / 24);
+    let mut runs: Vec<Run> = Vec::with_capacity(bytes.len() / 24);
     for (i, entry) in bytes.chunks_exact(24).enumerate() {
         let word = |k: usize| u64::from_le_bytes(entry[8 * k..8 * k + 8].try_into().expect("8 bytes"));
         let (off, poff, len) = (word(0), word(1), word(2));

@@ -84,7 +84,7 @@ impl<'a> Walker<'a> {
         let entry = entry::read(self.space, offset, from)?;
         self.stats.entry_bytes += entry.size;
         self.ticks += 1;
-        if self.ticks % 4096 == 0 {
+        if self.ticks.is_multiple_of(4096) {
             (self.progress)(&self.stats, self.space.bytes_read);
         }
         Ok(entry)
@@ -207,7 +207,9 @@ impl<'a> Walker<'a> {
                         return Err(entry.loc.error("entries not sorted by name, or repeated"));
                     }
                     if !path.iter().enumerate().all(|(d, &i)| inode::index(d as u32, &name) == usize::from(i)) {
-                        return Err(entry.loc.error(format!("entry {:?} lies outside its inode's index path", String::from_utf8_lossy(&name))));
+                        return Err(entry
+                            .loc
+                            .error(format!("entry {:?} lies outside its inode's index path", String::from_utf8_lossy(&name))));
                     }
                     self.emit_varint(name.len() as u64);
                     self.emit(&[&name]);
@@ -255,7 +257,9 @@ impl<'a> Walker<'a> {
                     return Err(entry.loc.error(format!("an inode at depth {depth} records depth {recorded}")));
                 }
                 if length <= ENTRIES as u64 {
-                    return Err(entry.loc.error(format!("a tree inode of {length} entries (at most {ENTRIES} make a values inode)")));
+                    return Err(entry
+                        .loc
+                        .error(format!("a tree inode of {length} entries (at most {ENTRIES} make a values inode)")));
                 }
                 if depth >= MAX_DEPTH {
                     return Err(entry.loc.error(format!("a tree inode at depth {depth}, deeper than {MAX_DEPTH}")));
