@@ -10,6 +10,7 @@
 //! - `entry`: the pack entries (contents, commits, inodes);
 //! - `walk`: a commit's tree, re-hashed object by object and written as a
 //!   pando snapshot stream on the way;
+//! - `history`: later commits applied as the differences of their trees;
 //! - this module: [`Context`], the public face.
 //!
 //! `docs/IRMIN-PACK.md` describes the format as this crate reads it.
@@ -27,6 +28,7 @@ mod control;
 mod dict;
 mod entry;
 mod error;
+mod history;
 mod read;
 mod space;
 mod walk;
@@ -41,6 +43,7 @@ use pando_store::io::{FsStorage, Storage};
 
 pub use control::{Control, Gced, Status};
 pub use error::{Error, Result};
+pub use history::DiffStats;
 pub use walk::{CheckedCommit, WalkStats};
 
 use dict::Dict;
@@ -69,6 +72,20 @@ pub struct Imported {
     pub walk: WalkStats,
     pub snapshot: pando_store::SnapshotSummary,
     /// Bytes read from the irmin files.
+    pub bytes_read: u64,
+}
+
+/// What [`Context::import_all`] brought in.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct History {
+    /// The oldest commit, imported whole.
+    pub first: Imported,
+    /// Commits imported, the oldest included.
+    pub commits: usize,
+    /// The newest.
+    pub head: Hash,
+    /// The later commits' differences.
+    pub diff: DiffStats,
     pub bytes_read: u64,
 }
 
@@ -193,6 +210,34 @@ impl Context {
         };
         let snapshot = imported?;
         Ok(Imported { commit, walk, snapshot, bytes_read: self.space.bytes_read })
+    }
+
+    /// Imports every commit the files hold whole, oldest first, into
+    /// `store`, which must be empty: the oldest as a snapshot, each later
+    /// one as the differences from an imported commit (its parent when
+    /// there is one), each kept only if its hash is irmin's. `progress`
+    /// gets the commits done, their number, and the last one.
+    pub fn import_all(&mut self, store: &Store, progress: &mut dyn FnMut(usize, usize, &Hash)) -> Result<History> {
+        let commits = self.commits()?;
+        let first = commits.first().ok_or_else(|| Error::NotAContext("the files hold no commit".into()))?;
+        let imported = self.import_commit(first, store, &mut |_, _| {})?;
+        progress(1, commits.len(), &first.hash);
+        let mut roots = std::collections::HashMap::new();
+        let origin = self.origin();
+        let first_fields = walk::Walker::new(&mut self.space, &self.dict, &mut |_, _| {}).commit_fields(first.offset, &origin)?;
+        roots.insert(first.hash, first_fields.1.node);
+        let mut last = first.hash;
+        let mut differ = history::Differ { space: &mut self.space, dict: &self.dict, stats: DiffStats::default() };
+        for (done, commit) in commits.iter().enumerate().skip(1) {
+            let (entry, body, parents) =
+                walk::Walker::new(differ.space, differ.dict, &mut |_, _| {}).commit_fields(commit.offset, &origin)?;
+            let base = parents.iter().find(|p| roots.contains_key(*p)).copied().unwrap_or(last);
+            let hash = history::import_on(&mut differ, store, (roots[&base], base), (&entry, &body, &parents))?;
+            roots.insert(hash, body.node);
+            last = hash;
+            progress(done + 1, commits.len(), &hash);
+        }
+        Ok(History { first: imported, commits: commits.len(), head: last, diff: differ.stats, bytes_read: self.space.bytes_read })
     }
 
     /// Bytes read from the files so far.

@@ -91,3 +91,36 @@ fn refuses_what_is_not_a_context() {
     std::fs::write(&file, b"x").unwrap();
     assert!(matches!(Context::open(&file), Err(Error::NotAContext(_))));
 }
+
+#[test]
+fn imports_every_commit_with_its_history() {
+    for name in STORES {
+        let side = sidecar(name);
+        let mut context = Context::open(&stores().join(name)).unwrap();
+        let found = context.commits().unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), Options::default()).unwrap();
+        let mut calls = 0;
+        let history = context
+            .import_all(&store, &mut |done, total, _| {
+                calls += 1;
+                assert!(done <= total);
+            })
+            .unwrap();
+        assert_eq!((history.commits, calls), (found.len(), found.len()));
+        assert_eq!(history.head, found.last().unwrap().hash);
+        assert!(history.diff.added > 0, "{name}: later commits changed values");
+        for commit in &found {
+            assert!(store.checkout(&commit.hash).unwrap().is_some(), "{name}: {} imported", commit.hash);
+        }
+        // Each commit after the first names the one before as its parent.
+        for pair in found.windows(2) {
+            assert_eq!(store.commit_info(&pair[1].hash).unwrap().unwrap().parents, vec![pair[0].hash], "{name}");
+        }
+        let head = Hash::from_base58(side["head_commit"].as_str().unwrap()).unwrap();
+        assert_eq!(history.head, head);
+        let report = store.check(pando_store::CheckScope::All, 10, &mut |_| {}).unwrap();
+        assert!(report.problems.is_empty(), "{name}: {:?}", report.problems);
+        assert_eq!(report.commits, found.len() as u64);
+    }
+}
