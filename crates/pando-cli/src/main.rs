@@ -181,6 +181,27 @@ enum Command {
         #[command(subcommand)]
         command: SnapshotCommand,
     },
+    /// Check an irmin-pack context (the files of an Octez or Brassaia
+    /// node's `context` directory), or bring its commits into a new pando
+    /// store; every object is re-hashed and every commit hash must be
+    /// irmin's. Never writes to CONTEXT.
+    #[command(name = "import-irmin")]
+    ImportIrmin {
+        /// The irmin-pack context directory (Octez: `<data-dir>/context`).
+        context: PathBuf,
+        /// The new store (absent or empty); not with --check-only.
+        #[arg(required_unless_present = "check_only", conflicts_with = "check_only")]
+        store: Option<PathBuf>,
+        /// The commit (`Co...` or hex) [default: the newest in the files].
+        #[arg(short, long, conflicts_with = "all")]
+        commit: Option<String>,
+        /// Every commit the files hold whole, with its history.
+        #[arg(long)]
+        all: bool,
+        /// Only walk and re-hash (an integrity check); write nothing.
+        #[arg(long)]
+        check_only: bool,
+    },
     /// Generate a Tezos-like trace (irmin's IrmRepBT format).
     Gen {
         /// tiny (200 blocks), small (5,000), medium (50,000) or large (300,000).
@@ -366,6 +387,15 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::VerifyProof { file, root, json } => commands::proof::verify(&file, &root, json),
         Command::Snapshot { command: SnapshotCommand::Export { file, at } } => commands::snapshot::export(&at, &file),
         Command::Snapshot { command: SnapshotCommand::Import { file, dir } } => commands::snapshot::import(&file, &dir),
+        Command::ImportIrmin { context, store, commit, all, check_only } => {
+            commands::irmin::import_irmin(&commands::irmin::ImportArgs {
+                context: &context,
+                store: store.as_deref(),
+                commit: commit.as_deref(),
+                all,
+                check_only,
+            })
+        }
         Command::Gen { preset, seed, output } => {
             let preset = commands::trace::preset(&preset)?;
             let output = output.unwrap_or_else(|| PathBuf::from(format!("{}-{seed}.repr", preset.name)));

@@ -144,6 +144,10 @@ impl Control {
             }
             Control { version, dict_end, appendable_chunk_end, chunk_start, chunk_num, volume_num, status }
         };
+        // repr's decoder, which irmin uses, requires the payload consumed exactly.
+        if c.remaining() > 0 {
+            return Err(c.error(format!("{} bytes after the payload", c.remaining())));
+        }
         Ok(control)
     }
 }

@@ -13,7 +13,7 @@
 //!   of little-endian `i64` triples `(offset, prefix offset, length)`, one
 //!   per run of live bytes, sorted by offset.
 //!
-//! Reads go through a direct-mapped cache of 16 KiB blocks (objects written
+//! Reads go through a direct-mapped cache of 4 KiB blocks (16 MiB) (objects written
 //! together are read together).
 //!
 //! Invariants: every offset is checked against the extent of the files
@@ -28,8 +28,8 @@ use pando_store::io::{File, Storage};
 use crate::control::{Control, Status};
 use crate::error::{Error, Result};
 
-const BLOCK: usize = 16 << 10;
-const SLOTS: usize = 1024;
+const BLOCK: usize = 4 << 10;
+const SLOTS: usize = 4096;
 
 /// One file of the space.
 struct Part {

@@ -1,6 +1,7 @@
 //! The subcommands that create and inspect a store.
 
 pub mod check;
+pub mod irmin;
 pub mod proof;
 pub mod replay;
 pub mod snapshot;

@@ -88,13 +88,32 @@ pub fn export(at: &AtCommit, file: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Checks that `dir` is absent or empty, to import `what` into; returns
+/// whether it exists.
+pub(super) fn check_new_store(dir: &Path, what: &str) -> anyhow::Result<bool> {
+    let existed = dir.exists();
+    if existed && std::fs::read_dir(dir).with_context(|| format!("cannot read {}", dir.display()))?.next().is_some() {
+        bail!("{} is not empty: {what} is imported into a new store", dir.display());
+    }
+    Ok(existed)
+}
+
+/// Removes what a failed import made in `dir` (best effort: the error is
+/// what the user needs to see).
+pub(super) fn remove_new_store(dir: &Path, existed: bool) {
+    if existed {
+        for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    } else {
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}
+
 /// Builds a new store in `dir` (absent or empty) from `file`; on failure,
 /// removes what it created.
 pub fn import(file: &Path, dir: &Path) -> anyhow::Result<()> {
-    let existed = dir.exists();
-    if existed && std::fs::read_dir(dir).with_context(|| format!("cannot read {}", dir.display()))?.next().is_some() {
-        bail!("{} is not empty: a snapshot is imported into a new store", dir.display());
-    }
+    let existed = check_new_store(dir, "a snapshot")?;
     let input = std::fs::File::open(file).with_context(|| format!("cannot open {}", file.display()))?;
     let length = input.metadata().map(|m| m.len()).unwrap_or(0);
     let bar = ProgressBar::new(length);
@@ -114,14 +133,7 @@ pub fn import(file: &Path, dir: &Path) -> anyhow::Result<()> {
     let summary = match result {
         Ok(summary) => summary,
         Err(e) => {
-            // Best effort: the error is what the user needs to see.
-            if existed {
-                for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-                    let _ = std::fs::remove_file(entry.path());
-                }
-            } else {
-                let _ = std::fs::remove_dir_all(dir);
-            }
+            remove_new_store(dir, existed);
             return Err(e.context(format!("import of {} failed; {} was left as it was", file.display(), dir.display())));
         }
     };

@@ -1,0 +1,167 @@
+//! `pando import-irmin`: check an irmin-pack context (Octez's, Brassaia's)
+//! or bring its commits into a new pando store.
+
+use anyhow::{Context as _, bail};
+use indicatif::{ProgressBar, ProgressStyle};
+use pando_core::Hash;
+use pando_irmin::{CommitRef, Context, WalkStats};
+use pando_store::{Options, Store};
+use std::path::Path;
+use std::time::Instant;
+
+use super::snapshot::{check_new_store, remove_new_store};
+
+/// What to do with the context.
+pub struct ImportArgs<'a> {
+    pub context: &'a Path,
+    pub store: Option<&'a Path>,
+    pub commit: Option<&'a str>,
+    pub all: bool,
+    pub check_only: bool,
+}
+
+fn mb(bytes: u64) -> f64 {
+    bytes as f64 / 1e6
+}
+
+fn bytes_bar() -> ProgressBar {
+    let bar = ProgressBar::new_spinner();
+    bar.set_style(ProgressStyle::with_template("{spinner} [{elapsed_precise}] {msg}").expect("valid progress template"));
+    bar
+}
+
+fn walk_message(stats: &WalkStats, bytes_read: u64, started: Instant) -> String {
+    let seconds = started.elapsed().as_secs_f64().max(1e-9);
+    format!(
+        "{} directories, {} contents; {:.1} MB of irmin entries, {:.1} MB read ({:.0} MB/s)",
+        stats.directories,
+        stats.contents,
+        mb(stats.entry_bytes),
+        mb(bytes_read),
+        mb(bytes_read) / seconds
+    )
+}
+
+fn commits_bar(total: usize) -> ProgressBar {
+    let bar = ProgressBar::new(total as u64);
+    bar.set_style(
+        ProgressStyle::with_template("{spinner} [{elapsed_precise}] {wide_bar} {pos}/{len} commits ETA {eta}")
+            .expect("valid progress template"),
+    );
+    bar
+}
+
+/// Finds the commit to check or import, saying which when none was named.
+fn pick(context: &mut Context, commit: Option<&str>) -> anyhow::Result<CommitRef> {
+    let hash =
+        commit.map(|c| c.parse::<Hash>().with_context(|| format!("{c:?} is not a commit hash (Co... or hex)"))).transpose()?;
+    let found = context.find_commit(hash.as_ref())?;
+    if hash.is_none() {
+        errln!("no --commit given: taking the newest commit in the files, {}", found.hash);
+    }
+    Ok(found)
+}
+
+pub fn import_irmin(args: &ImportArgs<'_>) -> anyhow::Result<()> {
+    let started = Instant::now();
+    let mut context = Context::open(args.context)?;
+    if args.check_only {
+        return check_only(&mut context, args, started);
+    }
+    let Some(dir) = args.store else { bail!("a store directory is needed to import into (or --check-only)") };
+    let existed = check_new_store(dir, "an irmin context")?;
+    let result = (|| {
+        let store =
+            Store::open(dir, Options::default()).with_context(|| format!("cannot create a store in {}", dir.display()))?;
+        if args.all {
+            let commits = context.commits()?;
+            let bar = commits_bar(commits.len());
+            let history = context.import_all(&store, &mut |done, _, _| bar.set_position(done as u64))?;
+            bar.finish_and_clear();
+            store.close()?;
+            let seconds = started.elapsed().as_secs_f64();
+            outln!(
+                "imported {} commits into {}, the newest {} (every commit hash checked)",
+                history.commits,
+                dir.display(),
+                history.head
+            )?;
+            outln!(
+                "  the oldest whole: {} directories, {} contents ({:.1} MB of values); the later ones: {} writes, {} removals",
+                history.first.walk.directories,
+                history.first.walk.contents,
+                mb(history.first.walk.contents_bytes),
+                history.diff.added,
+                history.diff.removed
+            )?;
+            outln!(
+                "  {:.1} MB of irmin files read in {seconds:.2} s ({:.0} MB/s)",
+                mb(history.bytes_read),
+                mb(history.bytes_read) / seconds.max(1e-9)
+            )?;
+        } else {
+            let commit = pick(&mut context, args.commit)?;
+            let bar = bytes_bar();
+            let imported =
+                context.import_commit(&commit, &store, &mut |stats, read| bar.set_message(walk_message(stats, read, started)))?;
+            bar.finish_and_clear();
+            store.close()?;
+            let seconds = started.elapsed().as_secs_f64();
+            outln!("imported commit {} into {} (every object re-hashed)", imported.commit.hash, dir.display())?;
+            outln!(
+                "  {} directories, {} contents ({:.1} MB of values), {} inodes",
+                imported.walk.directories,
+                imported.walk.contents,
+                mb(imported.walk.contents_bytes),
+                imported.walk.inodes
+            )?;
+            outln!(
+                "  {:.1} MB of irmin entries, {:.1} MB read, in {seconds:.2} s ({:.0} MB/s of entries)",
+                mb(imported.walk.entry_bytes),
+                mb(imported.bytes_read),
+                mb(imported.walk.entry_bytes) / seconds.max(1e-9)
+            )?;
+        }
+        anyhow::Ok(())
+    })();
+    if let Err(e) = result {
+        remove_new_store(dir, existed);
+        return Err(e.context(format!("import from {} failed; {} was left as it was", args.context.display(), dir.display())));
+    }
+    Ok(())
+}
+
+fn check_only(context: &mut Context, args: &ImportArgs<'_>, started: Instant) -> anyhow::Result<()> {
+    let commits = if args.all { context.commits()? } else { vec![pick(context, args.commit)?] };
+    let bar = if args.all { commits_bar(commits.len()) } else { bytes_bar() };
+    let mut total = WalkStats::default();
+    for (i, commit) in commits.iter().enumerate() {
+        let (_, stats) = context.check_commit(commit, &mut |stats, read| {
+            if !args.all {
+                bar.set_message(walk_message(stats, read, started));
+            }
+        })?;
+        bar.set_position(i as u64 + 1);
+        total.commits += stats.commits;
+        total.directories += stats.directories;
+        total.contents += stats.contents;
+        total.contents_bytes += stats.contents_bytes;
+        total.entry_bytes += stats.entry_bytes;
+    }
+    bar.finish_and_clear();
+    let seconds = started.elapsed().as_secs_f64();
+    match &commits[..] {
+        [one] => outln!("commit {} and its tree are intact: every object hashes to what irmin recorded", one.hash)?,
+        many => outln!("{} commits and their trees are intact: every object hashes to what irmin recorded", many.len())?,
+    }
+    outln!(
+        "  {} directories, {} contents ({:.1} MB of values); {:.1} MB of entries, {:.1} MB read in {seconds:.2} s ({:.0} MB/s)",
+        total.directories,
+        total.contents,
+        mb(total.contents_bytes),
+        mb(total.entry_bytes),
+        mb(context.bytes_read()),
+        mb(context.bytes_read()) / seconds.max(1e-9)
+    )?;
+    Ok(())
+}

@@ -1,0 +1,122 @@
+//! `pando import-irmin` as an operator runs it, on real irmin-pack stores
+//! written by irmin 3.7.2 (`../shared/vectors/irmin-stores/`).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn pando(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_pando")).args(args).env_remove("PANDO_STORE").env("RUST_BACKTRACE", "0").output().unwrap()
+}
+
+fn stdout(output: &Output) -> String {
+    assert!(output.status.success(), "failed: {}", String::from_utf8_lossy(&output.stderr));
+    String::from_utf8(output.stdout.clone()).unwrap()
+}
+
+fn failure(output: &Output) -> String {
+    assert!(!output.status.success());
+    let stderr = String::from_utf8(output.stderr.clone()).unwrap();
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    stderr
+}
+
+fn vector(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/vectors/irmin-stores").join(name)
+}
+
+const HEAD: &str = "CoUyzCTwR5wfDFTEpq2392dS2tPRJm2nUz9En5SCfT5zGrUYDR4P";
+
+/// A writable copy of a vector store's files (its index aside).
+fn copy(name: &str, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(vector(name)).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_file() {
+            std::fs::copy(&path, to.join(path.file_name().unwrap())).unwrap();
+        }
+    }
+}
+
+#[test]
+fn imports_the_newest_commit_and_says_which() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = dir.path().join("store");
+    let output = pando(&["import-irmin", vector("a-gc").to_str().unwrap(), store.to_str().unwrap()]);
+    assert!(String::from_utf8_lossy(&output.stderr).contains(&format!("taking the newest commit in the files, {HEAD}")));
+    assert!(stdout(&output).contains(&format!("imported commit {HEAD}")));
+    let info = stdout(&pando(&["info", "-s", store.to_str().unwrap()]));
+    assert!(info.contains(HEAD), "{info}");
+    let value = stdout(&pando(&["get", "big_maps/index/169/key_type", "-s", store.to_str().unwrap(), "--hex"]));
+    assert!(value.contains("eab4497ef08639fb"), "{value}");
+}
+
+#[test]
+fn imports_a_named_commit_or_every_commit() {
+    let dir = tempfile::tempdir().unwrap();
+    let one = dir.path().join("one");
+    // The second newest commit of a-plain.
+    let older = "CoVx2ifpxw2zBSDjFY69i8XBvTgJNaxWfgPJm9E7YUdJ2q4gZjp4";
+    stdout(&pando(&["import-irmin", vector("a-plain").to_str().unwrap(), one.to_str().unwrap(), "--commit", older]));
+    assert!(stdout(&pando(&["info", "-s", one.to_str().unwrap()])).contains(older));
+
+    let all = dir.path().join("all");
+    let out = stdout(&pando(&["import-irmin", vector("a-always").to_str().unwrap(), all.to_str().unwrap(), "--all"]));
+    assert!(out.contains("imported 300 commits"), "{out}");
+    let log = stdout(&pando(&["log", "-s", all.to_str().unwrap(), "-n", "1000"]));
+    assert_eq!(log.matches("commit Co").count(), 300, "{log}");
+    let check = stdout(&pando(&["check", "-s", all.to_str().unwrap(), "--all"]));
+    assert!(check.contains("no problem"), "{check}");
+}
+
+#[test]
+fn check_only_writes_nothing() {
+    for name in ["a-plain", "a-gc", "a-always"] {
+        let out = stdout(&pando(&["import-irmin", vector(name).to_str().unwrap(), "--check-only"]));
+        assert!(out.contains(&format!("commit {HEAD} and its tree are intact")) || name == "a-always", "{out}");
+        assert!(out.contains("are intact"), "{out}");
+    }
+    let out = stdout(&pando(&["import-irmin", vector("a-gc").to_str().unwrap(), "--check-only", "--all"]));
+    assert!(out.contains("100 commits and their trees are intact"), "{out}");
+}
+
+#[test]
+fn damage_is_named_and_leaves_no_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let context = dir.path().join("context");
+    copy("a-plain", &context);
+    // The last byte of the suffix is in the head commit's message.
+    let suffix = context.join("store.0.suffix");
+    let mut bytes = std::fs::read(&suffix).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0x01;
+    std::fs::write(&suffix, &bytes).unwrap();
+    let store = dir.path().join("store");
+    let err = failure(&pando(&["import-irmin", context.to_str().unwrap(), store.to_str().unwrap()]));
+    assert!(err.contains("store.0.suffix at byte 5647574: commit hashes to"), "{err}");
+    assert!(!store.exists(), "a failed import removes the store it created");
+    let err = failure(&pando(&["import-irmin", context.to_str().unwrap(), "--check-only"]));
+    assert!(err.contains("store.0.suffix at byte 5647574"), "{err}");
+
+    // A cut suffix.
+    std::fs::write(&suffix, &bytes[..bytes.len() / 2]).unwrap();
+    let err = failure(&pando(&["import-irmin", context.to_str().unwrap(), "--check-only"]));
+    assert!(err.contains("store.0.suffix at byte") && err.contains("truncated"), "{err}");
+}
+
+#[test]
+fn wrong_paths_and_arguments_get_one_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().to_str().unwrap();
+    assert!(failure(&pando(&["import-irmin", d, "--check-only"])).contains("has no store.control: not an irmin-pack context"));
+    let missing = dir.path().join("missing");
+    assert!(failure(&pando(&["import-irmin", missing.to_str().unwrap(), "--check-only"])).contains("no such directory"));
+    // A store directory that is not empty is refused before anything is read.
+    std::fs::write(dir.path().join("file"), b"x").unwrap();
+    let err = failure(&pando(&["import-irmin", vector("a-plain").to_str().unwrap(), d]));
+    assert!(err.contains("is not empty"), "{err}");
+    assert!(dir.path().join("file").exists());
+    // No store and no --check-only.
+    assert!(failure(&pando(&["import-irmin", vector("a-plain").to_str().unwrap()])).contains("STORE"));
+    let err = failure(&pando(&["import-irmin", vector("a-plain").to_str().unwrap(), "--check-only", "--commit", "Co123"]));
+    assert!(err.contains("is not a commit hash"), "{err}");
+}
