@@ -8,6 +8,7 @@
 //!   collection, the prefix and its mapping;
 //! - `dict`: `store.dict`, the step names stored once;
 //! - `entry`: the pack entries (contents, commits, inodes);
+//! - `index`: irmin's index, to find commits without reading the pack;
 //! - `walk`: a commit's tree, re-hashed object by object and written as a
 //!   pando snapshot stream on the way;
 //! - `history`: later commits applied as the differences of their trees;
@@ -29,6 +30,7 @@ mod dict;
 mod entry;
 mod error;
 mod history;
+mod index;
 mod read;
 mod space;
 mod walk;
@@ -63,6 +65,8 @@ pub struct Context {
     control: Control,
     space: Space,
     dict: Dict,
+    /// The `index` directory, when there is one.
+    index: Option<FsStorage>,
 }
 
 /// What an import brought in.
@@ -104,7 +108,9 @@ impl Context {
                 control::FILE
             )));
         }
-        Context::open_storage(&storage)
+        let mut context = Context::open_storage(&storage)?;
+        context.index = FsStorage::read_only(path.join("index")).ok();
+        Ok(context)
     }
 
     /// Opens the context held by `storage`.
@@ -114,7 +120,7 @@ impl Context {
         let control = Control::decode(&bytes)?;
         let space = Space::open(storage, &control)?;
         let dict = Dict::open(storage, control.dict_end)?;
-        Ok(Context { control, space, dict })
+        Ok(Context { control, space, dict, index: None })
     }
 
     /// The control file's fields.
@@ -125,12 +131,20 @@ impl Context {
     /// Every commit whose tree the files hold, oldest first (by offset),
     /// found by reading every live entry.
     pub fn commits(&mut self) -> Result<Vec<CommitRef>> {
+        self.commits_from(0)
+    }
+
+    /// The commits at or after `from`, which is 0 or an entry's offset.
+    fn commits_from(&mut self, from: u64) -> Result<Vec<CommitRef>> {
         let mut commits = Vec::new();
         let mut runs: Vec<(u64, u64)> = self.space.prefix_runs().collect();
         let (start, end) = self.space.suffix_range();
         runs.push((start, end - start));
         for (run, len) in runs {
-            let mut at = run;
+            if run + len <= from {
+                continue;
+            }
+            let mut at = run.max(from);
             while at < run + len {
                 let place = self.space.place(at).map_err(Error::NotAContext)?;
                 let from = Loc { file: self.space.file_name(&place).to_string(), offset: place.file_offset };
@@ -152,12 +166,44 @@ impl Context {
     }
 
     /// The commit `hash`, or the newest in the files when `None`.
+    ///
+    /// irmin's index, when present, names the candidates, each checked
+    /// against the pack (the index keeps collected commits); the newest is
+    /// then looked for only in the entries after it (the index may lag
+    /// behind the pack). Without an index, or when it names none, every
+    /// live entry is read.
     pub fn find_commit(&mut self, hash: Option<&Hash>) -> Result<CommitRef> {
+        if let Some(dir) = &self.index {
+            let mut candidates = Vec::new();
+            index::for_each(dir, &mut |e| {
+                if e.kind == b'D' && hash.is_none_or(|h| *h == e.hash) {
+                    candidates.push((e.offset, e.hash));
+                }
+            })?;
+            candidates.sort_unstable();
+            candidates.dedup();
+            for (offset, found) in candidates.into_iter().rev() {
+                if !self.is_live_commit(offset, &found) {
+                    continue;
+                }
+                if hash.is_some() {
+                    return Ok(CommitRef { hash: found, offset });
+                }
+                let later = self.commits_from(offset)?;
+                return Ok(later.into_iter().next_back().unwrap_or(CommitRef { hash: found, offset }));
+            }
+        }
         let commits = self.commits()?;
         match hash {
             Some(hash) => commits.into_iter().find(|c| &c.hash == hash).ok_or(Error::UnknownCommit(*hash)),
             None => commits.into_iter().next_back().ok_or_else(|| Error::NotAContext("the files hold no commit".into())),
         }
+    }
+
+    /// True if a commit `hash` is at `offset` in the live files.
+    fn is_live_commit(&mut self, offset: u64, hash: &Hash) -> bool {
+        let origin = self.origin();
+        entry::read(&mut self.space, offset, &origin).is_ok_and(|e| e.kind == EntryKind::Commit && e.hash == *hash)
     }
 
     fn origin(&self) -> Loc {

@@ -124,3 +124,50 @@ fn imports_every_commit_with_its_history() {
         assert_eq!(report.commits, found.len() as u64);
     }
 }
+
+/// A copy of vector store `name` in `to`, its index included.
+fn copy(name: &str, to: &Path) {
+    for dir in ["", "index"] {
+        std::fs::create_dir_all(to.join(dir)).unwrap();
+        for entry in std::fs::read_dir(stores().join(name).join(dir)).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_file() {
+                std::fs::copy(&path, to.join(dir).join(path.file_name().unwrap())).unwrap();
+            }
+        }
+    }
+}
+
+#[test]
+fn an_index_that_lags_or_lists_collected_commits_is_checked_against_the_pack() {
+    let dir = tempfile::tempdir().unwrap();
+    let copy_dir = dir.path().join("a-plain");
+    copy("a-plain", &copy_dir);
+    let head = Hash::from_base58(sidecar("a-plain")["head_commit"].as_str().unwrap()).unwrap();
+    // The index holds only its first 100 commits, as after a crash
+    // between a flush of the pack and one of the index.
+    let log = copy_dir.join("index/log");
+    let mut bytes = std::fs::read(&log).unwrap();
+    bytes.truncate(32 + 100 * 45);
+    bytes[..8].copy_from_slice(&(100u64 * 45).to_be_bytes());
+    std::fs::write(&log, &bytes).unwrap();
+    let mut context = Context::open(&copy_dir).unwrap();
+    assert_eq!(context.find_commit(None).unwrap().hash, head, "the newest is found past the index's last");
+    assert_eq!(context.find_commit(Some(&head)).unwrap().hash, head, "a commit the index lacks is found in the pack");
+    // a-gc's index still lists the 199 commits a collection removed.
+    let mut context = Context::open(&stores().join("a-gc")).unwrap();
+    let kept = hashes(&sidecar("a-gc")["commits_kept_newest_first"]);
+    assert_eq!(context.find_commit(Some(&kept[19])).unwrap().hash, kept[19]);
+    // The oldest commit of the same history, which the collection removed.
+    let gone = Context::open(&stores().join("a-plain")).unwrap().commits().unwrap()[0].hash;
+    assert!(matches!(context.find_commit(Some(&gone)), Err(Error::UnknownCommit(h)) if h == gone));
+    // A truncated index is named.
+    bytes.truncate(32 + 50 * 45 + 7);
+    std::fs::write(&log, &bytes).unwrap();
+    match Context::open(&copy_dir).unwrap().find_commit(None) {
+        Err(Error::Corrupt { file, reason, .. }) => {
+            assert!(file == "index/log" && reason.contains("truncated"), "{file}: {reason}")
+        }
+        other => panic!("a truncated index: {other:?}"),
+    }
+}
