@@ -67,6 +67,8 @@ pub struct Context {
     dict: Dict,
     /// The `index` directory, when there is one.
     index: Option<FsStorage>,
+    /// Directories already checked, by offset.
+    checked: walk::Checked,
 }
 
 /// What an import brought in.
@@ -120,7 +122,7 @@ impl Context {
         let control = Control::decode(&bytes)?;
         let space = Space::open(storage, &control)?;
         let dict = Dict::open(storage, control.dict_end)?;
-        Ok(Context { control, space, dict, index: None })
+        Ok(Context { control, space, dict, index: None, checked: walk::Checked::default() })
     }
 
     /// The control file's fields.
@@ -211,7 +213,9 @@ impl Context {
     }
 
     /// Walks the commit and its tree, re-hashing every object; writes
-    /// nothing.
+    /// nothing. A directory (by offset) an earlier call of this context
+    /// checked is not walked again, so checking many commits costs what
+    /// they do not share.
     pub fn check_commit(
         &mut self,
         commit: &CommitRef,
@@ -219,6 +223,7 @@ impl Context {
     ) -> Result<(CheckedCommit, WalkStats)> {
         let origin = self.origin();
         let mut walker = walk::Walker::new(&mut self.space, &self.dict, progress);
+        walker.checked = Some(&mut self.checked);
         let checked = walker.commit(commit.offset, &origin)?;
         Ok((checked, walker.stats))
     }

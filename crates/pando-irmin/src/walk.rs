@@ -34,6 +34,36 @@ use crate::space::Space;
 
 /// Deepest nesting of directories followed.
 const MAX_DIRS: usize = 1024;
+/// Most inodes a [`Checked`] memo holds (about 80 MB).
+const MEMO_DIRS: usize = 1 << 20;
+
+/// Directories and inodes already re-hashed, by offset, with their hash
+/// and entry count: a check of many commits walks what each shares with
+/// the others once. Bounded: it is emptied when full.
+///
+/// Keyed by offset and position (the index path, a directory's root
+/// being the empty one), so that an object met elsewhere is checked
+/// there too.
+#[derive(Default)]
+pub struct Checked {
+    inodes: std::collections::HashMap<(u64, u64), (Hash, u64)>,
+}
+
+/// The index path `path` as one number (5 bits per level after a leading
+/// 1), when it fits.
+fn position(path: &[u8]) -> Option<u64> {
+    (path.len() <= 12).then(|| path.iter().fold(1u64, |code, &i| code << 5 | u64::from(i)))
+}
+
+impl Checked {
+    fn insert(&mut self, offset: u64, path: &[u8], hash: Hash, len: u64) {
+        let Some(at) = position(path) else { return };
+        if self.inodes.len() >= MEMO_DIRS {
+            self.inodes.clear();
+        }
+        self.inodes.insert((offset, at), (hash, len));
+    }
+}
 
 /// What a walk met.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -53,6 +83,8 @@ pub struct Walker<'a> {
     pub dict: &'a Dict,
     /// Where the snapshot stream goes, when importing.
     pub out: Option<&'a mut FrameWriter>,
+    /// Directories checked before, skipped when only checking.
+    pub checked: Option<&'a mut Checked>,
     pub stats: WalkStats,
     /// Called every few thousand objects.
     pub progress: &'a mut dyn FnMut(&WalkStats, u64),
@@ -77,7 +109,7 @@ struct Done {
 
 impl<'a> Walker<'a> {
     pub fn new(space: &'a mut Space, dict: &'a Dict, progress: &'a mut dyn FnMut(&WalkStats, u64)) -> Walker<'a> {
-        Walker { space, dict, out: None, stats: WalkStats::default(), progress, ticks: 0 }
+        Walker { space, dict, out: None, checked: None, stats: WalkStats::default(), progress, ticks: 0 }
     }
 
     fn read(&mut self, offset: u64, from: &Loc) -> Result<Entry> {
@@ -177,15 +209,30 @@ impl<'a> Walker<'a> {
         }
     }
 
+    /// What an earlier walk found at `offset`, when only checking.
+    fn memo(&self, offset: u64, path: &[u8]) -> Option<(Hash, u64)> {
+        if self.out.is_some() {
+            return None;
+        }
+        self.checked.as_ref()?.inodes.get(&(offset, position(path)?)).copied()
+    }
+
     /// The directory whose root inode is at `offset`; returns its hash.
     fn dir(&mut self, offset: u64, from: &Loc, dirs: usize) -> Result<Hash> {
         if dirs >= MAX_DIRS {
             return Err(from.error(format!("directories nested more than {MAX_DIRS} deep")));
         }
+        if let Some((hash, _)) = self.memo(offset, &[]) {
+            return Ok(hash);
+        }
         let entry = self.read(offset, from)?;
         entry.expect(&[EntryKind::Root], "a directory's root inode")?;
         self.stats.directories += 1;
-        Ok(self.inode(&entry, &mut Vec::new(), false, dirs)?.hash)
+        let done = self.inode(&entry, &mut Vec::new(), false, dirs)?;
+        if let Some(checked) = &mut self.checked {
+            checked.insert(offset, &[], done.hash, done.len);
+        }
+        Ok(done.hash)
     }
 
     /// The inode `entry`, at index path `path` in its directory (empty for
@@ -276,10 +323,20 @@ impl<'a> Walker<'a> {
                 let (mut hashes, mut sum) = (Vec::with_capacity(pointers.len()), 0u64);
                 for (index, address) in pointers {
                     let at = self.offset_of(address, &entry.loc)?;
-                    let child = self.read(at, &entry.loc)?;
-                    child.expect(&[EntryKind::Inode], "a non-root inode")?;
+                    // Entries are needed for a flat hash above: no shortcut then.
                     path.push(index);
-                    let done = self.inode(&child, path, below, dirs)?;
+                    let done = match self.memo(at, path).filter(|_| !below) {
+                        Some((hash, len)) => Done { hash, len, flat: None },
+                        None => {
+                            let child = self.read(at, &entry.loc)?;
+                            child.expect(&[EntryKind::Inode], "a non-root inode")?;
+                            let done = self.inode(&child, path, below, dirs)?;
+                            if let Some(checked) = &mut self.checked {
+                                checked.insert(at, path, done.hash, done.len);
+                            }
+                            done
+                        }
+                    };
                     path.pop();
                     sum += done.len;
                     hashes.push((usize::from(index), done.hash));
