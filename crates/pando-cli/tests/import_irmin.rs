@@ -37,11 +37,33 @@ fn copy(name: &str, to: &Path) {
     }
 }
 
+/// Every file of a directory tree: path, length, modification time, bytes.
+fn listing(dir: &Path) -> Vec<(PathBuf, u64, std::time::SystemTime, Vec<u8>)> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            out.extend(listing(&path));
+        } else {
+            let meta = std::fs::metadata(&path).unwrap();
+            out.push((path.clone(), meta.len(), meta.modified().unwrap(), std::fs::read(&path).unwrap()));
+        }
+    }
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    out
+}
+
 #[test]
 fn imports_the_newest_commit_and_says_which() {
     let dir = tempfile::tempdir().unwrap();
+    let context = dir.path().join("context");
+    copy("a-gc", &context);
+    std::fs::create_dir_all(context.join("index")).unwrap();
+    std::fs::copy(vector("a-gc").join("index/log"), context.join("index/log")).unwrap();
+    let before = listing(&context);
     let store = dir.path().join("store");
-    let output = pando(&["import-irmin", vector("a-gc").to_str().unwrap(), store.to_str().unwrap()]);
+    let output = pando(&["import-irmin", context.to_str().unwrap(), store.to_str().unwrap()]);
+    assert_eq!(listing(&context), before, "the context directory is left as it was");
     assert!(String::from_utf8_lossy(&output.stderr).contains(&format!("taking the newest commit in the files, {HEAD}")));
     assert!(stdout(&output).contains(&format!("imported commit {HEAD}")));
     let info = stdout(&pando(&["info", "-s", store.to_str().unwrap()]));
