@@ -90,19 +90,10 @@ impl Control {
         let dict_end = c.int63("dict_end_poff")?;
         let control = if version == 3 {
             let suffix_end = c.int63("suffix_end_poff")?;
-            let status = match c.tag("status")? {
-                0 => Status::UpgradedFromV1V2 { entry_offset_at_upgrade: c.int63("entry_offset_at_upgrade_to_v3")? },
-                1 => Status::NoGcYet,
-                2 => Status::NonMinimalIndexing,
-                3 => {
-                    let suffix_start_offset = c.int63("suffix_start_offset")?;
-                    let generation = c.int("generation")?;
-                    Status::Gced(Gced { suffix_start_offset, generation, suffix_dead_bytes: 0, mapping_end: None })
-                }
-                t => return Err(c.error(format!("status tag {t} is not one irmin 3.7 writes"))),
-            };
-            // A V3 store has one suffix file, `store.pack` at chunk 0.
-            Control { version, dict_end, appendable_chunk_end: suffix_end, chunk_start: 0, chunk_num: 1, volume_num: 0, status }
+            let status = status(&mut c, version)?;
+            // One suffix file, named after the collections so far.
+            let chunk_start = if let Status::Gced(gc) = &status { gc.generation } else { 0 };
+            Control { version, dict_end, appendable_chunk_end: suffix_end, chunk_start, chunk_num: 1, volume_num: 0, status }
         } else {
             let appendable_chunk_end = c.int63("appendable_chunk_poff")?;
             if version == 4 {
@@ -115,21 +106,7 @@ impl Control {
             let chunk_start = c.int("chunk_start_idx")?;
             let chunk_num = c.int("chunk_num")?;
             let volume_num = if version == 5 { c.int("volume_num")? } else { 0 };
-            let status = match c.tag("status")? {
-                0 => Status::UpgradedFromV1V2 { entry_offset_at_upgrade: c.int63("entry_offset_at_upgrade_to_v3")? },
-                1 => Status::NoGcYet,
-                2 => Status::NonMinimalIndexing,
-                3 => {
-                    let suffix_start_offset = c.int63("suffix_start_offset")?;
-                    let generation = c.int("generation")?;
-                    let _latest_gc_target_offset = c.int63("latest_gc_target_offset")?;
-                    let suffix_dead_bytes = c.int63("suffix_dead_bytes")?;
-                    let mapping_end =
-                        if version == 5 && c.option("mapping_end_poff")? { Some(c.int63("mapping_end_poff")?) } else { None };
-                    Status::Gced(Gced { suffix_start_offset, generation, suffix_dead_bytes, mapping_end })
-                }
-                t => return Err(c.error(format!("status tag {t} is not one irmin 3.7 writes"))),
-            };
+            let status = status(&mut c, version)?;
             let mut zeroed = payload.to_vec();
             zeroed[checksum_at..checksum_at + 8].fill(0);
             let computed = u64::from(adler2::adler32_slice(&zeroed));
@@ -150,6 +127,29 @@ impl Control {
         }
         Ok(control)
     }
+}
+
+/// The status variant, last in every payload.
+fn status(c: &mut Cursor<'_>, version: u8) -> Result<Status> {
+    Ok(match c.tag("status")? {
+        0 => Status::UpgradedFromV1V2 { entry_offset_at_upgrade: c.int63("entry_offset_at_upgrade_to_v3")? },
+        1 => Status::NoGcYet,
+        2 => Status::NonMinimalIndexing,
+        3 => {
+            let suffix_start_offset = c.int63("suffix_start_offset")?;
+            let generation = c.int("generation")?;
+            let (mut suffix_dead_bytes, mut mapping_end) = (0, None);
+            if version > 3 {
+                let _latest_gc_target_offset = c.int63("latest_gc_target_offset")?;
+                suffix_dead_bytes = c.int63("suffix_dead_bytes")?;
+                if version == 5 && c.option("mapping_end_poff")? {
+                    mapping_end = Some(c.int63("mapping_end_poff")?);
+                }
+            }
+            Status::Gced(Gced { suffix_start_offset, generation, suffix_dead_bytes, mapping_end })
+        }
+        t => return Err(c.error(format!("status tag {t} is not one irmin 3.7 writes"))),
+    })
 }
 
 #[cfg(test)]

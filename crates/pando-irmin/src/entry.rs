@@ -25,7 +25,7 @@ use pando_core::{Hash, Kind};
 use crate::dict::Dict;
 use crate::error::{Error, Result};
 use crate::read::Cursor;
-use crate::space::Space;
+use crate::space::{Place, Space};
 
 /// Largest body accepted (irmin's own values are far smaller).
 const MAX_BODY: u64 = 1 << 30;
@@ -55,6 +55,8 @@ impl Loc {
 
 /// One entry, read whole.
 pub struct Entry {
+    /// Its global offset.
+    pub offset: u64,
     pub hash: Hash,
     pub kind: EntryKind,
     pub body: Vec<u8>,
@@ -90,8 +92,21 @@ pub enum InodeBody {
     Tree { depth: u64, length: u64, pointers: Vec<(u8, Address)> },
 }
 
-/// Reads the entry at `offset`; `from` is where the pointer to it was found.
-pub fn read(space: &mut Space, offset: u64, from: &Loc) -> Result<Entry> {
+/// An entry's header: what a scan needs.
+pub struct Header {
+    pub hash: Hash,
+    pub kind: EntryKind,
+    /// Bytes of the header (hash, kind, length).
+    pub header: u64,
+    /// Bytes of the whole entry.
+    pub size: u64,
+    pub loc: Loc,
+    place: Place,
+}
+
+/// Reads the header of the entry at `offset`; `from` is where the pointer
+/// to it was found.
+pub fn header(space: &mut Space, offset: u64, from: &Loc) -> Result<Header> {
     let place = space.place(offset).map_err(|reason| from.error(format!("a pointer to a missing object: {reason}")))?;
     let loc = Loc { file: space.file_name(&place).to_string(), offset: place.file_offset };
     let mut head = [0u8; 43];
@@ -122,13 +137,62 @@ pub fn read(space: &mut Space, offset: u64, from: &Loc) -> Result<Entry> {
             place.available
         )));
     }
-    let mut entry = vec![0u8; (header + len) as usize];
+    Ok(Header { hash, kind, header, size: header + len, loc, place })
+}
+
+/// Reads the entry at `offset` whole; `from` is where the pointer to it
+/// was found.
+pub fn read(space: &mut Space, offset: u64, from: &Loc) -> Result<Entry> {
+    let Header { hash, kind, header, size, loc, place } = self::header(space, offset, from)?;
+    let mut entry = vec![0u8; size as usize];
     space.read(&place, &mut entry)?;
     let body = entry.split_off(header as usize);
-    Ok(Entry { hash, kind, body, body_at: loc.offset + header, size: header + len, loc })
+    Ok(Entry { offset, hash, kind, body, body_at: loc.offset + header, size, loc })
+}
+
+/// Checks that names are sorted and unique (`what` says where they are).
+pub fn check_sorted<T>(entries: &[(Vec<u8>, Kind, T)], loc: &Loc, what: &str) -> Result<()> {
+    if entries.windows(2).any(|w| w[0].0 >= w[1].0) {
+        return Err(loc.error(format!("{what}: names not sorted, or one held twice")));
+    }
+    Ok(())
 }
 
 impl Entry {
+    /// The offset `address` names, as a pointer of this entry: irmin
+    /// writes children before their parents, so it must be below this
+    /// entry's (which also keeps every walk free of cycles).
+    pub fn child(&self, address: Address) -> Result<u64> {
+        match address {
+            Address::Offset(offset) if offset < self.offset => Ok(offset),
+            Address::Offset(offset) => Err(self.loc.error(format!(
+                "a pointer forward, to offset {offset} from this entry at {} (irmin writes children first)",
+                self.offset
+            ))),
+            Address::Hash(hash) => Err(Error::Unsupported(format!(
+                "{} at byte {}: a pointer by hash ({hash}), which only irmin's index resolves",
+                self.loc.file, self.loc.offset
+            ))),
+        }
+    }
+
+    /// The contents `address` names, read and re-hashed.
+    pub fn contents(&self, space: &mut Space, address: Address) -> Result<Entry> {
+        let contents = read(space, self.child(address)?, &self.loc)?;
+        contents.expect(&[EntryKind::Contents], "a contents")?;
+        let found = pando_core::tezos::contents_hash(&contents.body);
+        if found != contents.hash {
+            return Err(Error::HashMismatch {
+                file: contents.loc.file,
+                offset: contents.loc.offset,
+                what: "contents",
+                found,
+                stored: contents.hash,
+            });
+        }
+        Ok(contents)
+    }
+
     fn cursor(&self) -> Cursor<'_> {
         Cursor::new(&self.body, &self.loc.file, self.body_at)
     }

@@ -12,15 +12,22 @@
 //! - The work per commit is proportional to what it changed (the pairs of
 //!   inodes on the paths to its changes), not to the tree's size.
 //! - Every contents read is re-hashed against its entry; every commit is
-//!   checked whole through its hash.
+//!   checked whole through its hash (a damaged inode of a later commit is
+//!   therefore reported at that commit's entry).
+//! - Every pointer followed points below its entry (irmin writes children
+//!   first), every name lies on its index path, and nesting is bounded: no
+//!   damage can make the comparison loop or recurse without end.
 
+use pando_core::dir::MAX_DEPTH;
+use pando_core::inode::index;
 use pando_core::{Hash, Kind};
 use pando_store::{Store, Tree};
 
 use crate::dict::Dict;
-use crate::entry::{self, Address, Entry, EntryKind, InodeBody, Loc};
+use crate::entry::{self, Address, Entry, EntryKind, InodeBody};
 use crate::error::{Error, Result};
 use crate::space::Space;
+use crate::walk::MAX_DIRS;
 
 /// An entry of a directory: name, kind, address.
 type DirEntry = (Vec<u8>, Kind, Address);
@@ -41,67 +48,71 @@ pub struct Differ<'a> {
 }
 
 impl Differ<'_> {
-    fn read(&mut self, address: Address, from: &Loc) -> Result<Entry> {
-        match address {
-            Address::Offset(offset) => entry::read(self.space, offset, from),
-            Address::Hash(hash) => Err(Error::Unsupported(format!(
-                "{} at byte {}: a pointer by hash ({hash}), which only irmin's index resolves",
-                from.file, from.offset
-            ))),
-        }
-    }
-
-    fn inode(&mut self, address: Address, from: &Loc, kind: EntryKind) -> Result<Entry> {
-        let entry = self.read(address, from)?;
+    /// The inode `parent` points to at `address`.
+    fn inode(&mut self, parent: &Entry, address: Address, kind: EntryKind) -> Result<Entry> {
+        let entry = entry::read(self.space, parent.child(address)?, &parent.loc)?;
         entry.expect(&[kind], if kind == EntryKind::Root { "a directory's root inode" } else { "a non-root inode" })?;
         self.stats.inodes_read += 1;
         Ok(entry)
     }
 
-    /// Applies to `tree` what turns directory `base` into `target` at `path`.
-    pub fn dir(&mut self, base: Address, target: Address, from: &Loc, path: &mut Vec<Vec<u8>>, tree: &mut Tree) -> Result<()> {
-        if base == target {
+    /// Applies to `tree` what turns directory `base` into `target` at
+    /// `path`; each is given as the entry pointing to it and the address.
+    pub fn dir(
+        &mut self,
+        base: (&Entry, Address),
+        target: (&Entry, Address),
+        path: &mut Vec<Vec<u8>>,
+        tree: &mut Tree,
+    ) -> Result<()> {
+        if path.len() >= MAX_DIRS {
+            return Err(target.0.loc.error(format!("directories nested more than {MAX_DIRS} deep")));
+        }
+        if base.1 == target.1 {
             return Ok(());
         }
-        let base = self.inode(base, from, EntryKind::Root)?;
-        let target = self.inode(target, from, EntryKind::Root)?;
+        let base = self.inode(base.0, base.1, EntryKind::Root)?;
+        let target = self.inode(target.0, target.1, EntryKind::Root)?;
         if base.hash == target.hash {
             return Ok(());
         }
-        self.inodes(&base, &target, path, tree)
+        self.inodes(&base, &target, path, tree, 0)
     }
 
-    /// Compares two inodes at the same index path of one directory.
-    fn inodes(&mut self, base: &Entry, target: &Entry, path: &mut Vec<Vec<u8>>, tree: &mut Tree) -> Result<()> {
+    /// Compares two inodes at the same index path, at `depth`, of one
+    /// directory.
+    fn inodes(&mut self, base: &Entry, target: &Entry, path: &mut Vec<Vec<u8>>, tree: &mut Tree, depth: u32) -> Result<()> {
+        if depth > MAX_DEPTH {
+            return Err(target.loc.error(format!("inodes nested deeper than {MAX_DEPTH}")));
+        }
         match (base.inode(self.dict)?, target.inode(self.dict)?) {
             (InodeBody::Tree { pointers: old, .. }, InodeBody::Tree { pointers: new, .. }) => {
                 let (mut i, mut j) = (0, 0);
                 while i < old.len() || j < new.len() {
-                    let (a, b) = (old.get(i), new.get(j));
-                    match (a, b) {
+                    match (old.get(i), new.get(j)) {
                         (Some(&(x, pa)), Some(&(y, pb))) if x == y => {
                             (i, j) = (i + 1, j + 1);
                             if pa == pb {
                                 continue;
                             }
-                            let ca = self.inode(pa, &base.loc, EntryKind::Inode)?;
-                            let cb = self.inode(pb, &target.loc, EntryKind::Inode)?;
+                            let ca = self.inode(base, pa, EntryKind::Inode)?;
+                            let cb = self.inode(target, pb, EntryKind::Inode)?;
                             if ca.hash != cb.hash {
-                                self.inodes(&ca, &cb, path, tree)?;
+                                self.inodes(&ca, &cb, path, tree, depth + 1)?;
                             }
                         }
                         (Some(&(x, pa)), b) if b.is_none_or(|&(y, _)| x < y) => {
                             i += 1;
-                            let gone = self.inode(pa, &base.loc, EntryKind::Inode)?;
-                            for (name, _, _) in self.entries(&gone)? {
+                            let gone = self.inode(base, pa, EntryKind::Inode)?;
+                            for (name, _, _) in self.entries(&gone, depth + 1, x)? {
                                 self.remove(path, name, tree)?;
                             }
                         }
-                        (_, Some(&(_, pb))) => {
+                        (_, Some(&(y, pb))) => {
                             j += 1;
-                            let new = self.inode(pb, &target.loc, EntryKind::Inode)?;
-                            for (name, kind, address) in self.entries(&new)? {
-                                self.add(path, name, kind, address, &new.loc, tree)?;
+                            let new = self.inode(target, pb, EntryKind::Inode)?;
+                            for (name, kind, address) in self.entries(&new, depth + 1, y)? {
+                                self.add(path, name, kind, address, &new, tree)?;
                             }
                         }
                         (_, None) => unreachable!("one side has a pointer left"),
@@ -109,9 +120,10 @@ impl Differ<'_> {
                 }
                 Ok(())
             }
-            // A values inode on one side: both hold few entries here.
+            // A values inode on one side: the other holds what came or went
+            // as the directory crossed 32 entries.
             _ => {
-                let (old, new) = (self.entries(base)?, self.entries(target)?);
+                let (old, new) = (self.entries(base, depth, NO_INDEX)?, self.entries(target, depth, NO_INDEX)?);
                 let (mut i, mut j) = (0, 0);
                 while i < old.len() || j < new.len() {
                     let order = match (old.get(i), new.get(j)) {
@@ -126,7 +138,7 @@ impl Differ<'_> {
                         }
                         std::cmp::Ordering::Greater => {
                             let (name, kind, address) = new[j].clone();
-                            self.add(path, name, kind, address, &target.loc, tree)?;
+                            self.add(path, name, kind, address, target, tree)?;
                             j += 1;
                         }
                         std::cmp::Ordering::Equal => {
@@ -137,10 +149,10 @@ impl Differ<'_> {
                             }
                             if ka == Kind::Dir && kb == Kind::Dir {
                                 path.push(name);
-                                self.dir(pa, pb, &target.loc, path, tree)?;
+                                self.dir((base, pa), (target, pb), path, tree)?;
                                 path.pop();
                             } else {
-                                self.add(path, name, kb, pb, &target.loc, tree)?;
+                                self.add(path, name, kb, pb, target, tree)?;
                             }
                         }
                     }
@@ -150,27 +162,45 @@ impl Differ<'_> {
         }
     }
 
-    /// Every entry under the inode, sorted by name.
-    fn entries(&mut self, inode: &Entry) -> Result<Vec<DirEntry>> {
+    /// Every entry under `inode`, which lies at `depth` of its directory
+    /// (under index `at` of its parent, or [`NO_INDEX`] when unknown),
+    /// sorted by name. Each name must lie on the index path below, so no
+    /// inode is met twice.
+    fn entries(&mut self, inode: &Entry, depth: u32, at: u8) -> Result<Vec<DirEntry>> {
         let mut out = Vec::new();
-        self.collect(inode, &mut out, 0)?;
-        out.sort_by(|a, b| a.0.cmp(&b.0));
-        if out.windows(2).any(|w| w[0].0 == w[1].0) {
-            return Err(inode.loc.error("a name held twice in one directory"));
+        let mut path = Vec::new();
+        if at != NO_INDEX {
+            path.push((depth - 1, at));
         }
+        self.collect(inode, &mut out, depth, &mut path)?;
+        out.sort_by(|a, b| a.0.cmp(&b.0));
+        entry::check_sorted(&out, &inode.loc, "a directory")?;
         Ok(out)
     }
 
-    fn collect(&mut self, inode: &Entry, out: &mut Vec<DirEntry>, depth: u32) -> Result<()> {
-        if depth > pando_core::dir::MAX_DEPTH {
-            return Err(inode.loc.error("inodes nested deeper than any directory needs"));
+    /// Collects the entries under `inode` (at `depth`), each of which
+    /// must go to index `i` at depth `d` for every `(d, i)` of `path`.
+    fn collect(&mut self, inode: &Entry, out: &mut Vec<DirEntry>, depth: u32, path: &mut Vec<(u32, u8)>) -> Result<()> {
+        if depth > MAX_DEPTH {
+            return Err(inode.loc.error(format!("inodes nested deeper than {MAX_DEPTH}")));
         }
         match inode.inode(self.dict)? {
-            InodeBody::Values(values) => out.extend(values),
+            InodeBody::Values(values) => {
+                for (name, _, _) in &values {
+                    if !path.iter().all(|&(d, i)| index(d, name) == usize::from(i)) {
+                        return Err(inode
+                            .loc
+                            .error(format!("entry {:?} lies outside its inode's index path", String::from_utf8_lossy(name))));
+                    }
+                }
+                out.extend(values);
+            }
             InodeBody::Tree { pointers, .. } => {
-                for (_, address) in pointers {
-                    let child = self.inode(address, &inode.loc, EntryKind::Inode)?;
-                    self.collect(&child, out, depth + 1)?;
+                for (i, address) in pointers {
+                    let child = self.inode(inode, address, EntryKind::Inode)?;
+                    path.push((depth, i));
+                    self.collect(&child, out, depth + 1, path)?;
+                    path.pop();
                 }
             }
         }
@@ -185,45 +215,35 @@ impl Differ<'_> {
         Ok(())
     }
 
-    /// Puts the entry (a contents, or a whole directory) at `path/name`.
+    /// Puts the entry (a contents, or a whole directory) that inode
+    /// `parent` holds at `path/name`.
     fn add(
         &mut self,
         path: &mut Vec<Vec<u8>>,
         name: Vec<u8>,
         kind: Kind,
         address: Address,
-        from: &Loc,
+        parent: &Entry,
         tree: &mut Tree,
     ) -> Result<()> {
         path.push(name);
         match kind {
             Kind::Contents => {
-                let contents = self.read(address, from)?;
-                contents.expect(&[EntryKind::Contents], "a contents")?;
-                let found = pando_core::tezos::contents_hash(&contents.body);
-                if found != contents.hash {
-                    return Err(Error::HashMismatch {
-                        file: contents.loc.file,
-                        offset: contents.loc.offset,
-                        what: "contents",
-                        found,
-                        stored: contents.hash,
-                    });
-                }
+                let contents = parent.contents(self.space, address)?;
                 tree.add_mut(path, &contents.body)?;
                 self.stats.added += 1;
             }
             Kind::Dir => {
-                if path.len() > 1024 {
-                    return Err(from.error("directories nested more than 1024 deep"));
+                if path.len() >= MAX_DIRS {
+                    return Err(parent.loc.error(format!("directories nested more than {MAX_DIRS} deep")));
                 }
                 // A directory replacing a contents: the contents goes first.
                 if tree.mem(path)? {
                     tree.remove_mut(path)?;
                 }
-                let root = self.inode(address, from, EntryKind::Root)?;
-                for (name, kind, address) in self.entries(&root)? {
-                    self.add(path, name, kind, address, &root.loc, tree)?;
+                let root = self.inode(parent, address, EntryKind::Root)?;
+                for (name, kind, address) in self.entries(&root, 0, NO_INDEX)? {
+                    self.add(path, name, kind, address, &root, tree)?;
                 }
             }
         }
@@ -232,17 +252,21 @@ impl Differ<'_> {
     }
 }
 
+/// No index path is known above the inode (a directory's root, or both
+/// sides of a comparison checked from their common path).
+const NO_INDEX: u8 = u8::MAX;
+
 /// Imports commit `target` (its entry, fields and parents' hashes) on top
-/// of the imported commit `base` (its irmin root address and pando hash).
+/// of the imported commit `base` (its irmin entry and fields).
 pub fn import_on(
     differ: &mut Differ<'_>,
     store: &Store,
-    base: (Address, Hash),
+    base: (&Entry, &entry::CommitBody),
     target: (&Entry, &entry::CommitBody, &[Hash]),
 ) -> Result<Hash> {
     let (entry, body, parents) = target;
-    let mut tree = store.checkout(&base.1)?.ok_or(Error::UnknownCommit(base.1))?;
-    differ.dir(base.0, body.node, &entry.loc, &mut Vec::new(), &mut tree)?;
+    let mut tree = store.checkout(&base.0.hash)?.ok_or(Error::UnknownCommit(base.0.hash))?;
+    differ.dir((base.0, base.1.node), (entry, body.node), &mut Vec::new(), &mut tree)?;
     let hash = store.commit(&tree, parents, body.date, &body.author, &body.message).map_err(|e| match e {
         pando_store::Error::UnknownCommit(parent) => Error::Unsupported(format!(
             "{} at byte {}: commit {} has parent {parent}, which the files do not hold whole; \

@@ -29,25 +29,21 @@ pub struct IndexEntry {
     pub kind: u8,
 }
 
-/// Calls `f` on every entry of the index's files (`log_async`, `log`,
-/// `data`, those present), in file order.
+/// Calls `f` on every entry of the index's files (`data`, `log`,
+/// `log_async`, those present), in file order.
 pub fn for_each(dir: &dyn Storage, f: &mut dyn FnMut(IndexEntry)) -> Result<()> {
     for name in ["data", "log", "log_async"] {
-        if !dir.exists(name).map_err(Error::io(name, "look for"))? {
+        let shown = format!("index/{name}");
+        if !dir.exists(name).map_err(Error::io(&shown, "look for"))? {
             continue;
         }
-        let file = dir.open(name, false).map_err(Error::io(name, "open"))?;
-        let size = file.len().map_err(Error::io(name, "read the size of"))?;
+        let file = dir.open(name, false).map_err(Error::io(&shown, "open"))?;
+        let size = file.len().map_err(Error::io(&shown, "read the size of"))?;
         let mut head = [0u8; 32];
         if size < 32 {
-            return Err(Error::Corrupt {
-                file: format!("index/{name}"),
-                offset: 0,
-                reason: format!("{size} bytes, shorter than its header"),
-            });
+            return Err(Error::Corrupt { file: shown, offset: 0, reason: format!("{size} bytes, shorter than its header") });
         }
-        file.read_exact_at(&mut head, 0).map_err(Error::io(name, "read"))?;
-        let shown = format!("index/{name}");
+        file.read_exact_at(&mut head, 0).map_err(Error::io(&shown, "read"))?;
         let mut c = Cursor::new(&head, &shown, 0);
         let entries_bytes = c.int63("entries' length")?;
         if c.take(8, "version")? != b"00000001" {
@@ -68,7 +64,7 @@ pub fn for_each(dir: &dyn Storage, f: &mut dyn FnMut(IndexEntry)) -> Result<()> 
         while at < entries_bytes {
             let n = (entries_bytes - at).min(BATCH * ENTRY);
             buf.resize(n as usize, 0);
-            file.read_exact_at(&mut buf, start + at).map_err(Error::io(name, "read"))?;
+            file.read_exact_at(&mut buf, start + at).map_err(Error::io(&shown, "read"))?;
             for entry in buf.chunks_exact(ENTRY as usize) {
                 f(IndexEntry {
                     hash: Hash::from_slice(&entry[..32]).expect("32 bytes"),

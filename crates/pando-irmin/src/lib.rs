@@ -67,7 +67,7 @@ pub struct Context {
     dict: Dict,
     /// The `index` directory, when there is one.
     index: Option<FsStorage>,
-    /// Directories already checked, by offset.
+    /// Inodes already checked, by offset and position (bounded).
     checked: walk::Checked,
 }
 
@@ -146,22 +146,14 @@ impl Context {
             if run + len <= from {
                 continue;
             }
+            // Entries lie whole within their run (`entry::header` checks it).
             let mut at = run.max(from);
             while at < run + len {
-                let place = self.space.place(at).map_err(Error::NotAContext)?;
-                let from = Loc { file: self.space.file_name(&place).to_string(), offset: place.file_offset };
-                let entry = entry::read(&mut self.space, at, &from)?;
+                let entry = entry::header(&mut self.space, at, &Self::origin(at))?;
                 if entry.kind == EntryKind::Commit {
                     commits.push(CommitRef { hash: entry.hash, offset: at });
                 }
                 at += entry.size;
-            }
-            if at != run + len {
-                return Err(Error::Corrupt {
-                    file: "store".into(),
-                    offset: at,
-                    reason: format!("the last entry of the run at {run} ends past it ({})", run + len),
-                });
             }
         }
         Ok(commits)
@@ -204,12 +196,14 @@ impl Context {
 
     /// True if a commit `hash` is at `offset` in the live files.
     fn is_live_commit(&mut self, offset: u64, hash: &Hash) -> bool {
-        let origin = self.origin();
-        entry::read(&mut self.space, offset, &origin).is_ok_and(|e| e.kind == EntryKind::Commit && e.hash == *hash)
+        entry::header(&mut self.space, offset, &Self::origin(offset))
+            .is_ok_and(|e| e.kind == EntryKind::Commit && e.hash == *hash)
     }
 
-    fn origin(&self) -> Loc {
-        Loc { file: control::FILE.into(), offset: 0 }
+    /// Where a walk from `offset` (an entry found by a scan, the index
+    /// or the caller) starts, for errors about the offset itself.
+    fn origin(offset: u64) -> Loc {
+        Loc { file: "irmin's offset space".into(), offset }
     }
 
     /// Walks the commit and its tree, re-hashing every object; writes
@@ -221,7 +215,7 @@ impl Context {
         commit: &CommitRef,
         progress: &mut dyn FnMut(&WalkStats, u64),
     ) -> Result<(CheckedCommit, WalkStats)> {
-        let origin = self.origin();
+        let origin = Self::origin(commit.offset);
         let mut walker = walk::Walker::new(&mut self.space, &self.dict, progress);
         walker.checked = Some(&mut self.checked);
         let checked = walker.commit(commit.offset, &origin)?;
@@ -237,7 +231,7 @@ impl Context {
         store: &Store,
         progress: &mut dyn FnMut(&WalkStats, u64),
     ) -> Result<Imported> {
-        let origin = self.origin();
+        let origin = Self::origin(commit.offset);
         let (tx, rx) = mpsc::sync_channel::<Vec<u8>>(8);
         let mut reader = PipeReader { rx, buf: Vec::new(), pos: 0 };
         let (walked, imported) = std::thread::scope(|scope| {
@@ -252,12 +246,14 @@ impl Context {
             writer.tx = None;
             (walked, importer.join().expect("the importing thread does not panic"))
         });
-        // The walk's error is the cause; the importer then only saw the
-        // stream end early.
-        let ((commit, walk), _, _) = match walked {
-            Ok((Ok(done), a, b)) => (done, a, b),
+        // An error of the irmin files is the cause (the importer then only
+        // saw the stream end early); an error on the way to the store is
+        // the importer's when it stopped first (a full disk, say).
+        let (commit, walk) = match walked {
+            Ok((Ok(done), _, _)) => done,
+            Ok((Err(Error::Store(e)), _, _)) => return Err(imported.err().map_or(Error::Store(e), Error::Store)),
             Ok((Err(e), _, _)) => return Err(e),
-            Err(e) => return Err(e.into()),
+            Err(e) => return Err(imported.err().unwrap_or(e).into()),
         };
         let snapshot = imported?;
         Ok(Imported { commit, walk, snapshot, bytes_read: self.space.bytes_read })
@@ -273,18 +269,18 @@ impl Context {
         let first = commits.first().ok_or_else(|| Error::NotAContext("the files hold no commit".into()))?;
         let imported = self.import_commit(first, store, &mut |_, _| {})?;
         progress(1, commits.len(), &first.hash);
-        let mut roots = std::collections::HashMap::new();
-        let origin = self.origin();
-        let first_fields = walk::Walker::new(&mut self.space, &self.dict, &mut |_, _| {}).commit_fields(first.offset, &origin)?;
-        roots.insert(first.hash, first_fields.1.node);
+        // The irmin offset of each imported commit: 40 bytes a commit.
+        let mut imported_at = std::collections::HashMap::new();
+        imported_at.insert(first.hash, first.offset);
         let mut last = first.hash;
         let mut differ = history::Differ { space: &mut self.space, dict: &self.dict, stats: DiffStats::default() };
         for (done, commit) in commits.iter().enumerate().skip(1) {
-            let (entry, body, parents) =
-                walk::Walker::new(differ.space, differ.dict, &mut |_, _| {}).commit_fields(commit.offset, &origin)?;
-            let base = parents.iter().find(|p| roots.contains_key(*p)).copied().unwrap_or(last);
-            let hash = history::import_on(&mut differ, store, (roots[&base], base), (&entry, &body, &parents))?;
-            roots.insert(hash, body.node);
+            let (entry, body, parents) = walk::commit_fields(differ.space, commit.offset, &Self::origin(commit.offset))?;
+            let base = parents.iter().find(|p| imported_at.contains_key(*p)).copied().unwrap_or(last);
+            let at = imported_at[&base];
+            let (base_entry, base_body, _) = walk::commit_fields(differ.space, at, &Self::origin(at))?;
+            let hash = history::import_on(&mut differ, store, (&base_entry, &base_body), (&entry, &body, &parents))?;
+            imported_at.insert(hash, commit.offset);
             last = hash;
             progress(done + 1, commits.len(), &hash);
         }

@@ -85,15 +85,9 @@ impl<'a> Cursor<'a> {
         self.int(what)
     }
 
+    /// repr's `bool`: `00` false, any other byte true (irmin writes `ff`).
     pub fn bool(&mut self, what: &str) -> Result<bool> {
-        match self.u8(what)? {
-            0 => Ok(false),
-            0xff => Ok(true),
-            b => {
-                self.pos -= 1;
-                Err(self.error(format!("{what}: {b:#04x} is not a boolean")))
-            }
-        }
+        Ok(self.u8(what)? != 0)
     }
 
     /// An option's tag: `true` when a value follows.

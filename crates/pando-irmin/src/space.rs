@@ -92,7 +92,6 @@ impl Space {
             let size = file.len().map_err(Error::io(&name, "read the size of"))?;
             Ok(Part { name, file, size })
         };
-        let len = |part: &Part| -> Result<u64> { Ok(part.size) };
         if control.volume_num > 0 {
             return Err(Error::Unsupported(format!(
                 "a lower layer of {} volumes (irmin's archive mode); only the upper layer is read",
@@ -108,10 +107,9 @@ impl Space {
         let mut chunks = Vec::new();
         let mut start = 0u64;
         for i in 0..control.chunk_num {
-            let name =
-                if control.version == 3 { "store.pack".to_string() } else { format!("store.{}.suffix", control.chunk_start + i) };
+            let name = format!("store.{}.suffix", control.chunk_start.saturating_add(i));
             let part = open(name)?;
-            let size = len(&part)?;
+            let size = part.size;
             let last = i + 1 == control.chunk_num;
             let valid = if last { control.appendable_chunk_end } else { size };
             if valid > size {
@@ -122,14 +120,18 @@ impl Space {
                 });
             }
             chunks.push(Chunk { part: parts.len(), start, len: valid });
-            start += valid;
+            start = start.checked_add(valid).ok_or_else(|| Error::Corrupt {
+                file: crate::control::FILE.into(),
+                offset: 0,
+                reason: "suffix chunks longer than any file".into(),
+            })?;
             parts.push(part);
         }
         let (suffix_start, dead, prefix) = match &control.status {
             Status::Gced(gc) => {
                 let prefix = open(format!("store.{}.prefix", gc.generation))?;
                 let mapping = open(format!("store.{}.mapping", gc.generation))?;
-                let size = len(&mapping)?;
+                let size = mapping.size;
                 let valid = gc.mapping_end.unwrap_or(size);
                 if valid > size || valid % 24 != 0 {
                     return Err(Error::Corrupt {
@@ -138,18 +140,18 @@ impl Space {
                         reason: format!("{size} bytes, {valid} valid: not whole 24-byte entries or truncated"),
                     });
                 }
-                let runs = read_mapping(&mapping, valid, len(&prefix)?, gc.suffix_start_offset)?;
+                let runs = read_mapping(&mapping, valid, prefix.size, gc.suffix_start_offset)?;
                 let part = parts.len();
                 parts.push(prefix);
                 (gc.suffix_start_offset, gc.suffix_dead_bytes, Some((part, runs)))
             }
             _ => (0, 0, None),
         };
-        if dead > start {
+        if dead > start || dead > suffix_start || suffix_start.checked_add(start).is_none() {
             return Err(Error::Corrupt {
-                file: parts[0].name.clone(),
+                file: crate::control::FILE.into(),
                 offset: 0,
-                reason: format!("the suffix holds {start} bytes, fewer than its {dead} dead bytes"),
+                reason: format!("{dead} dead bytes in a suffix of {start} bytes starting at offset {suffix_start}"),
             });
         }
         Ok(Space {
@@ -181,7 +183,7 @@ impl Space {
     /// Where `offset` lies, or why it lies nowhere.
     pub fn place(&self, offset: u64) -> Result<Place, String> {
         if offset >= self.suffix_start {
-            let soff = offset - self.suffix_start + self.dead;
+            let soff = (offset - self.suffix_start).saturating_add(self.dead);
             let chunk = self
                 .chunks
                 .iter()

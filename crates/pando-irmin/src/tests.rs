@@ -164,3 +164,24 @@ fn flipped_bytes_across_the_files_never_pass_as_the_head() {
         assert!(refused >= 10, "{name}: only {refused} flips were noticed");
     }
 }
+
+#[test]
+fn a_pointer_forward_or_to_itself_is_refused_not_followed() {
+    let name = "a-plain";
+    let storage = load(name);
+    let mut context = Context::open_storage(&storage).unwrap();
+    let head = context.find_commit(Some(&head(name))).unwrap();
+    let origin = Loc { file: "test".into(), offset: head.offset };
+    let entry = entry::read(&mut context.space, head.offset, &origin).unwrap();
+    drop(context);
+    // The commit's node address: tag 0, then the offset, made the commit's own.
+    let file = file(&storage, "store.0.suffix");
+    file.write_all_at(&head.offset.to_be_bytes(), entry.body_at + 1).unwrap();
+    match check_head(&storage, &head.hash) {
+        Err(Error::Corrupt { file, offset, reason }) => {
+            assert_eq!((file.as_str(), offset), ("store.0.suffix", entry.loc.offset));
+            assert!(reason.contains("a pointer forward"), "{reason}");
+        }
+        other => panic!("a commit pointing to itself: {other:?}"),
+    }
+}

@@ -12,7 +12,10 @@
 //! Invariants:
 //! - Memory is one decoded inode per level of the walk (plus, under a
 //!   directory of at most 256 entries, those entries), whatever the tree's
-//!   size; contents are read one at a time.
+//!   size; contents are read one at a time. A check of many commits adds
+//!   its memo ([`Checked`], bounded).
+//! - Every pointer followed points below its entry (`Entry::child`), and
+//!   directories nest at most [`MAX_DIRS`] deep: no walk loops.
 //! - The layout is checked to be the canonical one (entries sorted and on
 //!   their index path, depths and lengths consistent, tree inodes only
 //!   above 32 entries), so a store that passes is one Tezos would hash the
@@ -22,7 +25,7 @@
 
 use pando_core::dir::MAX_DEPTH;
 use pando_core::inode::{self, ENTRIES, hashed_flat};
-use pando_core::tezos::{self, contents_hash};
+use pando_core::tezos;
 use pando_core::varint::write_u64;
 use pando_core::{CommitInfo, Hash, Kind};
 use pando_store::snapshot::{ENTRY_CONTENTS, ENTRY_DIR, FrameWriter, TAG_TREE, TAG_VALUES};
@@ -32,8 +35,9 @@ use crate::entry::{self, Address, CommitBody, Entry, EntryKind, InodeBody, Loc};
 use crate::error::{Error, Result};
 use crate::space::Space;
 
-/// Deepest nesting of directories followed.
-const MAX_DIRS: usize = 1024;
+/// Deepest nesting of directories followed (Tezos paths are far shorter);
+/// it bounds the walks' recursion.
+pub(crate) const MAX_DIRS: usize = 256;
 /// Most inodes a [`Checked`] memo holds (about 80 MB).
 const MEMO_DIRS: usize = 1 << 20;
 
@@ -77,6 +81,17 @@ pub struct WalkStats {
     pub entry_bytes: u64,
 }
 
+impl std::ops::AddAssign<&WalkStats> for WalkStats {
+    fn add_assign(&mut self, other: &WalkStats) {
+        self.commits += other.commits;
+        self.directories += other.directories;
+        self.inodes += other.inodes;
+        self.contents += other.contents;
+        self.contents_bytes += other.contents_bytes;
+        self.entry_bytes += other.entry_bytes;
+    }
+}
+
 /// A walk over one store's objects.
 pub struct Walker<'a> {
     pub space: &'a mut Space,
@@ -114,12 +129,16 @@ impl<'a> Walker<'a> {
 
     fn read(&mut self, offset: u64, from: &Loc) -> Result<Entry> {
         let entry = entry::read(self.space, offset, from)?;
+        self.count(&entry);
+        Ok(entry)
+    }
+
+    fn count(&mut self, entry: &Entry) {
         self.stats.entry_bytes += entry.size;
         self.ticks += 1;
         if self.ticks.is_multiple_of(4096) {
             (self.progress)(&self.stats, self.space.bytes_read);
         }
-        Ok(entry)
     }
 
     fn emit(&mut self, bytes: &[&[u8]]) {
@@ -143,29 +162,10 @@ impl<'a> Walker<'a> {
         Ok(())
     }
 
-    /// The commit at `offset` (found at `from`): its fields, and the
-    /// hashes of its parents, read from their entries.
-    pub fn commit_fields(&mut self, offset: u64, from: &Loc) -> Result<(Entry, CommitBody, Vec<Hash>)> {
-        let entry = self.read(offset, from)?;
-        entry.expect(&[EntryKind::Commit], "a commit")?;
-        let body = entry.commit()?;
-        let mut parents = Vec::with_capacity(body.parents.len());
-        for parent in &body.parents {
-            parents.push(match *parent {
-                Address::Hash(hash) => hash,
-                Address::Offset(at) => {
-                    let parent = self.read(at, &entry.loc)?;
-                    parent.expect(&[EntryKind::Commit, EntryKind::DanglingParent], "a parent commit")?;
-                    parent.hash
-                }
-            });
-        }
-        Ok((entry, body, parents))
-    }
-
     /// Walks and checks the commit at `offset` and its whole tree.
     pub fn commit(&mut self, offset: u64, from: &Loc) -> Result<CheckedCommit> {
-        let (entry, body, parents) = self.commit_fields(offset, from)?;
+        let (entry, body, parents) = commit_fields(self.space, offset, from)?;
+        self.count(&entry);
         if self.out.is_some() {
             let mut sorted = parents.clone();
             sorted.sort();
@@ -180,8 +180,7 @@ impl<'a> Walker<'a> {
             header.encode(&mut bytes);
             self.emit(&[&bytes]);
         }
-        let node = self.offset_of(body.node, &entry.loc)?;
-        let root = self.dir(node, &entry.loc, 0)?;
+        let root = self.dir(&entry, body.node, 0)?;
         self.emit(&[&[pando_store::snapshot::END]]);
         self.flush()?;
         let info = CommitInfo { root, parents, date: body.date, author: body.author, message: body.message };
@@ -199,16 +198,6 @@ impl<'a> Walker<'a> {
         Ok(CheckedCommit { hash: entry.hash, info })
     }
 
-    fn offset_of(&self, address: Address, from: &Loc) -> Result<u64> {
-        match address {
-            Address::Offset(offset) => Ok(offset),
-            Address::Hash(hash) => Err(Error::Unsupported(format!(
-                "{} at byte {}: a pointer by hash ({hash}), which only irmin's index resolves",
-                from.file, from.offset
-            ))),
-        }
-    }
-
     /// What an earlier walk found at `offset`, when only checking.
     fn memo(&self, offset: u64, path: &[u8]) -> Option<(Hash, u64)> {
         if self.out.is_some() {
@@ -217,15 +206,16 @@ impl<'a> Walker<'a> {
         self.checked.as_ref()?.inodes.get(&(offset, position(path)?)).copied()
     }
 
-    /// The directory whose root inode is at `offset`; returns its hash.
-    fn dir(&mut self, offset: u64, from: &Loc, dirs: usize) -> Result<Hash> {
+    /// The directory `parent` points to at `address`; returns its hash.
+    fn dir(&mut self, parent: &Entry, address: Address, dirs: usize) -> Result<Hash> {
         if dirs >= MAX_DIRS {
-            return Err(from.error(format!("directories nested more than {MAX_DIRS} deep")));
+            return Err(parent.loc.error(format!("directories nested more than {MAX_DIRS} deep")));
         }
+        let offset = parent.child(address)?;
         if let Some((hash, _)) = self.memo(offset, &[]) {
             return Ok(hash);
         }
-        let entry = self.read(offset, from)?;
+        let entry = self.read(offset, &parent.loc)?;
         entry.expect(&[EntryKind::Root], "a directory's root inode")?;
         self.stats.directories += 1;
         let done = self.inode(&entry, &mut Vec::new(), false, dirs)?;
@@ -260,32 +250,21 @@ impl<'a> Walker<'a> {
                     }
                     self.emit_varint(name.len() as u64);
                     self.emit(&[&name]);
-                    let at = self.offset_of(address, &entry.loc)?;
                     let hash = match kind {
                         Kind::Contents => {
-                            let contents = self.read(at, &entry.loc)?;
-                            contents.expect(&[EntryKind::Contents], "a contents")?;
-                            let found = contents_hash(&contents.body);
-                            if found != contents.hash {
-                                return Err(Error::HashMismatch {
-                                    file: contents.loc.file,
-                                    offset: contents.loc.offset,
-                                    what: "contents",
-                                    found,
-                                    stored: contents.hash,
-                                });
-                            }
+                            let contents = entry.contents(self.space, address)?;
+                            self.count(&contents);
                             self.stats.contents += 1;
                             self.stats.contents_bytes += contents.body.len() as u64;
                             self.emit(&[&[ENTRY_CONTENTS]]);
                             self.emit_varint(contents.body.len() as u64);
                             self.emit(&[&contents.body]);
                             self.flush()?;
-                            found
+                            contents.hash
                         }
                         Kind::Dir => {
                             self.emit(&[&[ENTRY_DIR]]);
-                            self.dir(at, &entry.loc, dirs + 1)?
+                            self.dir(entry, address, dirs + 1)?
                         }
                     };
                     entries.push((name, kind, hash));
@@ -322,7 +301,7 @@ impl<'a> Walker<'a> {
                 let mut flat = below.then(Vec::new);
                 let (mut hashes, mut sum) = (Vec::with_capacity(pointers.len()), 0u64);
                 for (index, address) in pointers {
-                    let at = self.offset_of(address, &entry.loc)?;
+                    let at = entry.child(address)?;
                     // Entries are needed for a flat hash above: no shortcut then.
                     path.push(index);
                     let done = match self.memo(at, path).filter(|_| !below) {
@@ -351,9 +330,7 @@ impl<'a> Walker<'a> {
                 let hash = match &mut flat {
                     Some(entries) if root => {
                         entries.sort_by(|a, b| a.0.cmp(&b.0));
-                        if entries.windows(2).any(|w| w[0].0 == w[1].0) {
-                            return Err(entry.loc.error("a name held twice in one directory"));
-                        }
+                        entry::check_sorted(entries, &entry.loc, "a directory")?;
                         tezos::encode_node(&mut buf, entries.len(), entries.iter().map(|(n, k, h)| (&n[..], *k, h)));
                         Hash::of_bytes(&buf)
                     }
@@ -377,4 +354,26 @@ impl<'a> Walker<'a> {
         self.flush()?;
         Ok(done)
     }
+}
+
+/// The commit at `offset` (found at `from`): its entry, its fields, and
+/// the hashes of its parents (read from their entries).
+pub fn commit_fields(space: &mut Space, offset: u64, from: &Loc) -> Result<(Entry, CommitBody, Vec<Hash>)> {
+    let entry = entry::read(space, offset, from)?;
+    entry.expect(&[EntryKind::Commit], "a commit")?;
+    let body = entry.commit()?;
+    let mut parents = Vec::with_capacity(body.parents.len());
+    for parent in &body.parents {
+        parents.push(match *parent {
+            Address::Hash(hash) => hash,
+            Address::Offset(_) => {
+                let header = entry::header(space, entry.child(*parent)?, &entry.loc)?;
+                if !matches!(header.kind, EntryKind::Commit | EntryKind::DanglingParent) {
+                    return Err(header.loc.error(format!("a parent commit expected, found a {:?} entry", header.kind)));
+                }
+                header.hash
+            }
+        });
+    }
+    Ok((entry, body, parents))
 }

@@ -74,9 +74,11 @@ pub fn import_irmin(args: &ImportArgs<'_>) -> anyhow::Result<()> {
         let store =
             Store::open(dir, Options::default()).with_context(|| format!("cannot create a store in {}", dir.display()))?;
         if args.all {
-            let commits = context.commits()?;
-            let bar = commits_bar(commits.len());
-            let history = context.import_all(&store, &mut |done, _, _| bar.set_position(done as u64))?;
+            let bar = commits_bar(0);
+            let history = context.import_all(&store, &mut |done, total, _| {
+                bar.set_length(total as u64);
+                bar.set_position(done as u64);
+            })?;
             bar.finish_and_clear();
             store.close()?;
             let seconds = started.elapsed().as_secs_f64();
@@ -142,11 +144,7 @@ fn check_only(context: &mut Context, args: &ImportArgs<'_>, started: Instant) ->
             }
         })?;
         bar.set_position(i as u64 + 1);
-        total.commits += stats.commits;
-        total.directories += stats.directories;
-        total.contents += stats.contents;
-        total.contents_bytes += stats.contents_bytes;
-        total.entry_bytes += stats.entry_bytes;
+        total += &stats;
     }
     bar.finish_and_clear();
     let seconds = started.elapsed().as_secs_f64();

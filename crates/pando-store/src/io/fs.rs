@@ -29,10 +29,19 @@ impl FsStorage {
         Ok(FsStorage { dir, counters: Arc::default(), read_only: false })
     }
 
-    /// Uses the existing directory `dir` for reading only: every file is
-    /// opened read-only and none is created (another program's files).
+    /// Uses the existing directory `dir` for reading only (another
+    /// program's files): every file is opened read-only, and creating,
+    /// removing, renaming, locking or syncing is refused.
     pub fn read_only(dir: impl Into<PathBuf>) -> io::Result<FsStorage> {
         Ok(FsStorage { read_only: true, ..FsStorage::new(dir, false)? })
+    }
+
+    /// Refuses what would change a read-only directory.
+    fn writable(&self) -> io::Result<()> {
+        if self.read_only {
+            return Err(io::Error::new(io::ErrorKind::PermissionDenied, "a read-only directory: nothing is changed"));
+        }
+        Ok(())
     }
 
     fn path(&self, name: &str) -> PathBuf {
@@ -65,7 +74,7 @@ impl Storage for FsStorage {
     fn open(&self, name: &str, create: bool) -> io::Result<Arc<dyn File>> {
         if self.read_only {
             if create {
-                return Err(io::Error::new(io::ErrorKind::PermissionDenied, "a read-only directory: no file is created"));
+                self.writable()?;
             }
             let file = fs::OpenOptions::new().read(true).open(self.path(name))?;
             return Ok(Arc::new(FsFile(file, self.counters.clone())));
@@ -94,15 +103,19 @@ impl Storage for FsStorage {
         Ok(names)
     }
     fn remove(&self, name: &str) -> io::Result<()> {
+        self.writable()?;
         fs::remove_file(self.path(name))
     }
     fn rename(&self, source: &str, target: &str) -> io::Result<()> {
+        self.writable()?;
         fs::rename(self.path(source), self.path(target))
     }
     fn sync_dir(&self) -> io::Result<()> {
+        self.writable()?;
         self.counters.time(IoKind::Sync, 0, || fs::File::open(&self.dir)?.sync_all())
     }
     fn lock(&self, name: &str) -> io::Result<Box<dyn std::any::Any + Send + Sync>> {
+        self.writable()?;
         let file = fs::OpenOptions::new().read(true).write(true).create(true).truncate(false).open(self.path(name))?;
         match file.try_lock() {
             Ok(()) => Ok(Box::new(file)),
@@ -160,5 +173,25 @@ mod tests {
         let t = storage.io_times().unwrap();
         assert_eq!((t.writes, t.write_bytes, t.syncs, t.reads, t.read_bytes), (1, 11, 2, 2, 10));
         assert!(t.sync_ns > 0 && t.write_ns > 0 && t.read_ns > 0);
+    }
+
+    #[test]
+    fn a_read_only_directory_is_read_and_never_changed() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("f"), b"bytes").unwrap();
+        let storage = FsStorage::read_only(dir.path()).unwrap();
+        let file = storage.open("f", false).unwrap();
+        let mut buf = [0u8; 5];
+        file.read_exact_at(&mut buf, 0).unwrap();
+        assert_eq!(&buf, b"bytes");
+        assert!(file.write_all_at(b"x", 0).is_err(), "opened for reading only");
+        assert!(storage.open("g", true).is_err());
+        assert!(storage.remove("f").is_err());
+        assert!(storage.rename("f", "g").is_err());
+        assert!(storage.lock("lock").is_err());
+        assert!(storage.sync_dir().is_err());
+        let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(names, ["f"]);
+        assert_eq!(std::fs::read(dir.path().join("f")).unwrap(), b"bytes");
     }
 }
