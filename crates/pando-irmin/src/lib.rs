@@ -67,8 +67,9 @@ pub struct Context {
     dict: Dict,
     /// The `index` directory, when there is one.
     index: Option<FsStorage>,
-    /// Inodes already checked, by offset and position (bounded).
-    checked: walk::Checked,
+    /// Inodes already checked, by offset and position (bounded), when
+    /// checking many commits.
+    checked: Option<walk::Checked>,
 }
 
 /// What an import brought in.
@@ -122,7 +123,7 @@ impl Context {
         let control = Control::decode(&bytes)?;
         let space = Space::open(storage, &control)?;
         let dict = Dict::open(storage, control.dict_end)?;
-        Ok(Context { control, space, dict, index: None, checked: walk::Checked::default() })
+        Ok(Context { control, space, dict, index: None, checked: None })
     }
 
     /// The control file's fields.
@@ -206,10 +207,15 @@ impl Context {
         Loc { file: "irmin's offset space".into(), offset }
     }
 
+    /// From now on, remember the inodes checked (at most 2^20, about
+    /// 170 MB): a check of many commits then walks what they share once.
+    pub fn remember_checked(&mut self) {
+        self.checked.get_or_insert_with(walk::Checked::default);
+    }
+
     /// Walks the commit and its tree, re-hashing every object; writes
-    /// nothing. A directory (by offset) an earlier call of this context
-    /// checked is not walked again, so checking many commits costs what
-    /// they do not share.
+    /// nothing. After [`Context::remember_checked`], an inode an earlier
+    /// call checked (at the same offset and position) is not walked again.
     pub fn check_commit(
         &mut self,
         commit: &CommitRef,
@@ -217,7 +223,7 @@ impl Context {
     ) -> Result<(CheckedCommit, WalkStats)> {
         let origin = Self::origin(commit.offset);
         let mut walker = walk::Walker::new(&mut self.space, &self.dict, progress);
-        walker.checked = Some(&mut self.checked);
+        walker.checked = self.checked.as_mut();
         let checked = walker.commit(commit.offset, &origin)?;
         Ok((checked, walker.stats))
     }

@@ -38,7 +38,7 @@ use crate::space::Space;
 /// Deepest nesting of directories followed (Tezos paths are far shorter);
 /// it bounds the walks' recursion.
 pub(crate) const MAX_DIRS: usize = 256;
-/// Most inodes a [`Checked`] memo holds (about 80 MB).
+/// Most inodes a [`Checked`] memo holds (about 170 MB resident, measured).
 const MEMO_DIRS: usize = 1 << 20;
 
 /// Directories and inodes already re-hashed, by offset, with their hash

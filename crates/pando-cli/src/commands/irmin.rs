@@ -135,6 +135,9 @@ pub fn import_irmin(args: &ImportArgs<'_>) -> anyhow::Result<()> {
 
 fn check_only(context: &mut Context, args: &ImportArgs<'_>, started: Instant) -> anyhow::Result<()> {
     let commits = if args.all { context.commits()? } else { vec![pick(context, args.commit)?] };
+    if args.all {
+        context.remember_checked();
+    }
     let bar = if args.all { commits_bar(commits.len()) } else { bytes_bar() };
     let mut total = WalkStats::default();
     for (i, commit) in commits.iter().enumerate() {
