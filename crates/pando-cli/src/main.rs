@@ -198,9 +198,13 @@ enum Command {
         /// Every commit the files hold whole, with its history.
         #[arg(long)]
         all: bool,
-        /// Only walk and re-hash (an integrity check); write nothing.
+        /// Only walk and re-hash (an integrity check); write nothing;
+        /// exit status 1 on damage.
         #[arg(long)]
         check_only: bool,
+        /// With --check-only: print JSON instead of text (damage included).
+        #[arg(long, requires = "check_only")]
+        json: bool,
     },
     /// Generate a Tezos-like trace (irmin's IrmRepBT format).
     Gen {
@@ -387,14 +391,19 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::VerifyProof { file, root, json } => commands::proof::verify(&file, &root, json),
         Command::Snapshot { command: SnapshotCommand::Export { file, at } } => commands::snapshot::export(&at, &file),
         Command::Snapshot { command: SnapshotCommand::Import { file, dir } } => commands::snapshot::import(&file, &dir),
-        Command::ImportIrmin { context, store, commit, all, check_only } => {
-            commands::irmin::import_irmin(&commands::irmin::ImportArgs {
+        Command::ImportIrmin { context, store, commit, all, check_only, json } => {
+            let args = commands::irmin::ImportArgs {
                 context: &context,
                 store: store.as_deref(),
                 commit: commit.as_deref(),
                 all,
                 check_only,
-            })
+                json,
+            };
+            if !commands::irmin::import_irmin(&args)? {
+                std::process::exit(1);
+            }
+            Ok(())
         }
         Command::Gen { preset, seed, output } => {
             let preset = commands::trace::preset(&preset)?;

@@ -99,6 +99,10 @@ fn check_only_writes_nothing() {
     }
     let out = stdout(&pando(&["import-irmin", vector("a-gc").to_str().unwrap(), "--check-only", "--all"]));
     assert!(out.contains("100 commits and their trees are intact"), "{out}");
+    let out = stdout(&pando(&["import-irmin", vector("a-gc").to_str().unwrap(), "--check-only", "--all", "--json"]));
+    let value: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!((value["intact"].as_bool(), value["commits"].as_array().map(Vec::len)), (Some(true), Some(100)));
+    assert_eq!(value["commits"][99], HEAD);
 }
 
 #[test]
@@ -118,6 +122,12 @@ fn damage_is_named_and_leaves_no_store() {
     assert!(!store.exists(), "a failed import removes the store it created");
     let err = failure(&pando(&["import-irmin", context.to_str().unwrap(), "--check-only"]));
     assert!(err.contains("store.0.suffix at byte 5647574"), "{err}");
+    // For scripts: the damage as JSON, and exit status 1.
+    let output = pando(&["import-irmin", context.to_str().unwrap(), "--check-only", "--json"]);
+    assert_eq!(output.status.code(), Some(1));
+    let value: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(value["intact"], false);
+    assert_eq!((value["damage"]["file"].as_str(), value["damage"]["offset"].as_u64()), (Some("store.0.suffix"), Some(5647574)));
 
     // A cut suffix.
     std::fs::write(&suffix, &bytes[..bytes.len() / 2]).unwrap();

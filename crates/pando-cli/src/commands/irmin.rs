@@ -18,6 +18,8 @@ pub struct ImportArgs<'a> {
     pub commit: Option<&'a str>,
     pub all: bool,
     pub check_only: bool,
+    /// With `check_only`: one JSON document on standard output.
+    pub json: bool,
 }
 
 fn mb(bytes: u64) -> f64 {
@@ -62,12 +64,14 @@ fn pick(context: &mut Context, commit: Option<&str>) -> anyhow::Result<CommitRef
     Ok(found)
 }
 
-pub fn import_irmin(args: &ImportArgs<'_>) -> anyhow::Result<()> {
+/// Checks or imports; returns false if a check found damage (an import
+/// that finds damage fails).
+pub fn import_irmin(args: &ImportArgs<'_>) -> anyhow::Result<bool> {
     let started = Instant::now();
-    let mut context = Context::open(args.context)?;
     if args.check_only {
-        return check_only(&mut context, args, started);
+        return check_only(args, started);
     }
+    let mut context = Context::open(args.context)?;
     let Some(dir) = args.store else { bail!("a store directory is needed to import into (or --check-only)") };
     let existed = check_new_store(dir, "an irmin context")?;
     let result = (|| {
@@ -130,27 +134,64 @@ pub fn import_irmin(args: &ImportArgs<'_>) -> anyhow::Result<()> {
         remove_new_store(dir, existed);
         return Err(e.context(format!("import from {} failed; {} was left as it was", args.context.display(), dir.display())));
     }
-    Ok(())
+    Ok(true)
 }
 
-fn check_only(context: &mut Context, args: &ImportArgs<'_>, started: Instant) -> anyhow::Result<()> {
-    let commits = if args.all { context.commits()? } else { vec![pick(context, args.commit)?] };
-    if args.all {
-        context.remember_checked();
-    }
-    let bar = if args.all { commits_bar(commits.len()) } else { bytes_bar() };
-    let mut total = WalkStats::default();
-    for (i, commit) in commits.iter().enumerate() {
-        let (_, stats) = context.check_commit(commit, &mut |stats, read| {
-            if !args.all {
-                bar.set_message(walk_message(stats, read, started));
-            }
-        })?;
-        bar.set_position(i as u64 + 1);
-        total += &stats;
-    }
-    bar.finish_and_clear();
+/// The check: `Ok(false)` when the files are damaged (said on standard
+/// output with `--json`, as an error otherwise).
+fn check_only(args: &ImportArgs<'_>, started: Instant) -> anyhow::Result<bool> {
+    let mut read = 0;
+    let result = (|| {
+        let mut context = Context::open(args.context)?;
+        let commits = if args.all { context.commits()? } else { vec![pick(&mut context, args.commit)?] };
+        if args.all {
+            context.remember_checked();
+        }
+        let bar = if args.all { commits_bar(commits.len()) } else { bytes_bar() };
+        let mut total = WalkStats::default();
+        for (i, commit) in commits.iter().enumerate() {
+            let (_, stats) = context.check_commit(commit, &mut |stats, read| {
+                if !args.all {
+                    bar.set_message(walk_message(stats, read, started));
+                }
+            })?;
+            bar.set_position(i as u64 + 1);
+            total += &stats;
+            read = context.bytes_read();
+        }
+        bar.finish_and_clear();
+        anyhow::Ok((commits, total))
+    })();
     let seconds = started.elapsed().as_secs_f64();
+    let (commits, total) = match result {
+        Ok(done) => done,
+        Err(e) if args.json => {
+            use pando_irmin::Error::{Corrupt, HashMismatch};
+            let Some(Corrupt { file, offset, .. } | HashMismatch { file, offset, .. }) = e.downcast_ref::<pando_irmin::Error>()
+            else {
+                return Err(e);
+            };
+            let value =
+                serde_json::json!({ "intact": false, "damage": { "file": file, "offset": offset, "what": e.to_string() } });
+            outln!("{}", serde_json::to_string_pretty(&value)?)?;
+            return Ok(false);
+        }
+        Err(e) => return Err(e),
+    };
+    if args.json {
+        let value = serde_json::json!({
+            "intact": true,
+            "commits": commits.iter().map(|c| c.hash.to_base58()).collect::<Vec<_>>(),
+            "directories": total.directories,
+            "contents": total.contents,
+            "contents_bytes": total.contents_bytes,
+            "entry_bytes": total.entry_bytes,
+            "bytes_read": read,
+            "seconds": seconds,
+        });
+        outln!("{}", serde_json::to_string_pretty(&value)?)?;
+        return Ok(true);
+    }
     match &commits[..] {
         [one] => outln!("commit {} and its tree are intact: every object hashes to what irmin recorded", one.hash)?,
         many => outln!("{} commits and their trees are intact: every object hashes to what irmin recorded", many.len())?,
@@ -161,8 +202,8 @@ fn check_only(context: &mut Context, args: &ImportArgs<'_>, started: Instant) ->
         total.contents,
         mb(total.contents_bytes),
         mb(total.entry_bytes),
-        mb(context.bytes_read()),
-        mb(context.bytes_read()) / seconds.max(1e-9)
+        mb(read),
+        mb(read) / seconds.max(1e-9)
     )?;
-    Ok(())
+    Ok(true)
 }
