@@ -715,14 +715,16 @@ impl Pack {
     /// Reads and checks the record at `offset`; also returns its length in bytes.
     pub fn read_record_sized(&self, offset: u64) -> Result<(RecordKind, Vec<u8>, u64)> {
         let Located { file, name, pos, avail, .. } = self.locate(offset)?;
-        let mut want = READ_AHEAD.min(avail);
+        let mut buf = vec![0u8; READ_AHEAD.min(avail) as usize];
+        file.read_exact_at(&mut buf, pos).map_err(Error::io(&name, "read"))?;
         loop {
-            let mut buf = vec![0u8; want as usize];
-            file.read_exact_at(&mut buf, pos).map_err(Error::io(&name, "read"))?;
             match record::parse(&buf) {
                 Parse::Record { kind, payload, total } => return Ok((kind, payload.to_vec(), total as u64)),
-                Parse::NeedMore { total } if (total as u64) > want && (total as u64) <= avail => {
-                    want = total as u64;
+                // Only the rest of the record is read.
+                Parse::NeedMore { total } if total > buf.len() && (total as u64) <= avail => {
+                    let have = buf.len();
+                    buf.resize(total, 0);
+                    file.read_exact_at(&mut buf[have..], pos + have as u64).map_err(Error::io(&name, "read"))?;
                 }
                 Parse::NeedMore { total } => {
                     return Err(Error::corrupt(&name, pos, format!("record of {total} bytes runs past the end of its region")));
