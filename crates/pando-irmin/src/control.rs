@@ -190,4 +190,66 @@ mod tests {
             assert!(Control::decode(&good[..len]).is_err(), "cut at {len} accepted");
         }
     }
+
+    /// A V4 payload after collections, as irmin 3.4-3.5 writes it.
+    #[test]
+    fn decodes_a_collected_v4_payload() {
+        let mut payload = Vec::new();
+        payload.extend_from_slice(&100u64.to_be_bytes()); // dict end
+        payload.extend_from_slice(&700u64.to_be_bytes()); // appendable chunk end
+        payload.push(0xff); // upgraded_from_v3_to_v4: true
+        payload.extend_from_slice(&[0; 8]); // checksum
+        payload.extend_from_slice(&[2, 2, 3]); // chunk start 2, 2 chunks, Gced
+        payload.extend_from_slice(&5000u64.to_be_bytes()); // suffix start offset
+        payload.push(4); // generation
+        payload.extend_from_slice(&4900u64.to_be_bytes()); // latest gc target
+        payload.extend_from_slice(&64u64.to_be_bytes()); // dead bytes
+        let sum = u64::from(adler2::adler32_slice(&payload));
+        payload[17..25].copy_from_slice(&sum.to_be_bytes());
+        let control = Control::decode(&[b"00000004".as_slice(), &payload].concat()).unwrap();
+        assert_eq!((control.version, control.chunk_start, control.chunk_num, control.appendable_chunk_end), (4, 2, 2, 700));
+        assert_eq!(
+            control.status,
+            Status::Gced(Gced { suffix_start_offset: 5000, generation: 4, suffix_dead_bytes: 64, mapping_end: None })
+        );
+        payload[30] ^= 1;
+        assert!(Control::decode(&[b"00000004".as_slice(), &payload].concat()).is_err(), "the checksum covers the status");
+    }
+
+    /// A V3 payload (no checksum): one suffix file, named after the
+    /// collections so far.
+    #[test]
+    fn decodes_v3_payloads() {
+        let mut payload = Vec::new();
+        payload.extend_from_slice(&100u64.to_be_bytes());
+        payload.extend_from_slice(&900u64.to_be_bytes()); // suffix end
+        payload.push(1); // no collection yet
+        let control = Control::decode(&[b"00000003".as_slice(), &payload].concat()).unwrap();
+        assert_eq!((control.chunk_start, control.chunk_num, control.appendable_chunk_end), (0, 1, 900));
+        assert_eq!(control.status, Status::NoGcYet);
+        payload.pop();
+        payload.push(3); // collected: suffix start, generation
+        payload.extend_from_slice(&800u64.to_be_bytes());
+        payload.push(2);
+        let control = Control::decode(&[b"00000003".as_slice(), &payload].concat()).unwrap();
+        assert_eq!((control.chunk_start, control.chunk_num), (2, 1));
+        assert_eq!(
+            control.status,
+            Status::Gced(Gced { suffix_start_offset: 800, generation: 2, suffix_dead_bytes: 0, mapping_end: None })
+        );
+        payload.push(0);
+        assert!(Control::decode(&[b"00000003".as_slice(), &payload].concat()).is_err(), "a byte after the payload");
+    }
+
+    #[test]
+    fn stores_before_3_0_and_upgraded_ones_are_named() {
+        assert!(matches!(Control::decode(b"00000002xxxxxxxx"), Err(Error::Unsupported(m)) if m.contains("before 3.0")));
+        let mut payload = Vec::new();
+        payload.extend_from_slice(&100u64.to_be_bytes());
+        payload.extend_from_slice(&900u64.to_be_bytes());
+        payload.push(0); // upgraded from v1 or v2
+        payload.extend_from_slice(&500u64.to_be_bytes());
+        let control = Control::decode(&[b"00000003".as_slice(), &payload].concat()).unwrap();
+        assert_eq!(control.status, Status::UpgradedFromV1V2 { entry_offset_at_upgrade: 500 });
+    }
 }
