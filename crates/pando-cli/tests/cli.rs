@@ -2,23 +2,10 @@
 //! and clean errors (non-zero exit, a message, no panic) on bad input.
 
 use pando_store::{Options, Store};
-use std::process::{Command, Output};
 
-fn pando(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_pando")).args(args).env_remove("PANDO_STORE").output().unwrap()
-}
+mod common;
 
-fn stdout(output: &Output) -> String {
-    assert!(output.status.success(), "failed: {}", String::from_utf8_lossy(&output.stderr));
-    String::from_utf8(output.stdout.clone()).unwrap()
-}
-
-fn failure(output: &Output) -> String {
-    assert!(!output.status.success());
-    let stderr = String::from_utf8(output.stderr.clone()).unwrap();
-    assert!(!stderr.contains("panicked"), "{stderr}");
-    stderr
-}
+use common::{failure, run as pando, stdout};
 
 /// A store at `path` with two commits: 300 balances, then one changed.
 fn two_blocks(path: &std::path::Path) -> (pando_core::Hash, pando_core::Hash) {

@@ -4,29 +4,11 @@
 
 use pando_store::{Options, Store, SyncPolicy};
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Output, Stdio};
 
-fn pando() -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_pando"));
-    command.env_remove("PANDO_STORE").env("RUST_BACKTRACE", "0").env("RUST_LIB_BACKTRACE", "0");
-    command
-}
+mod common;
 
-fn run(args: &[&str]) -> Output {
-    pando().args(args).output().unwrap()
-}
-
-fn stdout(output: &Output) -> String {
-    assert!(output.status.success(), "failed: {}", String::from_utf8_lossy(&output.stderr));
-    String::from_utf8(output.stdout.clone()).unwrap()
-}
-
-fn failure(output: &Output) -> String {
-    assert!(!output.status.success(), "succeeded: {}", String::from_utf8_lossy(&output.stdout));
-    let stderr = String::from_utf8(output.stderr.clone()).unwrap();
-    assert!(!stderr.contains("panicked"), "{stderr}");
-    stderr
-}
+use common::{failure, pando, run, stdout};
 
 /// A store with 600 commits (so `log` writes more than a pipe holds) and a
 /// directory of 3,000 entries (so does `ls`).

@@ -2,23 +2,10 @@
 //! written by irmin 3.7.2 (`../shared/vectors/irmin-stores/`).
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
-fn pando(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_pando")).args(args).env_remove("PANDO_STORE").env("RUST_BACKTRACE", "0").output().unwrap()
-}
+mod common;
 
-fn stdout(output: &Output) -> String {
-    assert!(output.status.success(), "failed: {}", String::from_utf8_lossy(&output.stderr));
-    String::from_utf8(output.stdout.clone()).unwrap()
-}
-
-fn failure(output: &Output) -> String {
-    assert!(!output.status.success());
-    let stderr = String::from_utf8(output.stderr.clone()).unwrap();
-    assert!(!stderr.contains("panicked"), "{stderr}");
-    stderr
-}
+use common::{failure, run as pando, stdout};
 
 fn vector(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/vectors/irmin-stores").join(name)

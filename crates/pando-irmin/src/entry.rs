@@ -176,20 +176,21 @@ impl Entry {
         }
     }
 
+    /// Checks that `found`, the hash of what the entry holds, is the one
+    /// irmin recorded; `what` names the object in the error.
+    pub fn verify(&self, what: &'static str, found: Hash) -> Result<()> {
+        if found == self.hash {
+            return Ok(());
+        }
+        Err(Error::HashMismatch { file: self.loc.file.clone(), offset: self.loc.offset, what, found, stored: self.hash })
+    }
+
     /// The contents `address` names, read and re-hashed.
     pub fn contents(&self, space: &mut Space, address: Address) -> Result<Entry> {
         let contents = read(space, self.child(address)?, &self.loc)?;
         contents.expect(&[EntryKind::Contents], "a contents")?;
         let found = pando_core::tezos::contents_hash(&contents.body);
-        if found != contents.hash {
-            return Err(Error::HashMismatch {
-                file: contents.loc.file,
-                offset: contents.loc.offset,
-                what: "contents",
-                found,
-                stored: contents.hash,
-            });
-        }
+        contents.verify("contents", found)?;
         Ok(contents)
     }
 

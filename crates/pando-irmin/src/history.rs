@@ -275,14 +275,6 @@ pub fn import_on(
         )),
         other => other.into(),
     })?;
-    if hash != entry.hash {
-        return Err(Error::HashMismatch {
-            file: entry.loc.file.clone(),
-            offset: entry.loc.offset,
-            what: "commit",
-            found: hash,
-            stored: entry.hash,
-        });
-    }
+    entry.verify("commit", hash)?;
     Ok(hash)
 }

@@ -32,7 +32,7 @@ use pando_store::snapshot::{ENTRY_CONTENTS, ENTRY_DIR, FrameWriter, TAG_TREE, TA
 
 use crate::dict::Dict;
 use crate::entry::{self, Address, CommitBody, Entry, EntryKind, InodeBody, Loc};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::space::Space;
 
 /// Deepest nesting of directories followed (Tezos paths are far shorter);
@@ -185,15 +185,7 @@ impl<'a> Walker<'a> {
         self.flush()?;
         let info = CommitInfo { root, parents, date: body.date, author: body.author, message: body.message };
         let found = info.hash();
-        if found != entry.hash {
-            return Err(Error::HashMismatch {
-                file: entry.loc.file,
-                offset: entry.loc.offset,
-                what: "commit",
-                found,
-                stored: entry.hash,
-            });
-        }
+        entry.verify("commit", found)?;
         self.stats.commits += 1;
         Ok(CheckedCommit { hash: entry.hash, info })
     }
@@ -342,15 +334,7 @@ impl<'a> Walker<'a> {
                 Done { hash, len: length, flat: if root { None } else { flat } }
             }
         };
-        if done.hash != entry.hash {
-            return Err(Error::HashMismatch {
-                file: entry.loc.file.clone(),
-                offset: entry.loc.offset,
-                what: if root { "directory" } else { "inode" },
-                found: done.hash,
-                stored: entry.hash,
-            });
-        }
+        entry.verify(if root { "directory" } else { "inode" }, done.hash)?;
         self.flush()?;
         Ok(done)
     }
