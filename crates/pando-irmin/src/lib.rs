@@ -19,8 +19,11 @@
 //! Invariants:
 //! - Nothing is ever written to the context directory: its files are
 //!   opened read-only ([`pando_store::io::FsStorage::read_only`]).
-//! - Every object is re-hashed as it is read; the first difference from
-//!   the hash irmin recorded is an error naming the file and byte.
+//! - Every object of a commit walked whole is re-hashed as it is read;
+//!   the first difference from the hash irmin recorded is an error naming
+//!   the file and byte. The later commits of [`Context::import_all`] have
+//!   their contents re-hashed and the rest checked through the commit's
+//!   hash.
 //! - A damaged or truncated file gives an error, never a panic and never
 //!   a store with wrong data: an import lands only if the commit's tree
 //!   hashes, in pando, to the commit irmin recorded.
