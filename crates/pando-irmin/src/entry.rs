@@ -144,9 +144,9 @@ pub fn header(space: &mut Space, offset: u64, from: &Loc) -> Result<Header> {
 /// was found.
 pub fn read(space: &mut Space, offset: u64, from: &Loc) -> Result<Entry> {
     let Header { hash, kind, header, size, loc, place } = self::header(space, offset, from)?;
-    let mut entry = vec![0u8; size as usize];
-    space.read(&place, &mut entry)?;
-    let body = entry.split_off(header as usize);
+    // The header was read: only the body is.
+    let mut body = vec![0u8; (size - header) as usize];
+    space.read(&place.skip(header), &mut body)?;
     Ok(Entry { offset, hash, kind, body, body_at: loc.offset + header, size, loc })
 }
 

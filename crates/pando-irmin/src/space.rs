@@ -59,14 +59,21 @@ type Run = (u64, u64, u64);
 /// A cached block: part, block number, bytes.
 type Block = (usize, u64, Box<[u8]>);
 
+impl Place {
+    /// The place `n` bytes further in the same run (`n` at most what is
+    /// available).
+    pub fn skip(&self, n: u64) -> Place {
+        assert!(n <= self.available, "a skip stays within its run");
+        Place { part: self.part, file_offset: self.file_offset + n, available: self.available - n }
+    }
+}
+
 /// Reads by global offset.
 pub struct Space {
     parts: Vec<Part>,
     chunks: Vec<Chunk>,
     suffix_start: u64,
     dead: u64,
-    /// End of the suffix, as a suffix offset.
-    suffix_end: u64,
     /// The prefix's part and its mapping's runs `(offset, prefix offset, len)`.
     prefix: Option<(usize, Vec<Run>)>,
     blocks: Vec<Option<Block>>,
@@ -154,21 +161,13 @@ impl Space {
                 reason: format!("{dead} dead bytes in a suffix of {start} bytes starting at offset {suffix_start}"),
             });
         }
-        Ok(Space {
-            parts,
-            chunks,
-            suffix_start,
-            dead,
-            suffix_end: start,
-            prefix,
-            blocks: (0..SLOTS).map(|_| None).collect(),
-            bytes_read: 0,
-        })
+        Ok(Space { parts, chunks, suffix_start, dead, prefix, blocks: (0..SLOTS).map(|_| None).collect(), bytes_read: 0 })
     }
 
     /// The first offset the suffix serves and the offset past its end.
     pub fn suffix_range(&self) -> (u64, u64) {
-        (self.suffix_start, self.suffix_start + self.suffix_end - self.dead)
+        let end = self.chunks.last().map_or(0, |c| c.start + c.len);
+        (self.suffix_start, self.suffix_start + end - self.dead)
     }
 
     /// The prefix's runs of live bytes `(offset, length)`, in order.

@@ -6,11 +6,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use pando_store::RecordCounts;
 use pando_store::{CheckPhase, CheckScope, Error, Options, Problem, Store};
 
-use super::{StoreArg, resolve};
-
-fn megabytes(bytes: u64) -> f64 {
-    bytes as f64 / 1e6
-}
+use super::{StoreArg, mb, resolve};
 
 fn kinds(counts: &RecordCounts) -> String {
     format!(
@@ -110,23 +106,23 @@ pub fn check(arg: &StoreArg, commit: Option<&str>, all: bool, max_problems: usiz
         outln!(
             "scanned:   {} records, {:.1} MB: {}",
             report.scanned.records(),
-            megabytes(report.scanned.bytes),
+            mb(report.scanned.bytes),
             kinds(&report.scanned)
         )?;
     }
     outln!(
         "re-hashed: {} records, {:.1} MB ({:.1} MB of encodings hashed), reachable from {} commit(s): {}",
         report.walked.records(),
-        megabytes(report.walked.bytes),
-        megabytes(report.hashed_bytes),
+        mb(report.walked.bytes),
+        mb(report.hashed_bytes),
         report.commits,
         kinds(&report.walked)
     )?;
     outln!(
         "read:      {:.1} MB in {seconds:.2} s ({:.0} MB/s); the pack is {:.1} MB",
-        megabytes(report.bytes_read),
-        megabytes(report.bytes_read) / seconds.max(1e-9),
-        megabytes(report.pack_bytes)
+        mb(report.bytes_read),
+        mb(report.bytes_read) / seconds.max(1e-9),
+        mb(report.pack_bytes)
     )?;
     for problem in &report.problems {
         outln!("{problem}")?;

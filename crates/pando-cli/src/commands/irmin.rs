@@ -9,6 +9,7 @@ use pando_store::{Options, Store};
 use std::path::Path;
 use std::time::Instant;
 
+use super::mb;
 use super::snapshot::{check_new_store, remove_new_store};
 
 /// What to do with the context.
@@ -20,10 +21,6 @@ pub struct ImportArgs<'a> {
     pub check_only: bool,
     /// With `check_only`: one JSON document on standard output.
     pub json: bool,
-}
-
-fn mb(bytes: u64) -> f64 {
-    bytes as f64 / 1e6
 }
 
 fn bytes_bar() -> ProgressBar {

@@ -13,6 +13,11 @@ use pando_core::Hash;
 use pando_store::{Kind, Options, Store, Tree};
 use std::path::{Path, PathBuf};
 
+/// Bytes as (decimal) megabytes, for printing.
+pub fn mb(bytes: u64) -> f64 {
+    bytes as f64 / 1e6
+}
+
 /// Which store to open.
 #[derive(clap::Args)]
 pub struct StoreArg {

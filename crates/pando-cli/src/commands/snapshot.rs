@@ -8,11 +8,7 @@ use std::io::{BufReader, BufWriter, Write};
 use std::path::Path;
 use std::time::Instant;
 
-use super::{AtCommit, resolve};
-
-fn mb(bytes: u64) -> f64 {
-    bytes as f64 / 1e6
-}
+use super::{AtCommit, mb, resolve};
 
 /// A writer that moves a progress bar by the bytes it takes.
 struct Counted<W> {
