@@ -85,19 +85,25 @@ fn path_below<H: Hold, R: Resolve<H>, T>(
 /// replaced by directories, and directories the removal leaves empty are
 /// removed. `at(n)` is the resolver for the directory the first `n` steps
 /// lead to, as for [`with_path`]. Inodes only this tree holds change in
-/// place, shared ones are copied (see [`make_mut`]). On error `root` still
-/// holds a consistent trie (each directory on the path is put back), not
-/// necessarily the one before.
+/// place, shared ones are copied (see [`make_mut`]). Returns whether the
+/// trie changed: removing what is not there touches (and copies) nothing.
+/// On error `root` still holds a consistent trie (each directory on the
+/// path is put back), not necessarily the one before.
 pub fn update_path<H: Hold, R: Resolve<H>>(
     root: &mut Arc<Inode<H>>,
     steps: &[&[u8]],
     new: Option<Child<H>>,
     at: &impl Fn(usize) -> R,
-) -> Result<(), R::Error> {
-    update_below(root, steps, 0, new, at)
+) -> Result<bool, R::Error> {
+    if new.is_none() && !path_below(root, steps[0], steps, 0, &at(0), at, |child| child.is_some())? {
+        return Ok(false);
+    }
+    update_below(root, steps, 0, new, at)?;
+    Ok(true)
 }
 
-/// [`update_path`] in the directory the first `n` of `steps` lead to.
+/// [`update_path`] in the directory the first `n` of `steps` lead to;
+/// a removal's path holds something.
 fn update_below<H: Hold, R: Resolve<H>>(
     root: &mut Arc<Inode<H>>,
     steps: &[&[u8]],
@@ -109,9 +115,11 @@ fn update_below<H: Hold, R: Resolve<H>>(
     let r = at(n);
     if n + 1 == steps.len() {
         match new {
-            Some(child) => set(root, 0, step, child, &r)?,
-            None => remove(root, 0, step, &r)?,
-        };
+            Some(child) => {
+                set(root, 0, step, child, &r)?;
+            }
+            None => remove_present(root, 0, step, &r)?,
+        }
         return Ok(());
     }
     let emptied = match find_mut(root, 0, step, &r)? {
@@ -134,7 +142,7 @@ fn update_below<H: Hold, R: Resolve<H>>(
         }
     };
     if emptied {
-        remove(root, 0, step, &r)?;
+        remove_present(root, 0, step, &r)?;
     }
     Ok(())
 }

@@ -422,16 +422,16 @@ impl<'r> PartialTree<'r> {
             self.root = new.unwrap_or_else(Entry::empty_dir);
             return Ok(());
         }
-        if new.is_none() && self.get(path)?.is_none() {
-            return Ok(());
-        }
         let mut root = match &self.root {
             Child::Dir(cell) => self.access.at(&[]).root(cell)?,
+            // Nothing below a contents to remove.
+            Child::Contents(_) if new.is_none() => return Ok(()),
             Child::Contents(_) => Partial::empty(),
         };
         // A copy of the root: on error the tree stays as it was.
-        dir::update_path(&mut root, path, new, &|n| self.access.at(&path[..n]))?;
-        self.root = Child::Dir(Partial::mem(root));
+        if dir::update_path(&mut root, path, new, &|n| self.access.at(&path[..n]))? {
+            self.root = Child::Dir(Partial::mem(root));
+        }
         Ok(())
     }
 }

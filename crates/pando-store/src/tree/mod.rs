@@ -368,32 +368,39 @@ impl Tree {
         if steps.len() > MAX_PATH_STEPS {
             return Err(crate::Error::Invalid(format!("a path of {} steps (at most {MAX_PATH_STEPS})", steps.len())));
         }
-        // Not `mem_tree`: that would record a read nobody made.
-        if new.is_none() && self.get(path)?.is_none() {
-            return Ok(());
-        }
-        // Changed, a subtree is no longer a copy of where it was read.
-        self.origin = None;
         let placeholder = Child::Dir(Ptr::Mem(empty()));
-        let mut root = match std::mem::replace(&mut self.node, placeholder) {
-            Child::Dir(Ptr::Mem(inode)) => inode,
+        let (mut root, stored) = match std::mem::replace(&mut self.node, placeholder) {
+            Child::Dir(Ptr::Mem(inode)) => (inode, None),
             Child::Dir(ptr @ Ptr::Stored { .. }) => match load(&ptr, 0, self.loader()) {
-                Ok(inode) => inode,
+                Ok(inode) => (inode, Some(ptr)),
                 Err(e) => {
                     self.node = Child::Dir(ptr);
                     return Err(e);
                 }
             },
+            // Nothing below a contents to remove.
+            contents if new.is_none() => {
+                self.node = contents;
+                return Ok(());
+            }
             // Adding below a contents turns the tree into a directory.
-            _ => empty(),
+            _ => (empty(), None),
         };
         let loader = self.loader();
         let result = dir::update_path(&mut root, &steps, new, &|_| loader);
-        self.node = Child::Dir(Ptr::Mem(root));
-        // A failure after part of the update was applied (a directory
-        // emptied, then its removal failed) must not be committed.
-        self.broken = result.is_err();
-        result
+        self.node = match (&result, stored) {
+            // Nothing was there to remove: the tree stays as it was.
+            (Ok(false), Some(ptr)) => Child::Dir(ptr),
+            _ => Child::Dir(Ptr::Mem(root)),
+        };
+        if !matches!(result, Ok(false)) {
+            // Changed, a subtree is no longer a copy of where it was read.
+            self.origin = None;
+            // A failure after part of the update was applied (a directory
+            // emptied, then its removal failed) must not be committed.
+            self.broken = result.is_err();
+        }
+        result.map(|_| ())
     }
 
     /// Entries of the directory at `path` in the store's stable order, after
