@@ -23,9 +23,8 @@
 //! - The first mismatch ends the walk with an error naming the file and
 //!   byte of the object at fault.
 
-use pando_core::dir::MAX_DEPTH;
+use pando_core::dir::{MAX_DEPTH, tree_hash, values_hash};
 use pando_core::inode::{self, ENTRIES, hashed_flat};
-use pando_core::tezos;
 use pando_core::varint::write_u64;
 use pando_core::{CommitInfo, Hash, Kind};
 use pando_store::snapshot::{ENTRY_CONTENTS, ENTRY_DIR, FrameWriter, TAG_TREE, TAG_VALUES};
@@ -104,6 +103,8 @@ pub struct Walker<'a> {
     /// Called every few thousand objects.
     pub progress: &'a mut dyn FnMut(&WalkStats, u64),
     ticks: u32,
+    /// The bytes of the hash being computed.
+    buf: Vec<u8>,
 }
 
 /// A checked commit.
@@ -124,7 +125,7 @@ struct Done {
 
 impl<'a> Walker<'a> {
     pub fn new(space: &'a mut Space, dict: &'a Dict, progress: &'a mut dyn FnMut(&WalkStats, u64)) -> Walker<'a> {
-        Walker { space, dict, out: None, checked: None, stats: WalkStats::default(), progress, ticks: 0 }
+        Walker { space, dict, out: None, checked: None, stats: WalkStats::default(), progress, ticks: 0, buf: Vec::new() }
     }
 
     fn read(&mut self, offset: u64, from: &Loc) -> Result<Entry> {
@@ -261,14 +262,8 @@ impl<'a> Walker<'a> {
                     };
                     entries.push((name, kind, hash));
                 }
-                let mut buf = Vec::new();
-                let iter = entries.iter().map(|(n, k, h)| (&n[..], *k, h));
-                if root {
-                    tezos::encode_node(&mut buf, entries.len(), iter);
-                } else {
-                    inode::encode_values(&mut buf, entries.len(), iter);
-                }
-                Done { hash: Hash::of_bytes(&buf), len: entries.len() as u64, flat: collect.then_some(entries) }
+                let hash = values_hash(&mut self.buf, root, entries.len(), entries.iter().map(|(n, k, h)| (&n[..], *k, h)));
+                Done { hash, len: entries.len() as u64, flat: collect.then_some(entries) }
             }
             InodeBody::Tree { depth: recorded, length, pointers } => {
                 if recorded != u64::from(depth) {
@@ -318,18 +313,13 @@ impl<'a> Walker<'a> {
                 if sum != length {
                     return Err(entry.loc.error(format!("a tree inode of {length} entries whose children hold {sum}")));
                 }
-                let mut buf = Vec::new();
                 let hash = match &mut flat {
+                    // Each entry lay on its index path: the flat entries are unique.
                     Some(entries) if root => {
                         entries.sort_by(|a, b| a.0.cmp(&b.0));
-                        entry::check_sorted(entries, &entry.loc, "a directory")?;
-                        tezos::encode_node(&mut buf, entries.len(), entries.iter().map(|(n, k, h)| (&n[..], *k, h)));
-                        Hash::of_bytes(&buf)
+                        values_hash(&mut self.buf, true, entries.len(), entries.iter().map(|(n, k, h)| (&n[..], *k, h)))
                     }
-                    _ => {
-                        inode::encode_tree(&mut buf, depth, length, hashes.iter().map(|(i, h)| (*i, h)));
-                        Hash::of_bytes(&buf)
-                    }
+                    _ => tree_hash(&mut self.buf, depth, length, hashes.iter().map(|(i, h)| (*i, h))),
                 };
                 Done { hash, len: length, flat: if root { None } else { flat } }
             }

@@ -1,6 +1,9 @@
 //! The one hashing rule: a directory of up to [`STABLE_HASH`] entries
 //! hashes as the flat Tezos node encoding, a larger one by its inode
 //! encoding; a child's hash is its memo, or computed once and kept.
+//! [`values_hash`] and [`tree_hash`] hash an inode from its children's
+//! hashes: the tries here, and the readers that meet inodes as a stream of
+//! records (snapshot import, the integrity check, irmin's files), use them.
 
 use super::*;
 use crate::inode::{encode_tree, encode_values};
@@ -12,12 +15,10 @@ std::thread_local! {
     static BUFFER: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
 }
 
-/// The hash of what `encode` writes, encoded in the thread's buffer.
-fn hash_encoded(encode: impl FnOnce(&mut Vec<u8>)) -> Hash {
+/// `hash` run with the thread's buffer.
+fn with_buffer(hash: impl FnOnce(&mut Vec<u8>) -> Hash) -> Hash {
     let mut buf = BUFFER.take();
-    buf.clear();
-    encode(&mut buf);
-    let hash = Hash::of_bytes(&buf);
+    let hash = hash(&mut buf);
     // A huge flat directory's buffer is not kept.
     if buf.capacity() <= 64 << 10 {
         BUFFER.set(buf);
@@ -62,13 +63,15 @@ pub fn dir_hash<H: Hold, R: Resolve<H> + ?Sized>(root: &Inode<H>, r: &R) -> Resu
         match &root.body {
             Body::Values(values) => {
                 let hashes = values.iter().map(|(_, c)| child_hash(c, r)).collect::<Result<Vec<_>, _>>()?;
-                hash_encoded(|buf| encode_node(buf, values.len(), values.iter().zip(&hashes).map(|((s, c), h)| (s, c.kind(), h))))
+                with_buffer(|buf| {
+                    values_hash(buf, true, values.len(), values.iter().zip(&hashes).map(|((s, c), h)| (s, c.kind(), h)))
+                })
             }
             Body::Tree(_) => {
                 let entries = collect_sorted(root, r)?;
                 let hashes = entries.iter().map(|(_, c)| child_hash(c, r)).collect::<Result<Vec<_>, _>>()?;
-                hash_encoded(|buf| {
-                    encode_node(buf, entries.len(), entries.iter().zip(&hashes).map(|((s, c), h)| (&s[..], c.kind(), h)))
+                with_buffer(|buf| {
+                    values_hash(buf, true, entries.len(), entries.iter().zip(&hashes).map(|((s, c), h)| (&s[..], c.kind(), h)))
                 })
             }
         }
@@ -87,16 +90,54 @@ pub fn inode_hash<H: Hold, R: Resolve<H> + ?Sized>(inode: &Inode<H>, r: &R) -> R
     let hash = match &inode.body {
         Body::Values(values) => {
             let hashes = values.iter().map(|(_, c)| child_hash(c, r)).collect::<Result<Vec<_>, _>>()?;
-            hash_encoded(|buf| encode_values(buf, values.len(), values.iter().zip(&hashes).map(|((s, c), h)| (s, c.kind(), h))))
+            with_buffer(|buf| {
+                values_hash(buf, false, values.len(), values.iter().zip(&hashes).map(|((s, c), h)| (s, c.kind(), h)))
+            })
         }
         Body::Tree(pointers) => {
             let hashes = pointers
                 .iter()
                 .map(|(i, ptr)| Ok((i, inode_ptr_hash(ptr, pointers.depth + 1, r)?)))
                 .collect::<Result<Vec<_>, _>>()?;
-            hash_encoded(|buf| encode_tree(buf, pointers.depth, pointers.len, hashes.iter().map(|(i, h)| (*i, h))))
+            with_buffer(|buf| tree_hash(buf, pointers.depth, pointers.len, hashes.iter().map(|(i, h)| (*i, h))))
         }
     };
     let _ = inode.hash.set(hash);
     Ok(hash)
+}
+
+/// The hash of a values inode from its entries' hashes (sorted by step,
+/// unique), as a stream of records meets it (snapshot import, the
+/// integrity check, irmin's files): the flat node hash of its directory
+/// for a root, its inode hash below. `buf` is cleared and holds the bytes
+/// hashed.
+pub fn values_hash<'a>(
+    buf: &mut Vec<u8>,
+    root: bool,
+    count: usize,
+    entries: impl Iterator<Item = (&'a [u8], Kind, &'a Hash)>,
+) -> Hash {
+    buf.clear();
+    if root {
+        encode_node(buf, count, entries);
+    } else {
+        encode_values(buf, count, entries);
+    }
+    Hash::of_bytes(buf)
+}
+
+/// The inode hash of a tree inode at `depth` of `len` entries from its
+/// children's inode hashes, in index order, as a stream meets it. (The
+/// root of a directory of at most [`STABLE_HASH`] entries hashes flat
+/// instead: [`values_hash`] of all its entries.) `buf` is cleared and
+/// holds the bytes hashed.
+pub fn tree_hash<'a>(
+    buf: &mut Vec<u8>,
+    depth: u32,
+    len: u64,
+    children: impl ExactSizeIterator<Item = (usize, &'a Hash)>,
+) -> Hash {
+    buf.clear();
+    encode_tree(buf, depth, len, children);
+    Hash::of_bytes(buf)
 }

@@ -17,9 +17,9 @@
 //! - A failure leaves nothing durable: the control file still describes
 //!   the empty store, and the store refuses writes until it is reopened.
 
-use pando_core::dir::MAX_DEPTH;
+use pando_core::dir::{MAX_DEPTH, tree_hash, values_hash};
 use pando_core::inode::{ENTRIES, hashed_flat, index};
-use pando_core::tezos::{Kind, contents_hash, encode_node};
+use pando_core::tezos::{Kind, contents_hash};
 use pando_core::{CommitInfo, Hash};
 use std::io::Read;
 
@@ -283,7 +283,7 @@ impl Repo {
     }
 
     /// Encodes a finished inode and computes its hash.
-    fn finish(&self, building: Building, out: &mut Output<'_>) -> Result<Done, String> {
+    fn finish(&self, mut building: Building, out: &mut Output<'_>) -> Result<Done, String> {
         let root = building.path.is_empty();
         let at = out.base + out.buf.len() as u64;
         out.payload.clear();
@@ -293,13 +293,9 @@ impl Repo {
             Body::Values { entries, hashes, .. } => {
                 let values = Values::from_sorted(entries);
                 encode_values(&values, at, &[], &self.dict.read(), &mut out.raw_steps, &mut out.payload);
-                let rows = || values.iter().zip(&hashes).map(|((s, c), h)| (s, c.kind(), h));
-                if root {
-                    encode_node(&mut buf, values.len(), rows());
-                } else {
-                    pando_core::inode::encode_values(&mut buf, values.len(), rows());
-                }
-                (values.len() as u64, RecordKind::Values, Hash::of_bytes(&buf))
+                let hash =
+                    values_hash(&mut buf, root, values.len(), values.iter().zip(&hashes).map(|((s, c), h)| (s, c.kind(), h)));
+                (values.len() as u64, RecordKind::Values, hash)
             }
             Body::Tree { len, children, sum, .. } => {
                 if sum != len {
@@ -307,17 +303,16 @@ impl Repo {
                 }
                 let depth = building.path.len() as u32;
                 encode_tree(depth, len, &children, at, &mut out.payload);
-                match &building.flat {
+                let hash = match &mut building.flat {
                     // A directory of at most 256 entries: hashed flat. Its
                     // entries are unique: each lies on its index path.
                     Some(flat) if root => {
-                        let mut sorted: Vec<&(Step, Kind, Hash)> = flat.iter().collect();
-                        sorted.sort_by(|a, b| a.0.cmp(&b.0));
-                        encode_node(&mut buf, sorted.len(), sorted.iter().map(|(s, k, h)| (&s[..], *k, h)));
+                        flat.sort_by(|a, b| a.0.cmp(&b.0));
+                        values_hash(&mut buf, true, flat.len(), flat.iter().map(|(s, k, h)| (&s[..], *k, h)))
                     }
-                    _ => pando_core::inode::encode_tree(&mut buf, depth, len, children.iter().map(|(i, _, h)| (*i, h))),
-                }
-                (len, RecordKind::Tree, Hash::of_bytes(&buf))
+                    _ => tree_hash(&mut buf, depth, len, children.iter().map(|(i, _, h)| (*i, h))),
+                };
+                (len, RecordKind::Tree, hash)
             }
         };
         out.hashed = buf;

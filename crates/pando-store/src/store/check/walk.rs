@@ -32,9 +32,9 @@
 mod tree;
 
 use pando_core::Hash;
-use pando_core::dir::MAX_DEPTH;
-use pando_core::inode::{ENTRIES, encode_values};
-use pando_core::tezos::{contents_hash, encode_node};
+use pando_core::dir::{self, MAX_DEPTH};
+use pando_core::inode::ENTRIES;
+use pando_core::tezos::contents_hash;
 use smallvec::SmallVec;
 use std::collections::hash_map::Entry;
 use std::collections::{BinaryHeap, HashMap};
@@ -469,13 +469,8 @@ impl State<'_> {
         }
         let count = entries.len();
         let named = entries.zip(&hashes).map(|((step, child), hash)| (step, child.kind(), hash));
-        self.buf.clear();
-        if flat {
-            encode_node(&mut self.buf, count, named);
-        } else {
-            encode_values(&mut self.buf, count, named);
-        }
+        let hash = dir::values_hash(&mut self.buf, flat, count, named);
         self.hashed_bytes += self.buf.len() as u64;
-        Hash::of_bytes(&self.buf)
+        hash
     }
 }

@@ -9,7 +9,7 @@
 //! once, and the kept bases are part of the frontier.
 
 use pando_core::Hash;
-use pando_core::inode::{ENTRIES, encode_tree, hashed_flat};
+use pando_core::inode::{ENTRIES, hashed_flat};
 use smallvec::SmallVec;
 use std::rc::Rc;
 
@@ -63,9 +63,7 @@ impl Pointers {
 
     /// The inode hash (tree encoding) at `depth`, encoded in `buf`.
     fn inode_hash(&self, depth: u32, buf: &mut Vec<u8>) -> Hash {
-        buf.clear();
-        encode_tree(buf, depth, self.len, self.children.iter().map(|(i, _, h)| (*i, h)));
-        Hash::of_bytes(buf)
+        pando_core::dir::tree_hash(buf, depth, self.len, self.children.iter().map(|(i, _, h)| (*i, h)))
     }
 
     /// The inode of the record at `at`, to hash flat through the store's
