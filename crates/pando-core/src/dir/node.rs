@@ -89,6 +89,22 @@ impl<H: Hold> Values<H> {
         builder.finish()
     }
 
+    /// Inserts `step` at `at` (from [`Values::search`]) in place: the
+    /// children move, none is cloned.
+    pub(super) fn insert(&mut self, at: usize, step: &[u8], child: Child<H>) {
+        let start = if at == 0 { 0 } else { self.entries[at - 1].0 as usize };
+        let mut names = std::mem::take(&mut self.names).into_vec();
+        names.reserve_exact(step.len());
+        names.splice(start..start, step.iter().copied());
+        let mut entries = std::mem::take(&mut self.entries).into_vec();
+        entries.reserve_exact(1);
+        for entry in &mut entries[at..] {
+            entry.0 += step.len() as u32;
+        }
+        entries.insert(at, ((start + step.len()) as u32, child));
+        (self.names, self.entries) = (names.into(), entries.into());
+    }
+
     /// These entries without entry `at`.
     pub(super) fn removed(&self, at: usize) -> Values<H> {
         let mut builder = ValuesBuilder::new(self.names.len() - self.step(at).len(), self.len() - 1);
@@ -356,7 +372,8 @@ pub fn make_mut<H: Hold>(this: &mut Arc<Inode<H>>) -> &mut Inode<H> {
     inode
 }
 
-fn updatable<H: Hold>(this: &mut Arc<Inode<H>>) -> bool {
+/// Whether an update may change the inode in place.
+pub(super) fn updatable<H: Hold>(this: &mut Arc<Inode<H>>) -> bool {
     !H::frozen(this) && Arc::get_mut(this).is_some()
 }
 

@@ -2,7 +2,7 @@
 //! (sorted or in storage order), and walk or update a path of directories
 //! (one implementation for the store's trees and the proofs' partial trees).
 
-use super::node::replace_body;
+use super::node::{replace_body, updatable};
 use super::*;
 use crate::inode::index;
 
@@ -157,14 +157,26 @@ pub fn set<H: Hold, R: Resolve<H> + ?Sized>(
     child: Child<H>,
     r: &R,
 ) -> Result<bool, R::Error> {
-    if let Body::Values(values) = &node.body
-        && let Err(at) = values.search(step)
-    {
-        if values.len() < ENTRIES {
+    let absent = match &node.body {
+        Body::Values(values) => values.search(step).err().map(|at| (at, values.len() < ENTRIES)),
+        Body::Tree(_) => None,
+    };
+    // A new entry of a values inode with room: in place when the inode is
+    // only this tree's (its children move), on a copy otherwise.
+    if let Some((at, true)) = absent {
+        if updatable(node) {
+            let Body::Values(values) = &mut make_mut(node).body else { unreachable!("a values inode") };
+            values.insert(at, step, child);
+        } else {
+            let Body::Values(values) = &node.body else { unreachable!("a values inode") };
             let values = values.inserted(at, step, child);
             replace_body(node, Body::Values(values));
-            return Ok(true);
         }
+        return Ok(true);
+    }
+    if let Body::Values(values) = &node.body
+        && let Some((at, false)) = absent
+    {
         // The 33rd entry: the inode becomes a tree inode.
         let mut entries: Vec<(&[u8], Child<H>)> = values.iter().map(|(s, c)| (s, c.clone())).collect();
         entries.insert(at, (step, child));
