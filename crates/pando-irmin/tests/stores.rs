@@ -18,6 +18,11 @@ fn sidecar(name: &str) -> serde_json::Value {
     serde_json::from_str(&text).expect("JSON")
 }
 
+/// The head commit a sidecar names.
+fn head(side: &serde_json::Value) -> Hash {
+    Hash::from_base58(side["head_commit"].as_str().unwrap()).unwrap()
+}
+
 fn hashes(value: &serde_json::Value) -> Vec<Hash> {
     value.as_array().unwrap().iter().map(|h| Hash::from_base58(h.as_str().unwrap()).unwrap()).collect()
 }
@@ -33,7 +38,7 @@ fn finds_the_commits_irmin_recorded() {
         let newest: Vec<Hash> = commits.iter().rev().map(|c| c.hash).collect();
         let kept = hashes(&side["commits_kept_newest_first"]);
         assert!(newest.starts_with(&kept), "{name}: the newest commits found differ from irmin's");
-        let head = Hash::from_base58(side["head_commit"].as_str().unwrap()).unwrap();
+        let head = head(&side);
         assert_eq!(context.find_commit(None).unwrap().hash, head, "{name}: the newest commit is the head");
     }
 }
@@ -56,7 +61,7 @@ fn checks_every_commit_of_every_store() {
 fn imports_the_head_with_irmins_hash_and_values() {
     for name in STORES {
         let side = sidecar(name);
-        let head = Hash::from_base58(side["head_commit"].as_str().unwrap()).unwrap();
+        let head = head(&side);
         let mut context = Context::open(&stores().join(name)).unwrap();
         let commit = context.find_commit(Some(&head)).unwrap();
         let dir = tempfile::tempdir().unwrap();
@@ -118,7 +123,7 @@ fn imports_every_commit_with_its_history() {
         for pair in found.windows(2) {
             assert_eq!(store.commit_info(&pair[1].hash).unwrap().unwrap().parents, vec![pair[0].hash], "{name}");
         }
-        let head = Hash::from_base58(side["head_commit"].as_str().unwrap()).unwrap();
+        let head = head(&side);
         assert_eq!(history.head, head);
         let report = store.check(pando_store::CheckScope::All, 10, &mut |_| {}).unwrap();
         assert!(report.problems.is_empty(), "{name}: {:?}", report.problems);
@@ -144,7 +149,7 @@ fn an_index_that_lags_or_lists_collected_commits_is_checked_against_the_pack() {
     let dir = tempfile::tempdir().unwrap();
     let copy_dir = dir.path().join("a-plain");
     copy("a-plain", &copy_dir);
-    let head = Hash::from_base58(sidecar("a-plain")["head_commit"].as_str().unwrap()).unwrap();
+    let head = head(&sidecar("a-plain"));
     // The index holds only its first 100 commits, as after a crash
     // between a flush of the pack and one of the index.
     let log = copy_dir.join("index/log");
