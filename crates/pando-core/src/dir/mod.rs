@@ -71,9 +71,11 @@ pub trait Hold: Sized {
     fn known_hash(ptr: &Self::Ptr) -> Option<Hash>;
     /// A shared empty values inode (cloning it allocates nothing).
     fn empty() -> Arc<Inode<Self>>;
-    /// Whether the inode must never change in place (written somewhere).
-    fn frozen(_inode: &Inode<Self>) -> bool {
-        false
+    /// Readies an inode nothing else holds for an update in place (a
+    /// holder forgets where it was written, say); `false` keeps it as it
+    /// is, and the update works on a copy.
+    fn thaw(_inode: &mut Inode<Self>) -> bool {
+        true
     }
     /// What a copy of `from`, about to be changed, keeps beside it.
     fn derive(_from: &Arc<Inode<Self>>) -> Self::Meta {

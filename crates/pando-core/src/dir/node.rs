@@ -372,9 +372,10 @@ pub fn make_mut<H: Hold>(this: &mut Arc<Inode<H>>) -> &mut Inode<H> {
     inode
 }
 
-/// Whether an update may change the inode in place.
+/// Whether an update may change the inode in place: nothing else holds
+/// it, and the holder thawed it.
 pub(super) fn updatable<H: Hold>(this: &mut Arc<Inode<H>>) -> bool {
-    !H::frozen(this) && Arc::get_mut(this).is_some()
+    Arc::get_mut(this).is_some_and(H::thaw)
 }
 
 /// Gives the inode a new body, as [`make_mut`] would, without copying the

@@ -282,14 +282,6 @@ pub(super) fn check_refs(instance: u64, pack: &crate::pack::Pack, inode: &Arc<In
     Ok(())
 }
 
-/// Offset of what a child slot points to, if `instance` wrote it.
-fn slot_offset(instance: u64, slot: &Ptr) -> Option<u64> {
-    match slot {
-        Ptr::Stored { offset, .. } => Some(*offset),
-        Ptr::Mem(inode) => inode.stored_offset(instance),
-    }
-}
-
 /// A patch against the inode's base when few children changed and the
 /// base's chain of patches is short; `None` to write the inode in full.
 /// `children` are the inode's written children: index, offset and hash.
@@ -300,30 +292,30 @@ fn plan_patch(
     pointers: &Pointers,
     children: &[(usize, u64, Hash)],
 ) -> Option<(TreePatch, u8)> {
-    let base = inode.base()?;
+    let base = inode.patch_base()?;
     // A base that a collection removed is not patched against.
-    let base_offset = base.stored_offset(instance).filter(|&o| held(o))?;
-    let chain = base.patch_chain()?;
-    let Body::Tree(base_children) = &base.body else { return None };
-    if base_children.depth != pointers.depth || chain >= MAX_PATCH_CHAIN {
+    if base.instance != instance || !held(base.offset) || base.depth != pointers.depth || base.chain >= MAX_PATCH_CHAIN {
         return None;
+    }
+    let mut before = [None; ENTRIES];
+    let mut bits = base.bitmap;
+    for &offset in &base.offsets {
+        before[bits.trailing_zeros() as usize] = Some(offset);
+        bits &= bits - 1;
     }
     let mut now = [None; ENTRIES];
     for &(i, offset, hash) in children {
         now[i] = Some((offset, hash));
     }
-    let mut changes = Vec::new();
-    for (index, pointer) in now.into_iter().enumerate() {
-        let before = match base_children.get(index) {
-            Some(slot) => Some(slot_offset(instance, slot)?),
-            None => None,
-        };
-        if pointer.map(|(offset, _)| offset) != before {
-            changes.push((index, pointer));
-        }
-    }
+    let changes: Vec<_> = now
+        .into_iter()
+        .zip(before)
+        .enumerate()
+        .filter(|(_, (now, before))| now.map(|(offset, _)| offset) != *before)
+        .map(|(i, (now, _))| (i, now))
+        .collect();
     if changes.is_empty() || changes.len() > MAX_PATCH_CHANGES {
         return None;
     }
-    Some((TreePatch { depth: pointers.depth, len: pointers.len, base: base_offset, changes }, chain + 1))
+    Some((TreePatch { depth: pointers.depth, len: pointers.len, base: base.offset, changes }, base.chain + 1))
 }

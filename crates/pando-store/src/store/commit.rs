@@ -43,7 +43,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use super::batch::{Batch, Kept, check_refs};
-use super::{Repo, Writer, index_file};
+use super::{KeptTree, Repo, Writer, index_file};
 use crate::crash_point;
 use crate::dict::{self};
 use crate::error::{Error, Result};
@@ -235,7 +235,7 @@ impl Repo {
         // as the policy promises.
         self.publish_commit(hash, commit_at);
         writer.kept.finish_commit(seq, kept.is_some().then_some(kept_weight));
-        *self.kept.lock() = kept.map(|root| (hash, root));
+        *self.kept.lock() = kept.map(|root| KeptTree { hash, root_offset, root: Some(root) });
         Ok(hash)
     }
 
@@ -451,9 +451,10 @@ mod tests {
             let writer = store.repo.writer.as_ref().unwrap().lock();
             let cutoff = writer.kept.window.front().map_or(u32::MAX, |(seq, _)| *seq);
             drop(writer);
-            let kept = store.repo.kept.lock().clone();
+            let kept = store.repo.kept.lock().as_ref().map(|kept| (kept.hash, kept.root.clone()));
             assert_eq!(kept.is_none(), block == 100, "only the large commit's tree is not kept (block {block})");
             if let Some((kept_hash, root)) = kept {
+                let root = root.expect("no checkout took it yet");
                 assert_eq!(kept_hash, hash);
                 let held = kept_weight(&root, cutoff, &mut Default::default());
                 assert!(held <= stats.kept_bytes, "kept tree holds {held} bytes, the window counts {}", stats.kept_bytes);
@@ -494,6 +495,80 @@ mod tests {
         let older = store.checkout(&first).unwrap().unwrap();
         assert_eq!(older.find(&path(7)).unwrap(), Some(format!("{:040}", 7).into_bytes()));
         assert!(reads() > before, "an older commit's tree is read from disk");
+    }
+
+    /// A checkout of the newest commit takes the kept tree: its updates
+    /// change the kept inodes in place (written ones are still patched
+    /// against the version they were), a second checkout meanwhile reads
+    /// from disk, older commits keep their contents, and a checkout
+    /// dropped unchanged gives the kept tree back.
+    #[test]
+    fn a_checkout_of_the_newest_commit_updates_the_kept_tree_in_place() {
+        use crate::format::record::RecordKind;
+        use crate::inspect::InspectOptions;
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), Options::default()).unwrap();
+        let path = |i: u32| ["index".to_string(), format!("{i:08x}"), "balance".to_string()];
+        let mut tree = Tree::empty();
+        for i in 0..3_000u32 {
+            tree.add_mut(&path(i), &i.to_be_bytes()).unwrap();
+        }
+        let first = store.commit(&tree, &[], 1, "t", "").unwrap();
+        drop(tree);
+        let reads = || store.io_times().unwrap().reads;
+        let root_of = |tree: &Tree| match tree.node().unwrap() {
+            Child::Dir(Ptr::Mem(root)) => Arc::as_ptr(root),
+            _ => unreachable!("a checkout of the kept tree holds its root"),
+        };
+
+        // Dropped unchanged, a checkout gives the kept tree back.
+        let unchanged = store.checkout(&first).unwrap().unwrap();
+        let kept_root = root_of(&unchanged);
+        drop(unchanged);
+        let before = reads();
+        let mut tree = store.checkout(&first).unwrap().unwrap();
+        assert_eq!(root_of(&tree), kept_root, "the kept tree was given back");
+        assert_eq!(tree.find(&path(2_999)).unwrap(), Some(2_999u32.to_be_bytes().to_vec()));
+        assert_eq!(reads(), before, "read from memory");
+
+        // A second checkout meanwhile reads the same from disk.
+        let second = store.checkout(&first).unwrap().unwrap();
+        assert_eq!(second.find(&path(5)).unwrap(), Some(5u32.to_be_bytes().to_vec()));
+        assert!(reads() > before, "the second checkout read from disk");
+
+        let patches = |store: &Store| {
+            store
+                .inspect(&InspectOptions { commit: None, sample_bytes: 0 }, &mut |_| {})
+                .unwrap()
+                .records
+                .kind(RecordKind::TreePatch)
+                .records
+        };
+        let patches_before = patches(&store);
+        for i in [3u32, 1_500, 2_999] {
+            tree.add_mut(&path(i), b"changed").unwrap();
+        }
+        assert_eq!(root_of(&tree), kept_root, "updated in place");
+        let mut model = Tree::empty();
+        for i in 0..3_000u32 {
+            let value = if [3, 1_500, 2_999].contains(&i) { b"changed".to_vec() } else { i.to_be_bytes().to_vec() };
+            model.add_mut(&path(i), &value).unwrap();
+        }
+        let next = store.commit(&tree, &[first], 2, "t", "").unwrap();
+        assert_eq!(tree.hash().unwrap(), model.hash().unwrap());
+        assert!(patches(&store) > patches_before, "the updated tree inodes were written as patches");
+        drop(tree);
+
+        // Both commits read back, the older one from disk.
+        for (commit, changed) in [(first, false), (next, true)] {
+            let tree = store.checkout(&commit).unwrap().unwrap();
+            for i in (0..3_000u32).step_by(7).chain([3, 1_500, 2_999]) {
+                let expected =
+                    if changed && [3, 1_500, 2_999].contains(&i) { b"changed".to_vec() } else { i.to_be_bytes().to_vec() };
+                assert_eq!(tree.find(&path(i)).unwrap(), Some(expected), "commit {commit}, entry {i}");
+            }
+        }
+        assert_eq!(second.hash().unwrap(), store.checkout(&first).unwrap().unwrap().hash().unwrap());
     }
 
     /// Hashing on two threads memoises the same hashes as one thread

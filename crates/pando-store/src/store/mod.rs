@@ -143,7 +143,7 @@ pub(crate) struct Repo {
     /// Offset of the newest commit record, `u64::MAX` when there is none.
     last_commit: AtomicU64,
     /// The writer's newest commit and its tree in memory (see `commit`).
-    kept: Mutex<Option<(Hash, Arc<Inode>)>>,
+    kept: Mutex<Option<KeptTree>>,
     /// Blobs written when added to a tree, that trees still hold (see
     /// `Repo::stage`): collections keep every record from the oldest on.
     staged: Arc<StagedSet>,
@@ -324,7 +324,9 @@ impl Store {
     /// The tree of `commit`, or `None` if the store does not have it.
     pub fn checkout(&self, commit: &Hash) -> Result<Option<Tree>> {
         // The writer's newest commit, as it wrote it: no record to read.
-        let root = match self.repo.kept_root(commit) {
+        let kept = self.repo.kept_root(commit);
+        let took_kept = kept.is_some();
+        let root = match kept {
             Some(root) => Ptr::Mem(root),
             None => match self.repo.commit_record(commit)? {
                 Some(record) => Ptr::stored(record.root_offset, record.root_hash),
@@ -340,7 +342,8 @@ impl Store {
             ctx
         });
         let source: Arc<dyn Source> = self.repo.clone();
-        Ok(Some(Tree::from_parts(Child::Dir(root), Some(source), ctx)))
+        let tree = Tree::from_parts(Child::Dir(root), Some(source), ctx);
+        Ok(Some(if took_kept { tree.taking_kept() } else { tree }))
     }
 
     /// The tree of a commit record, as the trace context `ctx` if any.
@@ -638,13 +641,16 @@ impl Repo {
         Ok(found)
     }
 
-    /// The root of the kept tree, if it is the tree of `commit` and no
-    /// collection removed that commit.
+    /// The root of the kept tree, if it is the tree of `commit`, no
+    /// collection removed that commit, and no other checkout holds it. It
+    /// is taken: the tree checked out holds it alone, so that its updates
+    /// change the kept inodes in place instead of copying them; dropped
+    /// unchanged, that tree gives it back (`give_back_kept`).
     fn kept_root(&self, commit: &Hash) -> Option<Arc<Inode>> {
-        let kept = self.kept.lock();
-        let (hash, root) = kept.as_ref().filter(|(hash, _)| hash == commit)?;
-        let live = self.index.read().get(hash).is_some_and(|&offset| offset != index_file::COLLECTED);
-        live.then(|| root.clone())
+        let mut kept = self.kept.lock();
+        let kept = kept.as_mut().filter(|kept| kept.hash == *commit)?;
+        let live = self.index.read().get(commit).is_some_and(|&offset| offset != index_file::COLLECTED);
+        if live { kept.root.take() } else { None }
     }
 
     fn commit_record(&self, commit: &Hash) -> Result<Option<CommitRecord>> {
@@ -732,6 +738,14 @@ impl Loader for Repo {
     }
 }
 
+/// The writer's newest commit and the root of its tree in memory, unless
+/// a checkout took it (see [`Repo::kept_root`]).
+pub(super) struct KeptTree {
+    pub(super) hash: Hash,
+    pub(super) root_offset: u64,
+    pub(super) root: Option<Arc<Inode>>,
+}
+
 impl Source for Repo {
     fn instance_id(&self) -> u64 {
         self.id
@@ -747,6 +761,19 @@ impl Source for Repo {
     /// durable by a later commit's fsync, and the writable open that
     /// recovers a crash keeps the records up to the last whole commit and
     /// truncates a staged blob after it, which nothing committed refers to.
+    fn give_back_kept(&self, root: Arc<Inode>) {
+        let mut kept = self.kept.lock();
+        // Only the root of the newest commit's tree, written by this store,
+        // and only into an empty place (a later commit replaced it, or
+        // another tree gave it back).
+        if let Some(kept) = kept.as_mut()
+            && kept.root.is_none()
+            && root.stored_offset(self.id) == Some(kept.root_offset)
+        {
+            kept.root = Some(root);
+        }
+    }
+
     fn stage(&self, bytes: &[u8]) -> Result<Option<Leaf>> {
         let (Some(writer), threshold) = (&self.writer, self.options.stage_bytes) else { return Ok(None) };
         if threshold == 0 || (bytes.len() as u64) < threshold {

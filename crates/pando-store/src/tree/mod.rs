@@ -31,7 +31,7 @@ fn to_key<S: AsRef<[u8]>>(path: &[S]) -> Key {
 }
 
 use crate::error::Result;
-use node::{Child, Loader, NoLoader, Ptr, empty, load, value_child, value_of};
+use node::{Child, Loader, NoLoader, Ptr, Written, empty, load, value_child, value_of};
 use pando_core::dir;
 
 /// Where the lazily loaded parts of a tree come from.
@@ -44,6 +44,9 @@ pub trait Source: Loader + Send + Sync {
     /// the store stages contents that long (`Options::stage_bytes`); `None`
     /// when they stay in memory until the commit.
     fn stage(&self, bytes: &[u8]) -> Result<Option<node::Leaf>>;
+    /// The root of the writer's kept tree, given back unchanged by a tree
+    /// that took it at a checkout (see `Store::checkout`).
+    fn give_back_kept(&self, root: Arc<node::Inode>);
 }
 
 /// A tree: a directory or a contents value. Cheap to clone (clones share
@@ -83,6 +86,19 @@ pub struct Tree {
     /// For a tree read with `find_tree`: the context and path it came from,
     /// so that adding it back into that context is recorded as a copy.
     origin: Option<(ContextId, Key)>,
+    /// Whether this tree took the root of the writer's kept tree at a
+    /// checkout: dropped unchanged, it gives it back.
+    took_kept: bool,
+}
+
+impl Drop for Tree {
+    fn drop(&mut self) {
+        if let (true, Child::Dir(Ptr::Mem(root)), Some(source)) = (self.took_kept, &mut self.node, &self.source)
+            && root.is_stored()
+        {
+            source.give_back_kept(std::mem::replace(root, empty()));
+        }
+    }
 }
 
 /// The function `fold` calls on each key and subtree.
@@ -133,16 +149,22 @@ pub enum Order {
 impl Tree {
     /// The empty directory.
     pub fn empty() -> Tree {
-        Tree { node: Child::Dir(Ptr::Mem(empty())), source: None, broken: false, ctx: None, origin: None }
+        Tree { node: Child::Dir(Ptr::Mem(empty())), source: None, broken: false, ctx: None, origin: None, took_kept: false }
     }
 
     /// A tree that is a single contents value.
     pub fn of_value(bytes: &[u8]) -> Tree {
-        Tree { node: value_child(bytes), source: None, broken: false, ctx: None, origin: None }
+        Tree { node: value_child(bytes), source: None, broken: false, ctx: None, origin: None, took_kept: false }
     }
 
     pub(crate) fn from_parts(node: Child, source: Option<Arc<dyn Source>>, ctx: Option<ContextId>) -> Tree {
-        Tree { node, source, broken: false, ctx, origin: None }
+        Tree { node, source, broken: false, ctx, origin: None, took_kept: false }
+    }
+
+    /// A checkout's tree holding the root of the writer's kept tree.
+    pub(crate) fn taking_kept(mut self) -> Tree {
+        self.took_kept = true;
+        self
     }
 
     /// The trace context of this tree, if it is one.
@@ -199,7 +221,7 @@ impl Tree {
 
     /// A subtree: not a context of the trace.
     fn with_node(&self, node: Child) -> Tree {
-        Tree { node, source: self.source.clone(), broken: false, ctx: None, origin: None }
+        Tree { node, source: self.source.clone(), broken: false, ctx: None, origin: None, took_kept: false }
     }
 
     /// Whether this tree is a directory or a contents value.

@@ -8,8 +8,10 @@
 //!   (`stored`), set once by the single writer.
 //! - A [`Ptr::Stored`] carries the hash of what it points to: the directory
 //!   hash for a directory root, the inode hash for an inode below a root.
-//! - A written inode never changes in place ([`Hold::frozen`]); an update
-//!   works on a copy that remembers it as its base.
+//! - A written inode changes in place only when nothing else holds it,
+//!   and then forgets where it was written ([`Hold::thaw`]); an update of
+//!   a shared one works on a copy. Either way the inode remembers what a
+//!   patch against the written version needs ([`PatchBase`]).
 //! - A [`Leaf::Staged`] names a blob record no commit may refer to yet; its
 //!   offset stays in the store's [`StagedSet`] until the last copy drops.
 
@@ -206,9 +208,10 @@ pub struct Meta {
     /// For a written tree inode: how many patch records lead from its
     /// record to a full one (0 for a full record); [`UNSET`] before.
     patch_chain: AtomicU8,
-    /// For an inode being updated: the written version it derives from, so
-    /// that writing it can record only the difference. Taken when written.
-    base: parking_lot::Mutex<Option<Arc<Inode>>>,
+    /// For a tree inode being updated: the written version it derives
+    /// from, so that writing it can record only the difference. Taken when
+    /// written.
+    base: parking_lot::Mutex<Option<Box<PatchBase>>>,
     /// For an inode of the writer's kept tree (see `store::commit`): the
     /// oldest commit (by the writer's count, from 1) that wrote an inode of
     /// the kept subtree below it, itself included; 0 for other inodes.
@@ -216,6 +219,40 @@ pub struct Meta {
 }
 
 const UNSET: u8 = u8::MAX;
+
+/// What a tree patch against a written tree inode needs of it: where it
+/// was written, its chain of patches, and where its children are (not the
+/// inode itself, so an inode updated in place needs no copy of its old
+/// version).
+#[derive(Clone, Debug)]
+pub struct PatchBase {
+    /// The store instance that wrote it, and the record's offset.
+    pub instance: u64,
+    pub offset: u64,
+    pub chain: u8,
+    pub depth: u32,
+    /// Its children's indices, and their offsets in index order.
+    pub bitmap: u32,
+    pub offsets: Box<[u64]>,
+}
+
+impl PatchBase {
+    /// For a tree inode a store wrote, whose children that store wrote
+    /// too; `None` otherwise.
+    fn of(inode: &Inode) -> Option<Box<PatchBase>> {
+        let Body::Tree(pointers) = &inode.body else { return None };
+        let &(instance, offset) = inode.meta.stored.get()?;
+        let chain = inode.patch_chain()?;
+        let offsets = pointers
+            .iter()
+            .map(|(_, ptr)| match ptr {
+                Ptr::Stored { offset, .. } => Some(*offset),
+                Ptr::Mem(child) => child.stored_offset(instance),
+            })
+            .collect::<Option<_>>()?;
+        Some(Box::new(PatchBase { instance, offset, chain, depth: pointers.depth, bitmap: pointers.bitmap(), offsets }))
+    }
+}
 
 impl Default for Meta {
     fn default() -> Meta {
@@ -264,13 +301,18 @@ impl Hold for Held {
         EMPTY.clone()
     }
 
-    fn frozen(inode: &Inode) -> bool {
-        inode.is_stored()
+    fn thaw(inode: &mut Inode) -> bool {
+        // Written, and only this tree holds it: it becomes new again, and
+        // remembers the version it was.
+        if inode.is_stored() {
+            inode.meta = Meta { base: parking_lot::Mutex::new(PatchBase::of(inode)), ..Meta::default() };
+        }
+        true
     }
 
     fn derive(from: &Arc<Inode>) -> Meta {
         // Remember the written version this one derives from.
-        let base = if from.is_stored() { Some(from.clone()) } else { from.meta.base.lock().clone() };
+        let base = if from.is_stored() { PatchBase::of(from) } else { from.meta.base.lock().clone() };
         Meta { base: parking_lot::Mutex::new(base), ..Meta::default() }
     }
 }
@@ -293,8 +335,9 @@ pub trait Written {
     fn is_stored(&self) -> bool;
     /// For a written tree inode, the length of its chain of patch records.
     fn patch_chain(&self) -> Option<u8>;
-    /// The written version an updated inode derives from.
-    fn base(&self) -> Option<Arc<Inode>>;
+    /// What a patch against the written version an updated tree inode
+    /// derives from needs.
+    fn patch_base(&self) -> Option<Box<PatchBase>>;
     /// Bytes of memory a cached copy costs, for the cache's budget.
     fn cache_weight(&self) -> u64;
     /// For an inode of the kept tree: the oldest commit its kept subtree
@@ -327,7 +370,7 @@ impl Written for Inode {
         Some(self.meta.patch_chain.load(Ordering::Relaxed)).filter(|&chain| chain != UNSET)
     }
 
-    fn base(&self) -> Option<Arc<Inode>> {
+    fn patch_base(&self) -> Option<Box<PatchBase>> {
         self.meta.base.lock().clone()
     }
 
