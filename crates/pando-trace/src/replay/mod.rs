@@ -136,8 +136,22 @@ impl<'a> Replayer<'a> {
         tree.ok_or_else(|| self.trace_error(format!("unknown context {id}")))
     }
 
-    fn read_context(&mut self, ctx: &Scope<ContextId>) -> Result<Tree, ReplayError> {
-        self.take_context(ctx)
+    /// Runs `read` on the tree of a context, and drops the context if this
+    /// is its last use (a read needs no copy of it).
+    fn read_context<T>(
+        &mut self,
+        ctx: &Scope<ContextId>,
+        read: impl FnOnce(&Tree) -> pando_store::Result<T>,
+    ) -> Result<T, ReplayError> {
+        let id = *ctx.value();
+        let result = match self.contexts.get(&id) {
+            Some(tree) => read(tree),
+            None => return Err(self.trace_error(format!("unknown context {id}"))),
+        };
+        if !ctx.is_keep() && id != 0 {
+            self.contexts.remove(&id);
+        }
+        result.map_err(self.store_error())
     }
 
     fn put_context(&mut self, ctx: &Scope<ContextId>, tree: Tree) {
@@ -203,18 +217,15 @@ impl<'a> Replayer<'a> {
                 self.put_context(&out_ctx, tree);
             }
             Row::Find { key, found, ctx } => {
-                let tree = self.read_context(&ctx)?;
-                let got = tree.find(&key).map_err(self.store_error())?.is_some();
+                let got = self.read_context(&ctx, |tree| tree.find(&key).map(|v| v.is_some()))?;
                 self.check_read(kind, &key, found, got);
             }
             Row::Mem { key, found, ctx } => {
-                let tree = self.read_context(&ctx)?;
-                let got = tree.mem(&key).map_err(self.store_error())?;
+                let got = self.read_context(&ctx, |tree| tree.mem(&key))?;
                 self.check_read(kind, &key, found, got);
             }
             Row::MemTree { key, found, ctx } => {
-                let tree = self.read_context(&ctx)?;
-                let got = tree.mem_tree(&key).map_err(self.store_error())?;
+                let got = self.read_context(&ctx, |tree| tree.mem_tree(&key))?;
                 self.check_read(kind, &key, found, got);
             }
             Row::Commit { hash, date, message, parents, in_ctx } => {
