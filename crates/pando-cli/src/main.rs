@@ -243,7 +243,7 @@ enum Command {
         #[arg(long, default_value = "every")]
         sync: String,
         /// Memory for decoded nodes, in MiB: three quarters for the nodes the last commits wrote, a quarter for the cache of nodes read.
-        #[arg(long, default_value_t = 256)]
+        #[arg(long, default_value_t = 512)]
         cache_mb: u64,
         /// Keep only the last N commits: garbage-collect in the background
         /// (with --gc-every) as a rolling node does.

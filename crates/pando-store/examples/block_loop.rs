@@ -28,7 +28,7 @@ fn main() {
     let dir = args.get(1).cloned().unwrap_or_else(|| "/tmp/pando-block-loop".into());
     let blocks: u32 = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(200);
     let _ = std::fs::remove_dir_all(&dir);
-    let cache_mb: u64 = std::env::var("PANDO_CACHE_MB").ok().and_then(|s| s.parse().ok()).unwrap_or(256);
+    let cache_mb: u64 = std::env::var("PANDO_CACHE_MB").ok().and_then(|s| s.parse().ok()).unwrap_or(512);
     let sync = match std::env::var("PANDO_SYNC").as_deref() {
         Ok("pipelined") => SyncPolicy::Pipelined,
         _ => SyncPolicy::EveryCommit,

@@ -95,7 +95,7 @@ impl Options {
 impl Default for Options {
     fn default() -> Self {
         Options {
-            cache_bytes: 256 << 20,
+            cache_bytes: 512 << 20,
             sync: SyncPolicy::EveryCommit,
             chunk_target_bytes: 128 << 20,
             commit_spill_bytes: 16 << 20,
