@@ -321,7 +321,11 @@ impl Store {
         Ok(at)
     }
 
-    /// The tree of `commit`, or `None` if the store does not have it.
+    /// The tree of `commit`, or `None` if the store does not have it. A
+    /// checkout of the writer's newest commit starts from the tree that
+    /// commit wrote, in memory: the first such checkout takes it (its
+    /// updates then change it in place), a second one meanwhile reads from
+    /// disk, and a checkout dropped unchanged gives it back.
     pub fn checkout(&self, commit: &Hash) -> Result<Option<Tree>> {
         // The writer's newest commit, as it wrote it: no record to read.
         let kept = self.repo.kept_root(commit);
@@ -755,12 +759,6 @@ impl Source for Repo {
         self.recorder.as_ref().filter(|r| r.is_recording()).map(|r| r as &dyn TraceSink)
     }
 
-    /// Appends contents of at least `stage_bytes` to the pack as a blob
-    /// record, under the writer lock, between commits. Sound before a
-    /// commit refers to it: a record past the durable end is only made
-    /// durable by a later commit's fsync, and the writable open that
-    /// recovers a crash keeps the records up to the last whole commit and
-    /// truncates a staged blob after it, which nothing committed refers to.
     fn give_back_kept(&self, root: Arc<Inode>) {
         let mut kept = self.kept.lock();
         // Only the root of the newest commit's tree, written by this store,
@@ -774,6 +772,12 @@ impl Source for Repo {
         }
     }
 
+    /// Appends contents of at least `stage_bytes` to the pack as a blob
+    /// record, under the writer lock, between commits. Sound before a
+    /// commit refers to it: a record past the durable end is only made
+    /// durable by a later commit's fsync, and the writable open that
+    /// recovers a crash keeps the records up to the last whole commit and
+    /// truncates a staged blob after it, which nothing committed refers to.
     fn stage(&self, bytes: &[u8]) -> Result<Option<Leaf>> {
         let (Some(writer), threshold) = (&self.writer, self.options.stage_bytes) else { return Ok(None) };
         if threshold == 0 || (bytes.len() as u64) < threshold {

@@ -2,7 +2,8 @@
 //! with the Octez operations (`mem`, `find`, `add`, `remove`, `list`, ...).
 //!
 //! A tree is a pointer into a structure shared with other trees and with the
-//! store's cache; an update copies the inodes on one path and shares the rest.
+//! store's cache; an update copies the inodes on one path that others hold
+//! too, changes in place those only this tree holds, and shares the rest.
 //! Subtrees that live on disk are loaded lazily, through the store's cache,
 //! only when an operation reaches them.
 //!
