@@ -175,28 +175,145 @@ impl Row {
 
     /// Decodes one row, which must use all of `bytes`.
     pub fn decode(bytes: &[u8]) -> Result<Row, DecodeError> {
+        RowRef::decode(bytes).map(|row| row.to_row())
+    }
+
+    /// The row, borrowed.
+    pub fn as_ref(&self) -> RowRef<'_> {
+        fn bytes(scope: &Scope<Vec<u8>>) -> Scope<&[u8]> {
+            match scope {
+                Scope::Forget(v) => Scope::Forget(&v[..]),
+                Scope::Keep(v) => Scope::Keep(&v[..]),
+            }
+        }
+        fn key(key: &Key) -> KeyRef<'_> {
+            KeyRef(Steps::Owned(key))
+        }
+        match self {
+            Row::Checkout { hash, ctx } => RowRef::Checkout { hash: bytes(hash), ctx: ctx.clone() },
+            Row::Add { key: k, value, in_ctx, out_ctx } => {
+                RowRef::Add { key: key(k), value, in_ctx: in_ctx.clone(), out_ctx: out_ctx.clone() }
+            }
+            Row::Remove { key: k, in_ctx, out_ctx } => {
+                RowRef::Remove { key: key(k), in_ctx: in_ctx.clone(), out_ctx: out_ctx.clone() }
+            }
+            Row::Copy { source, target, in_ctx, out_ctx } => {
+                RowRef::Copy { source: key(source), target: key(target), in_ctx: in_ctx.clone(), out_ctx: out_ctx.clone() }
+            }
+            Row::Find { key: k, found, ctx } => RowRef::Find { key: key(k), found: *found, ctx: ctx.clone() },
+            Row::Mem { key: k, found, ctx } => RowRef::Mem { key: key(k), found: *found, ctx: ctx.clone() },
+            Row::MemTree { key: k, found, ctx } => RowRef::MemTree { key: key(k), found: *found, ctx: ctx.clone() },
+            Row::Commit { hash, date, message, parents, in_ctx } => RowRef::Commit {
+                hash: bytes(hash),
+                date: *date,
+                message,
+                parents: parents.iter().map(bytes).collect(),
+                in_ctx: in_ctx.clone(),
+            },
+        }
+    }
+}
+
+/// A path of a row, borrowed: its steps as the row encodes them (checked
+/// when the row was decoded), or those of a [`Row`].
+#[derive(Clone, Copy, Debug)]
+pub struct KeyRef<'a>(Steps<'a>);
+
+#[derive(Clone, Copy, Debug)]
+enum Steps<'a> {
+    /// `count` steps, each `varint length ‖ bytes`.
+    Encoded {
+        bytes: &'a [u8],
+        count: usize,
+    },
+    Owned(&'a [Vec<u8>]),
+}
+
+impl<'a> KeyRef<'a> {
+    /// How many steps.
+    pub fn len(&self) -> usize {
+        match self.0 {
+            Steps::Encoded { count, .. } => count,
+            Steps::Owned(steps) => steps.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The steps in order.
+    pub fn steps(&self) -> impl Iterator<Item = &'a [u8]> + 'a {
+        let (mut encoded, owned) = match self.0 {
+            Steps::Encoded { bytes, count } => (Some((Reader { bytes, pos: 0 }, count)), None),
+            Steps::Owned(steps) => (None, Some(steps.iter().map(|s| &s[..]))),
+        };
+        // Encoded steps were checked when decoded: reading them again
+        // cannot fail, and would only end early if it did.
+        let encoded = std::iter::from_fn(move || {
+            let (reader, left) = encoded.as_mut()?;
+            *left = left.checked_sub(1)?;
+            reader.bytes_ref().ok()
+        });
+        encoded.chain(owned.into_iter().flatten())
+    }
+
+    /// The path, copied.
+    pub fn to_key(&self) -> Key {
+        self.steps().map(<[u8]>::to_vec).collect()
+    }
+}
+
+/// A row, borrowed from the bytes it was decoded from (or from a [`Row`]):
+/// what a replay reads without copying each step and value.
+#[derive(Clone, Debug)]
+pub enum RowRef<'a> {
+    Checkout { hash: Scope<&'a [u8]>, ctx: Scope<ContextId> },
+    Add { key: KeyRef<'a>, value: &'a [u8], in_ctx: Scope<ContextId>, out_ctx: Scope<ContextId> },
+    Remove { key: KeyRef<'a>, in_ctx: Scope<ContextId>, out_ctx: Scope<ContextId> },
+    Copy { source: KeyRef<'a>, target: KeyRef<'a>, in_ctx: Scope<ContextId>, out_ctx: Scope<ContextId> },
+    Find { key: KeyRef<'a>, found: bool, ctx: Scope<ContextId> },
+    Mem { key: KeyRef<'a>, found: bool, ctx: Scope<ContextId> },
+    MemTree { key: KeyRef<'a>, found: bool, ctx: Scope<ContextId> },
+    Commit { hash: Scope<&'a [u8]>, date: i64, message: &'a [u8], parents: Vec<Scope<&'a [u8]>>, in_ctx: Scope<ContextId> },
+}
+
+impl<'a> RowRef<'a> {
+    /// Decodes one row, which must use all of `bytes`, borrowing its steps
+    /// and values from them.
+    pub fn decode(bytes: &'a [u8]) -> Result<RowRef<'a>, DecodeError> {
         let mut r = Reader { bytes, pos: 0 };
         let row = match r.varint()? {
-            0 => Row::Checkout { hash: r.scope(Reader::bytes)?, ctx: r.scope(Reader::ctx)? },
-            1 => Row::Add { key: r.key()?, value: r.bytes()?, in_ctx: r.scope(Reader::ctx)?, out_ctx: r.scope(Reader::ctx)? },
-            2 => Row::Remove { key: r.key()?, in_ctx: r.scope(Reader::ctx)?, out_ctx: r.scope(Reader::ctx)? },
-            3 => Row::Copy { source: r.key()?, target: r.key()?, in_ctx: r.scope(Reader::ctx)?, out_ctx: r.scope(Reader::ctx)? },
-            4 => Row::Find { key: r.key()?, found: r.bool()?, ctx: r.scope(Reader::ctx)? },
-            5 => Row::Mem { key: r.key()?, found: r.bool()?, ctx: r.scope(Reader::ctx)? },
-            6 => Row::MemTree { key: r.key()?, found: r.bool()?, ctx: r.scope(Reader::ctx)? },
+            0 => RowRef::Checkout { hash: r.scope(Reader::bytes_ref)?, ctx: r.scope(Reader::ctx)? },
+            1 => RowRef::Add {
+                key: r.key_ref()?,
+                value: r.bytes_ref()?,
+                in_ctx: r.scope(Reader::ctx)?,
+                out_ctx: r.scope(Reader::ctx)?,
+            },
+            2 => RowRef::Remove { key: r.key_ref()?, in_ctx: r.scope(Reader::ctx)?, out_ctx: r.scope(Reader::ctx)? },
+            3 => RowRef::Copy {
+                source: r.key_ref()?,
+                target: r.key_ref()?,
+                in_ctx: r.scope(Reader::ctx)?,
+                out_ctx: r.scope(Reader::ctx)?,
+            },
+            4 => RowRef::Find { key: r.key_ref()?, found: r.bool()?, ctx: r.scope(Reader::ctx)? },
+            5 => RowRef::Mem { key: r.key_ref()?, found: r.bool()?, ctx: r.scope(Reader::ctx)? },
+            6 => RowRef::MemTree { key: r.key_ref()?, found: r.bool()?, ctx: r.scope(Reader::ctx)? },
             7 => {
-                let hash = r.scope(Reader::bytes)?;
+                let hash = r.scope(Reader::bytes_ref)?;
                 let date = r.i64()?;
-                let message = r.bytes()?;
+                let message = r.bytes_ref()?;
                 let count = r.count()?;
                 if count > MAX_PARENTS {
                     return Err(r.error(format!("{count} parents (at most {MAX_PARENTS})")));
                 }
                 let mut parents = Vec::with_capacity(count.min(16));
                 for _ in 0..count {
-                    parents.push(r.scope(Reader::bytes)?);
+                    parents.push(r.scope(Reader::bytes_ref)?);
                 }
-                Row::Commit { hash, date, message, parents, in_ctx: r.scope(Reader::ctx)? }
+                RowRef::Commit { hash, date, message, parents, in_ctx: r.scope(Reader::ctx)? }
             }
             tag => return Err(r.error(format!("unknown row tag {tag}"))),
         };
@@ -204,6 +321,36 @@ impl Row {
             return Err(r.error(format!("{} bytes left after the row", bytes.len() - r.pos)));
         }
         Ok(row)
+    }
+
+    /// The row, copied.
+    pub fn to_row(&self) -> Row {
+        let bytes = |scope: &Scope<&[u8]>| match scope {
+            Scope::Forget(v) => Scope::Forget(v.to_vec()),
+            Scope::Keep(v) => Scope::Keep(v.to_vec()),
+        };
+        match self {
+            RowRef::Checkout { hash, ctx } => Row::Checkout { hash: bytes(hash), ctx: ctx.clone() },
+            RowRef::Add { key, value, in_ctx, out_ctx } => {
+                Row::Add { key: key.to_key(), value: value.to_vec(), in_ctx: in_ctx.clone(), out_ctx: out_ctx.clone() }
+            }
+            RowRef::Remove { key, in_ctx, out_ctx } => {
+                Row::Remove { key: key.to_key(), in_ctx: in_ctx.clone(), out_ctx: out_ctx.clone() }
+            }
+            RowRef::Copy { source, target, in_ctx, out_ctx } => {
+                Row::Copy { source: source.to_key(), target: target.to_key(), in_ctx: in_ctx.clone(), out_ctx: out_ctx.clone() }
+            }
+            RowRef::Find { key, found, ctx } => Row::Find { key: key.to_key(), found: *found, ctx: ctx.clone() },
+            RowRef::Mem { key, found, ctx } => Row::Mem { key: key.to_key(), found: *found, ctx: ctx.clone() },
+            RowRef::MemTree { key, found, ctx } => Row::MemTree { key: key.to_key(), found: *found, ctx: ctx.clone() },
+            RowRef::Commit { hash, date, message, parents, in_ctx } => Row::Commit {
+                hash: bytes(hash),
+                date: *date,
+                message: message.to_vec(),
+                parents: parents.iter().map(bytes).collect(),
+                in_ctx: in_ctx.clone(),
+            },
+        }
     }
 }
 
@@ -255,7 +402,7 @@ struct Reader<'a> {
     pos: usize,
 }
 
-impl Reader<'_> {
+impl<'a> Reader<'a> {
     fn error(&self, reason: impl Into<String>) -> DecodeError {
         DecodeError { at: self.pos, reason: reason.into() }
     }
@@ -275,7 +422,7 @@ impl Reader<'_> {
         Ok(n as usize)
     }
 
-    fn take(&mut self, n: usize) -> Result<&[u8], DecodeError> {
+    fn take(&mut self, n: usize) -> Result<&'a [u8], DecodeError> {
         if self.bytes.len() - self.pos < n {
             return Err(self.error(format!("truncated: {n} bytes needed")));
         }
@@ -284,21 +431,22 @@ impl Reader<'_> {
         Ok(out)
     }
 
-    fn bytes(&mut self) -> Result<Vec<u8>, DecodeError> {
+    fn bytes_ref(&mut self) -> Result<&'a [u8], DecodeError> {
         let n = self.count()?;
-        Ok(self.take(n)?.to_vec())
+        self.take(n)
     }
 
-    fn key(&mut self) -> Result<Key, DecodeError> {
-        let n = self.count()?;
-        if n > MAX_KEY_STEPS {
-            return Err(self.error(format!("a key of {n} steps (at most {MAX_KEY_STEPS})")));
+    /// A key's steps, checked and borrowed.
+    fn key_ref(&mut self) -> Result<KeyRef<'a>, DecodeError> {
+        let count = self.count()?;
+        if count > MAX_KEY_STEPS {
+            return Err(self.error(format!("a key of {count} steps (at most {MAX_KEY_STEPS})")));
         }
-        let mut key = Vec::with_capacity(n.min(64));
-        for _ in 0..n {
-            key.push(self.bytes()?);
+        let start = self.pos;
+        for _ in 0..count {
+            self.bytes_ref()?;
         }
-        Ok(key)
+        Ok(KeyRef(Steps::Encoded { bytes: &self.bytes[start..self.pos], count }))
     }
 
     fn bool(&mut self) -> Result<bool, DecodeError> {
@@ -376,6 +524,25 @@ mod tests {
             assert_eq!(Row::decode(&bytes).unwrap(), row);
             for cut in 0..bytes.len() {
                 assert!(Row::decode(&bytes[..cut]).is_err(), "{} truncated at {cut} accepted", row.kind());
+            }
+        }
+    }
+
+    /// A row read borrowed holds what the row holds: its steps in order,
+    /// its values, and copies back to the same row; a row borrowed from a
+    /// `Row` too.
+    #[test]
+    fn rows_borrowed_hold_the_same() {
+        for row in sample_rows() {
+            let mut bytes = Vec::new();
+            row.encode(&mut bytes);
+            let borrowed = RowRef::decode(&bytes).unwrap();
+            assert_eq!(borrowed.to_row(), row);
+            assert_eq!(row.as_ref().to_row(), row);
+            if let (RowRef::Add { key, value, .. }, Row::Add { key: steps, value: bytes, .. }) = (&borrowed, &row) {
+                assert_eq!(key.len(), steps.len());
+                assert_eq!(key.steps().collect::<Vec<_>>(), steps.iter().map(|s| &s[..]).collect::<Vec<_>>());
+                assert_eq!(value, bytes);
             }
         }
     }

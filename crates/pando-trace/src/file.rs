@@ -4,7 +4,7 @@
 //! damaged file, returns every row before the damage and then an error
 //! naming the row number and its byte offset.
 
-use pando_core::trace::{self, Row};
+use pando_core::trace::{self, Row, RowRef};
 use pando_core::varint;
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, BufWriter, Read, Write};
@@ -76,17 +76,55 @@ impl TraceReader {
 
     /// The next row, `None` at a clean end of file.
     pub fn next_row(&mut self) -> Option<Result<Row, TraceError>> {
+        self.next_row_ref().map(|row| row.map(|row| row.to_row()))
+    }
+
+    /// The next row, borrowed from the reader's buffer (its steps and
+    /// values are not copied); `None` at a clean end of file. After an
+    /// error, `None`.
+    pub fn next_row_ref(&mut self) -> Option<Result<RowRef<'_>, TraceError>> {
         if self.failed {
             return None;
         }
-        let result = self.read_row();
-        if !matches!(result, Some(Ok(_))) {
-            self.failed = true;
-        }
-        result
+        self.read_row_ref()
     }
 
-    fn read_row(&mut self) -> Option<Result<Row, TraceError>> {
+    /// [`Self::next_row_ref`] of a reader that has not failed; marks it
+    /// failed unless it returns a row.
+    fn read_row_ref(&mut self) -> Option<Result<RowRef<'_>, TraceError>> {
+        let len_bytes = match self.read_frame() {
+            Some(Ok(len_bytes)) => len_bytes,
+            Some(Err(e)) => {
+                self.failed = true;
+                return Some(Err(e));
+            }
+            None => {
+                self.failed = true;
+                return None;
+            }
+        };
+        let len = self.buf.len() as u64;
+        match RowRef::decode(&self.buf) {
+            Ok(row) => {
+                self.offset += len_bytes + len;
+                self.rows += 1;
+                Some(Ok(row))
+            }
+            Err(e) => {
+                self.failed = true;
+                Some(Err(TraceError::BadRow {
+                    path: self.path.clone(),
+                    row: self.rows,
+                    offset: self.offset,
+                    reason: e.to_string(),
+                }))
+            }
+        }
+    }
+
+    /// Reads the next row's bytes into the buffer; returns how many bytes
+    /// its length prefix took. `None` at a clean end of file.
+    fn read_frame(&mut self) -> Option<Result<u64, TraceError>> {
         match self.input.fill_buf() {
             Ok([]) => return None,
             Ok(_) => {}
@@ -101,17 +139,9 @@ impl TraceReader {
         }
         self.buf.clear();
         match (&mut self.input).take(len).read_to_end(&mut self.buf) {
-            Ok(n) if n as u64 == len => {}
-            Ok(n) => return Some(Err(self.bad_row(format!("truncated: the row has {n} of its {len} bytes")))),
-            Err(e) => return Some(Err(TraceError::Io { path: self.path.clone(), error: e })),
-        }
-        match Row::decode(&self.buf) {
-            Ok(row) => {
-                self.offset += len_bytes + len;
-                self.rows += 1;
-                Some(Ok(row))
-            }
-            Err(e) => Some(Err(self.bad_row(e.to_string()))),
+            Ok(n) if n as u64 == len => Some(Ok(len_bytes)),
+            Ok(n) => Some(Err(self.bad_row(format!("truncated: the row has {n} of its {len} bytes")))),
+            Err(e) => Some(Err(TraceError::Io { path: self.path.clone(), error: e })),
         }
     }
 }

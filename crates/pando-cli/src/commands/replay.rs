@@ -2,7 +2,7 @@
 
 use anyhow::{Context, bail};
 use indicatif::{ProgressBar, ProgressStyle};
-use pando_core::trace::Row;
+use pando_core::trace::RowRef;
 use pando_store::{Options, Store, SyncPolicy};
 use pando_trace::TraceReader;
 use pando_trace::replay::{Applied, ReplayError, Replayer};
@@ -64,7 +64,7 @@ pub fn replay(args: &ReplayArgs) -> anyhow::Result<()> {
         "{spinner} [{elapsed_precise}] {wide_bar} {percent:>3}% of the trace {msg} ETA {eta}"
     };
     progress.set_style(ProgressStyle::with_template(template).expect("valid progress template"));
-    let position = |blocks: u64, reader: &TraceReader| if in_blocks { blocks } else { reader.offset() };
+    let position = |blocks: u64, offset: u64| if in_blocks { blocks } else { offset };
     // The spinner and the clock move inside a long block (a genesis of
     // millions of writes) too.
     progress.enable_steady_tick(std::time::Duration::from_millis(250));
@@ -73,7 +73,11 @@ pub fn replay(args: &ReplayArgs) -> anyhow::Result<()> {
     let mut blocks = 0u64;
     let mut block_rows = 0u64;
     let mut gc = GcWatch::default();
-    while let Some(row) = reader.next_row() {
+    loop {
+        // Where the row starts (the progress in bytes of a trace whose
+        // number of blocks is unknown); the row borrows the reader.
+        let offset = reader.offset();
+        let Some(row) = reader.next_row_ref() else { break };
         if interrupted.load(Ordering::Relaxed) {
             failure = Some(anyhow::anyhow!("interrupted"));
             break;
@@ -89,19 +93,19 @@ pub fn replay(args: &ReplayArgs) -> anyhow::Result<()> {
         // A large block (a genesis of millions of writes) moves the bar as
         // it goes, and says so while it commits.
         if block_rows.is_multiple_of(1 << 14) {
-            progress.set_position(position(blocks, &reader));
+            progress.set_position(position(blocks, offset));
             progress.set_message(format!("block {}: {block_rows} operations", blocks + 1));
         }
-        if block_rows >= 1 << 14 && matches!(row, Row::Commit { .. }) {
+        if block_rows >= 1 << 14 && matches!(row, RowRef::Commit { .. }) {
             progress.set_message(format!("block {}: committing {block_rows} operations", blocks + 1));
         }
-        match replayer.apply(row) {
+        match replayer.apply_ref(row) {
             Ok(Applied::Block(_)) => {
                 blocks += 1;
                 block_rows = 0;
                 gc.after_block(&store, blocks - 1);
                 if blocks.is_multiple_of(16) {
-                    progress.set_position(position(blocks, &reader));
+                    progress.set_position(position(blocks, offset));
                     let elapsed = replayer.metrics.elapsed().as_secs_f64();
                     let rates = format!("{} operations, {:.1} blocks/s", replayer.rows(), blocks as f64 / elapsed.max(1e-9));
                     progress.set_message(if in_blocks { rates } else { format!("{blocks} blocks, {rates}") });

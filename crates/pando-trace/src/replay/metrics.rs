@@ -4,7 +4,7 @@
 //! Boundary: measures and keeps numbers; the report module presents them.
 
 use hdrhistogram::Histogram;
-use pando_core::trace::Row;
+use pando_core::trace::RowRef;
 use pando_store::Store;
 use std::time::{Duration, Instant};
 
@@ -26,16 +26,16 @@ impl OpKind {
     pub const ALL: [OpKind; 8] =
         [OpKind::Checkout, OpKind::Add, OpKind::Remove, OpKind::Copy, OpKind::Find, OpKind::Mem, OpKind::MemTree, OpKind::Commit];
 
-    pub fn of(row: &Row) -> OpKind {
+    pub fn of(row: &RowRef<'_>) -> OpKind {
         match row {
-            Row::Checkout { .. } => OpKind::Checkout,
-            Row::Add { .. } => OpKind::Add,
-            Row::Remove { .. } => OpKind::Remove,
-            Row::Copy { .. } => OpKind::Copy,
-            Row::Find { .. } => OpKind::Find,
-            Row::Mem { .. } => OpKind::Mem,
-            Row::MemTree { .. } => OpKind::MemTree,
-            Row::Commit { .. } => OpKind::Commit,
+            RowRef::Checkout { .. } => OpKind::Checkout,
+            RowRef::Add { .. } => OpKind::Add,
+            RowRef::Remove { .. } => OpKind::Remove,
+            RowRef::Copy { .. } => OpKind::Copy,
+            RowRef::Find { .. } => OpKind::Find,
+            RowRef::Mem { .. } => OpKind::Mem,
+            RowRef::MemTree { .. } => OpKind::MemTree,
+            RowRef::Commit { .. } => OpKind::Commit,
         }
     }
 

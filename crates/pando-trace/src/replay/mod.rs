@@ -13,8 +13,9 @@
 pub mod metrics;
 
 use pando_core::Hash;
-use pando_core::trace::{ContextId, Key, Row, Scope};
+use pando_core::trace::{ContextId, KeyRef, Row, RowRef, Scope};
 use pando_store::{Store, Tree};
+use smallvec::SmallVec;
 use std::collections::HashMap;
 use std::time::Instant;
 
@@ -82,8 +83,14 @@ pub enum Applied {
     Block(BlockSample),
 }
 
-fn path_text(key: &Key) -> String {
-    key.iter().map(|s| String::from_utf8_lossy(s).into_owned()).collect::<Vec<_>>().join("/")
+fn path_text(key: KeyRef<'_>) -> String {
+    key.steps().map(|s| String::from_utf8_lossy(s).into_owned()).collect::<Vec<_>>().join("/")
+}
+
+/// A key's steps, as the store's calls take them (on the stack for the
+/// lengths Tezos keys have).
+fn steps(key: KeyRef<'_>) -> SmallVec<[&[u8]; 16]> {
+    key.steps().collect()
 }
 
 /// The context hash a trace recorded, if it recorded one (a `Co...` string
@@ -160,8 +167,8 @@ impl<'a> Replayer<'a> {
         }
     }
 
-    fn resolve_commit(&mut self, trace_hash: &Scope<Vec<u8>>) -> Result<Hash, ReplayError> {
-        let bytes = trace_hash.value();
+    fn resolve_commit(&mut self, trace_hash: &Scope<&[u8]>) -> Result<Hash, ReplayError> {
+        let bytes = *trace_hash.value();
         let found = if trace_hash.is_keep() { self.commits.get(bytes).copied() } else { self.commits.remove(bytes) };
         if let Some(hash) = found {
             return Ok(hash);
@@ -173,7 +180,7 @@ impl<'a> Replayer<'a> {
         }
     }
 
-    fn check_read(&mut self, kind: OpKind, key: &Key, expected: bool, found: bool) {
+    fn check_read(&mut self, kind: OpKind, key: KeyRef<'_>, expected: bool, found: bool) {
         self.checks.reads_checked += 1;
         if expected != found {
             self.checks.read_mismatches += 1;
@@ -184,58 +191,64 @@ impl<'a> Replayer<'a> {
 
     /// Applies one row.
     pub fn apply(&mut self, row: Row) -> Result<Applied, ReplayError> {
+        self.apply_ref(row.as_ref())
+    }
+
+    /// Applies one row, borrowed (as [`crate::TraceReader::next_row_ref`]
+    /// reads it, without copying its steps and values).
+    pub fn apply_ref(&mut self, row: RowRef<'_>) -> Result<Applied, ReplayError> {
         let start = Instant::now();
         self.block_start.get_or_insert(start);
         let kind = OpKind::of(&row);
         match row {
-            Row::Checkout { hash, ctx } => {
+            RowRef::Checkout { hash, ctx } => {
                 let real = self.resolve_commit(&hash)?;
                 let tree = self.store.checkout(&real).map_err(self.store_error())?;
                 let tree = tree.ok_or_else(|| self.trace_error(format!("commit {real} is not in the store")))?;
                 self.put_context(&ctx, tree);
             }
-            Row::Add { key, value, in_ctx, out_ctx } => {
+            RowRef::Add { key, value, in_ctx, out_ctx } => {
                 let mut tree = self.take_context(&in_ctx)?;
-                tree.add_mut(&key, &value).map_err(self.store_error())?;
+                tree.add_mut(&steps(key), value).map_err(self.store_error())?;
                 self.put_context(&out_ctx, tree);
             }
-            Row::Remove { key, in_ctx, out_ctx } => {
+            RowRef::Remove { key, in_ctx, out_ctx } => {
                 let mut tree = self.take_context(&in_ctx)?;
-                tree.remove_mut(&key).map_err(self.store_error())?;
+                tree.remove_mut(&steps(key)).map_err(self.store_error())?;
                 self.put_context(&out_ctx, tree);
             }
-            Row::Copy { source, target, in_ctx, out_ctx } => {
+            RowRef::Copy { source, target, in_ctx, out_ctx } => {
                 let mut tree = self.take_context(&in_ctx)?;
-                match tree.find_tree(&source).map_err(self.store_error())? {
-                    Some(subtree) => tree.add_tree_mut(&target, &subtree).map_err(self.store_error())?,
+                match tree.find_tree(&steps(source)).map_err(self.store_error())? {
+                    Some(subtree) => tree.add_tree_mut(&steps(target), &subtree).map_err(self.store_error())?,
                     None => {
                         self.checks.missing_copy_sources += 1;
                         let row = self.row;
-                        self.checks.note(format!("row {row}: copy from missing {}", path_text(&source)));
+                        self.checks.note(format!("row {row}: copy from missing {}", path_text(source)));
                     }
                 }
                 self.put_context(&out_ctx, tree);
             }
-            Row::Find { key, found, ctx } => {
-                let got = self.read_context(&ctx, |tree| tree.find(&key).map(|v| v.is_some()))?;
-                self.check_read(kind, &key, found, got);
+            RowRef::Find { key, found, ctx } => {
+                let got = self.read_context(&ctx, |tree| tree.find(&steps(key)).map(|v| v.is_some()))?;
+                self.check_read(kind, key, found, got);
             }
-            Row::Mem { key, found, ctx } => {
-                let got = self.read_context(&ctx, |tree| tree.mem(&key))?;
-                self.check_read(kind, &key, found, got);
+            RowRef::Mem { key, found, ctx } => {
+                let got = self.read_context(&ctx, |tree| tree.mem(&steps(key)))?;
+                self.check_read(kind, key, found, got);
             }
-            Row::MemTree { key, found, ctx } => {
-                let got = self.read_context(&ctx, |tree| tree.mem_tree(&key))?;
-                self.check_read(kind, &key, found, got);
+            RowRef::MemTree { key, found, ctx } => {
+                let got = self.read_context(&ctx, |tree| tree.mem_tree(&steps(key)))?;
+                self.check_read(kind, key, found, got);
             }
-            Row::Commit { hash, date, message, parents, in_ctx } => {
+            RowRef::Commit { hash, date, message, parents, in_ctx } => {
                 let tree = self.take_context(&in_ctx)?;
                 let mut real_parents = Vec::with_capacity(parents.len());
                 for parent in &parents {
                     real_parents.push(self.resolve_commit(parent)?);
                 }
-                let message = String::from_utf8(message).map_err(|_| self.trace_error("commit message is not UTF-8"))?;
-                let real = self.store.commit(&tree, &real_parents, date, AUTHOR, &message).map_err(self.store_error())?;
+                let message = std::str::from_utf8(message).map_err(|_| self.trace_error("commit message is not UTF-8"))?;
+                let real = self.store.commit(&tree, &real_parents, date, AUTHOR, message).map_err(self.store_error())?;
                 drop(tree);
                 match recorded_hash(hash.value()) {
                     Some(recorded) => {
@@ -256,10 +269,10 @@ impl<'a> Replayer<'a> {
                     None => {}
                 }
                 if hash.is_keep() {
-                    self.commits.insert(hash.value().clone(), real);
+                    self.commits.insert(hash.value().to_vec(), real);
                 } else {
                     // As irmin's replay: replace, then forget.
-                    self.commits.remove(hash.value());
+                    self.commits.remove(*hash.value());
                 }
                 self.last_commit = Some(real);
                 let end = Instant::now();
