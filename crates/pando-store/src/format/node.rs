@@ -35,18 +35,39 @@ const CHILD_DIR: u8 = 0;
 const CHILD_INLINE: u8 = 1;
 const CHILD_BLOB: u8 = 2;
 
-fn is_hex_step(step: &[u8]) -> bool {
-    step.len() >= 2 && step.len().is_multiple_of(2) && step.iter().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(b))
-}
+/// The value of each lower-case hex digit; 0xff for every other byte.
+const HEX_VALUES: [u8; 256] = {
+    let mut table = [0xff; 256];
+    let mut i = 0;
+    while i < 16 {
+        table[b"0123456789abcdef"[i] as usize] = i as u8;
+        i += 1;
+    }
+    table
+};
 
-fn hex_value(digit: u8) -> u8 {
-    if digit.is_ascii_digit() { digit - b'0' } else { digit - b'a' + 10 }
+/// Writes `step` as binary (`LEB128 byte_len ‖ bytes`) if it is lower-case
+/// hex of an even length of at least 2, in one pass; otherwise writes
+/// nothing and returns false.
+fn write_hex_step(out: &mut Vec<u8>, step: &[u8]) -> bool {
+    if step.len() < 2 || !step.len().is_multiple_of(2) {
+        return false;
+    }
+    let start = out.len();
+    write_u64(out, (step.len() / 2) as u64);
+    for pair in step.chunks_exact(2) {
+        let (high, low) = (HEX_VALUES[usize::from(pair[0])], HEX_VALUES[usize::from(pair[1])]);
+        if (high | low) > 15 {
+            out.truncate(start);
+            return false;
+        }
+        out.push(high << 4 | low);
+    }
+    true
 }
 
 fn write_step(out: &mut Vec<u8>, step: &[u8], dict: &Dict, raw_steps: &mut Vec<Step>) -> u8 {
-    if is_hex_step(step) {
-        write_u64(out, (step.len() / 2) as u64);
-        out.extend(step.chunks(2).map(|pair| hex_value(pair[0]) << 4 | hex_value(pair[1])));
+    if write_hex_step(out, step) {
         STEP_HEX
     } else if let Some(id) = dict.id_of(step) {
         write_u64(out, u64::from(id));
@@ -558,5 +579,34 @@ pub fn references(kind: RecordKind, payload: &[u8], at: u64, mask: u32, out: &mu
             Ok(())
         }
         RecordKind::Blob | RecordKind::Dict => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tree::node::value_child;
+
+    /// Steps of lower-case hex of an even length are stored as binary,
+    /// every other step as it is, and each decodes to the same step.
+    #[test]
+    fn hex_steps_are_stored_as_binary_and_read_back() {
+        let steps: [&[u8]; 9] = [b"0", b"00", b"0a1f", b"0A1F", b"abc", b"abcdef", b"balance", b"g0", b"ff"];
+        let mut sorted = steps.to_vec();
+        sorted.sort();
+        let values = Values::from_sorted(sorted.iter().map(|s| (*s, value_child(b"v"))));
+        let dict = Dict::default();
+        let (mut raw, mut out) = (Vec::new(), Vec::new());
+        encode_values(&values, 1_000, &[], &dict, &mut raw, &mut out);
+        let mut kinds = Vec::new();
+        stored_entries(&out, 1_000, &mut |entry| {
+            kinds.push(matches!(entry.step, StoredStep::Hex(_)));
+            Ok(())
+        })
+        .unwrap();
+        let expected: Vec<bool> = sorted.iter().map(|s| [&b"00"[..], b"0a1f", b"abcdef", b"ff"].contains(s)).collect();
+        assert_eq!(kinds, expected);
+        let Body::Values(decoded) = decode_values(&out, 1_000, &dict).unwrap().body else { panic!("a values inode") };
+        assert_eq!(decoded.iter().map(|(s, _)| s.to_vec()).collect::<Vec<_>>(), sorted.iter().map(|s| s.to_vec()).collect::<Vec<_>>());
     }
 }
