@@ -12,7 +12,7 @@
 //!   the next commit on), so every durable node can be decoded.
 
 use pando_core::varint;
-use std::collections::HashMap;
+use foldhash::HashMap;
 
 use crate::tree::node::Step;
 

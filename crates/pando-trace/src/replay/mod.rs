@@ -12,11 +12,12 @@
 
 pub mod metrics;
 
+use foldhash::HashMap;
+use foldhash::HashMapExt;
 use pando_core::Hash;
 use pando_core::trace::{ContextId, KeyRef, Row, RowRef, Scope};
 use pando_store::{Store, Tree};
 use smallvec::SmallVec;
-use std::collections::HashMap;
 use std::time::Instant;
 
 pub use metrics::{BlockSample, Metrics, OpKind};
