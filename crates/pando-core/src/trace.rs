@@ -47,6 +47,14 @@ impl<T> Scope<T> {
     pub fn is_keep(&self) -> bool {
         matches!(self, Scope::Keep(_))
     }
+
+    /// The same scope of `f` of the value.
+    pub fn map<'a, U>(&'a self, f: impl FnOnce(&'a T) -> U) -> Scope<U> {
+        match self {
+            Scope::Forget(v) => Scope::Forget(f(v)),
+            Scope::Keep(v) => Scope::Keep(f(v)),
+        }
+    }
 }
 
 /// A path: a list of steps.
@@ -181,10 +189,7 @@ impl Row {
     /// The row, borrowed.
     pub fn as_ref(&self) -> RowRef<'_> {
         fn bytes(scope: &Scope<Vec<u8>>) -> Scope<&[u8]> {
-            match scope {
-                Scope::Forget(v) => Scope::Forget(&v[..]),
-                Scope::Keep(v) => Scope::Keep(&v[..]),
-            }
+            scope.map(|v| &v[..])
         }
         fn key(key: &Key) -> KeyRef<'_> {
             KeyRef(Steps::Owned(key))
@@ -325,10 +330,7 @@ impl<'a> RowRef<'a> {
 
     /// The row, copied.
     pub fn to_row(&self) -> Row {
-        let bytes = |scope: &Scope<&[u8]>| match scope {
-            Scope::Forget(v) => Scope::Forget(v.to_vec()),
-            Scope::Keep(v) => Scope::Keep(v.to_vec()),
-        };
+        let bytes = |scope: &Scope<&[u8]>| scope.map(|v| v.to_vec());
         match self {
             RowRef::Checkout { hash, ctx } => Row::Checkout { hash: bytes(hash), ctx: ctx.clone() },
             RowRef::Add { key, value, in_ctx, out_ctx } => {

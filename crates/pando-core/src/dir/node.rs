@@ -363,13 +363,9 @@ impl<H: Hold> Inode<H> {
 /// hashes are cleared either way.
 pub fn make_mut<H: Hold>(this: &mut Arc<Inode<H>>) -> &mut Inode<H> {
     if !updatable(this) {
-        let body = this.body.clone();
-        replace_body(this, body);
+        copy_with(this, this.body.clone());
     }
-    let inode = Arc::get_mut(this).expect("unique after copy");
-    inode.hash = OnceLock::new();
-    inode.dir_hash = OnceLock::new();
-    inode
+    cleared(this)
 }
 
 /// Whether an update may change the inode in place: nothing else holds
@@ -378,15 +374,28 @@ pub(super) fn updatable<H: Hold>(this: &mut Arc<Inode<H>>) -> bool {
     Arc::get_mut(this).is_some_and(H::thaw)
 }
 
+/// The inode [`updatable`] just allowed to change in place (or a fresh
+/// copy), its memoised hashes cleared.
+pub(super) fn cleared<H: Hold>(this: &mut Arc<Inode<H>>) -> &mut Inode<H> {
+    let inode = Arc::get_mut(this).expect("updatable, or a fresh copy");
+    inode.hash = OnceLock::new();
+    inode.dir_hash = OnceLock::new();
+    inode
+}
+
 /// Gives the inode a new body, as [`make_mut`] would, without copying the
 /// old one first when it is shared.
 pub(super) fn replace_body<H: Hold>(this: &mut Arc<Inode<H>>, body: Body<H>) {
     if updatable(this) {
-        let inode = Arc::get_mut(this).expect("checked unique");
-        (inode.body, inode.hash, inode.dir_hash) = (body, OnceLock::new(), OnceLock::new());
+        cleared(this).body = body;
     } else {
-        *this = Arc::new(Inode { body, hash: OnceLock::new(), dir_hash: OnceLock::new(), meta: H::derive(this) });
+        copy_with(this, body);
     }
+}
+
+/// Replaces a shared inode by a new one with `body`, which remembers it.
+fn copy_with<H: Hold>(this: &mut Arc<Inode<H>>, body: Body<H>) {
+    *this = Arc::new(Inode { body, hash: OnceLock::new(), dir_hash: OnceLock::new(), meta: H::derive(this) });
 }
 
 /// The inode a pointer names, from memory or through the resolver.

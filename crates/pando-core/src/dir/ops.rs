@@ -2,7 +2,7 @@
 //! (sorted or in storage order), and walk or update a path of directories
 //! (one implementation for the store's trees and the proofs' partial trees).
 
-use super::node::{replace_body, updatable};
+use super::node::{cleared, replace_body, updatable};
 use super::*;
 use crate::inode::index;
 
@@ -165,7 +165,7 @@ pub fn set<H: Hold, R: Resolve<H> + ?Sized>(
     // only this tree's (its children move), on a copy otherwise.
     if let Some((at, true)) = absent {
         if updatable(node) {
-            let Body::Values(values) = &mut make_mut(node).body else { unreachable!("a values inode") };
+            let Body::Values(values) = &mut cleared(node).body else { unreachable!("a values inode") };
             values.insert(at, step, child);
         } else {
             let Body::Values(values) = &node.body else { unreachable!("a values inode") };

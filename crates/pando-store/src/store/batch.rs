@@ -292,7 +292,7 @@ fn plan_patch(
     pointers: &Pointers,
     children: &[(usize, u64, Hash)],
 ) -> Option<(TreePatch, u8)> {
-    let base = inode.patch_base()?;
+    let base = inode.take_patch_base()?;
     // A base that a collection removed is not patched against.
     if base.instance != instance || !held(base.offset) || base.depth != pointers.depth || base.chain >= MAX_PATCH_CHAIN {
         return None;

@@ -336,8 +336,8 @@ pub trait Written {
     /// For a written tree inode, the length of its chain of patch records.
     fn patch_chain(&self) -> Option<u8>;
     /// What a patch against the written version an updated tree inode
-    /// derives from needs.
-    fn patch_base(&self) -> Option<Box<PatchBase>>;
+    /// derives from needs, taken: the writer asks once, as it writes it.
+    fn take_patch_base(&self) -> Option<Box<PatchBase>>;
     /// Bytes of memory a cached copy costs, for the cache's budget.
     fn cache_weight(&self) -> u64;
     /// For an inode of the kept tree: the oldest commit its kept subtree
@@ -370,8 +370,8 @@ impl Written for Inode {
         Some(self.meta.patch_chain.load(Ordering::Relaxed)).filter(|&chain| chain != UNSET)
     }
 
-    fn patch_base(&self) -> Option<Box<PatchBase>> {
-        self.meta.base.lock().clone()
+    fn take_patch_base(&self) -> Option<Box<PatchBase>> {
+        self.meta.base.lock().take()
     }
 
     fn cache_weight(&self) -> u64 {
