@@ -84,6 +84,26 @@ fn staged_contents_are_on_disk_before_the_commit_and_hash_the_same() {
     check_tree(&imported.checkout(&commit).unwrap().unwrap(), &model).unwrap();
 }
 
+/// Staged contents are hashed on a thread of their own: a tree asked for
+/// its hash right after many of them were added (more than that thread's
+/// queue holds) waits for them and hashes as one holding them in memory;
+/// so does a commit, and a read of each value gives it back.
+#[test]
+fn staged_contents_hashed_on_their_thread_hash_as_in_memory() {
+    let staging = Store::open_storage(Arc::new(MemStorage::new()), options(2048)).unwrap();
+    let in_memory = Store::open_storage(Arc::new(MemStorage::new()), options(0)).unwrap();
+    let (mut staged, mut held, mut model) = (staging.empty_tree(), in_memory.empty_tree(), Model::new());
+    for round in 0..3u8 {
+        add_contracts(&mut staged, &mut model, 100, round);
+        add_contracts(&mut held, &mut Model::new(), 100, round);
+        assert_eq!(staged.hash().unwrap(), held.hash().unwrap(), "round {round}");
+    }
+    assert_eq!(staged.hash().unwrap(), model_hash(&model));
+    let commit = staging.commit(&staged, &[], 1, "Tezos", "genesis").unwrap();
+    assert_eq!(commit, in_memory.commit(&held, &[], 1, "Tezos", "genesis").unwrap());
+    check_tree(&staging.checkout(&commit).unwrap().unwrap(), &model).unwrap();
+}
+
 #[test]
 fn a_crash_before_the_commit_loses_only_the_staged_contents() {
     let storage = MemStorage::new();

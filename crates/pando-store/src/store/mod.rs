@@ -28,7 +28,6 @@ mod syncer;
 pub use check::{CheckPhase, CheckProgress, CheckReport, CheckScope, Problem, RecordCounts};
 pub use gc::{GcPhase, GcReport, GcStatus};
 
-use pando_core::tezos::contents_hash;
 use pando_core::{CommitInfo, Hash};
 use parking_lot::{Mutex, RwLock};
 use std::collections::{BTreeMap, HashMap};
@@ -63,8 +62,6 @@ pub(crate) struct Writer {
     unsynced_commits: u64,
     /// The batch buffer, kept between commits so its pages stay mapped.
     batch_buf: Vec<u8>,
-    /// The record of a staged blob being built.
-    stage_buf: Vec<u8>,
     /// The `seq` of the newest synced control slot (see `format::control`).
     synced_seq: u64,
     /// Which commits the kept tree may hold inodes of (see `commit`).
@@ -783,18 +780,16 @@ impl Source for Repo {
         if threshold == 0 || (bytes.len() as u64) < threshold {
             return Ok(None);
         }
-        let hash = contents_hash(bytes);
-        let mut writer = writer.lock();
-        self.check_writable()?;
-        let at = self.guard(self.pack.prepare_append())?;
-        let mut buf = std::mem::take(&mut writer.stage_buf);
-        buf.clear();
+        let mut buf = self.staged.buffer();
         record::append(&mut buf, RecordKind::Blob, bytes);
-        self.guard(self.pack.append(at, &buf))?;
-        // Only a small buffer is kept between values.
-        if buf.capacity() <= 1 << 20 {
-            writer.stage_buf = buf;
-        }
-        Ok(Some(Leaf::Staged(self.staged.stage(at, hash))))
+        let contents = record::header_len(bytes.len() as u64)..buf.len() - 4;
+        let at = {
+            let _writer = writer.lock();
+            self.check_writable()?;
+            let at = self.guard(self.pack.prepare_append())?;
+            self.guard(self.pack.append(at, &buf))?;
+            at
+        };
+        Ok(Some(Leaf::Staged(self.staged.stage(at, buf, contents))))
     }
 }

@@ -126,7 +126,6 @@ pub fn open(storage: Arc<dyn Storage>, options: Options) -> Result<Repo> {
             unflushed_index,
             unsynced_commits: 0,
             batch_buf: Vec::new(),
-            stage_buf: Vec::new(),
             synced_seq: slots.synced_seq,
             kept: Default::default(),
             syncer: None,

@@ -15,6 +15,7 @@
 
 pub(crate) mod node;
 mod proof;
+mod staged;
 pub(crate) mod walk;
 
 use pando_core::trace::{ContextId, Key, Row, Scope};

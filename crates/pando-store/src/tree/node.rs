@@ -21,6 +21,7 @@ use pando_core::tezos::contents_hash;
 use std::sync::atomic::{AtomicU8, AtomicU32, Ordering};
 use std::sync::{Arc, LazyLock, OnceLock};
 
+pub use super::staged::{Staged, StagedSet};
 use crate::error::{Error, Result};
 
 /// One step of a path, outside a trie (the dictionary, walks): names of up
@@ -116,49 +117,13 @@ pub enum Leaf {
     Staged(Arc<Staged>),
 }
 
-/// A blob record a store wrote when the contents were added to a tree, so
-/// that a large commit does not hold its values in memory. No commit may
-/// refer to it yet: while it lives, the store's collections keep every
-/// record from its offset on (the store's set of staged offsets).
-pub struct Staged {
-    pub offset: u64,
-    pub hash: Hash,
-    live: Arc<StagedSet>,
-}
-
-/// The offsets of the staged blobs some tree may still hold. Each staged
-/// record has an offset of its own and one `Staged` (shared by `Arc`), so
-/// an offset is live from `stage` until that `Staged` drops.
-#[derive(Default)]
-pub struct StagedSet(parking_lot::Mutex<std::collections::BTreeSet<u64>>);
-
-impl StagedSet {
-    /// A staged blob at `offset`, live until dropped.
-    pub fn stage(self: &Arc<Self>, offset: u64, hash: Hash) -> Arc<Staged> {
-        let fresh = self.0.lock().insert(offset);
-        assert!(fresh, "a staged record has an offset of its own");
-        Arc::new(Staged { offset, hash, live: self.clone() })
-    }
-
-    /// The smallest offset of a live staged blob.
-    pub fn oldest(&self) -> Option<u64> {
-        self.0.lock().first().copied()
-    }
-}
-
-impl Drop for Staged {
-    fn drop(&mut self) {
-        self.live.0.lock().remove(&self.offset);
-    }
-}
-
 impl Leaf {
     pub fn hash(&self) -> Hash {
         match self {
             Leaf::Inline(inline) => contents_hash(inline.bytes()),
             Leaf::Value(value) => value.hash(),
             Leaf::Blob { hash, .. } => *hash,
-            Leaf::Staged(staged) => staged.hash,
+            Leaf::Staged(staged) => staged.hash(),
         }
     }
 
@@ -166,7 +131,7 @@ impl Leaf {
     pub fn stored_blob(&self) -> Option<(u64, Hash)> {
         match self {
             Leaf::Blob { offset, hash } => Some((*offset, *hash)),
-            Leaf::Staged(staged) => Some((staged.offset, staged.hash)),
+            Leaf::Staged(staged) => Some((staged.offset, staged.hash())),
             Leaf::Inline(_) | Leaf::Value(_) => None,
         }
     }
