@@ -40,7 +40,7 @@ use pando_core::dir::{dir_hash, dir_ptr_hash, inode_hash};
 use pando_core::{CommitInfo, Hash};
 use std::collections::VecDeque;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::batch::{Batch, Kept, check_refs};
 use super::{KeptTree, Repo, Writer, index_file};
@@ -51,12 +51,130 @@ use crate::format::node::CommitRecord;
 use crate::format::record::{self, RecordKind};
 use crate::options::SyncPolicy;
 use crate::tree::Tree;
-use crate::tree::node::{Body, Child, Inode, Loader, Ptr};
+use crate::tree::node::{Body, Child, Inode, Loader, Ptr, Value};
+use parking_lot::RwLock;
 
-/// Below this many unhashed inodes a commit hashes on one thread.
-const PARALLEL_JOBS: usize = 64;
-/// How many levels below the root the parallel hashing looks for them.
-const FRONTIER_LEVELS: usize = 4;
+/// The parallel hashing's jobs weigh at most this fraction of the whole.
+const JOBS: usize = 16;
+/// Below this weight (see [`weigh`]) a commit hashes on one thread.
+const MIN_PARALLEL_WEIGHT: u64 = 64;
+/// Above this many unhashed inodes a commit's jobs are not weighed.
+const WEIGHED_INODES: usize = 1 << 14;
+/// How many jobs an unweighed commit is cut into, at least.
+const MANY_JOBS: usize = 256;
+
+/// The jobs of one commit's hashing on two threads: disjoint subtrees,
+/// taken in turn. The committing thread empties `jobs` when it is done;
+/// the helper holds a read lock while it hashes, and finds the list empty
+/// if it starts late.
+struct HashJobs {
+    jobs: RwLock<Vec<(Arc<Inode>, u32)>>,
+    next: AtomicUsize,
+}
+
+impl HashJobs {
+    /// Hashes the jobs not yet taken, one at a time, until none is left.
+    fn run(&self, loader: &dyn Loader) -> Result<()> {
+        let jobs = self.jobs.read();
+        while let Some((inode, depth)) = jobs.get(self.next.fetch_add(1, Ordering::Relaxed)) {
+            if *depth == 0 {
+                dir_hash(inode, loader)?;
+            } else {
+                inode_hash(inode, loader)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The helper's loader: it hashes only what is in memory (a stored
+/// pointer carries its hash, so this is all of a commit's new inodes).
+struct InMemoryOnly;
+
+impl Loader for InMemoryOnly {
+    fn load_inode(&self, offset: u64, _: &Hash, _: u32) -> Result<Arc<Inode>> {
+        Err(Error::Invalid(format!("the hashing helper does not read (inode at {offset})")))
+    }
+
+    fn load_blob(&self, offset: u64, _: &Hash) -> Result<Arc<Value>> {
+        Err(Error::Invalid(format!("the hashing helper does not read (blob at {offset})")))
+    }
+}
+
+/// Weighs the unhashed inodes in memory below `inode` (itself included)
+/// for the parallel hashing: one for each, plus one for every 4 entries
+/// it encodes (a values entry or a pointer: 4 of them about fill one of
+/// BLAKE2b's blocks). Appends `(inode, depth, weight, size)` for each in
+/// pre-order, `size` counting the inode and those below it, and returns
+/// the weight; `None` once the walk holds [`WEIGHED_INODES`].
+fn weigh<'a>(inode: &'a Arc<Inode>, depth: u32, walk: &mut Vec<(&'a Arc<Inode>, u32, u64, usize)>) -> Option<u64> {
+    if inode.memo_hash(depth).is_some() {
+        return Some(0);
+    }
+    if walk.len() >= WEIGHED_INODES {
+        return None;
+    }
+    let at = walk.len();
+    walk.push((inode, depth, 0, 0));
+    let mut weight = 1;
+    match &inode.body {
+        Body::Values(values) => {
+            weight += values.len() as u64 / 4;
+            for (_, child) in values.iter() {
+                if let Child::Dir(Ptr::Mem(root)) = child {
+                    weight += weigh(root, 0, walk)?;
+                }
+            }
+        }
+        Body::Tree(pointers) => {
+            weight += pointers.iter().len() as u64 / 4;
+            for (_, ptr) in pointers.iter() {
+                if let Ptr::Mem(child) = ptr {
+                    weight += weigh(child, pointers.depth + 1, walk)?;
+                }
+            }
+        }
+    }
+    let size = walk.len() - at;
+    walk[at].2 = weight;
+    walk[at].3 = size;
+    Some(weight)
+}
+
+/// The jobs of a commit too large to weigh: its unhashed inodes in memory
+/// level by level below the root, each replaced by its unhashed children
+/// (if it has any), until there are [`MANY_JOBS`].
+fn spread(root: &Arc<Inode>) -> Vec<(Arc<Inode>, u32)> {
+    let unhashed = |inode: &Arc<Inode>, depth: u32| inode.memo_hash(depth).is_none();
+    let mut jobs = vec![(root.clone(), 0)];
+    while jobs.len() < MANY_JOBS {
+        let mut next = Vec::with_capacity(jobs.len() * 8);
+        let mut split = false;
+        for (inode, depth) in jobs {
+            let before = next.len();
+            match &inode.body {
+                Body::Values(values) => next.extend(values.iter().filter_map(|(_, child)| match child {
+                    Child::Dir(Ptr::Mem(root)) if unhashed(root, 0) => Some((root.clone(), 0)),
+                    _ => None,
+                })),
+                Body::Tree(pointers) => next.extend(pointers.iter().filter_map(|(_, ptr)| match ptr {
+                    Ptr::Mem(child) if unhashed(child, pointers.depth + 1) => Some((child.clone(), pointers.depth + 1)),
+                    _ => None,
+                })),
+            }
+            if next.len() == before {
+                next.push((inode, depth));
+            } else {
+                split = true;
+            }
+        }
+        jobs = next;
+        if !split {
+            break;
+        }
+    }
+    jobs
+}
 
 /// The writer's count of commits and the window of those whose inodes the
 /// kept tree may hold: each with the weight of its kept inodes.
@@ -240,56 +358,60 @@ impl Repo {
     }
 
     /// Hashes the unhashed inodes of a tree about to be committed on two
-    /// threads: the unhashed inodes in memory a few levels below the root
-    /// (at least [`PARALLEL_JOBS`] of them, or none is done here) are dealt
-    /// in turn to this thread and to one of rayon's, each hashing its own
-    /// (their hashes are memoised, so the root's hash then finds them). A
-    /// subtree met twice may be hashed by both threads: the same hash.
+    /// threads, as disjoint subtrees (jobs) below the root: this thread and
+    /// one of rayon's take them in turn from a shared counter, heaviest
+    /// first; their hashes are memoised, so the root's hash then finds them
+    /// and hashes only the inodes above the jobs. The jobs come from one
+    /// walk that weighs every unhashed inode's subtree ([`weigh`]): the
+    /// largest subtrees of at most a [`JOBS`]th of the whole. A commit of
+    /// more than [`WEIGHED_INODES`] unhashed inodes (a genesis block, say)
+    /// is not weighed whole: its jobs are its unhashed inodes some levels
+    /// down, at least [`MANY_JOBS`] of them ([`spread`]), which such a
+    /// bushy tree makes about even. This thread does not wait for the
+    /// helper to start (waking a sleeping thread takes tens of microseconds
+    /// here, as long as a small block's hashing): once it has taken the
+    /// last job, it waits only for the job the helper is hashing. A subtree
+    /// met twice may be hashed by both: the same hash.
     fn hash_on_two_threads(&self, root: &Arc<Inode>) -> Result<()> {
-        let unhashed = |inode: &Arc<Inode>, depth: u32| inode.memo_hash(depth).is_none();
-        let mut frontier = vec![(root.clone(), 0)];
-        for _ in 0..FRONTIER_LEVELS {
-            if frontier.len() >= PARALLEL_JOBS {
-                break;
-            }
-            let mut next = Vec::new();
-            for (inode, _) in &frontier {
-                match &inode.body {
-                    Body::Values(values) => next.extend(values.iter().filter_map(|(_, child)| match child {
-                        Child::Dir(Ptr::Mem(root)) if unhashed(root, 0) => Some((root.clone(), 0)),
-                        _ => None,
-                    })),
-                    Body::Tree(pointers) => next.extend(pointers.iter().filter_map(|(_, ptr)| match ptr {
-                        Ptr::Mem(child) if unhashed(child, pointers.depth + 1) => Some((child.clone(), pointers.depth + 1)),
-                        _ => None,
-                    })),
+        let mut walk = Vec::new();
+        let jobs = match weigh(root, 0, &mut walk) {
+            Some(total) if total < MIN_PARALLEL_WEIGHT => return Ok(()),
+            Some(total) => {
+                let limit = total / JOBS as u64;
+                let mut jobs = Vec::with_capacity(2 * JOBS);
+                let mut i = 0;
+                while i < walk.len() {
+                    let (inode, depth, weight, size) = walk[i];
+                    if weight <= limit {
+                        jobs.push((weight, inode.clone(), depth));
+                        i += size;
+                    } else {
+                        i += 1;
+                    }
                 }
+                jobs.sort_unstable_by_key(|job| std::cmp::Reverse(job.0));
+                jobs.into_iter().map(|(_, inode, depth)| (inode, depth)).collect()
             }
-            if next.is_empty() {
-                break;
-            }
-            frontier = next;
-        }
-        if frontier.len() < PARALLEL_JOBS {
-            return Ok(());
-        }
-        let hash_all = |jobs: &mut dyn Iterator<Item = &(Arc<Inode>, u32)>| -> Result<()> {
-            for (inode, depth) in jobs {
-                if *depth == 0 {
-                    dir_hash(inode, self as &dyn Loader)?;
-                } else {
-                    inode_hash(inode, self as &dyn Loader)?;
-                }
-            }
-            Ok(())
+            None => spread(root),
         };
-        let mut theirs = Ok(());
-        let mut mine = Ok(());
-        rayon::in_place_scope(|scope| {
-            scope.spawn(|_| theirs = hash_all(&mut frontier.iter().skip(1).step_by(2)));
-            mine = hash_all(&mut frontier.iter().step_by(2));
+        drop(walk);
+        let shared = Arc::new(HashJobs { jobs: RwLock::new(jobs), next: AtomicUsize::new(0) });
+        let helper = shared.clone();
+        rayon::spawn(move || {
+            // What the helper cannot hash from memory it leaves to this thread.
+            let _ = helper.run(&InMemoryOnly);
         });
-        mine.and(theirs)
+        let mine = shared.run(self);
+        // Wait (briefly: one job) for the helper to leave the jobs, then
+        // drop them, so that no inode stays shared once the commit is done.
+        loop {
+            if let Some(mut jobs) = shared.jobs.try_write() {
+                jobs.clear();
+                break;
+            }
+            std::hint::spin_loop();
+        }
+        mine
     }
 
     /// Makes a commit whose record is at `at` visible to this process's
@@ -413,6 +535,49 @@ mod tests {
             weight += kept_weight(child, cutoff, seen);
         }
         weight
+    }
+
+    /// A commit hashes on two threads as pando-core's reference hashes from
+    /// scratch, whichever way its jobs are cut: weighed (a block's few
+    /// hundred new inodes) or spread (more than `WEIGHED_INODES`), with a
+    /// directory of more than 256 entries (inode hashing) and a subtree
+    /// held at two paths, which both threads may meet.
+    #[test]
+    fn hashing_on_two_threads_hashes_as_the_reference() {
+        use pando_core::reference::RefTree;
+        for (accounts, weighed) in [(150u32, true), (20_000, false)] {
+            let store = Store::open_storage(Arc::new(MemStorage::new()), Options::default()).unwrap();
+            let mut tree = Tree::empty();
+            let mut index = Vec::new();
+            for i in 0..accounts {
+                let id = format!("tz{i:05}");
+                let (balance, counter) = (format!("{}", i * 7), format!("{}", i % 13));
+                tree.add_mut(&["index", &id, "balance"], balance.as_bytes()).unwrap();
+                tree.add_mut(&["index", &id, "counter"], counter.as_bytes()).unwrap();
+                index.push((
+                    id.into_bytes(),
+                    RefTree::Dir(vec![
+                        (b"balance".to_vec(), RefTree::Contents(balance.into_bytes())),
+                        (b"counter".to_vec(), RefTree::Contents(counter.into_bytes())),
+                    ]),
+                ));
+            }
+            tree.copy_mut(&["index"], &["copy"]).unwrap();
+            let reference =
+                RefTree::Dir(vec![(b"index".to_vec(), RefTree::Dir(index.clone())), (b"copy".to_vec(), RefTree::Dir(index))]);
+
+            let Ok(Child::Dir(Ptr::Mem(root))) = tree.node() else { panic!("a new tree is in memory") };
+            let mut walk = Vec::new();
+            let weight = weigh(root, 0, &mut walk);
+            assert_eq!(weight.is_some(), weighed, "{accounts} accounts: weighed {weight:?}");
+            assert!(weight.is_none_or(|w| w >= MIN_PARALLEL_WEIGHT), "{accounts} accounts: too light to share: {weight:?}");
+            drop(walk);
+
+            let commit = store.commit(&tree, &[], 1, "Tezos", "two threads").unwrap();
+            assert_eq!(tree.hash().unwrap(), reference.hash(), "{accounts} accounts");
+            let again = store.checkout(&commit).unwrap().unwrap();
+            assert_eq!(again.hash().unwrap(), reference.hash());
+        }
     }
 
     /// A writer's kept tree holds at most its budget, only inodes of the
