@@ -121,6 +121,7 @@ pub fn replay(args: &ReplayArgs) -> anyhow::Result<()> {
             }
         }
     }
+    replayer.metrics.reread_last_block();
     progress.finish_and_clear();
     // A collection still running is finished, so the report shows it whole.
     // After a failure the first error is the one reported: a store that
