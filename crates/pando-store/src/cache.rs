@@ -63,6 +63,11 @@ impl NodeCache {
         (self.cache.hits(), self.cache.misses())
     }
 
+    /// Takes the node at `offset` out of the cache.
+    pub fn remove(&self, offset: u64) -> Option<Cached> {
+        self.cache.remove(&offset).map(|(_, value)| value)
+    }
+
     pub fn insert(&self, offset: u64, value: Cached) {
         self.cache.insert(offset, value);
     }

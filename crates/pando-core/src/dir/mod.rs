@@ -88,6 +88,12 @@ pub trait Resolve<H: Hold> {
     type Error;
     /// The inode a pointer that is not in memory names, at `depth`.
     fn load(&self, ptr: &H::Ptr, depth: u32) -> Result<Arc<Inode<H>>, Self::Error>;
+    /// The same inode, loaded to be changed: a resolver that shares what it
+    /// loads (a cache) may hand over its own copy instead, so that the
+    /// update can change it in place rather than copy it.
+    fn load_to_update(&self, ptr: &H::Ptr, depth: u32) -> Result<Arc<Inode<H>>, Self::Error> {
+        self.load(ptr, depth)
+    }
     /// The hash of a contents.
     fn leaf_hash(&self, leaf: &H::Leaf) -> Result<Hash, Self::Error>;
     /// The error for a trie that breaks a rule: two children holding one
@@ -100,6 +106,9 @@ impl<H: Hold, R: Resolve<H> + ?Sized> Resolve<H> for &R {
     type Error = R::Error;
     fn load(&self, ptr: &H::Ptr, depth: u32) -> Result<Arc<Inode<H>>, Self::Error> {
         (**self).load(ptr, depth)
+    }
+    fn load_to_update(&self, ptr: &H::Ptr, depth: u32) -> Result<Arc<Inode<H>>, Self::Error> {
+        (**self).load_to_update(ptr, depth)
     }
     fn leaf_hash(&self, leaf: &H::Leaf) -> Result<Hash, Self::Error> {
         (**self).leaf_hash(leaf)

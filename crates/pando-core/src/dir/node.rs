@@ -411,7 +411,7 @@ pub fn load<H: Hold, R: Resolve<H> + ?Sized>(ptr: &H::Ptr, depth: u32, r: &R) ->
 pub fn take<H: Hold, R: Resolve<H> + ?Sized>(ptr: &mut H::Ptr, depth: u32, r: &R) -> Result<Arc<Inode<H>>, R::Error> {
     match H::as_mem_mut(ptr) {
         Some(inode) => Ok(std::mem::replace(inode, H::empty())),
-        None => r.load(ptr, depth),
+        None => r.load_to_update(ptr, depth),
     }
 }
 

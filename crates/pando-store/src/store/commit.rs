@@ -51,7 +51,7 @@ use crate::format::node::CommitRecord;
 use crate::format::record::{self, RecordKind};
 use crate::options::SyncPolicy;
 use crate::tree::Tree;
-use crate::tree::node::{Body, Child, Inode, Loader, Ptr, Value};
+use crate::tree::node::{Body, Child, Inode, Loader, NoLoader, Ptr};
 use parking_lot::RwLock;
 
 /// The parallel hashing's jobs weigh at most this fraction of the whole.
@@ -87,20 +87,6 @@ impl HashJobs {
             }
         }
         Ok(())
-    }
-}
-
-/// The helper's loader: it hashes only what is in memory (a stored
-/// pointer carries its hash, so this is all of a commit's new inodes).
-struct InMemoryOnly;
-
-impl Loader for InMemoryOnly {
-    fn load_inode(&self, offset: u64, _: &Hash, _: u32) -> Result<Arc<Inode>> {
-        Err(Error::Invalid(format!("the hashing helper does not read (inode at {offset})")))
-    }
-
-    fn load_blob(&self, offset: u64, _: &Hash) -> Result<Arc<Value>> {
-        Err(Error::Invalid(format!("the hashing helper does not read (blob at {offset})")))
     }
 }
 
@@ -401,8 +387,10 @@ impl Repo {
         let shared = Arc::new(HashJobs { jobs: RwLock::new(jobs), next: AtomicUsize::new(0) });
         let helper = shared.clone();
         rayon::spawn(move || {
-            // What the helper cannot hash from memory it leaves to this thread.
-            let _ = helper.run(&InMemoryOnly);
+            // It reads nothing (a stored pointer carries its hash, so what
+            // a commit hashes is in memory); what it cannot hash from memory
+            // it leaves to this thread.
+            let _ = helper.run(&NoLoader);
         });
         let mine = shared.run(self);
         // Wait (briefly: one job) for the helper to leave the jobs, then
@@ -737,6 +725,74 @@ mod tests {
             }
         }
         assert_eq!(second.hash().unwrap(), store.checkout(&first).unwrap().unwrap().hash().unwrap());
+    }
+
+    /// An update of inodes read from disk takes them out of the cache and
+    /// changes them in place (no copy of what only the cache shared), still
+    /// writes the changed tree inodes as patches, and leaves the older
+    /// commit as it was.
+    #[test]
+    fn an_update_takes_what_it_changes_out_of_the_cache() {
+        use crate::cache::Cached;
+        use crate::format::record::RecordKind;
+        use crate::inspect::InspectOptions;
+        let dir = tempfile::tempdir().unwrap();
+        let path = |i: u32| ["index".to_string(), format!("{i:08x}"), "balance".to_string()];
+        let first = {
+            let store = Store::open(dir.path(), Options::default()).unwrap();
+            let mut tree = Tree::empty();
+            for i in 0..3_000u32 {
+                tree.add_mut(&path(i), &i.to_be_bytes()).unwrap();
+            }
+            store.commit(&tree, &[], 1, "t", "").unwrap()
+        };
+        let patches = |store: &Store| {
+            store
+                .inspect(&InspectOptions { commit: None, sample_bytes: 0 }, &mut |_| {})
+                .unwrap()
+                .records
+                .kind(RecordKind::TreePatch)
+                .records
+        };
+        // Reopened, the store keeps no tree: the checkout reads through the cache.
+        let store = Store::open(dir.path(), Options::default()).unwrap();
+        let patches_before = patches(&store);
+        let mut tree = store.checkout(&first).unwrap().unwrap();
+        let Ok(Child::Dir(Ptr::Stored { offset: root_offset, .. })) = tree.node() else {
+            panic!("a checkout of a commit not kept starts from its stored root")
+        };
+        let root_offset = *root_offset;
+        assert_eq!(tree.find(&path(5)).unwrap(), Some(5u32.to_be_bytes().to_vec()));
+        let cached_root = match store.repo.cache.get(root_offset) {
+            Some(Cached::Inode(root, _)) => Arc::as_ptr(&root),
+            _ => panic!("the read left the root in the cache"),
+        };
+        let cached = store.repo.cache.len();
+
+        tree.add_mut(&path(5), b"changed").unwrap();
+        let Ok(Child::Dir(Ptr::Mem(root))) = tree.node() else { panic!("an updated root is in memory") };
+        assert_eq!(Arc::as_ptr(root), cached_root, "the cached root was changed in place, not copied");
+        assert!(store.repo.cache.get(root_offset).is_none(), "the updated root left the cache");
+        assert!(store.repo.cache.len() < cached, "the inodes on the updated path left the cache");
+
+        let next = store.commit(&tree, &[first], 2, "t", "").unwrap();
+        assert!(patches(&store) > patches_before, "the updated tree inodes were written as patches");
+        let mut model = Tree::empty();
+        for i in 0..3_000u32 {
+            let value = if i == 5 { b"changed".to_vec() } else { i.to_be_bytes().to_vec() };
+            model.add_mut(&path(i), &value).unwrap();
+        }
+        assert_eq!(tree.hash().unwrap(), model.hash().unwrap());
+        drop(tree);
+        drop(store);
+        let store = Store::open(dir.path(), Options::default()).unwrap();
+        for (commit, changed) in [(first, false), (next, true)] {
+            let tree = store.checkout(&commit).unwrap().unwrap();
+            for i in (0..3_000u32).step_by(11).chain([5]) {
+                let expected = if changed && i == 5 { b"changed".to_vec() } else { i.to_be_bytes().to_vec() };
+                assert_eq!(tree.find(&path(i)).unwrap(), Some(expected), "commit {commit}, entry {i}");
+            }
+        }
     }
 
     /// Hashing on two threads memoises the same hashes as one thread

@@ -680,7 +680,15 @@ impl Repo {
     /// Loads the inode recorded at `offset` (through the cache), following
     /// at most `patches` patch records to their bases.
     fn load_inode_at(&self, offset: u64, depth: u32, patches: u8) -> Result<Arc<Inode>> {
-        if let Some(Cached::Inode(inode, _)) = self.cache.get(offset) {
+        self.load_inode_cached(offset, depth, patches, true)
+    }
+
+    /// [`Repo::load_inode_at`], from the cache or the disk; `keep` puts an
+    /// inode read from disk in the cache, and leaves one found there, which
+    /// is otherwise taken out of it (for an update).
+    fn load_inode_cached(&self, offset: u64, depth: u32, patches: u8, keep: bool) -> Result<Arc<Inode>> {
+        let cached = if keep { self.cache.get(offset) } else { self.cache.remove(offset) };
+        if let Some(Cached::Inode(inode, _)) = cached {
             // A damaged pointer may reach a cached tree inode at another depth.
             if let Body::Tree(pointers) = &inode.body
                 && pointers.depth != depth
@@ -711,7 +719,9 @@ impl Repo {
         };
         inode.mark_stored(self.id, offset, chain);
         let inode = Arc::new(inode);
-        self.cache.insert(offset, Cached::inode(inode.clone()));
+        if keep {
+            self.cache.insert(offset, Cached::inode(inode.clone()));
+        }
         Ok(inode)
     }
 }
@@ -720,6 +730,16 @@ impl Loader for Repo {
     fn load_inode(&self, offset: u64, hash: &Hash, depth: u32) -> Result<Arc<Inode>> {
         let inode = self.load_inode_at(offset, depth, MAX_PATCH_CHAIN)?;
         // The pointer's hash is the directory hash for a root, the inode hash below.
+        inode.remember_hash(depth, *hash);
+        Ok(inode)
+    }
+
+    /// An inode an update changes is taken out of the cache, or not put in
+    /// it: the cache's copy would make the update copy it (or, with a
+    /// writer, the commit writes the changed inode and keeps it in memory;
+    /// the old version is read again from disk if an older tree needs it).
+    fn load_inode_to_update(&self, offset: u64, hash: &Hash, depth: u32) -> Result<Arc<Inode>> {
+        let inode = self.load_inode_cached(offset, depth, MAX_PATCH_CHAIN, false)?;
         inode.remember_hash(depth, *hash);
         Ok(inode)
     }

@@ -34,7 +34,7 @@ fn to_key<S: AsRef<[u8]>>(path: &[S]) -> Key {
 
 use crate::error::Result;
 use node::{Child, Loader, NoLoader, Ptr, Written, empty, load, value_child, value_of};
-use pando_core::dir;
+use pando_core::dir::{self, Resolve};
 
 /// Where the lazily loaded parts of a tree come from.
 pub trait Source: Loader + Send + Sync {
@@ -395,7 +395,7 @@ impl Tree {
         let placeholder = Child::Dir(Ptr::Mem(empty()));
         let (mut root, stored) = match std::mem::replace(&mut self.node, placeholder) {
             Child::Dir(Ptr::Mem(inode)) => (inode, None),
-            Child::Dir(ptr @ Ptr::Stored { .. }) => match load(&ptr, 0, self.loader()) {
+            Child::Dir(ptr @ Ptr::Stored { .. }) => match Resolve::load_to_update(self.loader(), &ptr, 0) {
                 Ok(inode) => (inode, Some(ptr)),
                 Err(e) => {
                     self.node = Child::Dir(ptr);

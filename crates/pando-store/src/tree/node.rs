@@ -367,6 +367,11 @@ pub trait Loader {
     /// Loads the inode recorded at `offset`. `hash` is what the pointer says
     /// the inode hashes to (directory hash when `depth == 0`).
     fn load_inode(&self, offset: u64, hash: &Hash, depth: u32) -> Result<Arc<Inode>>;
+    /// The same, to be changed: the loader may hand over the copy it would
+    /// otherwise keep (its cache's), so that the update changes it in place.
+    fn load_inode_to_update(&self, offset: u64, hash: &Hash, depth: u32) -> Result<Arc<Inode>> {
+        self.load_inode(offset, hash, depth)
+    }
     /// Loads a blob.
     fn load_blob(&self, offset: u64, hash: &Hash) -> Result<Arc<Value>>;
 }
@@ -378,6 +383,13 @@ impl Resolve<Held> for dyn Loader + '_ {
         match ptr {
             Ptr::Mem(inode) => Ok(inode.clone()),
             Ptr::Stored { offset, hash } => self.load_inode(*offset, hash, depth),
+        }
+    }
+
+    fn load_to_update(&self, ptr: &Ptr, depth: u32) -> Result<Arc<Inode>> {
+        match ptr {
+            Ptr::Mem(inode) => Ok(inode.clone()),
+            Ptr::Stored { offset, hash } => self.load_inode_to_update(*offset, hash, depth),
         }
     }
 
