@@ -528,6 +528,18 @@ mod tests {
         weight
     }
 
+    /// How many tree patch records the store's pack holds.
+    fn patches(store: &Store) -> u64 {
+        use crate::format::record::RecordKind;
+        use crate::inspect::InspectOptions;
+        store
+            .inspect(&InspectOptions { commit: None, sample_bytes: 0 }, &mut |_| {})
+            .unwrap()
+            .records
+            .kind(RecordKind::TreePatch)
+            .records
+    }
+
     /// A commit hashes on two threads as pando-core's reference hashes from
     /// scratch, whichever way its jobs are cut: weighed (a block's few
     /// hundred new inodes) or spread (more than `WEIGHED_INODES`), with a
@@ -660,8 +672,6 @@ mod tests {
     /// dropped unchanged gives the kept tree back.
     #[test]
     fn a_checkout_of_the_newest_commit_updates_the_kept_tree_in_place() {
-        use crate::format::record::RecordKind;
-        use crate::inspect::InspectOptions;
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path(), Options::default()).unwrap();
         let path = |i: u32| ["index".to_string(), format!("{i:08x}"), "balance".to_string()];
@@ -692,14 +702,6 @@ mod tests {
         assert_eq!(second.find(&path(5)).unwrap(), Some(5u32.to_be_bytes().to_vec()));
         assert!(reads() > before, "the second checkout read from disk");
 
-        let patches = |store: &Store| {
-            store
-                .inspect(&InspectOptions { commit: None, sample_bytes: 0 }, &mut |_| {})
-                .unwrap()
-                .records
-                .kind(RecordKind::TreePatch)
-                .records
-        };
         let patches_before = patches(&store);
         for i in [3u32, 1_500, 2_999] {
             tree.add_mut(&path(i), b"changed").unwrap();
@@ -734,8 +736,6 @@ mod tests {
     #[test]
     fn an_update_takes_what_it_changes_out_of_the_cache() {
         use crate::cache::Cached;
-        use crate::format::record::RecordKind;
-        use crate::inspect::InspectOptions;
         let dir = tempfile::tempdir().unwrap();
         let path = |i: u32| ["index".to_string(), format!("{i:08x}"), "balance".to_string()];
         let first = {
@@ -745,14 +745,6 @@ mod tests {
                 tree.add_mut(&path(i), &i.to_be_bytes()).unwrap();
             }
             store.commit(&tree, &[], 1, "t", "").unwrap()
-        };
-        let patches = |store: &Store| {
-            store
-                .inspect(&InspectOptions { commit: None, sample_bytes: 0 }, &mut |_| {})
-                .unwrap()
-                .records
-                .kind(RecordKind::TreePatch)
-                .records
         };
         // Reopened, the store keeps no tree: the checkout reads through the cache.
         let store = Store::open(dir.path(), Options::default()).unwrap();
