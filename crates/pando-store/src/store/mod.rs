@@ -803,13 +803,12 @@ impl Source for Repo {
         let mut buf = self.staged.buffer();
         record::append(&mut buf, RecordKind::Blob, bytes);
         let contents = record::header_len(bytes.len() as u64)..buf.len() - 4;
-        let at = {
-            let _writer = writer.lock();
-            self.check_writable()?;
-            let at = self.guard(self.pack.prepare_append())?;
-            self.guard(self.pack.append(at, &buf))?;
-            at
-        };
+        let _writer = writer.lock();
+        self.check_writable()?;
+        let at = self.guard(self.pack.prepare_append())?;
+        self.guard(self.pack.append(at, &buf))?;
+        // Registered under the writer lock, so that a collection starting
+        // sees either the blob kept or the pack's end before it.
         Ok(Some(Leaf::Staged(self.staged.stage(at, buf, contents))))
     }
 }
