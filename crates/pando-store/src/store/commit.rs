@@ -40,7 +40,7 @@ use pando_core::dir::{dir_hash, dir_ptr_hash, inode_hash};
 use pando_core::{CommitInfo, Hash};
 use std::collections::VecDeque;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::batch::{Batch, Kept, check_refs};
 use super::{KeptTree, Repo, Writer, index_file};
@@ -54,115 +54,92 @@ use crate::tree::Tree;
 use crate::tree::node::{Body, Child, Inode, Loader, NoLoader, Ptr};
 use parking_lot::RwLock;
 
-/// The parallel hashing's jobs weigh at most this fraction of the whole.
-const JOBS: usize = 16;
-/// Below this weight (see [`weigh`]) a commit hashes on one thread: about
-/// 0.4 ms of hashing here. Waking rayon's sleeping helper costs this thread
-/// ~20 µs (a futex wake, 1.8% of a `small` replay when every block of at
-/// least 64 did it), and the helper starts tens of microseconds later.
-const MIN_PARALLEL_WEIGHT: u64 = 512;
-/// Above this many unhashed inodes a commit's jobs are not weighed.
-const WEIGHED_INODES: usize = 1 << 14;
-/// How many jobs an unweighed commit is cut into, at least.
-const MANY_JOBS: usize = 256;
+/// A commit with at least this many unhashed inodes in memory is hashed
+/// on two threads (about 0.2 ms of hashing here): waking rayon's sleeping
+/// helper costs the committing thread ~20 µs (a futex wake), and the helper
+/// starts tens of microseconds later.
+const PARALLEL_INODES: usize = 256;
 
-/// The jobs of one commit's hashing on two threads: disjoint subtrees,
-/// taken in turn. The committing thread empties `jobs` when it is done;
-/// the helper holds a read lock while it hashes, and finds the list empty
-/// if it starts late.
-struct HashJobs {
-    jobs: RwLock<Vec<(Arc<Inode>, u32)>>,
-    next: AtomicUsize,
-}
-
-impl HashJobs {
-    /// Hashes the jobs not yet taken, one at a time, until none is left.
-    fn run(&self, loader: &dyn Loader) -> Result<()> {
-        let jobs = self.jobs.read();
-        while let Some((inode, depth)) = jobs.get(self.next.fetch_add(1, Ordering::Relaxed)) {
-            if *depth == 0 {
-                dir_hash(inode, loader)?;
-            } else {
-                inode_hash(inode, loader)?;
-            }
-        }
-        Ok(())
-    }
-}
-
-/// Weighs the unhashed inodes in memory below `inode` (itself included)
-/// for the parallel hashing: one for each, plus one for every 4 entries
-/// it encodes (a values entry or a pointer: 4 of them about fill one of
-/// BLAKE2b's blocks). Appends `(inode, depth, weight, size)` for each in
-/// pre-order, `size` counting the inode and those below it, and returns
-/// the weight; `None` once the walk holds [`WEIGHED_INODES`].
-fn weigh<'a>(inode: &'a Arc<Inode>, depth: u32, walk: &mut Vec<(&'a Arc<Inode>, u32, u64, usize)>) -> Option<u64> {
+/// Counts the unhashed inodes in memory below `inode` (itself included),
+/// stopping at `cap`.
+fn count_unhashed(inode: &Inode, depth: u32, cap: usize) -> usize {
     if inode.memo_hash(depth).is_some() {
-        return Some(0);
+        return 0;
     }
-    if walk.len() >= WEIGHED_INODES {
-        return None;
-    }
-    let at = walk.len();
-    walk.push((inode, depth, 0, 0));
-    let mut weight = 1;
+    let mut count = 1;
     match &inode.body {
         Body::Values(values) => {
-            weight += values.len() as u64 / 4;
             for (_, child) in values.iter() {
+                if count >= cap {
+                    break;
+                }
                 if let Child::Dir(Ptr::Mem(root)) = child {
-                    weight += weigh(root, 0, walk)?;
+                    count += count_unhashed(root, 0, cap - count);
                 }
             }
         }
         Body::Tree(pointers) => {
-            weight += pointers.iter().len() as u64 / 4;
             for (_, ptr) in pointers.iter() {
+                if count >= cap {
+                    break;
+                }
                 if let Ptr::Mem(child) = ptr {
-                    weight += weigh(child, pointers.depth + 1, walk)?;
+                    count += count_unhashed(child, pointers.depth + 1, cap - count);
                 }
             }
         }
     }
-    let size = walk.len() - at;
-    walk[at].2 = weight;
-    walk[at].3 = size;
-    Some(weight)
+    count
 }
 
-/// The jobs of a commit too large to weigh: its unhashed inodes in memory
-/// level by level below the root, each replaced by its unhashed children
-/// (if it has any), until there are [`MANY_JOBS`].
-fn spread(root: &Arc<Inode>) -> Vec<(Arc<Inode>, u32)> {
-    let unhashed = |inode: &Arc<Inode>, depth: u32| inode.memo_hash(depth).is_none();
-    let mut jobs = vec![(root.clone(), 0)];
-    while jobs.len() < MANY_JOBS {
-        let mut next = Vec::with_capacity(jobs.len() * 8);
-        let mut split = false;
-        for (inode, depth) in jobs {
-            let before = next.len();
-            match &inode.body {
-                Body::Values(values) => next.extend(values.iter().filter_map(|(_, child)| match child {
-                    Child::Dir(Ptr::Mem(root)) if unhashed(root, 0) => Some((root.clone(), 0)),
-                    _ => None,
-                })),
-                Body::Tree(pointers) => next.extend(pointers.iter().filter_map(|(_, ptr)| match ptr {
-                    Ptr::Mem(child) if unhashed(child, pointers.depth + 1) => Some((child.clone(), pointers.depth + 1)),
-                    _ => None,
-                })),
-            }
-            if next.len() == before {
-                next.push((inode, depth));
-            } else {
-                split = true;
-            }
-        }
-        jobs = next;
-        if !split {
-            break;
-        }
+/// The helper's half of a commit's hashing: the tree walked from each
+/// inode's last children to its first, the other way round from the
+/// committing thread, so that the two meet in the middle. An inode is
+/// hashed only once all its children in memory are (by either thread);
+/// the walk ends when `stop` is set. Returns whether the inode is hashed.
+/// It reads nothing: a stored pointer carries its hash, so what a commit
+/// hashes is in memory (what it cannot hash it leaves to the other thread).
+fn hash_backward(inode: &Arc<Inode>, depth: u32, stop: &AtomicBool) -> bool {
+    if inode.memo_hash(depth).is_some() {
+        return true;
     }
-    jobs
+    if stop.load(Ordering::Relaxed) {
+        return false;
+    }
+    let children: smallvec::SmallVec<[(&Arc<Inode>, u32); 32]> = match &inode.body {
+        Body::Values(values) => values
+            .iter()
+            .filter_map(|(_, child)| match child {
+                Child::Dir(Ptr::Mem(root)) => Some((root, 0)),
+                _ => None,
+            })
+            .collect(),
+        Body::Tree(pointers) => pointers
+            .iter()
+            .filter_map(|(_, ptr)| match ptr {
+                Ptr::Mem(child) => Some((child, pointers.depth + 1)),
+                Ptr::Stored { .. } => None,
+            })
+            .collect(),
+    };
+    let mut all = true;
+    for (child, child_depth) in children.into_iter().rev() {
+        all &= hash_backward(child, child_depth, stop);
+    }
+    if !all || stop.load(Ordering::Relaxed) {
+        return false;
+    }
+    let hashed = if depth == 0 { dir_hash(inode, &NoLoader as &dyn Loader) } else { inode_hash(inode, &NoLoader as &dyn Loader) };
+    hashed.is_ok()
+}
+
+/// A commit's tree as the hashing helper sees it: the committing thread
+/// takes the root back (and sets `stop`) when it has the root's hash; the
+/// helper holds a read lock while it walks, and finds no root if it starts
+/// late.
+struct Backward {
+    root: RwLock<Option<Arc<Inode>>>,
+    stop: AtomicBool,
 }
 
 /// The writer's count of commits and the window of those whose inodes the
@@ -347,62 +324,40 @@ impl Repo {
     }
 
     /// Hashes the unhashed inodes of a tree about to be committed on two
-    /// threads, as disjoint subtrees (jobs) below the root: this thread and
-    /// one of rayon's take them in turn from a shared counter, heaviest
-    /// first; their hashes are memoised, so the root's hash then finds them
-    /// and hashes only the inodes above the jobs. The jobs come from one
-    /// walk that weighs every unhashed inode's subtree ([`weigh`]): the
-    /// largest subtrees of at most a [`JOBS`]th of the whole. A commit of
-    /// more than [`WEIGHED_INODES`] unhashed inodes (a genesis block, say)
-    /// is not weighed whole: its jobs are its unhashed inodes some levels
-    /// down, at least [`MANY_JOBS`] of them ([`spread`]), which such a
-    /// bushy tree makes about even. This thread does not wait for the
-    /// helper to start (waking a sleeping thread takes tens of microseconds
-    /// here, as long as a small block's hashing): once it has taken the
-    /// last job, it waits only for the job the helper is hashing. A subtree
-    /// met twice may be hashed by both: the same hash.
+    /// threads when there are at least [`PARALLEL_INODES`]: this thread
+    /// hashes the root as it would alone (each inode's children first to
+    /// last), and one of rayon's walks the tree the other way round
+    /// ([`hash_backward`]); hashes are memoised, so each finds what the
+    /// other did, and they meet about the middle, with no walk beforehand
+    /// to cut the work into jobs. This thread does not wait for the helper
+    /// to start (waking a sleeping thread takes tens of microseconds here,
+    /// as long as a small block's hashing): once it has the root's hash it
+    /// stops the helper and waits only for the inode the helper is
+    /// hashing. An inode both reach at once is hashed by both: the same
+    /// hash.
     fn hash_on_two_threads(&self, root: &Arc<Inode>) -> Result<()> {
-        let mut walk = Vec::new();
-        let jobs = match weigh(root, 0, &mut walk) {
-            Some(total) if total < MIN_PARALLEL_WEIGHT => return Ok(()),
-            Some(total) => {
-                let limit = total / JOBS as u64;
-                let mut jobs = Vec::with_capacity(2 * JOBS);
-                let mut i = 0;
-                while i < walk.len() {
-                    let (inode, depth, weight, size) = walk[i];
-                    if weight <= limit {
-                        jobs.push((weight, inode.clone(), depth));
-                        i += size;
-                    } else {
-                        i += 1;
-                    }
-                }
-                jobs.sort_unstable_by_key(|job| std::cmp::Reverse(job.0));
-                jobs.into_iter().map(|(_, inode, depth)| (inode, depth)).collect()
-            }
-            None => spread(root),
-        };
-        drop(walk);
-        let shared = Arc::new(HashJobs { jobs: RwLock::new(jobs), next: AtomicUsize::new(0) });
+        if count_unhashed(root, 0, PARALLEL_INODES) < PARALLEL_INODES {
+            return Ok(());
+        }
+        let shared = Arc::new(Backward { root: RwLock::new(Some(root.clone())), stop: AtomicBool::new(false) });
         let helper = shared.clone();
         rayon::spawn(move || {
-            // It reads nothing (a stored pointer carries its hash, so what
-            // a commit hashes is in memory); what it cannot hash from memory
-            // it leaves to this thread.
-            let _ = helper.run(&NoLoader);
+            if let Some(root) = helper.root.read().as_ref() {
+                hash_backward(root, 0, &helper.stop);
+            }
         });
-        let mine = shared.run(self);
-        // Wait (briefly: one job) for the helper to leave the jobs, then
-        // drop them, so that no inode stays shared once the commit is done.
+        let mine = dir_hash(root, self as &dyn Loader);
+        shared.stop.store(true, Ordering::Relaxed);
+        // Take the root back, so that no inode stays shared once the
+        // commit is done.
         loop {
-            if let Some(mut jobs) = shared.jobs.try_write() {
-                jobs.clear();
+            if let Some(mut taken) = shared.root.try_write() {
+                *taken = None;
                 break;
             }
             std::hint::spin_loop();
         }
-        mine
+        mine.map(drop)
     }
 
     /// Makes a commit whose record is at `at` visible to this process's
@@ -541,14 +496,13 @@ mod tests {
     }
 
     /// A commit hashes on two threads as pando-core's reference hashes from
-    /// scratch, whichever way its jobs are cut: weighed (a block's few
-    /// hundred new inodes) or spread (more than `WEIGHED_INODES`), with a
+    /// scratch, for a block-sized tree and a genesis-sized one, with a
     /// directory of more than 256 entries (inode hashing) and a subtree
     /// held at two paths, which both threads may meet.
     #[test]
     fn hashing_on_two_threads_hashes_as_the_reference() {
         use pando_core::reference::RefTree;
-        for (accounts, weighed) in [(400u32, true), (20_000, false)] {
+        for accounts in [400u32, 20_000] {
             let store = Store::open_storage(Arc::new(MemStorage::new()), Options::default()).unwrap();
             let mut tree = Tree::empty();
             let mut index = Vec::new();
@@ -570,11 +524,7 @@ mod tests {
                 RefTree::Dir(vec![(b"index".to_vec(), RefTree::Dir(index.clone())), (b"copy".to_vec(), RefTree::Dir(index))]);
 
             let Ok(Child::Dir(Ptr::Mem(root))) = tree.node() else { panic!("a new tree is in memory") };
-            let mut walk = Vec::new();
-            let weight = weigh(root, 0, &mut walk);
-            assert_eq!(weight.is_some(), weighed, "{accounts} accounts: weighed {weight:?}");
-            assert!(weight.is_none_or(|w| w >= MIN_PARALLEL_WEIGHT), "{accounts} accounts: too light to share: {weight:?}");
-            drop(walk);
+            assert_eq!(count_unhashed(root, 0, PARALLEL_INODES), PARALLEL_INODES, "{accounts} accounts: hashed on one thread");
 
             let commit = store.commit(&tree, &[], 1, "Tezos", "two threads").unwrap();
             assert_eq!(tree.hash().unwrap(), reference.hash(), "{accounts} accounts");
@@ -787,10 +737,11 @@ mod tests {
         }
     }
 
-    /// Hashing on two threads memoises the same hashes as one thread
-    /// would, and leaves the root to the sequential pass.
+    /// The helper's walk alone (from last children to first) memoises the
+    /// hashes one thread would, every inode's; told to stop, it hashes
+    /// nothing; and hashing on two threads gives the sequential hash.
     #[test]
-    fn hashing_on_two_threads_gives_the_sequential_hashes() {
+    fn hashing_backward_gives_the_sequential_hashes() {
         let store = Store::open_storage(Arc::new(MemStorage::new()), Options::default()).unwrap();
         let build = || {
             let mut tree = Tree::empty();
@@ -801,14 +752,34 @@ mod tests {
             }
             tree
         };
-        let (parallel, sequential) = (build(), build());
-        let Child::Dir(Ptr::Mem(root)) = parallel.node().unwrap() else { unreachable!("a tree built in memory") };
-        store.repo.hash_on_two_threads(root).unwrap();
-        assert!(root.memo_hash(0).is_none(), "the root is hashed after its children");
+        let root_of = |tree: &Tree| match tree.node().unwrap() {
+            Child::Dir(Ptr::Mem(root)) => root.clone(),
+            _ => unreachable!("a tree built in memory"),
+        };
+        let dir_of = |tree: &Tree, d: u32| match tree.get(&[format!("d{d}")]).unwrap().unwrap() {
+            Child::Dir(Ptr::Mem(dir)) => dir,
+            _ => unreachable!("a directory built in memory"),
+        };
+        let expected = build().hash().unwrap();
+
+        let stopped = build();
+        assert!(!hash_backward(&root_of(&stopped), 0, &AtomicBool::new(true)));
+        assert!(
+            root_of(&stopped).memo_hash(0).is_none() && dir_of(&stopped, 299).memo_hash(0).is_none(),
+            "a stopped walk hashed"
+        );
+
+        let backward = build();
+        assert!(hash_backward(&root_of(&backward), 0, &AtomicBool::new(false)));
+        assert_eq!(root_of(&backward).memo_hash(0), Some(expected));
         for d in 0..300 {
-            let Child::Dir(Ptr::Mem(dir)) = parallel.get(&[format!("d{d}")]).unwrap().unwrap() else { unreachable!() };
-            assert!(dir.memo_hash(0).is_some(), "directory d{d} was not hashed on the two threads");
+            assert!(dir_of(&backward, d).memo_hash(0).is_some(), "directory d{d} was not hashed by the backward walk");
         }
-        assert_eq!(parallel.hash().unwrap(), sequential.hash().unwrap());
+
+        let parallel = build();
+        assert_eq!(count_unhashed(&root_of(&parallel), 0, PARALLEL_INODES), PARALLEL_INODES);
+        store.repo.hash_on_two_threads(&root_of(&parallel)).unwrap();
+        assert_eq!(root_of(&parallel).memo_hash(0), Some(expected));
+        assert_eq!(parallel.hash().unwrap(), expected);
     }
 }
