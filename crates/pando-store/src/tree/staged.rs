@@ -12,8 +12,9 @@
 //!   they were staged and numbers them as it goes, so a `Staged` whose
 //!   number is at most that count has its hash. Asking a `Staged` for its
 //!   hash waits until then.
-//! - Without the thread (it could not start, or stopped) the staging
-//!   thread hashes the contents itself: a hash is never missing.
+//! - The thread only hashes (nothing it does can fail); if it cannot be
+//!   started, or is found gone, the staging thread hashes the contents
+//!   itself.
 
 use pando_core::Hash;
 use pando_core::tezos::contents_hash;
