@@ -1,0 +1,153 @@
+//! How trees read and write through the store: the writer's and readers'
+//! `Loader` (inodes and blobs through the cache, or taken out of it for an
+//! update) and `Source` (the kept tree given back, contents staged when
+//! added).
+//!
+//! Invariants:
+//! - An inode read to be changed is not left in the cache (the cache's
+//!   reference would make the update copy it); any other read of an
+//!   inode or a blob is cached.
+//! - A staged blob is appended and registered in the staged set under the
+//!   writer lock, so that a collection starting sees it or the pack's end
+//!   before it.
+
+use pando_core::Hash;
+use std::sync::Arc;
+
+use super::Repo;
+use crate::cache::Cached;
+use crate::error::{Error, Result};
+use crate::format::node::{MAX_PATCH_CHAIN, TreePatch, decode_tree, decode_values};
+use crate::format::record::{self, RecordKind};
+use crate::record::TraceSink;
+use crate::tree::Source;
+use crate::tree::node::{Body, Inode, Leaf, Loader, Value, Written};
+
+impl Repo {
+    /// Loads the inode recorded at `offset` (through the cache), following
+    /// at most `patches` patch records to their bases.
+    fn load_inode_at(&self, offset: u64, depth: u32, patches: u8) -> Result<Arc<Inode>> {
+        self.load_inode_cached(offset, depth, patches, true)
+    }
+
+    /// [`Repo::load_inode_at`], from the cache or the disk; `keep` puts an
+    /// inode read from disk in the cache, and leaves one found there, which
+    /// is otherwise taken out of it (for an update).
+    fn load_inode_cached(&self, offset: u64, depth: u32, patches: u8, keep: bool) -> Result<Arc<Inode>> {
+        let cached = if keep { self.cache.get(offset) } else { self.cache.remove(offset) };
+        if let Some(Cached::Inode(inode, _)) = cached {
+            // A damaged pointer may reach a cached tree inode at another depth.
+            if let Body::Tree(pointers) = &inode.body
+                && pointers.depth != depth
+            {
+                let found = pointers.depth;
+                return Err(Error::corrupt("pack", offset, format!("tree inode of depth {found} reached at depth {depth}")));
+            }
+            return Ok(inode);
+        }
+        let (kind, payload) = self.pack.read_record(offset)?;
+        let corrupt = |reason| Error::corrupt("pack", offset, reason);
+        let (inode, chain) = match kind {
+            RecordKind::Values => (decode_values(&payload, offset, &self.dict.read()).map_err(corrupt)?, 0),
+            RecordKind::Tree => (decode_tree(&payload, offset, depth).map_err(corrupt)?, 0),
+            RecordKind::TreePatch => {
+                let Some(patches) = patches.checked_sub(1) else {
+                    return Err(corrupt(format!("chain of tree patches longer than {MAX_PATCH_CHAIN}")));
+                };
+                let patch = TreePatch::decode(&payload, offset, depth).map_err(corrupt)?;
+                let base = self.load_inode_at(patch.base, depth, patches)?;
+                let chain = base.patch_chain().unwrap_or(0) + 1;
+                if chain > MAX_PATCH_CHAIN {
+                    return Err(corrupt(format!("chain of tree patches longer than {MAX_PATCH_CHAIN}")));
+                }
+                (patch.apply(&base).map_err(corrupt)?, chain)
+            }
+            other => return Err(corrupt(format!("expected an inode record, found {other:?}"))),
+        };
+        inode.mark_stored(self.id, offset, chain);
+        let inode = Arc::new(inode);
+        if keep {
+            self.cache.insert(offset, Cached::inode(inode.clone()));
+        }
+        Ok(inode)
+    }
+}
+
+impl Loader for Repo {
+    fn load_inode(&self, offset: u64, hash: &Hash, depth: u32) -> Result<Arc<Inode>> {
+        let inode = self.load_inode_at(offset, depth, MAX_PATCH_CHAIN)?;
+        // The pointer's hash is the directory hash for a root, the inode hash below.
+        inode.remember_hash(depth, *hash);
+        Ok(inode)
+    }
+
+    /// An inode an update changes is taken out of the cache, or not put in
+    /// it: the cache's copy would make the update copy it (or, with a
+    /// writer, the commit writes the changed inode and keeps it in memory;
+    /// the old version is read again from disk if an older tree needs it).
+    fn load_inode_to_update(&self, offset: u64, hash: &Hash, depth: u32) -> Result<Arc<Inode>> {
+        let inode = self.load_inode_cached(offset, depth, MAX_PATCH_CHAIN, false)?;
+        inode.remember_hash(depth, *hash);
+        Ok(inode)
+    }
+
+    fn load_blob(&self, offset: u64, hash: &Hash) -> Result<Arc<Value>> {
+        if let Some(Cached::Blob(value)) = self.cache.get(offset) {
+            return Ok(value);
+        }
+        let (kind, payload) = self.pack.read_record(offset)?;
+        if kind != RecordKind::Blob {
+            return Err(Error::corrupt("pack", offset, format!("expected a blob record, found {kind:?}")));
+        }
+        let value = Arc::new(Value::with_hash(payload.into_boxed_slice(), *hash));
+        value.mark_stored(self.id, offset);
+        self.cache.insert(offset, Cached::Blob(value.clone()));
+        Ok(value)
+    }
+}
+
+impl Source for Repo {
+    fn instance_id(&self) -> u64 {
+        self.id
+    }
+
+    fn trace_sink(&self) -> Option<&dyn TraceSink> {
+        self.recorder.as_ref().filter(|r| r.is_recording()).map(|r| r as &dyn TraceSink)
+    }
+
+    fn give_back_kept(&self, root: Arc<Inode>) {
+        let mut kept = self.kept.lock();
+        // Only the root of the newest commit's tree, written by this store,
+        // and only into an empty place (a later commit replaced it, or
+        // another tree gave it back).
+        if let Some(kept) = kept.as_mut()
+            && kept.root.is_none()
+            && root.stored_offset(self.id) == Some(kept.root_offset)
+        {
+            kept.root = Some(root);
+        }
+    }
+
+    /// Appends contents of at least `stage_bytes` to the pack as a blob
+    /// record, under the writer lock, between commits. Sound before a
+    /// commit refers to it: a record past the durable end is only made
+    /// durable by a later commit's fsync, and the writable open that
+    /// recovers a crash keeps the records up to the last whole commit and
+    /// truncates a staged blob after it, which nothing committed refers to.
+    fn stage(&self, bytes: &[u8]) -> Result<Option<Leaf>> {
+        let (Some(writer), threshold) = (&self.writer, self.options.stage_bytes) else { return Ok(None) };
+        if threshold == 0 || (bytes.len() as u64) < threshold {
+            return Ok(None);
+        }
+        let mut buf = self.staged.buffer();
+        record::append(&mut buf, RecordKind::Blob, bytes);
+        let contents = record::header_len(bytes.len() as u64)..buf.len() - 4;
+        let _writer = writer.lock();
+        self.check_writable()?;
+        let at = self.guard(self.pack.prepare_append())?;
+        self.guard(self.pack.append(at, &buf))?;
+        // Registered under the writer lock, so that a collection starting
+        // sees either the blob kept or the pack's end before it.
+        Ok(Some(Leaf::Staged(self.staged.stage(at, buf, contents))))
+    }
+}
