@@ -60,6 +60,27 @@ use parking_lot::RwLock;
 /// starts tens of microseconds later.
 const PARALLEL_INODES: usize = 256;
 
+/// The children of an inode that are in memory, each with its depth (a
+/// directory's root is at 0, an inode below one at its parent's depth + 1).
+fn children_in_memory(inode: &Inode) -> smallvec::SmallVec<[(&Arc<Inode>, u32); 32]> {
+    match &inode.body {
+        Body::Values(values) => values
+            .iter()
+            .filter_map(|(_, child)| match child {
+                Child::Dir(Ptr::Mem(root)) => Some((root, 0)),
+                _ => None,
+            })
+            .collect(),
+        Body::Tree(pointers) => pointers
+            .iter()
+            .filter_map(|(_, ptr)| match ptr {
+                Ptr::Mem(child) => Some((child, pointers.depth + 1)),
+                Ptr::Stored { .. } => None,
+            })
+            .collect(),
+    }
+}
+
 /// Counts the unhashed inodes in memory below `inode` (itself included),
 /// stopping at `cap`.
 fn count_unhashed(inode: &Inode, depth: u32, cap: usize) -> usize {
@@ -67,27 +88,11 @@ fn count_unhashed(inode: &Inode, depth: u32, cap: usize) -> usize {
         return 0;
     }
     let mut count = 1;
-    match &inode.body {
-        Body::Values(values) => {
-            for (_, child) in values.iter() {
-                if count >= cap {
-                    break;
-                }
-                if let Child::Dir(Ptr::Mem(root)) = child {
-                    count += count_unhashed(root, 0, cap - count);
-                }
-            }
+    for (child, child_depth) in children_in_memory(inode) {
+        if count >= cap {
+            break;
         }
-        Body::Tree(pointers) => {
-            for (_, ptr) in pointers.iter() {
-                if count >= cap {
-                    break;
-                }
-                if let Ptr::Mem(child) = ptr {
-                    count += count_unhashed(child, pointers.depth + 1, cap - count);
-                }
-            }
-        }
+        count += count_unhashed(child, child_depth, cap - count);
     }
     count
 }
@@ -106,24 +111,8 @@ fn hash_backward(inode: &Arc<Inode>, depth: u32, stop: &AtomicBool) -> bool {
     if stop.load(Ordering::Relaxed) {
         return false;
     }
-    let children: smallvec::SmallVec<[(&Arc<Inode>, u32); 32]> = match &inode.body {
-        Body::Values(values) => values
-            .iter()
-            .filter_map(|(_, child)| match child {
-                Child::Dir(Ptr::Mem(root)) => Some((root, 0)),
-                _ => None,
-            })
-            .collect(),
-        Body::Tree(pointers) => pointers
-            .iter()
-            .filter_map(|(_, ptr)| match ptr {
-                Ptr::Mem(child) => Some((child, pointers.depth + 1)),
-                Ptr::Stored { .. } => None,
-            })
-            .collect(),
-    };
     let mut all = true;
-    for (child, child_depth) in children.into_iter().rev() {
+    for (child, child_depth) in children_in_memory(inode).into_iter().rev() {
         all &= hash_backward(child, child_depth, stop);
     }
     if !all || stop.load(Ordering::Relaxed) {
