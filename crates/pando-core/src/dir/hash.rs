@@ -38,7 +38,11 @@ pub fn child_hash<H: Hold, R: Resolve<H> + ?Sized>(child: &Child<H>, r: &R) -> R
 pub fn dir_ptr_hash<H: Hold, R: Resolve<H> + ?Sized>(ptr: &H::Ptr, r: &R) -> Result<Hash, R::Error> {
     match (H::known_hash(ptr), H::as_mem(ptr)) {
         (Some(hash), _) => Ok(hash),
-        (None, Some(root)) => dir_hash(root, r),
+        (None, Some(root)) => {
+            let hash = dir_hash(root, r)?;
+            H::remember_hash(ptr, hash);
+            Ok(hash)
+        }
         (None, None) => dir_hash(&*r.load(ptr, 0)?, r),
     }
 }
@@ -47,7 +51,11 @@ pub fn dir_ptr_hash<H: Hold, R: Resolve<H> + ?Sized>(ptr: &H::Ptr, r: &R) -> Res
 pub fn inode_ptr_hash<H: Hold, R: Resolve<H> + ?Sized>(ptr: &H::Ptr, depth: u32, r: &R) -> Result<Hash, R::Error> {
     match (H::known_hash(ptr), H::as_mem(ptr)) {
         (Some(hash), _) => Ok(hash),
-        (None, Some(inode)) => inode_hash(inode, r),
+        (None, Some(inode)) => {
+            let hash = inode_hash(inode, r)?;
+            H::remember_hash(ptr, hash);
+            Ok(hash)
+        }
         (None, None) => inode_hash(&*r.load(ptr, depth)?, r),
     }
 }

@@ -69,6 +69,10 @@ pub trait Hold: Sized {
     /// The hash the pointer carries, if it carries one: the directory hash
     /// for a root, the inode hash below.
     fn known_hash(ptr: &Self::Ptr) -> Option<Hash>;
+    /// Lets a pointer to an inode in memory carry the hash just computed
+    /// for it (the same kind of hash as [`Hold::known_hash`] gives), if the
+    /// holder keeps one there; [`Hold::as_mem_mut`] must then forget it.
+    fn remember_hash(_ptr: &Self::Ptr, _hash: Hash) {}
     /// A shared empty values inode (cloning it allocates nothing).
     fn empty() -> Arc<Inode<Self>>;
     /// Readies an inode nothing else holds for an update in place (a

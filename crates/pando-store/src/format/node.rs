@@ -112,7 +112,7 @@ pub fn encode_values(values: &Values, at: u64, written: &[u64], dict: &Dict, raw
                 write_delta(&mut scratch, at, *offset, hash);
                 CHILD_DIR
             }
-            Child::Dir(Ptr::Mem(root)) => {
+            Child::Dir(Ptr::Mem(root, _)) => {
                 write_delta(&mut scratch, at, next_written(), &written_hash(root, 0));
                 CHILD_DIR
             }

@@ -147,7 +147,7 @@ impl<'a, 's> Batch<'a, 's> {
             }
             Kept::Copy(copy) => {
                 *since = (*since).min(oldest(&copy));
-                (offset, Some(Ptr::Mem(copy)))
+                (offset, Some(Ptr::mem(copy)))
             }
             Kept::No => (offset, Some(Ptr::stored(offset, written_hash(child, depth)))),
         })
@@ -175,7 +175,7 @@ impl<'a, 's> Batch<'a, 's> {
                             written.push(self.write_blob(value)?);
                             weight += value.weight();
                         }
-                        Child::Dir(ptr @ Ptr::Mem(root)) => {
+                        Child::Dir(ptr @ Ptr::Mem(root, _)) => {
                             dir_ptr_hash(ptr, self.loader)?;
                             let (offset, cut) = self.write_child(root, 0, &mut since)?;
                             written.push(offset);
@@ -196,7 +196,7 @@ impl<'a, 's> Batch<'a, 's> {
                 for (i, ptr) in pointers.iter() {
                     let hash = inode_ptr_hash(ptr, depth + 1, self.loader)?;
                     let offset = match ptr {
-                        Ptr::Mem(child) => {
+                        Ptr::Mem(child, _) => {
                             let (offset, cut) = self.write_child(child, depth + 1, &mut since)?;
                             cuts.extend(cut.map(|ptr| (i, ptr)));
                             offset
@@ -266,7 +266,7 @@ pub(super) fn check_refs(instance: u64, pack: &crate::pack::Pack, inode: &Arc<In
                     Child::Contents(Leaf::Blob { offset, .. }) | Child::Dir(Ptr::Stored { offset, .. }) => held(*offset)?,
                     // Kept by every collection while the tree holds it.
                     Child::Contents(Leaf::Staged(staged)) => held(staged.offset)?,
-                    Child::Dir(Ptr::Mem(root)) => check_refs(instance, pack, root)?,
+                    Child::Dir(Ptr::Mem(root, _)) => check_refs(instance, pack, root)?,
                 }
             }
         }
@@ -274,7 +274,7 @@ pub(super) fn check_refs(instance: u64, pack: &crate::pack::Pack, inode: &Arc<In
             for (_, child) in pointers.iter() {
                 match child {
                     Ptr::Stored { offset, .. } => held(*offset)?,
-                    Ptr::Mem(inode) => check_refs(instance, pack, inode)?,
+                    Ptr::Mem(inode, _) => check_refs(instance, pack, inode)?,
                 }
             }
         }

@@ -60,24 +60,19 @@ use parking_lot::RwLock;
 /// starts tens of microseconds later.
 const PARALLEL_INODES: usize = 256;
 
-/// The children of an inode that are in memory, each with its depth (a
-/// directory's root is at 0, an inode below one at its parent's depth + 1).
-fn children_in_memory(inode: &Inode) -> smallvec::SmallVec<[(&Arc<Inode>, u32); 32]> {
+/// The children of an inode that are in memory and whose pointers do not
+/// yet carry their hashes, each with its depth (a directory's root is at
+/// 0, an inode below one at its parent's depth + 1).
+fn children_unhashed(inode: &Inode) -> smallvec::SmallVec<[(&Arc<Inode>, u32); 32]> {
     match &inode.body {
         Body::Values(values) => values
             .iter()
             .filter_map(|(_, child)| match child {
-                Child::Dir(Ptr::Mem(root)) => Some((root, 0)),
-                _ => None,
+                Child::Dir(ptr) => Some((ptr.unhashed_mem()?, 0)),
+                Child::Contents(_) => None,
             })
             .collect(),
-        Body::Tree(pointers) => pointers
-            .iter()
-            .filter_map(|(_, ptr)| match ptr {
-                Ptr::Mem(child) => Some((child, pointers.depth + 1)),
-                Ptr::Stored { .. } => None,
-            })
-            .collect(),
+        Body::Tree(pointers) => pointers.iter().filter_map(|(_, ptr)| Some((ptr.unhashed_mem()?, pointers.depth + 1))).collect(),
     }
 }
 
@@ -88,7 +83,7 @@ fn count_unhashed(inode: &Inode, depth: u32, cap: usize) -> usize {
         return 0;
     }
     let mut count = 1;
-    for (child, child_depth) in children_in_memory(inode) {
+    for (child, child_depth) in children_unhashed(inode) {
         if count >= cap {
             break;
         }
@@ -112,7 +107,7 @@ fn hash_backward(inode: &Arc<Inode>, depth: u32, stop: &AtomicBool) -> bool {
         return false;
     }
     let mut all = true;
-    for (child, child_depth) in children_in_memory(inode).into_iter().rev() {
+    for (child, child_depth) in children_unhashed(inode).into_iter().rev() {
         all &= hash_backward(child, child_depth, stop);
     }
     if !all || stop.load(Ordering::Relaxed) {
@@ -194,7 +189,7 @@ impl Repo {
             return Err(Error::ForeignTree);
         }
         let Child::Dir(root) = tree.node()? else { return Err(Error::RootNotDirectory) };
-        if let Ptr::Mem(inode) = root {
+        if let Ptr::Mem(inode, _) = root {
             self.hash_on_two_threads(inode)?;
         }
         let root_hash = dir_ptr_hash(root, self as &dyn Loader)?;
@@ -238,7 +233,7 @@ impl Repo {
             match root {
                 Ptr::Stored { offset, .. } if !self.pack.holds(*offset) => return Err(Error::Collected { offset: *offset }),
                 Ptr::Stored { .. } => {}
-                Ptr::Mem(inode) => check_refs(self.id, &self.pack, inode)?,
+                Ptr::Mem(inode, _) => check_refs(self.id, &self.pack, inode)?,
             }
         }
         let dict = self.dict.read();
@@ -264,7 +259,7 @@ impl Repo {
             };
             let (root_offset, kept) = match root {
                 Ptr::Stored { offset, .. } => (*offset, None),
-                Ptr::Mem(inode) => match batch.write_inode(inode, 0)? {
+                Ptr::Mem(inode, _) => match batch.write_inode(inode, 0)? {
                     (offset, Kept::Itself) => (offset, Some(inode.clone())),
                     (offset, Kept::Copy(copy)) => (offset, Some(copy)),
                     (offset, Kept::No) => (offset, None),
@@ -459,7 +454,7 @@ mod tests {
                         weight += value.weight();
                         None
                     }
-                    Child::Dir(Ptr::Mem(root)) => Some(root.clone()),
+                    Child::Dir(Ptr::Mem(root, _)) => Some(root.clone()),
                     _ => None,
                 })
                 .collect(),
@@ -512,7 +507,7 @@ mod tests {
             let reference =
                 RefTree::Dir(vec![(b"index".to_vec(), RefTree::Dir(index.clone())), (b"copy".to_vec(), RefTree::Dir(index))]);
 
-            let Ok(Child::Dir(Ptr::Mem(root))) = tree.node() else { panic!("a new tree is in memory") };
+            let Ok(Child::Dir(Ptr::Mem(root, _))) = tree.node() else { panic!("a new tree is in memory") };
             assert_eq!(count_unhashed(root, 0, PARALLEL_INODES), PARALLEL_INODES, "{accounts} accounts: hashed on one thread");
 
             let commit = store.commit(&tree, &[], 1, "Tezos", "two threads").unwrap();
@@ -622,7 +617,7 @@ mod tests {
         drop(tree);
         let reads = || store.io_times().unwrap().reads;
         let root_of = |tree: &Tree| match tree.node().unwrap() {
-            Child::Dir(Ptr::Mem(root)) => Arc::as_ptr(root),
+            Child::Dir(Ptr::Mem(root, _)) => Arc::as_ptr(root),
             _ => unreachable!("a checkout of the kept tree holds its root"),
         };
 
@@ -701,7 +696,7 @@ mod tests {
         let cached = store.repo.cache.len();
 
         tree.add_mut(&path(5), b"changed").unwrap();
-        let Ok(Child::Dir(Ptr::Mem(root))) = tree.node() else { panic!("an updated root is in memory") };
+        let Ok(Child::Dir(Ptr::Mem(root, _))) = tree.node() else { panic!("an updated root is in memory") };
         assert_eq!(Arc::as_ptr(root), cached_root, "the cached root was changed in place, not copied");
         assert!(store.repo.cache.get(root_offset).is_none(), "the updated root left the cache");
         assert!(store.repo.cache.len() < cached, "the inodes on the updated path left the cache");
@@ -742,11 +737,11 @@ mod tests {
             tree
         };
         let root_of = |tree: &Tree| match tree.node().unwrap() {
-            Child::Dir(Ptr::Mem(root)) => root.clone(),
+            Child::Dir(Ptr::Mem(root, _)) => root.clone(),
             _ => unreachable!("a tree built in memory"),
         };
         let dir_of = |tree: &Tree, d: u32| match tree.get(&[format!("d{d}")]).unwrap().unwrap() {
-            Child::Dir(Ptr::Mem(dir)) => dir,
+            Child::Dir(Ptr::Mem(dir, _)) => dir,
             _ => unreachable!("a directory built in memory"),
         };
         let expected = build().hash().unwrap();

@@ -252,7 +252,7 @@ impl Store {
     pub fn empty_tree(&self) -> Tree {
         let source: Arc<dyn Source> = self.repo.clone();
         let ctx = self.repo.recording().then_some(0);
-        Tree::from_parts(Child::Dir(Ptr::Mem(crate::tree::node::empty())), Some(source), ctx)
+        Tree::from_parts(Child::Dir(Ptr::mem(crate::tree::node::empty())), Some(source), ctx)
     }
 
     /// True if `commit` is in the store.
@@ -329,7 +329,7 @@ impl Store {
         let kept = self.repo.kept_root(commit);
         let took_kept = kept.is_some();
         let root = match kept {
-            Some(root) => Ptr::Mem(root),
+            Some(root) => Ptr::mem(root),
             None => match self.repo.commit_record(commit)? {
                 Some(record) => Ptr::stored(record.root_offset, record.root_hash),
                 None => return Ok(None),

@@ -95,7 +95,7 @@ pub struct Tree {
 
 impl Drop for Tree {
     fn drop(&mut self) {
-        if let (true, Child::Dir(Ptr::Mem(root)), Some(source)) = (self.took_kept, &mut self.node, &self.source)
+        if let (true, Child::Dir(Ptr::Mem(root, _)), Some(source)) = (self.took_kept, &mut self.node, &self.source)
             && root.is_stored()
         {
             source.give_back_kept(std::mem::replace(root, empty()));
@@ -151,7 +151,7 @@ pub enum Order {
 impl Tree {
     /// The empty directory.
     pub fn empty() -> Tree {
-        Tree { node: Child::Dir(Ptr::Mem(empty())), source: None, broken: false, ctx: None, origin: None, took_kept: false }
+        Tree { node: Child::Dir(Ptr::mem(empty())), source: None, broken: false, ctx: None, origin: None, took_kept: false }
     }
 
     /// A tree that is a single contents value.
@@ -386,15 +386,15 @@ impl Tree {
         self.node()?;
         let steps: Vec<&[u8]> = path.iter().map(|s| s.as_ref()).collect();
         if steps.is_empty() {
-            self.node = new.unwrap_or_else(|| Child::Dir(Ptr::Mem(empty())));
+            self.node = new.unwrap_or_else(|| Child::Dir(Ptr::mem(empty())));
             return Ok(());
         }
         if steps.len() > MAX_PATH_STEPS {
             return Err(crate::Error::Invalid(format!("a path of {} steps (at most {MAX_PATH_STEPS})", steps.len())));
         }
-        let placeholder = Child::Dir(Ptr::Mem(empty()));
+        let placeholder = Child::Dir(Ptr::mem(empty()));
         let (mut root, stored) = match std::mem::replace(&mut self.node, placeholder) {
-            Child::Dir(Ptr::Mem(inode)) => (inode, None),
+            Child::Dir(Ptr::Mem(inode, _)) => (inode, None),
             Child::Dir(ptr @ Ptr::Stored { .. }) => match Resolve::load_to_update(self.loader(), &ptr, 0) {
                 Ok(inode) => (inode, Some(ptr)),
                 Err(e) => {
@@ -415,7 +415,7 @@ impl Tree {
         self.node = match (&result, stored) {
             // Nothing was there to remove: the tree stays as it was.
             (Ok(false), Some(ptr)) => Child::Dir(ptr),
-            _ => Child::Dir(Ptr::Mem(root)),
+            _ => Child::Dir(Ptr::mem(root)),
         };
         if !matches!(result, Ok(false)) {
             // Changed, a subtree is no longer a copy of where it was read.

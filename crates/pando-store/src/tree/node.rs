@@ -150,10 +150,14 @@ pub fn value_child(bytes: &[u8]) -> Child {
     Child::Contents(Leaf::of_bytes(bytes))
 }
 
-/// A pointer to an inode: in memory, or a record on disk.
+/// A pointer to an inode: in memory, or a record on disk. Either way it
+/// carries the hash of what it points to once known (a memory pointer
+/// from when it is first hashed until an update goes through it), so
+/// that re-hashing a parent reads its unchanged children's hashes from
+/// its own entries instead of from each child.
 #[derive(Clone)]
 pub enum Ptr {
-    Mem(Arc<Inode>),
+    Mem(Arc<Inode>, HashMemo),
     Stored { offset: u64, hash: Hash },
 }
 
@@ -161,7 +165,26 @@ impl Ptr {
     pub fn stored(offset: u64, hash: Hash) -> Ptr {
         Ptr::Stored { offset, hash }
     }
+
+    /// A pointer to an inode in memory, its hash not yet known here.
+    pub fn mem(inode: Arc<Inode>) -> Ptr {
+        Ptr::Mem(inode, HashMemo::default())
+    }
+
+    /// The inode in memory, when the pointer does not carry its hash yet.
+    pub fn unhashed_mem(&self) -> Option<&Arc<Inode>> {
+        match self {
+            Ptr::Mem(inode, memo) if memo.0.get().is_none() => Some(inode),
+            _ => None,
+        }
+    }
 }
+
+/// The hash a memory pointer's inode has (see [`Ptr`]): set once hashed,
+/// and forgotten by [`Hold::as_mem_mut`], the only way to change the inode
+/// through the pointer.
+#[derive(Clone, Default)]
+pub struct HashMemo(OnceLock<Hash>);
 
 /// What the store keeps beside each inode. Its marks are set once, by the
 /// writer; `patch_chain` and `kept_since` are read by the writer only.
@@ -212,7 +235,7 @@ impl PatchBase {
             .iter()
             .map(|(_, ptr)| match ptr {
                 Ptr::Stored { offset, .. } => Some(*offset),
-                Ptr::Mem(child) => child.stored_offset(instance),
+                Ptr::Mem(child, _) => child.stored_offset(instance),
             })
             .collect::<Option<_>>()?;
         Some(Box::new(PatchBase { instance, offset, chain, depth: pointers.depth, bitmap: pointers.bitmap(), offsets }))
@@ -238,27 +261,37 @@ impl Hold for Held {
     type Meta = Meta;
 
     fn mem(inode: Arc<Inode>) -> Ptr {
-        Ptr::Mem(inode)
+        Ptr::mem(inode)
     }
 
     fn as_mem(ptr: &Ptr) -> Option<&Arc<Inode>> {
         match ptr {
-            Ptr::Mem(inode) => Some(inode),
+            Ptr::Mem(inode, _) => Some(inode),
             Ptr::Stored { .. } => None,
         }
     }
 
     fn as_mem_mut(ptr: &mut Ptr) -> Option<&mut Arc<Inode>> {
         match ptr {
-            Ptr::Mem(inode) => Some(inode),
+            Ptr::Mem(inode, memo) => {
+                // The inode may change: its hash is no longer known here.
+                memo.0.take();
+                Some(inode)
+            }
             Ptr::Stored { .. } => None,
         }
     }
 
     fn known_hash(ptr: &Ptr) -> Option<Hash> {
         match ptr {
-            Ptr::Mem(_) => None,
+            Ptr::Mem(_, memo) => memo.0.get().copied(),
             Ptr::Stored { hash, .. } => Some(*hash),
+        }
+    }
+
+    fn remember_hash(ptr: &Ptr, hash: Hash) {
+        if let Ptr::Mem(_, memo) = ptr {
+            let _ = memo.0.set(hash);
         }
     }
 
@@ -381,14 +414,14 @@ impl Resolve<Held> for dyn Loader + '_ {
 
     fn load(&self, ptr: &Ptr, depth: u32) -> Result<Arc<Inode>> {
         match ptr {
-            Ptr::Mem(inode) => Ok(inode.clone()),
+            Ptr::Mem(inode, _) => Ok(inode.clone()),
             Ptr::Stored { offset, hash } => self.load_inode(*offset, hash, depth),
         }
     }
 
     fn load_to_update(&self, ptr: &Ptr, depth: u32) -> Result<Arc<Inode>> {
         match ptr {
-            Ptr::Mem(inode) => Ok(inode.clone()),
+            Ptr::Mem(inode, _) => Ok(inode.clone()),
             Ptr::Stored { offset, hash } => self.load_inode_to_update(*offset, hash, depth),
         }
     }

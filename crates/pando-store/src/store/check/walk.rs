@@ -464,7 +464,7 @@ impl State<'_> {
                 Child::Contents(Leaf::Value(_) | Leaf::Staged(_)) => Hash::default(),
                 Child::Contents(Leaf::Blob { hash, .. }) | Child::Dir(Ptr::Stored { hash, .. }) => *hash,
                 // Decoding gives stored pointers only.
-                Child::Dir(Ptr::Mem(_)) => Hash::default(),
+                Child::Dir(Ptr::Mem(_, _)) => Hash::default(),
             });
         }
         let count = entries.len();

@@ -34,7 +34,7 @@ impl Pointers {
         let Body::Tree(pointers) = &inode.body else { return Err("not a tree inode".into()) };
         let children = pointers.iter().filter_map(|(i, child)| match child {
             Ptr::Stored { offset, hash } => Some((i, *offset, *hash)),
-            Ptr::Mem(_) => None,
+            Ptr::Mem(_, _) => None,
         });
         Ok(Pointers { len: pointers.len, chain: 0, children: children.collect() })
     }
