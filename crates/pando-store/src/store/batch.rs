@@ -15,7 +15,7 @@ use crate::dict::Dict;
 use crate::error::{Error, Result};
 use crate::format::node::{MAX_PATCH_CHAIN, MAX_PATCH_CHANGES, TreePatch, encode_tree, encode_values, written_hash};
 use crate::format::record::{self, RecordKind};
-use crate::tree::node::{Body, Child, Inode, Leaf, Loader, Pointers, Ptr, Step, Value, Written};
+use crate::tree::node::{Body, Child, Inode, Leaf, Loader, Pointers, Ptr, Step, Value, Written, prefetch_children_meta};
 
 /// Builds one commit's batch of records.
 pub(super) struct Batch<'a, 's> {
@@ -167,6 +167,9 @@ impl<'a, 's> Batch<'a, 's> {
         let mut cuts: Vec<(usize, Ptr)> = Vec::new();
         let mut written = Vec::new();
         let mut patch_chain = 0;
+        // What writing reads of each child in memory: where it was
+        // written, since when it is kept.
+        prefetch_children_meta(inode);
         let kind = match &inode.body {
             Body::Values(values) => {
                 for (i, (_, child)) in values.iter().enumerate() {

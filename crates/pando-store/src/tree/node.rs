@@ -231,6 +231,7 @@ impl PatchBase {
         let Body::Tree(pointers) = &inode.body else { return None };
         let &(instance, offset) = inode.meta.stored.get()?;
         let chain = inode.patch_chain()?;
+        prefetch_children_meta(inode);
         let offsets = pointers
             .iter()
             .map(|(_, ptr)| match ptr {
@@ -240,6 +241,44 @@ impl PatchBase {
             .collect::<Option<_>>()?;
         Some(Box::new(PatchBase { instance, offset, chain, depth: pointers.depth, bitmap: pointers.bitmap(), offsets }))
     }
+}
+
+/// Asks the processor to bring in the [`Meta`] of each child in memory of
+/// `inode`, so that the cache misses of a pass over them overlap instead
+/// of following each other (writing an inode reads where each child was
+/// written and since when it is kept; a thaw, where each was written).
+pub fn prefetch_children_meta(inode: &Inode) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
+        let prefetch = |child: &Inode| {
+            let stored = std::ptr::from_ref(&child.meta.stored).cast::<i8>();
+            let kept_since = std::ptr::from_ref(&child.meta.kept_since).cast::<i8>();
+            // SAFETY: a prefetch is a hint; it never faults, whatever the address.
+            unsafe {
+                _mm_prefetch::<_MM_HINT_T0>(stored);
+                _mm_prefetch::<_MM_HINT_T0>(kept_since);
+            }
+        };
+        match &inode.body {
+            Body::Values(values) => {
+                for (_, child) in values.iter() {
+                    if let Child::Dir(Ptr::Mem(root, _)) = child {
+                        prefetch(root);
+                    }
+                }
+            }
+            Body::Tree(pointers) => {
+                for (_, ptr) in pointers.iter() {
+                    if let Ptr::Mem(child, _) = ptr {
+                        prefetch(child);
+                    }
+                }
+            }
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = inode;
 }
 
 impl Default for Meta {
