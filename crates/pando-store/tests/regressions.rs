@@ -290,3 +290,60 @@ fn a_reader_meeting_a_torn_hint_sees_nothing_new() {
     assert_eq!(reader.last_commit().unwrap(), Some(head), "the reader keeps what it had");
     assert!(reader.checkout(&head).unwrap().unwrap().find(&["c"]).unwrap().is_some());
 }
+
+/// The same commit made again from a tree built anew: the second commit
+/// finds the hash known only after writing the tree's records (it writes
+/// while it hashes), so it appends them without a commit record. A later
+/// commit refers to them; the store reopens clean and reads its commits
+/// back after a close (with and without that later commit) and after a
+/// crash.
+#[test]
+fn the_same_commit_again_from_a_new_tree() {
+    use pando_store::{CheckScope, Hash};
+    let build = |store: &Store, extra: bool| {
+        let mut tree = store.empty_tree();
+        for i in 0..400u32 {
+            tree.add_mut(&[format!("d{}", i % 40), format!("k{i}")], format!("value {i}").as_bytes()).unwrap();
+        }
+        if extra {
+            tree.add_mut(&["d7", "extra"], b"more").unwrap();
+        }
+        tree
+    };
+    for (later_commit, crash) in [(true, false), (false, false), (false, true)] {
+        let storage = FaultyStorage::new();
+        let options = Options { sync: SyncPolicy::EveryCommit, ..Options::default() };
+        let store = Store::open_storage(Arc::new(storage.clone()), options.clone()).unwrap();
+        let first = store.commit(&build(&store, false), &[], 1, "x", "m").unwrap();
+        let again = build(&store, false);
+        assert_eq!(store.commit(&again, &[], 1, "x", "m").unwrap(), first, "the same commit");
+        let mut later: Option<Hash> = None;
+        if later_commit {
+            // A later commit of the rebuilt tree's inodes, written by the
+            // commit that found its hash known.
+            let mut next = again.clone();
+            next.add_mut(&["d7", "extra"], b"more").unwrap();
+            later = Some(store.commit(&next, &[first], 2, "x", "m").unwrap());
+            assert_eq!(next.hash().unwrap(), build(&store, true).hash().unwrap());
+            drop((again, next));
+            store.close().unwrap();
+        } else if !crash {
+            drop(again);
+            store.close().unwrap();
+        } else {
+            drop(again);
+            std::mem::forget(store);
+        }
+        let storage = if crash { storage.crash(CrashMode::DropAll, 1) } else { storage };
+        let store = Store::open_storage(Arc::new(storage), options).unwrap();
+        let report = store.check(CheckScope::All, 10, &mut |_| {}).unwrap();
+        assert!(report.is_clean(), "crash {crash}: {:?}", report.problems.iter().map(|p| p.to_string()).collect::<Vec<_>>());
+        let tree = store.checkout(&first).unwrap().unwrap();
+        assert_eq!(tree.find(&["d3", "k43"]).unwrap(), Some(b"value 43".to_vec()));
+        if let Some(later) = later {
+            let tree = store.checkout(&later).unwrap().unwrap();
+            assert_eq!(tree.find(&["d7", "extra"]).unwrap(), Some(b"more".to_vec()));
+            assert_eq!(tree.find(&["d7", "k47"]).unwrap(), Some(b"value 47".to_vec()));
+        }
+    }
+}

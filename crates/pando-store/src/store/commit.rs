@@ -1,10 +1,15 @@
 //! The commit protocol.
 //!
-//! 1. Hash the tree (each new node once; stored subtrees carry their hash).
-//! 2. Encode every new node, children before parents, into one batch ending
-//!    with the dictionary record (if any) and the commit record; a large
-//!    batch goes to the pack in pieces as it grows (`commit_spill_bytes`),
-//!    appended by a thread while the next piece is encoded.
+//! 1. and 2., together: encode every new node, children before parents,
+//!    into one batch ending with the dictionary record (if any) and the
+//!    commit record, hashing each node once as its parent's record needs
+//!    its hash (stored subtrees carry theirs; a helper thread hashes from
+//!    the other end of a larger tree, [`HashingHelper`]); then the root's
+//!    hash names the commit. A large batch goes to the pack in pieces as
+//!    it grows (`commit_spill_bytes`), appended by a thread while the next
+//!    piece is encoded. A commit found already known (the same one again)
+//!    appends its records without a commit record: its inodes now know
+//!    where they were written.
 //! 3. Append the (rest of the) batch to the pack in one write.
 //! 4. Per the sync policy: fsync the pack, then write the control file's
 //!    hint slot (or, at a checkpoint, a synced slot). Only then is the
@@ -55,10 +60,10 @@ use crate::tree::node::{Body, Child, Inode, Loader, NoLoader, Ptr};
 use parking_lot::RwLock;
 
 /// A commit with at least this many unhashed inodes in memory is hashed
-/// on two threads (about 0.2 ms of hashing here): waking rayon's sleeping
-/// helper costs the committing thread ~20 µs (a futex wake), and the helper
+/// on two threads ([`HashingHelper`]): waking rayon's sleeping helper
+/// costs the committing thread ~20 µs (a futex wake), and the helper
 /// starts tens of microseconds later.
-const PARALLEL_INODES: usize = 256;
+const HELPER_INODES: usize = 64;
 
 /// The children of an inode that are in memory and whose pointers do not
 /// yet carry their hashes, each with its depth (a directory's root is at
@@ -118,12 +123,59 @@ fn hash_backward(inode: &Arc<Inode>, depth: u32, stop: &AtomicBool) -> bool {
 }
 
 /// A commit's tree as the hashing helper sees it: the committing thread
-/// takes the root back (and sets `stop`) when it has the root's hash; the
+/// takes the root back (and sets `stop`) when it has written the tree; the
 /// helper holds a read lock while it walks, and finds no root if it starts
 /// late.
 struct Backward {
     root: RwLock<Option<Arc<Inode>>>,
     stop: AtomicBool,
+}
+
+/// The second thread of a commit with at least [`HELPER_INODES`] unhashed
+/// inodes in memory: while the committing thread writes the tree's new
+/// inodes children first, first child to last, hashing each when its
+/// parent's record needs it, one of rayon's threads walks the tree the
+/// other way round ([`hash_backward`]). Hashes are memoised, so the
+/// committing thread finds the hashes the helper made and only encodes
+/// those records, and they meet about the middle; no walk beforehand cuts
+/// the work into jobs. The committing thread never waits for the helper
+/// to start (waking a sleeping thread takes tens of microseconds here):
+/// dropping the helper stops it and waits only for the inode it is
+/// hashing. An inode both reach at once is hashed by both: the same hash.
+struct HashingHelper {
+    shared: Arc<Backward>,
+}
+
+impl HashingHelper {
+    /// Starts the helper on `root`'s tree, if it has enough to hash.
+    fn start(root: &Arc<Inode>) -> Option<HashingHelper> {
+        if count_unhashed(root, 0, HELPER_INODES) < HELPER_INODES {
+            return None;
+        }
+        let shared = Arc::new(Backward { root: RwLock::new(Some(root.clone())), stop: AtomicBool::new(false) });
+        let helper = shared.clone();
+        rayon::spawn(move || {
+            if let Some(root) = helper.root.read().as_ref() {
+                hash_backward(root, 0, &helper.stop);
+            }
+        });
+        Some(HashingHelper { shared })
+    }
+}
+
+impl Drop for HashingHelper {
+    /// Stops the helper and takes the root back, so that no inode stays
+    /// shared once the commit is done.
+    fn drop(&mut self) {
+        self.shared.stop.store(true, Ordering::Relaxed);
+        loop {
+            if let Some(mut taken) = self.shared.root.try_write() {
+                *taken = None;
+                break;
+            }
+            std::hint::spin_loop();
+        }
+    }
 }
 
 /// The writer's count of commits and the window of those whose inodes the
@@ -189,10 +241,6 @@ impl Repo {
             return Err(Error::ForeignTree);
         }
         let Child::Dir(root) = tree.node()? else { return Err(Error::RootNotDirectory) };
-        if let Ptr::Mem(inode, _) = root {
-            self.hash_on_two_threads(inode)?;
-        }
-        let root_hash = dir_ptr_hash(root, self as &dyn Loader)?;
         let mut parent_links = Vec::with_capacity(parents.len());
         {
             let index = self.index.read();
@@ -203,14 +251,6 @@ impl Repo {
         }
         parent_links.sort();
         parent_links.dedup();
-        let info = CommitInfo {
-            root: root_hash,
-            parents: parent_links.iter().map(|(h, _)| *h).collect(),
-            date,
-            author: author.to_string(),
-            message: message.to_string(),
-        };
-        let hash = info.hash();
 
         let mut writer = self.writer.as_ref().expect("checked writable").lock();
         self.check_writable()?;
@@ -221,14 +261,6 @@ impl Repo {
         } {
             return Err(Error::CollectedCommit(parent));
         }
-        match self.index.read().get(&hash) {
-            // The same commit again: nothing to write.
-            Some(&index_file::COLLECTED) => return Err(Error::CollectedCommit(hash)),
-            Some(_) => return Ok(hash),
-            None => {}
-        }
-        let base = self.guard(self.pack.prepare_append())?;
-        let (seq, cutoff, keep_room) = writer.kept.start_commit(self.options.keep_bytes());
         if self.pack.first_chunk_start() > 0 {
             match root {
                 Ptr::Stored { offset, .. } if !self.pack.holds(*offset) => return Err(Error::Collected { offset: *offset }),
@@ -236,9 +268,18 @@ impl Repo {
                 Ptr::Mem(inode, _) => check_refs(self.id, &self.pack, inode)?,
             }
         }
+        let base = self.guard(self.pack.prepare_append())?;
+        let (seq, cutoff, keep_room) = writer.kept.start_commit(self.options.keep_bytes());
         let dict = self.dict.read();
         let mut buf = std::mem::take(&mut writer.batch_buf);
         buf.clear();
+        // Steps 1 and 2 together: this thread writes the new inodes
+        // children first, hashing each as its parent's record needs it,
+        // while a helper hashes from the other end (see `HashingHelper`).
+        let helper = match root {
+            Ptr::Mem(inode, _) => HashingHelper::start(inode),
+            Ptr::Stored { .. } => None,
+        };
         let written = std::thread::scope(|scope| {
             let mut batch = Batch {
                 instance: self.id,
@@ -268,7 +309,34 @@ impl Repo {
             batch.finish_spill()?;
             Ok((root_offset, kept, batch.base, batch.buf, batch.raw_steps, batch.kept_weight))
         });
+        drop(helper);
         let (root_offset, kept, base, mut buf, raw_steps, kept_weight) = self.guard(written)?;
+        // Written, and only now hashed whole: a failure, or a commit that
+        // is already known, appends the records without a commit record
+        // (see `append_unreferenced`).
+        let root_hash = match dir_ptr_hash(root, self as &dyn Loader) {
+            Ok(hash) => hash,
+            Err(e) => {
+                drop(dict);
+                self.append_unreferenced(&mut writer, base, buf, seq, kept_weight)?;
+                return Err(e);
+            }
+        };
+        let info = CommitInfo {
+            root: root_hash,
+            parents: parent_links.iter().map(|(h, _)| *h).collect(),
+            date,
+            author: author.to_string(),
+            message: message.to_string(),
+        };
+        let hash = info.hash();
+        let known = self.index.read().get(&hash).copied();
+        if let Some(at) = known {
+            // The same commit again: no commit record.
+            drop(dict);
+            self.append_unreferenced(&mut writer, base, buf, seq, kept_weight)?;
+            return if at == index_file::COLLECTED { Err(Error::CollectedCommit(hash)) } else { Ok(hash) };
+        }
         let first_new_id = dict.len();
         drop(dict);
         let promoted = self.dict.write().observe(&raw_steps);
@@ -307,41 +375,21 @@ impl Repo {
         Ok(hash)
     }
 
-    /// Hashes the unhashed inodes of a tree about to be committed on two
-    /// threads when there are at least [`PARALLEL_INODES`]: this thread
-    /// hashes the root as it would alone (each inode's children first to
-    /// last), and one of rayon's walks the tree the other way round
-    /// ([`hash_backward`]); hashes are memoised, so each finds what the
-    /// other did, and they meet about the middle, with no walk beforehand
-    /// to cut the work into jobs. This thread does not wait for the helper
-    /// to start (waking a sleeping thread takes tens of microseconds here,
-    /// as long as a small block's hashing): once it has the root's hash it
-    /// stops the helper and waits only for the inode the helper is
-    /// hashing. An inode both reach at once is hashed by both: the same
-    /// hash.
-    fn hash_on_two_threads(&self, root: &Arc<Inode>) -> Result<()> {
-        if count_unhashed(root, 0, PARALLEL_INODES) < PARALLEL_INODES {
-            return Ok(());
+    /// Ends a commit that writes no commit record: the records its batch
+    /// holds are appended all the same, since its inodes know where they
+    /// were written and a later commit may refer to them there. A recovery
+    /// keeps them only if a commit record follows (a whole batch ends with
+    /// one), and then they are there. The kept tree stays the last
+    /// commit's, so the window keeps its commits.
+    fn append_unreferenced(&self, writer: &mut Writer, base: u64, buf: Vec<u8>, seq: u32, kept_weight: u64) -> Result<()> {
+        if !buf.is_empty() {
+            self.guard(self.pack.append(base, &buf))?;
         }
-        let shared = Arc::new(Backward { root: RwLock::new(Some(root.clone())), stop: AtomicBool::new(false) });
-        let helper = shared.clone();
-        rayon::spawn(move || {
-            if let Some(root) = helper.root.read().as_ref() {
-                hash_backward(root, 0, &helper.stop);
-            }
-        });
-        let mine = dir_hash(root, self as &dyn Loader);
-        shared.stop.store(true, Ordering::Relaxed);
-        // Take the root back, so that no inode stays shared once the
-        // commit is done.
-        loop {
-            if let Some(mut taken) = shared.root.try_write() {
-                *taken = None;
-                break;
-            }
-            std::hint::spin_loop();
+        writer.kept.finish_commit(seq, Some(kept_weight));
+        if buf.capacity() <= 64 << 20 {
+            writer.batch_buf = buf;
         }
-        mine.map(drop)
+        Ok(())
     }
 
     /// Makes a commit whose record is at `at` visible to this process's
@@ -508,7 +556,7 @@ mod tests {
                 RefTree::Dir(vec![(b"index".to_vec(), RefTree::Dir(index.clone())), (b"copy".to_vec(), RefTree::Dir(index))]);
 
             let Ok(Child::Dir(Ptr::Mem(root, _))) = tree.node() else { panic!("a new tree is in memory") };
-            assert_eq!(count_unhashed(root, 0, PARALLEL_INODES), PARALLEL_INODES, "{accounts} accounts: hashed on one thread");
+            assert_eq!(count_unhashed(root, 0, HELPER_INODES), HELPER_INODES, "{accounts} accounts: hashed on one thread");
 
             let commit = store.commit(&tree, &[], 1, "Tezos", "two threads").unwrap();
             assert_eq!(tree.hash().unwrap(), reference.hash(), "{accounts} accounts");
@@ -761,8 +809,9 @@ mod tests {
         }
 
         let parallel = build();
-        assert_eq!(count_unhashed(&root_of(&parallel), 0, PARALLEL_INODES), PARALLEL_INODES);
-        store.repo.hash_on_two_threads(&root_of(&parallel)).unwrap();
+        assert_eq!(count_unhashed(&root_of(&parallel), 0, HELPER_INODES), HELPER_INODES);
+        // The commit writes the tree while the helper hashes it backward.
+        store.commit(&parallel, &[], 1, "Tezos", "two threads").unwrap();
         assert_eq!(root_of(&parallel).memo_hash(0), Some(expected));
         assert_eq!(parallel.hash().unwrap(), expected);
     }
