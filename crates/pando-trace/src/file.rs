@@ -7,7 +7,7 @@
 use pando_core::trace::{self, Row, RowRef};
 use pando_core::varint;
 use std::fs::File;
-use std::io::{self, BufRead, BufReader, BufWriter, Read, Write};
+use std::io::{self, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 
 /// Largest row accepted: a damaged length must not ask for gigabytes.
@@ -26,38 +26,73 @@ pub enum TraceError {
     BadRow { path: PathBuf, row: u64, offset: u64, reason: String },
 }
 
-/// Reads rows one at a time.
+/// Bytes read from the file at a time; a row longer than that grows the
+/// window to hold it whole.
+const WINDOW: usize = 1 << 20;
+
+/// Reads rows one at a time, each decoded where it lies in a window of the
+/// file (no copy of its bytes).
 pub struct TraceReader {
     path: PathBuf,
-    input: BufReader<File>,
+    file: File,
     /// Byte offset of the next row's length prefix.
     offset: u64,
     rows: u64,
     failed: bool,
-    buf: Vec<u8>,
+    /// The window: `window[start..end]` is the file from `offset` on.
+    window: Vec<u8>,
+    start: usize,
+    end: usize,
 }
 
 impl TraceReader {
     pub fn open(path: impl AsRef<Path>) -> Result<TraceReader, TraceError> {
         let path = path.as_ref().to_path_buf();
-        let io_error = |error| TraceError::Io { path: path.clone(), error };
-        let file = File::open(&path).map_err(io_error)?;
-        let mut input = BufReader::with_capacity(1 << 20, file);
-        let bad = |reason: String| TraceError::BadHeader { path: path.clone(), reason };
-        let mut head = [0u8; 12];
-        input.read_exact(&mut head).map_err(|_| bad("shorter than 12 bytes".into()))?;
+        let file = File::open(&path).map_err(|error| TraceError::Io { path: path.clone(), error })?;
+        let mut reader = TraceReader { path, file, offset: 0, rows: 0, failed: false, window: vec![0; WINDOW], start: 0, end: 0 };
+        let bad = |reader: &TraceReader, reason: String| TraceError::BadHeader { path: reader.path.clone(), reason };
+        reader.fill(12 + 10).map_err(|error| TraceError::Io { path: reader.path.clone(), error })?;
+        let Some(head) = reader.window[reader.start..reader.end].get(..12) else {
+            return Err(bad(&reader, "shorter than 12 bytes".into()));
+        };
         if &head[..8] != trace::MAGIC {
-            return Err(bad(format!("magic {:?}, expected \"IrmRepBT\"", String::from_utf8_lossy(&head[..8]))));
+            return Err(bad(&reader, format!("magic {:?}, expected \"IrmRepBT\"", String::from_utf8_lossy(&head[..8]))));
         }
         let version = i32::from_be_bytes(head[8..12].try_into().expect("4 bytes"));
         if version != trace::VERSION {
-            return Err(bad(format!("version {version}; this build reads version {}", trace::VERSION)));
+            return Err(bad(&reader, format!("version {version}; this build reads version {}", trace::VERSION)));
         }
-        let (header_len, len_bytes) = read_varint(&mut input).map_err(|e| bad(format!("header length: {e}")))?;
+        reader.start += 12;
+        let (header_len, len_bytes) =
+            read_varint(&reader.window[reader.start..reader.end]).map_err(|e| bad(&reader, format!("header length: {e}")))?;
         if header_len != 0 {
-            return Err(bad(format!("a version 0 header is empty, this one has {header_len} bytes")));
+            return Err(bad(&reader, format!("a version 0 header is empty, this one has {header_len} bytes")));
         }
-        Ok(TraceReader { path, input, offset: 12 + len_bytes, rows: 0, failed: false, buf: Vec::new() })
+        reader.start += len_bytes;
+        reader.offset = 12 + len_bytes as u64;
+        Ok(reader)
+    }
+
+    /// Reads until the window holds at least `need` bytes from `start`, or
+    /// the file ends.
+    fn fill(&mut self, need: usize) -> io::Result<()> {
+        if self.end - self.start >= need {
+            return Ok(());
+        }
+        self.window.copy_within(self.start..self.end, 0);
+        (self.start, self.end) = (0, self.end - self.start);
+        if self.window.len() < need {
+            self.window.resize(need, 0);
+        }
+        while self.end < need {
+            match self.file.read(&mut self.window[self.end..]) {
+                Ok(0) => break,
+                Ok(n) => self.end += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
     }
 
     /// Rows read so far.
@@ -92,8 +127,8 @@ impl TraceReader {
     /// [`Self::next_row_ref`] of a reader that has not failed; marks it
     /// failed unless it returns a row.
     fn read_row_ref(&mut self) -> Option<Result<RowRef<'_>, TraceError>> {
-        let len_bytes = match self.read_frame() {
-            Some(Ok(len_bytes)) => len_bytes,
+        let (start, len) = match self.read_frame() {
+            Some(Ok(frame)) => frame,
             Some(Err(e)) => {
                 self.failed = true;
                 return Some(Err(e));
@@ -103,11 +138,11 @@ impl TraceReader {
                 return None;
             }
         };
-        let len = self.buf.len() as u64;
-        match RowRef::decode(&self.buf) {
+        match RowRef::decode(&self.window[start..start + len]) {
             Ok(row) => {
-                self.offset += len_bytes + len;
+                self.offset += (start + len - self.start) as u64;
                 self.rows += 1;
+                self.start = start + len;
                 Some(Ok(row))
             }
             Err(e) => {
@@ -122,27 +157,32 @@ impl TraceReader {
         }
     }
 
-    /// Reads the next row's bytes into the buffer; returns how many bytes
-    /// its length prefix took. `None` at a clean end of file.
-    fn read_frame(&mut self) -> Option<Result<u64, TraceError>> {
-        match self.input.fill_buf() {
-            Ok([]) => return None,
-            Ok(_) => {}
-            Err(e) => return Some(Err(TraceError::Io { path: self.path.clone(), error: e })),
+    /// Brings the next row's bytes whole into the window; returns where
+    /// they start in it and their length. `None` at a clean end of file.
+    fn read_frame(&mut self) -> Option<Result<(usize, usize), TraceError>> {
+        let io = |reader: &TraceReader, error| TraceError::Io { path: reader.path.clone(), error };
+        if let Err(e) = self.fill(10) {
+            return Some(Err(io(self, e)));
         }
-        let (len, len_bytes) = match read_varint(&mut self.input) {
+        if self.start == self.end {
+            return None;
+        }
+        let (len, len_bytes) = match read_varint(&self.window[self.start..self.end]) {
             Ok(v) => v,
             Err(e) => return Some(Err(self.bad_row(format!("row length: {e}")))),
         };
         if len > MAX_ROW_BYTES {
             return Some(Err(self.bad_row(format!("row length {len} exceeds {MAX_ROW_BYTES}"))));
         }
-        self.buf.clear();
-        match (&mut self.input).take(len).read_to_end(&mut self.buf) {
-            Ok(n) if n as u64 == len => Some(Ok(len_bytes)),
-            Ok(n) => Some(Err(self.bad_row(format!("truncated: the row has {n} of its {len} bytes")))),
-            Err(e) => Some(Err(TraceError::Io { path: self.path.clone(), error: e })),
+        let whole = len_bytes + len as usize;
+        if let Err(e) = self.fill(whole) {
+            return Some(Err(io(self, e)));
         }
+        let have = self.end - self.start;
+        if have < whole {
+            return Some(Err(self.bad_row(format!("truncated: the row has {} of its {len} bytes", have - len_bytes))));
+        }
+        Some(Ok((self.start + len_bytes, len as usize)))
     }
 }
 
@@ -153,18 +193,11 @@ impl Iterator for TraceReader {
     }
 }
 
-fn read_varint(input: &mut impl Read) -> io::Result<(u64, u64)> {
-    let mut bytes = Vec::with_capacity(4);
-    loop {
-        let mut byte = [0u8];
-        input.read_exact(&mut byte)?;
-        bytes.push(byte[0]);
-        if byte[0] & 0x80 == 0 || bytes.len() == 10 {
-            break;
-        }
-    }
-    let value = varint::read_u64(&bytes, &mut 0).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?;
-    Ok((value, bytes.len() as u64))
+/// A LEB128 length at the start of `bytes`, and how many bytes it takes.
+fn read_varint(bytes: &[u8]) -> Result<(u64, usize), String> {
+    let mut at = 0;
+    let value = varint::read_u64(&bytes[..bytes.len().min(10)], &mut at).map_err(|e| e.to_string())?;
+    Ok((value, at))
 }
 
 /// Writes rows to a new trace file.

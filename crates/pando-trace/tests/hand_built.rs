@@ -179,3 +179,43 @@ proptest! {
         }
     }
 }
+
+/// Rows shorter and longer than the reader's window of the file (1 MiB),
+/// around its edges: each is read back whole, and the file cut inside the
+/// longest row ends with an error naming that row after the rows before it.
+#[test]
+fn rows_longer_than_the_window_read_back_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("long.repr");
+    let sizes = [10usize, (1 << 20) - 40, (1 << 20) + 1000, 3 << 20, 5, (1 << 20) - 3];
+    let rows: Vec<Row> = sizes
+        .iter()
+        .enumerate()
+        .map(|(i, &size)| Row::Add {
+            key: key(&["big", &format!("v{i}")]),
+            value: (0..size).map(|b| (b * 7 + i) as u8).collect(),
+            in_ctx: Scope::Forget(i as i64),
+            out_ctx: Scope::Keep(i as i64 + 1),
+        })
+        .collect();
+    let mut writer = TraceWriter::create(&path).unwrap();
+    for row in &rows {
+        writer.append(row).unwrap();
+    }
+    writer.finish().unwrap();
+    let read: Vec<Row> = TraceReader::open(&path).unwrap().map(Result::unwrap).collect();
+    assert!(read == rows, "rows read back differ");
+
+    let bytes = std::fs::read(&path).unwrap();
+    let cut = bytes.len() - (1 << 20) - 2_000_000;
+    std::fs::write(&path, &bytes[..cut]).unwrap();
+    let mut reader = TraceReader::open(&path).unwrap();
+    for row in &rows[..3] {
+        assert!(&reader.next_row().unwrap().unwrap() == row);
+    }
+    match reader.next_row() {
+        Some(Err(TraceError::BadRow { row: 3, reason, .. })) => assert!(reason.contains("truncated"), "{reason}"),
+        other => panic!("expected row 3 cut, got {:?}", other.map(|r| r.map(|_| ()))),
+    }
+    assert!(reader.next_row().is_none(), "nothing after the error");
+}
