@@ -24,7 +24,8 @@ use pando_core::varint::{self, write_u64};
 
 use crate::dict::{Dict, read_bytes};
 use crate::format::record::RecordKind;
-use crate::tree::node::{Body, Child, Inline, Inode, Leaf, Pointers, Ptr, Step, Values, ValuesBuilder};
+use crate::tree::node::{Body, Child, Held, Inline, Inode, Leaf, Pointers, Ptr, Step, Values, ValuesBuilder};
+use pando_core::dir::Hold;
 
 pub use crate::tree::node::INLINE_MAX;
 
@@ -89,36 +90,38 @@ pub fn encode_values(values: &Values, at: u64, written: &[u64], dict: &Dict, raw
     write_u64(out, values.len() as u64);
     let mut written = written.iter().copied();
     let mut next_written = || written.next().expect("an offset for each child in memory");
-    let mut scratch = Vec::with_capacity(64);
     for (step, child) in values.iter() {
-        scratch.clear();
-        let step_kind = write_step(&mut scratch, step, dict, raw_steps);
+        // The entry's tag byte, set once its step and child are written.
+        let tag = out.len();
+        out.push(0);
+        let step_kind = write_step(out, step, dict, raw_steps);
         let child_kind = match child {
             Child::Contents(Leaf::Inline(inline)) => {
-                write_u64(&mut scratch, inline.bytes().len() as u64);
-                scratch.extend_from_slice(inline.bytes());
+                write_u64(out, inline.bytes().len() as u64);
+                out.extend_from_slice(inline.bytes());
                 CHILD_INLINE
             }
             Child::Contents(Leaf::Value(value)) => {
-                write_delta(&mut scratch, at, next_written(), &value.hash());
+                write_delta(out, at, next_written(), &value.hash());
                 CHILD_BLOB
             }
             Child::Contents(leaf @ (Leaf::Blob { .. } | Leaf::Staged(_))) => {
                 let (offset, hash) = leaf.stored_blob().expect("a blob");
-                write_delta(&mut scratch, at, offset, &hash);
+                write_delta(out, at, offset, &hash);
                 CHILD_BLOB
             }
             Child::Dir(Ptr::Stored { offset, hash }) => {
-                write_delta(&mut scratch, at, *offset, hash);
+                write_delta(out, at, *offset, hash);
                 CHILD_DIR
             }
-            Child::Dir(Ptr::Mem(root, _)) => {
-                write_delta(&mut scratch, at, next_written(), &written_hash(root, 0));
+            Child::Dir(ptr @ Ptr::Mem(root, _)) => {
+                // The pointer carries the hash once its parent was hashed.
+                let hash = Held::known_hash(ptr).unwrap_or_else(|| written_hash(root, 0));
+                write_delta(out, at, next_written(), &hash);
                 CHILD_DIR
             }
         };
-        out.push(step_kind | child_kind << 2);
-        out.extend_from_slice(&scratch);
+        out[tag] = step_kind | child_kind << 2;
     }
 }
 

@@ -8,6 +8,9 @@
 //!   (`stored`), set once by the single writer.
 //! - A [`Ptr::Stored`] carries the hash of what it points to: the directory
 //!   hash for a directory root, the inode hash for an inode below a root.
+//!   A [`Ptr::Mem`]'s [`HashMemo`], once set, is that same hash of the inode
+//!   it holds; [`Hold::as_mem_mut`], the only way to change the inode
+//!   through the pointer, forgets it.
 //! - A written inode changes in place only when nothing else holds it,
 //!   and then forgets where it was written ([`Hold::thaw`]); an update of
 //!   a shared one works on a copy. Either way the inode remembers what a
