@@ -136,9 +136,17 @@ impl<'a, 's> Batch<'a, 's> {
     /// Writes a child inode at `depth` (hashed already), and returns its
     /// offset and, when the kept copy of its parent must not hold the child
     /// itself, what it holds instead: the child's kept copy, or a stored
-    /// pointer. `since` takes the oldest commit of the kept child.
+    /// pointer (nothing once the commit's room for kept inodes is used
+    /// up: no parent is kept then). `since` takes the oldest commit of
+    /// the kept child.
     fn write_child(&mut self, child: &Arc<Inode>, depth: u32, since: &mut u32) -> Result<(u64, Option<Ptr>)> {
         let (offset, kept) = self.write_inode(child, depth)?;
+        if self.kept_weight > self.keep_room {
+            // The room is used up, and the weight only grows: the parent
+            // will not be kept either, so what its copy would hold instead
+            // of the child does not matter.
+            return Ok((offset, None));
+        }
         let oldest = |kept: &Inode| kept.kept_since().expect("a kept inode knows since when");
         Ok(match kept {
             Kept::Itself => {
@@ -165,7 +173,7 @@ impl<'a, 's> Batch<'a, 's> {
         let mut since = self.seq;
         let mut weight = inode.cache_weight();
         let mut cuts: Vec<(usize, Ptr)> = Vec::new();
-        let mut written = Vec::new();
+        let mut written: smallvec::SmallVec<[u64; ENTRIES]> = smallvec::SmallVec::new();
         let mut patch_chain = 0;
         // What writing reads of each child in memory: where it was
         // written, since when it is kept.
@@ -195,7 +203,7 @@ impl<'a, 's> Batch<'a, 's> {
             }
             Body::Tree(pointers) => {
                 assert_eq!(pointers.depth, depth, "tree inode written at the wrong depth");
-                let mut children = Vec::with_capacity(pointers.count());
+                let mut children: smallvec::SmallVec<[(usize, u64, Hash); ENTRIES]> = smallvec::SmallVec::new();
                 for (i, ptr) in pointers.iter() {
                     let hash = inode_ptr_hash(ptr, depth + 1, self.loader)?;
                     let offset = match ptr {
