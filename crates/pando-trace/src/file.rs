@@ -81,10 +81,13 @@ impl TraceReader {
         }
         self.window.copy_within(self.start..self.end, 0);
         (self.start, self.end) = (0, self.end - self.start);
-        if self.window.len() < need {
-            self.window.resize(need, 0);
-        }
         while self.end < need {
+            if self.end == self.window.len() {
+                // Grown as the bytes come, so that a damaged length does
+                // not allocate what the file does not hold.
+                let grown = (self.window.len() * 2).min(need);
+                self.window.resize(grown, 0);
+            }
             match self.file.read(&mut self.window[self.end..]) {
                 Ok(0) => break,
                 Ok(n) => self.end += n,
