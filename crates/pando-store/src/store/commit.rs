@@ -41,13 +41,13 @@
 //! its checksum and another slot is used. After the fsync the batch is
 //! durable.
 
-use pando_core::dir::{dir_hash, dir_ptr_hash, inode_hash};
+use pando_core::dir::dir_ptr_hash;
 use pando_core::{CommitInfo, Hash};
 use std::collections::VecDeque;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 
 use super::batch::{Batch, Kept, check_refs};
+use super::hashing::HashingHelper;
 use super::{KeptTree, Repo, Writer, index_file};
 use crate::crash_point;
 use crate::dict::{self};
@@ -56,127 +56,7 @@ use crate::format::node::CommitRecord;
 use crate::format::record::{self, RecordKind};
 use crate::options::SyncPolicy;
 use crate::tree::Tree;
-use crate::tree::node::{Body, Child, Inode, Loader, NoLoader, Ptr};
-use parking_lot::RwLock;
-
-/// A commit with at least this many unhashed inodes in memory is hashed
-/// on two threads ([`HashingHelper`]): waking rayon's sleeping helper
-/// costs the committing thread ~20 µs (a futex wake), and the helper
-/// starts tens of microseconds later.
-const HELPER_INODES: usize = 64;
-
-/// The children of an inode that are in memory and whose pointers do not
-/// yet carry their hashes, each with its depth (a directory's root is at
-/// 0, an inode below one at its parent's depth + 1).
-fn children_unhashed(inode: &Inode) -> smallvec::SmallVec<[(&Arc<Inode>, u32); 32]> {
-    match &inode.body {
-        Body::Values(values) => values
-            .iter()
-            .filter_map(|(_, child)| match child {
-                Child::Dir(ptr) => Some((ptr.unhashed_mem()?, 0)),
-                Child::Contents(_) => None,
-            })
-            .collect(),
-        Body::Tree(pointers) => pointers.iter().filter_map(|(_, ptr)| Some((ptr.unhashed_mem()?, pointers.depth + 1))).collect(),
-    }
-}
-
-/// Counts the unhashed inodes in memory below `inode` (itself included),
-/// stopping at `cap`.
-fn count_unhashed(inode: &Inode, depth: u32, cap: usize) -> usize {
-    if inode.memo_hash(depth).is_some() {
-        return 0;
-    }
-    let mut count = 1;
-    for (child, child_depth) in children_unhashed(inode) {
-        if count >= cap {
-            break;
-        }
-        count += count_unhashed(child, child_depth, cap - count);
-    }
-    count
-}
-
-/// The helper's half of a commit's hashing: the tree walked from each
-/// inode's last children to its first, the other way round from the
-/// committing thread, so that the two meet in the middle. An inode is
-/// hashed only once all its children in memory are (by either thread);
-/// the walk ends when `stop` is set. Returns whether the inode is hashed.
-/// It reads nothing: a stored pointer carries its hash, so what a commit
-/// hashes is in memory (what it cannot hash it leaves to the other thread).
-fn hash_backward(inode: &Arc<Inode>, depth: u32, stop: &AtomicBool) -> bool {
-    if inode.memo_hash(depth).is_some() {
-        return true;
-    }
-    if stop.load(Ordering::Relaxed) {
-        return false;
-    }
-    let mut all = true;
-    for (child, child_depth) in children_unhashed(inode).into_iter().rev() {
-        all &= hash_backward(child, child_depth, stop);
-    }
-    if !all || stop.load(Ordering::Relaxed) {
-        return false;
-    }
-    let hashed = if depth == 0 { dir_hash(inode, &NoLoader as &dyn Loader) } else { inode_hash(inode, &NoLoader as &dyn Loader) };
-    hashed.is_ok()
-}
-
-/// A commit's tree as the hashing helper sees it: the committing thread
-/// takes the root back (and sets `stop`) when it has written the tree; the
-/// helper holds a read lock while it walks, and finds no root if it starts
-/// late.
-struct Backward {
-    root: RwLock<Option<Arc<Inode>>>,
-    stop: AtomicBool,
-}
-
-/// The second thread of a commit with at least [`HELPER_INODES`] unhashed
-/// inodes in memory: while the committing thread writes the tree's new
-/// inodes children first, first child to last, hashing each when its
-/// parent's record needs it, one of rayon's threads walks the tree the
-/// other way round ([`hash_backward`]). Hashes are memoised, so the
-/// committing thread finds the hashes the helper made and only encodes
-/// those records, and they meet about the middle; no walk beforehand cuts
-/// the work into jobs. The committing thread never waits for the helper
-/// to start (waking a sleeping thread takes tens of microseconds here):
-/// dropping the helper stops it and waits only for the inode it is
-/// hashing. An inode both reach at once is hashed by both: the same hash.
-struct HashingHelper {
-    shared: Arc<Backward>,
-}
-
-impl HashingHelper {
-    /// Starts the helper on `root`'s tree, if it has enough to hash.
-    fn start(root: &Arc<Inode>) -> Option<HashingHelper> {
-        if count_unhashed(root, 0, HELPER_INODES) < HELPER_INODES {
-            return None;
-        }
-        let shared = Arc::new(Backward { root: RwLock::new(Some(root.clone())), stop: AtomicBool::new(false) });
-        let helper = shared.clone();
-        rayon::spawn(move || {
-            if let Some(root) = helper.root.read().as_ref() {
-                hash_backward(root, 0, &helper.stop);
-            }
-        });
-        Some(HashingHelper { shared })
-    }
-}
-
-impl Drop for HashingHelper {
-    /// Stops the helper and takes the root back, so that no inode stays
-    /// shared once the commit is done.
-    fn drop(&mut self) {
-        self.shared.stop.store(true, Ordering::Relaxed);
-        loop {
-            if let Some(mut taken) = self.shared.root.try_write() {
-                *taken = None;
-                break;
-            }
-            std::hint::spin_loop();
-        }
-    }
-}
+use crate::tree::node::{Child, Loader, Ptr};
 
 /// The writer's count of commits and the window of those whose inodes the
 /// kept tree may hold: each with the weight of its kept inodes.
@@ -480,8 +360,9 @@ mod tests {
     use crate::io::MemStorage;
     use crate::options::Options;
     use crate::store::Store;
-    use crate::tree::node::{Held, Leaf, Written};
+    use crate::tree::node::{Body, Held, Inode, Leaf, Written};
     use pando_core::dir::Hold;
+    use std::sync::Arc;
 
     /// Memory held by the inodes of a kept subtree, as the window counts
     /// it; checks on the way that each is written, knows since when it is
@@ -525,44 +406,6 @@ mod tests {
             .records
             .kind(RecordKind::TreePatch)
             .records
-    }
-
-    /// A commit hashes on two threads as pando-core's reference hashes from
-    /// scratch, for a block-sized tree and a genesis-sized one, with a
-    /// directory of more than 256 entries (inode hashing) and a subtree
-    /// held at two paths, which both threads may meet.
-    #[test]
-    fn hashing_on_two_threads_hashes_as_the_reference() {
-        use pando_core::reference::RefTree;
-        for accounts in [400u32, 20_000] {
-            let store = Store::open_storage(Arc::new(MemStorage::new()), Options::default()).unwrap();
-            let mut tree = Tree::empty();
-            let mut index = Vec::new();
-            for i in 0..accounts {
-                let id = format!("tz{i:05}");
-                let (balance, counter) = (format!("{}", i * 7), format!("{}", i % 13));
-                tree.add_mut(&["index", &id, "balance"], balance.as_bytes()).unwrap();
-                tree.add_mut(&["index", &id, "counter"], counter.as_bytes()).unwrap();
-                index.push((
-                    id.into_bytes(),
-                    RefTree::Dir(vec![
-                        (b"balance".to_vec(), RefTree::Contents(balance.into_bytes())),
-                        (b"counter".to_vec(), RefTree::Contents(counter.into_bytes())),
-                    ]),
-                ));
-            }
-            tree.copy_mut(&["index"], &["copy"]).unwrap();
-            let reference =
-                RefTree::Dir(vec![(b"index".to_vec(), RefTree::Dir(index.clone())), (b"copy".to_vec(), RefTree::Dir(index))]);
-
-            let Ok(Child::Dir(Ptr::Mem(root, _))) = tree.node() else { panic!("a new tree is in memory") };
-            assert_eq!(count_unhashed(root, 0, HELPER_INODES), HELPER_INODES, "{accounts} accounts: hashed on one thread");
-
-            let commit = store.commit(&tree, &[], 1, "Tezos", "two threads").unwrap();
-            assert_eq!(tree.hash().unwrap(), reference.hash(), "{accounts} accounts");
-            let again = store.checkout(&commit).unwrap().unwrap();
-            assert_eq!(again.hash().unwrap(), reference.hash());
-        }
     }
 
     /// A writer's kept tree holds at most its budget, only inodes of the
@@ -767,52 +610,5 @@ mod tests {
                 assert_eq!(tree.find(&path(i)).unwrap(), Some(expected), "commit {commit}, entry {i}");
             }
         }
-    }
-
-    /// The helper's walk alone (from last children to first) memoises the
-    /// hashes one thread would, every inode's; told to stop, it hashes
-    /// nothing; and hashing on two threads gives the sequential hash.
-    #[test]
-    fn hashing_backward_gives_the_sequential_hashes() {
-        let store = Store::open_storage(Arc::new(MemStorage::new()), Options::default()).unwrap();
-        let build = || {
-            let mut tree = Tree::empty();
-            for d in 0..300 {
-                for e in 0..20 {
-                    tree.add_mut(&[format!("d{d}"), format!("e{e}")], format!("{d}-{e}").as_bytes()).unwrap();
-                }
-            }
-            tree
-        };
-        let root_of = |tree: &Tree| match tree.node().unwrap() {
-            Child::Dir(Ptr::Mem(root, _)) => root.clone(),
-            _ => unreachable!("a tree built in memory"),
-        };
-        let dir_of = |tree: &Tree, d: u32| match tree.get(&[format!("d{d}")]).unwrap().unwrap() {
-            Child::Dir(Ptr::Mem(dir, _)) => dir,
-            _ => unreachable!("a directory built in memory"),
-        };
-        let expected = build().hash().unwrap();
-
-        let stopped = build();
-        assert!(!hash_backward(&root_of(&stopped), 0, &AtomicBool::new(true)));
-        assert!(
-            root_of(&stopped).memo_hash(0).is_none() && dir_of(&stopped, 299).memo_hash(0).is_none(),
-            "a stopped walk hashed"
-        );
-
-        let backward = build();
-        assert!(hash_backward(&root_of(&backward), 0, &AtomicBool::new(false)));
-        assert_eq!(root_of(&backward).memo_hash(0), Some(expected));
-        for d in 0..300 {
-            assert!(dir_of(&backward, d).memo_hash(0).is_some(), "directory d{d} was not hashed by the backward walk");
-        }
-
-        let parallel = build();
-        assert_eq!(count_unhashed(&root_of(&parallel), 0, HELPER_INODES), HELPER_INODES);
-        // The commit writes the tree while the helper hashes it backward.
-        store.commit(&parallel, &[], 1, "Tezos", "two threads").unwrap();
-        assert_eq!(root_of(&parallel).memo_hash(0), Some(expected));
-        assert_eq!(parallel.hash().unwrap(), expected);
     }
 }

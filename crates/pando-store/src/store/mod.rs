@@ -19,6 +19,7 @@ pub(crate) mod check;
 mod commit;
 mod follow;
 mod gc;
+mod hashing;
 mod import;
 mod index_file;
 mod inspect;
