@@ -85,7 +85,8 @@ fn write_step(out: &mut Vec<u8>, step: &[u8], dict: &Dict, raw_steps: &mut Vec<S
 /// contents, a blob or a directory, each stored (a pointer carrying the
 /// hash it writes) or in memory; for those in memory (large values and
 /// directory roots), `written` gives the offsets they were written at, in
-/// entry order, and their memoised hash the hash.
+/// entry order; a value's hash is its memo, a directory's the one its
+/// pointer keeps since the writer hashed it.
 pub fn encode_values(values: &Values, at: u64, written: &[u64], dict: &Dict, raw_steps: &mut Vec<Step>, out: &mut Vec<u8>) {
     write_u64(out, values.len() as u64);
     let mut written = written.iter().copied();
@@ -114,21 +115,15 @@ pub fn encode_values(values: &Values, at: u64, written: &[u64], dict: &Dict, raw
                 write_delta(out, at, *offset, hash);
                 CHILD_DIR
             }
-            Child::Dir(ptr @ Ptr::Mem(root, _)) => {
-                // The pointer carries the hash once its parent was hashed.
-                let hash = Held::known_hash(ptr).unwrap_or_else(|| written_hash(root, 0));
+            Child::Dir(ptr @ Ptr::Mem(..)) => {
+                // The writer hashed it through this pointer, which keeps the hash.
+                let hash = Held::known_hash(ptr).expect("a directory is hashed before it is written");
                 write_delta(out, at, next_written(), &hash);
                 CHILD_DIR
             }
         };
         out[tag] = step_kind | child_kind << 2;
     }
-}
-
-/// The hash a written inode in memory memoised at `depth` (the directory
-/// hash for a root): hashing precedes writing.
-pub fn written_hash(inode: &Inode, depth: u32) -> Hash {
-    inode.memo_hash(depth).expect("an inode is hashed before it is written")
 }
 
 /// Encodes a tree inode of `len` entries at `depth` from its children's

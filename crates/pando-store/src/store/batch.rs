@@ -13,7 +13,7 @@ use std::thread::ScopedJoinHandle;
 use crate::crash_point;
 use crate::dict::Dict;
 use crate::error::{Error, Result};
-use crate::format::node::{MAX_PATCH_CHAIN, MAX_PATCH_CHANGES, TreePatch, encode_tree, encode_values, written_hash};
+use crate::format::node::{MAX_PATCH_CHAIN, MAX_PATCH_CHANGES, TreePatch, encode_tree, encode_values};
 use crate::format::record::{self, RecordKind};
 use crate::tree::node::{Body, Child, Inode, Leaf, Loader, Pointers, Ptr, Step, Value, Written, prefetch_children_meta};
 
@@ -133,13 +133,13 @@ impl<'a, 's> Batch<'a, 's> {
         Ok(at)
     }
 
-    /// Writes a child inode at `depth` (hashed already), and returns its
+    /// Writes a child inode at `depth`, hashed already to `hash`, and returns its
     /// offset and, when the kept copy of its parent must not hold the child
     /// itself, what it holds instead: the child's kept copy, or a stored
     /// pointer (nothing once the commit's room for kept inodes is used
     /// up: no parent is kept then). `since` takes the oldest commit of
     /// the kept child.
-    fn write_child(&mut self, child: &Arc<Inode>, depth: u32, since: &mut u32) -> Result<(u64, Option<Ptr>)> {
+    fn write_child(&mut self, child: &Arc<Inode>, depth: u32, hash: Hash, since: &mut u32) -> Result<(u64, Option<Ptr>)> {
         let (offset, kept) = self.write_inode(child, depth)?;
         if self.kept_weight > self.keep_room {
             // The room is used up, and the weight only grows: the parent
@@ -155,9 +155,9 @@ impl<'a, 's> Batch<'a, 's> {
             }
             Kept::Copy(copy) => {
                 *since = (*since).min(oldest(&copy));
-                (offset, Some(Ptr::mem(copy)))
+                (offset, Some(Ptr::mem_hashed(copy, hash)))
             }
-            Kept::No => (offset, Some(Ptr::stored(offset, written_hash(child, depth)))),
+            Kept::No => (offset, Some(Ptr::stored(offset, hash))),
         })
     }
 
@@ -187,8 +187,8 @@ impl<'a, 's> Batch<'a, 's> {
                             weight += value.weight();
                         }
                         Child::Dir(ptr @ Ptr::Mem(root, _)) => {
-                            dir_ptr_hash(ptr, self.loader)?;
-                            let (offset, cut) = self.write_child(root, 0, &mut since)?;
+                            let hash = dir_ptr_hash(ptr, self.loader)?;
+                            let (offset, cut) = self.write_child(root, 0, hash, &mut since)?;
                             written.push(offset);
                             cuts.extend(cut.map(|ptr| (i, ptr)));
                         }
@@ -208,7 +208,7 @@ impl<'a, 's> Batch<'a, 's> {
                     let hash = inode_ptr_hash(ptr, depth + 1, self.loader)?;
                     let offset = match ptr {
                         Ptr::Mem(child, _) => {
-                            let (offset, cut) = self.write_child(child, depth + 1, &mut since)?;
+                            let (offset, cut) = self.write_child(child, depth + 1, hash, &mut since)?;
                             cuts.extend(cut.map(|ptr| (i, ptr)));
                             offset
                         }

@@ -174,6 +174,11 @@ impl Ptr {
         Ptr::Mem(inode, HashMemo::default())
     }
 
+    /// A pointer to an inode in memory whose hash is `hash`.
+    pub fn mem_hashed(inode: Arc<Inode>, hash: Hash) -> Ptr {
+        Ptr::Mem(inode, HashMemo(OnceLock::from(hash)))
+    }
+
     /// The inode in memory, when the pointer does not carry its hash yet.
     pub fn unhashed_mem(&self) -> Option<&Arc<Inode>> {
         match self {
