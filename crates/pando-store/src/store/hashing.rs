@@ -16,7 +16,7 @@ use parking_lot::RwLock;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use crate::tree::node::{Body, Child, Inode, Loader, NoLoader};
+use crate::tree::node::{Inode, Loader, NoLoader, child_pointers};
 
 /// A commit with at least this many unhashed inodes in memory is hashed
 /// on two threads ([`HashingHelper`]): waking rayon's sleeping helper
@@ -28,16 +28,7 @@ pub(super) const HELPER_INODES: usize = 64;
 /// yet carry their hashes, each with its depth (a directory's root is at
 /// 0, an inode below one at its parent's depth + 1).
 fn children_unhashed(inode: &Inode) -> smallvec::SmallVec<[(&Arc<Inode>, u32); 32]> {
-    match &inode.body {
-        Body::Values(values) => values
-            .iter()
-            .filter_map(|(_, child)| match child {
-                Child::Dir(ptr) => Some((ptr.unhashed_mem()?, 0)),
-                Child::Contents(_) => None,
-            })
-            .collect(),
-        Body::Tree(pointers) => pointers.iter().filter_map(|(_, ptr)| Some((ptr.unhashed_mem()?, pointers.depth + 1))).collect(),
-    }
+    child_pointers(inode).into_iter().filter_map(|(ptr, depth)| Some((ptr.unhashed_mem()?, depth))).collect()
 }
 
 /// Counts the unhashed inodes in memory below `inode` (itself included),
@@ -144,7 +135,7 @@ mod tests {
     use crate::options::Options;
     use crate::store::Store;
     use crate::tree::Tree;
-    use crate::tree::node::Ptr;
+    use crate::tree::node::{Child, Ptr};
 
     /// A commit hashes on two threads as pando-core's reference hashes from
     /// scratch, for a block-sized tree and a genesis-sized one, with a

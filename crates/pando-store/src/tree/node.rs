@@ -239,7 +239,6 @@ impl PatchBase {
         let Body::Tree(pointers) = &inode.body else { return None };
         let &(instance, offset) = inode.meta.stored.get()?;
         let chain = inode.patch_chain()?;
-        prefetch_children_meta(inode);
         let offsets = pointers
             .iter()
             .map(|(_, ptr)| match ptr {
@@ -251,37 +250,36 @@ impl PatchBase {
     }
 }
 
-/// Asks the processor to bring in the [`Meta`] of each child in memory of
-/// `inode`, so that the cache misses of a pass over them overlap instead
-/// of following each other (writing an inode reads where each child was
-/// written and since when it is kept; a thaw, where each was written).
+/// The pointers of an inode to the inodes below it, each with the depth
+/// of what it points to: a values inode's directories (roots, at 0), a
+/// tree inode's children (at its depth + 1).
+pub fn child_pointers(inode: &Inode) -> smallvec::SmallVec<[(&Ptr, u32); 32]> {
+    match &inode.body {
+        Body::Values(values) => values
+            .iter()
+            .filter_map(|(_, child)| match child {
+                Child::Dir(ptr) => Some((ptr, 0)),
+                Child::Contents(_) => None,
+            })
+            .collect(),
+        Body::Tree(pointers) => pointers.iter().map(|(_, ptr)| (ptr, pointers.depth + 1)).collect(),
+    }
+}
+
+/// Asks the processor to bring in what writing an inode reads of each of
+/// its children in memory (where it was written, since when it is kept),
+/// so that their cache misses overlap instead of following each other.
 pub fn prefetch_children_meta(inode: &Inode) {
     #[cfg(target_arch = "x86_64")]
-    {
+    for (ptr, _) in child_pointers(inode) {
         use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
-        let prefetch = |child: &Inode| {
+        if let Ptr::Mem(child, _) = ptr {
             let stored = std::ptr::from_ref(&child.meta.stored).cast::<i8>();
             let kept_since = std::ptr::from_ref(&child.meta.kept_since).cast::<i8>();
             // SAFETY: a prefetch is a hint; it never faults, whatever the address.
             unsafe {
                 _mm_prefetch::<_MM_HINT_T0>(stored);
                 _mm_prefetch::<_MM_HINT_T0>(kept_since);
-            }
-        };
-        match &inode.body {
-            Body::Values(values) => {
-                for (_, child) in values.iter() {
-                    if let Child::Dir(Ptr::Mem(root, _)) = child {
-                        prefetch(root);
-                    }
-                }
-            }
-            Body::Tree(pointers) => {
-                for (_, ptr) in pointers.iter() {
-                    if let Ptr::Mem(child, _) = ptr {
-                        prefetch(child);
-                    }
-                }
             }
         }
     }
