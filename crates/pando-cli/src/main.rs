@@ -213,7 +213,7 @@ enum Command {
         preset: String,
         #[arg(long, default_value_t = 1)]
         seed: u64,
-        /// Output file [default: <preset>-<seed>.repr].
+        /// Output file [default: PRESET-SEED.repr, such as small-1.repr].
         #[arg(short, long)]
         output: Option<PathBuf>,
     },
