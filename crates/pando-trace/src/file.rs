@@ -1,14 +1,21 @@
 //! Trace files: a streaming reader and a writer of `IrmRepBT` version 0.
 //!
-//! Invariant: the reader yields rows in order and, on a truncated or
-//! damaged file, returns every row before the damage and then an error
-//! naming the row number and its byte offset.
+//! Invariants:
+//! - The reader yields rows in order and, on a truncated or damaged file,
+//!   returns every row before the damage and then an error naming the row
+//!   number and its byte offset.
+//! - A thread of the reader's own reads the file ahead, a few blocks at
+//!   most; the rows are decoded where they lie in the block that holds
+//!   them, so a row's bytes are copied once, from the file into a block
+//!   (and a row cut by the end of a block once more, into the head of the
+//!   next).
 
 use pando_core::trace::{self, Row, RowRef};
 use pando_core::varint;
 use std::fs::File;
 use std::io::{self, BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
+use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 
 /// Largest row accepted: a damaged length must not ask for gigabytes.
 pub const MAX_ROW_BYTES: u64 = 512 << 20;
@@ -26,15 +33,23 @@ pub enum TraceError {
     BadRow { path: PathBuf, row: u64, offset: u64, reason: String },
 }
 
-/// Bytes read from the file at a time; a row longer than that grows the
-/// window to hold it whole.
-const WINDOW: usize = 1 << 20;
+/// Bytes read from the file into a block at a time.
+const BLOCK: usize = 1 << 20;
+/// Room at the head of a block for the start of a row the previous block
+/// cut; a longer row grows the window to hold it whole instead.
+const HEAD: usize = 64 << 10;
+/// Blocks read ahead of the rows.
+const AHEAD: usize = 2;
 
 /// Reads rows one at a time, each decoded where it lies in a window of the
 /// file (no copy of its bytes).
 pub struct TraceReader {
     path: PathBuf,
-    file: File,
+    /// Blocks of the file, `HEAD` bytes of room then what was read, in
+    /// order; an error ends them, and so does the end of the file.
+    blocks: Receiver<io::Result<Vec<u8>>>,
+    /// Blocks given back to the reading thread.
+    emptied: SyncSender<Vec<u8>>,
     /// Byte offset of the next row's length prefix.
     offset: u64,
     rows: u64,
@@ -45,11 +60,46 @@ pub struct TraceReader {
     end: usize,
 }
 
+/// The reading thread: blocks of `file` into `blocks` until its end, an
+/// error, or the reader is dropped.
+fn read_ahead(mut file: File, blocks: SyncSender<io::Result<Vec<u8>>>, emptied: Receiver<Vec<u8>>) {
+    loop {
+        let mut block = emptied.try_recv().unwrap_or_default();
+        block.resize(HEAD + BLOCK, 0);
+        let mut end = HEAD;
+        while end < block.len() {
+            match file.read(&mut block[end..]) {
+                Ok(0) => break,
+                Ok(n) => end += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    let _ = blocks.send(Err(e));
+                    return;
+                }
+            }
+        }
+        if end == HEAD {
+            return;
+        }
+        block.truncate(end);
+        if blocks.send(Ok(block)).is_err() {
+            return;
+        }
+    }
+}
+
 impl TraceReader {
     pub fn open(path: impl AsRef<Path>) -> Result<TraceReader, TraceError> {
         let path = path.as_ref().to_path_buf();
         let file = File::open(&path).map_err(|error| TraceError::Io { path: path.clone(), error })?;
-        let mut reader = TraceReader { path, file, offset: 0, rows: 0, failed: false, window: vec![0; WINDOW], start: 0, end: 0 };
+        let (send_block, blocks) = sync_channel(AHEAD);
+        let (emptied, give_back) = sync_channel(AHEAD);
+        std::thread::Builder::new()
+            .name("pando-trace-read".into())
+            .spawn(move || read_ahead(file, send_block, give_back))
+            .map_err(|error| TraceError::Io { path: path.clone(), error })?;
+        let mut reader =
+            TraceReader { path, blocks, emptied, offset: 0, rows: 0, failed: false, window: Vec::new(), start: 0, end: 0 };
         let bad = |reader: &TraceReader, reason: String| TraceError::BadHeader { path: reader.path.clone(), reason };
         reader.fill(12 + 10).map_err(|error| TraceError::Io { path: reader.path.clone(), error })?;
         let Some(head) = reader.window[reader.start..reader.end].get(..12) else {
@@ -73,26 +123,29 @@ impl TraceReader {
         Ok(reader)
     }
 
-    /// Reads until the window holds at least `need` bytes from `start`, or
-    /// the file ends.
+    /// Takes blocks until the window holds at least `need` bytes from
+    /// `start`, or the file ends.
     fn fill(&mut self, need: usize) -> io::Result<()> {
-        if self.end - self.start >= need {
-            return Ok(());
-        }
-        self.window.copy_within(self.start..self.end, 0);
-        (self.start, self.end) = (0, self.end - self.start);
-        while self.end < need {
-            if self.end == self.window.len() {
-                // Grown as the bytes come, so that a damaged length does
-                // not allocate what the file does not hold.
-                let grown = (self.window.len() * 2).min(need);
-                self.window.resize(grown, 0);
+        while self.end - self.start < need {
+            let Ok(block) = self.blocks.recv() else { return Ok(()) };
+            let mut block = block?;
+            let left = self.end - self.start;
+            if left <= HEAD {
+                // The rest of the window goes into the block's head, and the
+                // block becomes the window.
+                block[HEAD - left..HEAD].copy_from_slice(&self.window[self.start..self.end]);
+                (self.start, self.end) = (HEAD - left, block.len());
+                std::mem::swap(&mut self.window, &mut block);
+            } else {
+                // A long row: the window grows as its bytes come, so that a
+                // damaged length does not allocate what the file does not hold.
+                self.window.copy_within(self.start..self.end, 0);
+                self.window.truncate(left);
+                self.window.extend_from_slice(&block[HEAD..]);
+                (self.start, self.end) = (0, self.window.len());
             }
-            match self.file.read(&mut self.window[self.end..]) {
-                Ok(0) => break,
-                Ok(n) => self.end += n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
+            if block.capacity() == HEAD + BLOCK {
+                let _ = self.emptied.try_send(block);
             }
         }
         Ok(())

@@ -219,3 +219,54 @@ fn rows_longer_than_the_window_read_back_whole() {
     }
     assert!(reader.next_row().is_none(), "nothing after the error");
 }
+
+/// Rows of every size around the room a block keeps for a row the last
+/// block cut (64 KiB), in an order that lands their edges at many places
+/// of the 1 MiB blocks the reader's thread reads: all read back whole.
+#[test]
+fn rows_cut_by_the_reads_blocks_read_back_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("edges.repr");
+    let sizes = (0..160usize).map(|i| match i % 4 {
+        0 => 3 + i,
+        1 => (64 << 10) - 60 + i,
+        2 => (64 << 10) + 40 * i,
+        _ => 20_000 + 997 * i,
+    });
+    let rows: Vec<Row> = sizes
+        .enumerate()
+        .map(|(i, size)| Row::Add {
+            key: key(&["edge", &format!("v{i}")]),
+            value: (0..size).map(|b| (b * 13 + i) as u8).collect(),
+            in_ctx: Scope::Forget(i as i64),
+            out_ctx: Scope::Keep(i as i64 + 1),
+        })
+        .collect();
+    let mut writer = TraceWriter::create(&path).unwrap();
+    for row in &rows {
+        writer.append(row).unwrap();
+    }
+    writer.finish().unwrap();
+    assert!(std::fs::metadata(&path).unwrap().len() > 8 << 20, "the rows span several blocks");
+    let mut reader = TraceReader::open(&path).unwrap();
+    for (i, row) in rows.iter().enumerate() {
+        assert!(&reader.next_row().unwrap().unwrap() == row, "row {i} differs");
+    }
+    assert!(reader.next_row().is_none());
+    assert_eq!(reader.offset(), std::fs::metadata(&path).unwrap().len());
+}
+
+/// An error reading the file, met by the reader's thread, is the reader's
+/// error (here: a directory, which opens but cannot be read).
+#[test]
+fn a_read_error_is_reported() {
+    let dir = tempfile::tempdir().unwrap();
+    match TraceReader::open(dir.path()) {
+        Err(TraceError::Io { path, error }) => {
+            assert_eq!(path, dir.path());
+            assert_eq!(error.kind(), std::io::ErrorKind::IsADirectory, "{error}");
+        }
+        Err(other) => panic!("expected an I/O error, got {other}"),
+        Ok(_) => panic!("a directory read as a trace"),
+    }
+}
