@@ -180,6 +180,27 @@ proptest! {
     }
 }
 
+/// Writes a trace of one `add` per size, its value that many bytes long;
+/// returns its rows.
+fn write_adds(path: &std::path::Path, sizes: impl IntoIterator<Item = usize>) -> Vec<Row> {
+    let rows: Vec<Row> = sizes
+        .into_iter()
+        .enumerate()
+        .map(|(i, size)| Row::Add {
+            key: key(&["big", &format!("v{i}")]),
+            value: (0..size).map(|b| (b * 7 + i) as u8).collect(),
+            in_ctx: Scope::Forget(i as i64),
+            out_ctx: Scope::Keep(i as i64 + 1),
+        })
+        .collect();
+    let mut writer = TraceWriter::create(path).unwrap();
+    for row in &rows {
+        writer.append(row).unwrap();
+    }
+    writer.finish().unwrap();
+    rows
+}
+
 /// Rows shorter and longer than the reader's window of the file (1 MiB),
 /// around its edges: each is read back whole, and the file cut inside the
 /// longest row ends with an error naming that row after the rows before it.
@@ -187,22 +208,7 @@ proptest! {
 fn rows_longer_than_the_window_read_back_whole() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("long.repr");
-    let sizes = [10usize, (1 << 20) - 40, (1 << 20) + 1000, 3 << 20, 5, (1 << 20) - 3];
-    let rows: Vec<Row> = sizes
-        .iter()
-        .enumerate()
-        .map(|(i, &size)| Row::Add {
-            key: key(&["big", &format!("v{i}")]),
-            value: (0..size).map(|b| (b * 7 + i) as u8).collect(),
-            in_ctx: Scope::Forget(i as i64),
-            out_ctx: Scope::Keep(i as i64 + 1),
-        })
-        .collect();
-    let mut writer = TraceWriter::create(&path).unwrap();
-    for row in &rows {
-        writer.append(row).unwrap();
-    }
-    writer.finish().unwrap();
+    let rows = write_adds(&path, [10usize, (1 << 20) - 40, (1 << 20) + 1000, 3 << 20, 5, (1 << 20) - 3]);
     let read: Vec<Row> = TraceReader::open(&path).unwrap().map(Result::unwrap).collect();
     assert!(read == rows, "rows read back differ");
 
@@ -227,26 +233,15 @@ fn rows_longer_than_the_window_read_back_whole() {
 fn rows_cut_by_the_reads_blocks_read_back_whole() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("edges.repr");
-    let sizes = (0..160usize).map(|i| match i % 4 {
-        0 => 3 + i,
-        1 => (64 << 10) - 60 + i,
-        2 => (64 << 10) + 40 * i,
-        _ => 20_000 + 997 * i,
-    });
-    let rows: Vec<Row> = sizes
-        .enumerate()
-        .map(|(i, size)| Row::Add {
-            key: key(&["edge", &format!("v{i}")]),
-            value: (0..size).map(|b| (b * 13 + i) as u8).collect(),
-            in_ctx: Scope::Forget(i as i64),
-            out_ctx: Scope::Keep(i as i64 + 1),
-        })
-        .collect();
-    let mut writer = TraceWriter::create(&path).unwrap();
-    for row in &rows {
-        writer.append(row).unwrap();
-    }
-    writer.finish().unwrap();
+    let rows = write_adds(
+        &path,
+        (0..160usize).map(|i| match i % 4 {
+            0 => 3 + i,
+            1 => (64 << 10) - 60 + i,
+            2 => (64 << 10) + 40 * i,
+            _ => 20_000 + 997 * i,
+        }),
+    );
     assert!(std::fs::metadata(&path).unwrap().len() > 8 << 20, "the rows span several blocks");
     let mut reader = TraceReader::open(&path).unwrap();
     for (i, row) in rows.iter().enumerate() {
