@@ -81,8 +81,11 @@ pub trait Hold: Sized {
     fn thaw(_inode: &mut Inode<Self>) -> bool {
         true
     }
-    /// What a copy of `from`, about to be changed, keeps beside it.
-    fn derive(_from: &Arc<Inode<Self>>) -> Self::Meta {
+    /// What a new version of `from`, about to be changed, keeps beside it.
+    /// `copy` is its body when that is a copy of `from`'s (a holder may
+    /// then forget which children `from` had changed,
+    /// [`Pointers::forget_changes`]); `None` for a body built anew.
+    fn derive(_from: &Arc<Inode<Self>>, _copy: Option<&mut Body<Self>>) -> Self::Meta {
         Self::Meta::default()
     }
 }

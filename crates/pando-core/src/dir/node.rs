@@ -192,11 +192,22 @@ pub struct Pointers<H: Hold> {
     /// Entries below this inode.
     pub len: u64,
     children: Box<[H::Ptr]>,
+    /// The indices of the children set, cleared or reached to be changed
+    /// since [`Pointers::forget_changes`] (all of them in new pointers):
+    /// a holder that wrote this inode can tell which children a new
+    /// version may differ in without reading the others.
+    changed: u32,
 }
 
 impl<H: Hold> Clone for Pointers<H> {
     fn clone(&self) -> Self {
-        Pointers { depth: self.depth, bitmap: self.bitmap, len: self.len, children: self.children.clone() }
+        Pointers {
+            depth: self.depth,
+            bitmap: self.bitmap,
+            len: self.len,
+            children: self.children.clone(),
+            changed: self.changed,
+        }
     }
 }
 
@@ -211,7 +222,7 @@ impl<H: Hold> Pointers<H> {
             bitmap |= 1 << i;
             out.push(ptr);
         }
-        Pointers { depth, bitmap, len, children: out.into() }
+        Pointers { depth, bitmap, len, children: out.into(), changed: u32::MAX }
     }
 
     fn slot(&self, i: usize) -> usize {
@@ -222,13 +233,27 @@ impl<H: Hold> Pointers<H> {
         (self.bitmap & (1 << i) != 0).then(|| &self.children[self.slot(i)])
     }
 
+    /// Child `i`, to be changed (it counts as changed).
     pub fn get_mut(&mut self, i: usize) -> Option<&mut H::Ptr> {
         let slot = self.slot(i);
+        self.changed |= 1 << i;
         (self.bitmap & (1 << i) != 0).then(|| &mut self.children[slot])
+    }
+
+    /// The indices of the children changed since [`Pointers::forget_changes`],
+    /// as bits (more, never fewer: a child reached to be changed counts).
+    pub fn changed(&self) -> u32 {
+        self.changed
+    }
+
+    /// From now on, no child counts as changed.
+    pub fn forget_changes(&mut self) {
+        self.changed = 0;
     }
 
     /// Sets or clears child `i`.
     pub fn put(&mut self, i: usize, ptr: Option<H::Ptr>) {
+        self.changed |= 1 << i;
         let slot = self.slot(i);
         let present = self.bitmap & (1 << i) != 0;
         match (ptr, present) {
@@ -363,7 +388,9 @@ impl<H: Hold> Inode<H> {
 /// hashes are cleared either way.
 pub fn make_mut<H: Hold>(this: &mut Arc<Inode<H>>) -> &mut Inode<H> {
     if !updatable(this) {
-        copy_with(this, this.body.clone());
+        let mut body = this.body.clone();
+        let meta = H::derive(this, Some(&mut body));
+        *this = Arc::new(Inode { body, hash: OnceLock::new(), dir_hash: OnceLock::new(), meta });
     }
     cleared(this)
 }
@@ -393,9 +420,11 @@ pub(super) fn replace_body<H: Hold>(this: &mut Arc<Inode<H>>, body: Body<H>) {
     }
 }
 
-/// Replaces a shared inode by a new one with `body`, which remembers it.
+/// Replaces a shared inode by a new one with `body` (built anew), which
+/// remembers it.
 fn copy_with<H: Hold>(this: &mut Arc<Inode<H>>, body: Body<H>) {
-    *this = Arc::new(Inode { body, hash: OnceLock::new(), dir_hash: OnceLock::new(), meta: H::derive(this) });
+    let meta = H::derive(this, None);
+    *this = Arc::new(Inode { body, hash: OnceLock::new(), dir_hash: OnceLock::new(), meta });
 }
 
 /// The inode a pointer names, from memory or through the resolver.

@@ -346,7 +346,10 @@ pub fn decode_tree(payload: &[u8], at: u64, depth: u32) -> Result<Inode, String>
         }
     }
     r.finish()?;
-    Ok(Inode::new(Body::Tree(Pointers::new(depth, len, children))))
+    let mut pointers = Pointers::new(depth, len, children);
+    // As recorded: the base of a later patch.
+    pointers.forget_changes();
+    Ok(Inode::new(Body::Tree(pointers)))
 }
 
 /// Checks that every entry of a decoded value inode at `depth` belongs there
@@ -517,6 +520,8 @@ impl TreePatch {
         if pointers.count() == 0 {
             return Err("tree inode without children".into());
         }
+        // As recorded: the base of a later patch.
+        pointers.forget_changes();
         Ok(Inode::new(Body::Tree(pointers)))
     }
 }

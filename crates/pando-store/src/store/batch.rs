@@ -21,8 +21,11 @@ use crate::tree::node::{Body, Child, Inode, Leaf, Loader, Pointers, Ptr, Step, V
 pub(super) struct Batch<'a, 's> {
     /// The store instance writing: marks of other instances are ignored.
     pub(super) instance: u64,
-    /// Logical offset of the batch's first byte.
+    /// Logical offset of the batch's first byte not yet appended.
     pub(super) base: u64,
+    /// Logical offset of the batch's first byte: records from there on
+    /// are this commit's.
+    pub(super) start: u64,
     pub(super) buf: Vec<u8>,
     pub(super) payload: Vec<u8>,
     pub(super) dict: &'a Dict,
@@ -218,7 +221,7 @@ impl<'a, 's> Batch<'a, 's> {
                 }
                 let at = self.next_offset();
                 self.payload.clear();
-                match plan_patch(self.instance, |o| self.pack.holds(o), inode, pointers, &children) {
+                match plan_patch(self.instance, |o| self.pack.holds(o), self.start, inode, pointers, &children) {
                     Some((patch, chain)) => {
                         patch.encode(at, &mut self.payload);
                         patch_chain = chain;
@@ -296,9 +299,14 @@ pub(super) fn check_refs(instance: u64, pack: &crate::pack::Pack, inode: &Arc<In
 /// A patch against the inode's base when few children changed and the
 /// base's chain of patches is short; `None` to write the inode in full.
 /// `children` are the inode's written children: index, offset and hash.
+/// A child changed if its pointer did ([`Pointers::changed`]), if it was
+/// written by this commit (its records start at `start`: a child written
+/// again after a collection removed its record is one), or if it is
+/// there in one version only; any other is the base's child.
 fn plan_patch(
     instance: u64,
     held: impl Fn(u64) -> bool,
+    start: u64,
     inode: &Inode,
     pointers: &Pointers,
     children: &[(usize, u64, Hash)],
@@ -308,25 +316,67 @@ fn plan_patch(
     if base.instance != instance || !held(base.offset) || base.depth != pointers.depth || base.chain >= MAX_PATCH_CHAIN {
         return None;
     }
-    let mut before = [None; ENTRIES];
-    let mut bits = base.bitmap;
-    for &offset in &base.offsets {
-        before[bits.trailing_zeros() as usize] = Some(offset);
-        bits &= bits - 1;
-    }
+    let mut changed = (pointers.changed() | (base.bitmap ^ pointers.bitmap())) & (base.bitmap | pointers.bitmap());
     let mut now = [None; ENTRIES];
     for &(i, offset, hash) in children {
         now[i] = Some((offset, hash));
+        if offset >= start {
+            changed |= 1 << i;
+        }
     }
-    let changes: Vec<_> = now
-        .into_iter()
-        .zip(before)
-        .enumerate()
-        .filter(|(_, (now, before))| now.map(|(offset, _)| offset) != *before)
-        .map(|(i, (now, _))| (i, now))
-        .collect();
+    let changes: Vec<_> = (0..ENTRIES).filter(|i| changed & (1 << i) != 0).map(|i| (i, now[i])).collect();
     if changes.is_empty() || changes.len() > MAX_PATCH_CHANGES {
         return None;
     }
     Some((TreePatch { depth: pointers.depth, len: pointers.len, base: base.offset, changes }, base.chain + 1))
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::format::node::TreePatch;
+    use crate::format::record::RecordKind;
+    use crate::tree::node::{Child, Ptr, Written};
+    use crate::{Options, Store};
+    use pando_core::inode::index;
+
+    /// A written tree inode updated in place is written again as a patch
+    /// that names the children which changed and no other: its pointers
+    /// count them, its other children are not read.
+    #[test]
+    fn a_patch_names_the_changed_children_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), Options::default()).unwrap();
+        let step = |i: u32| format!("{i:08x}");
+        let path = |i: u32| ["index".to_string(), step(i), "balance".to_string()];
+        let mut tree = store.empty_tree();
+        for i in 0..3_000u32 {
+            tree.add_mut(&path(i), &i.to_be_bytes()).unwrap();
+        }
+        let first = store.commit(&tree, &[], 1, "t", "").unwrap();
+        drop(tree);
+        let index_root = |tree: &crate::Tree| match tree.find_tree(&["index"]).unwrap().unwrap().node().unwrap() {
+            Child::Dir(Ptr::Mem(root, _)) => root.clone(),
+            _ => panic!("the kept tree holds the directory's root"),
+        };
+
+        // Two entries under two different children of the directory's root.
+        let (a, b) = (5u32, (6..3_000).find(|&i| index(0, step(i).as_bytes()) != index(0, step(5).as_bytes())).unwrap());
+        let mut tree = store.checkout(&first).unwrap().unwrap();
+        let base = index_root(&tree).stored_offset(store.repo.id).expect("written");
+        tree.add_mut(&path(a), b"changed").unwrap();
+        tree.add_mut(&path(b), b"changed").unwrap();
+        store.commit(&tree, &[first], 2, "t", "").unwrap();
+
+        let written = index_root(&tree).stored_offset(store.repo.id).expect("written");
+        let (kind, payload) = store.repo.pack.read_record(written).unwrap();
+        assert_eq!(kind, RecordKind::TreePatch, "the root of the directory was patched");
+        let patch = TreePatch::decode(&payload, written, 0).unwrap();
+        assert_eq!(patch.base, base);
+        let mut changed: Vec<usize> = patch.changes.iter().map(|(i, _)| *i).collect();
+        changed.sort_unstable();
+        let mut expected = vec![index(0, step(a).as_bytes()), index(0, step(b).as_bytes())];
+        expected.sort_unstable();
+        assert_eq!(changed, expected);
+        assert!(patch.changes.iter().all(|(_, pointer)| pointer.is_some_and(|(offset, _)| offset > base)));
+    }
 }

@@ -164,6 +164,7 @@ impl Repo {
             let mut batch = Batch {
                 instance: self.id,
                 base,
+                start: base,
                 buf,
                 payload: Vec::with_capacity(4096),
                 dict: &dict,

@@ -217,9 +217,11 @@ pub struct Meta {
 const UNSET: u8 = u8::MAX;
 
 /// What a tree patch against a written tree inode needs of it: where it
-/// was written, its chain of patches, and where its children are (not the
+/// was written, its chain of patches and which children it had (not the
 /// inode itself, so an inode updated in place needs no copy of its old
-/// version).
+/// version). Which children the new version changed, its pointers count
+/// from then on ([`Pointers::changed`]): the base's children are never
+/// read, nor their offsets kept.
 #[derive(Clone, Debug)]
 pub struct PatchBase {
     /// The store instance that wrote it, and the record's offset.
@@ -227,26 +229,17 @@ pub struct PatchBase {
     pub offset: u64,
     pub chain: u8,
     pub depth: u32,
-    /// Its children's indices, and their offsets in index order.
+    /// Its children's indices.
     pub bitmap: u32,
-    pub offsets: Box<[u64]>,
 }
 
 impl PatchBase {
-    /// For a tree inode a store wrote, whose children that store wrote
-    /// too; `None` otherwise.
+    /// For a tree inode a store wrote; `None` otherwise.
     fn of(inode: &Inode) -> Option<Box<PatchBase>> {
         let Body::Tree(pointers) = &inode.body else { return None };
         let &(instance, offset) = inode.meta.stored.get()?;
         let chain = inode.patch_chain()?;
-        let offsets = pointers
-            .iter()
-            .map(|(_, ptr)| match ptr {
-                Ptr::Stored { offset, .. } => Some(*offset),
-                Ptr::Mem(child, _) => child.stored_offset(instance),
-            })
-            .collect::<Option<_>>()?;
-        Some(Box::new(PatchBase { instance, offset, chain, depth: pointers.depth, bitmap: pointers.bitmap(), offsets }))
+        Some(Box::new(PatchBase { instance, offset, chain, depth: pointers.depth, bitmap: pointers.bitmap() }))
     }
 }
 
@@ -346,17 +339,32 @@ impl Hold for Held {
 
     fn thaw(inode: &mut Inode) -> bool {
         // Written, and only this tree holds it: it becomes new again, and
-        // remembers the version it was.
+        // remembers the version it was; its children count as changed
+        // from now on.
         if inode.is_stored() {
             inode.meta = Meta { base: parking_lot::Mutex::new(PatchBase::of(inode)), ..Meta::default() };
+            forget_changes(&mut inode.body);
         }
         true
     }
 
-    fn derive(from: &Arc<Inode>) -> Meta {
-        // Remember the written version this one derives from.
-        let base = if from.is_stored() { PatchBase::of(from) } else { from.meta.base.lock().clone() };
+    fn derive(from: &Arc<Inode>, copy: Option<&mut Body>) -> Meta {
+        // Remember the written version this one derives from (a copy of a
+        // written inode has changed nothing yet), or the one `from` does.
+        let base = if from.is_stored() {
+            copy.map(forget_changes);
+            PatchBase::of(from)
+        } else {
+            from.meta.base.lock().clone()
+        };
         Meta { base: parking_lot::Mutex::new(base), ..Meta::default() }
+    }
+}
+
+/// A tree inode's children count as unchanged from now on.
+pub fn forget_changes(body: &mut Body) {
+    if let Body::Tree(pointers) = body {
+        pointers.forget_changes();
     }
 }
 
