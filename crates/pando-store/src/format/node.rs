@@ -346,10 +346,7 @@ pub fn decode_tree(payload: &[u8], at: u64, depth: u32) -> Result<Inode, String>
         }
     }
     r.finish()?;
-    let mut pointers = Pointers::new(depth, len, children);
-    // As recorded: the base of a later patch.
-    pointers.forget_changes();
-    Ok(Inode::new(Body::Tree(pointers)))
+    Ok(Inode::new(Body::Tree(Pointers::new(depth, len, children))))
 }
 
 /// Checks that every entry of a decoded value inode at `depth` belongs there
@@ -520,8 +517,6 @@ impl TreePatch {
         if pointers.count() == 0 {
             return Err("tree inode without children".into());
         }
-        // As recorded: the base of a later patch.
-        pointers.forget_changes();
         Ok(Inode::new(Body::Tree(pointers)))
     }
 }

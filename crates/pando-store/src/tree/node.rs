@@ -14,7 +14,10 @@
 //! - A written inode changes in place only when nothing else holds it,
 //!   and then forgets where it was written ([`Hold::thaw`]); an update of
 //!   a shared one works on a copy. Either way the inode remembers what a
-//!   patch against the written version needs ([`PatchBase`]).
+//!   patch against the written version needs ([`PatchBase`]), and its
+//!   pointers' marks of changed children start empty then: a tree inode's
+//!   marks count from the written version it derives from (any other body
+//!   is new, all of it marked).
 //! - A [`Leaf::Staged`] names a blob record no commit may refer to yet; its
 //!   offset stays in the store's [`StagedSet`] until the last copy drops.
 
@@ -339,7 +342,7 @@ impl Hold for Held {
 
     fn thaw(inode: &mut Inode) -> bool {
         // Written, and only this tree holds it: it becomes new again, and
-        // remembers the version it was; its children count as changed
+        // remembers the version it was; its pointers mark what changes
         // from now on.
         if inode.is_stored() {
             inode.meta = Meta { base: parking_lot::Mutex::new(PatchBase::of(inode)), ..Meta::default() };
@@ -352,7 +355,9 @@ impl Hold for Held {
         // Remember the written version this one derives from (a copy of a
         // written inode has changed nothing yet), or the one `from` does.
         let base = if from.is_stored() {
-            copy.map(forget_changes);
+            if let Some(body) = copy {
+                forget_changes(body);
+            }
             PatchBase::of(from)
         } else {
             from.meta.base.lock().clone()
