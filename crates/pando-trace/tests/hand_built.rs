@@ -193,11 +193,7 @@ fn write_adds(path: &std::path::Path, sizes: impl IntoIterator<Item = usize>) ->
             out_ctx: Scope::Keep(i as i64 + 1),
         })
         .collect();
-    let mut writer = TraceWriter::create(path).unwrap();
-    for row in &rows {
-        writer.append(row).unwrap();
-    }
-    writer.finish().unwrap();
+    write(path, &rows);
     rows
 }
 
