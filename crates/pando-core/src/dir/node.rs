@@ -382,9 +382,7 @@ impl<H: Hold> Inode<H> {
 /// hashes are cleared either way.
 pub fn make_mut<H: Hold>(this: &mut Arc<Inode<H>>) -> &mut Inode<H> {
     if !updatable(this) {
-        let mut body = this.body.clone();
-        let meta = H::derive(this, Some(&mut body));
-        *this = Arc::new(Inode { body, hash: OnceLock::new(), dir_hash: OnceLock::new(), meta });
+        copy_with(this, this.body.clone(), true);
     }
     cleared(this)
 }
@@ -410,14 +408,14 @@ pub(super) fn replace_body<H: Hold>(this: &mut Arc<Inode<H>>, body: Body<H>) {
     if updatable(this) {
         cleared(this).body = body;
     } else {
-        copy_with(this, body);
+        copy_with(this, body, false);
     }
 }
 
-/// Replaces a shared inode by a new one with `body` (built anew), which
-/// remembers it.
-fn copy_with<H: Hold>(this: &mut Arc<Inode<H>>, body: Body<H>) {
-    let meta = H::derive(this, None);
+/// Replaces a shared inode by a new one with `body` (a copy of its own if
+/// `copied`, built anew otherwise), which remembers it.
+fn copy_with<H: Hold>(this: &mut Arc<Inode<H>>, mut body: Body<H>, copied: bool) {
+    let meta = H::derive(this, copied.then_some(&mut body));
     *this = Arc::new(Inode { body, hash: OnceLock::new(), dir_hash: OnceLock::new(), meta });
 }
 
