@@ -384,7 +384,7 @@ impl Tree {
 
     fn replace<S: AsRef<[u8]>>(&mut self, path: &[S], new: Option<Child>) -> Result<()> {
         self.node()?;
-        let steps: Vec<&[u8]> = path.iter().map(|s| s.as_ref()).collect();
+        let steps: smallvec::SmallVec<[&[u8]; 16]> = path.iter().map(AsRef::as_ref).collect();
         if steps.is_empty() {
             self.node = new.unwrap_or_else(|| Child::Dir(Ptr::mem(empty())));
             return Ok(());
