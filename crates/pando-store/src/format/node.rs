@@ -56,13 +56,18 @@ fn write_hex_step(out: &mut Vec<u8>, step: &[u8]) -> bool {
     }
     let start = out.len();
     write_u64(out, (step.len() / 2) as u64);
-    for pair in step.chunks_exact(2) {
+    // The bytes written in place: no capacity check per byte.
+    let at = out.len();
+    out.resize(at + step.len() / 2, 0);
+    let mut bad = 0;
+    for (byte, pair) in out[at..].iter_mut().zip(step.chunks_exact(2)) {
         let (high, low) = (HEX_VALUES[usize::from(pair[0])], HEX_VALUES[usize::from(pair[1])]);
-        if (high | low) > 15 {
-            out.truncate(start);
-            return false;
-        }
-        out.push(high << 4 | low);
+        bad |= high | low;
+        *byte = high << 4 | (low & 15);
+    }
+    if bad > 15 {
+        out.truncate(start);
+        return false;
     }
     true
 }
