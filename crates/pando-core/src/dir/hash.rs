@@ -70,7 +70,7 @@ pub fn dir_hash<H: Hold, R: Resolve<H> + ?Sized>(root: &Inode<H>, r: &R) -> Resu
     let hash = if hashed_flat(root.len()) {
         match &root.body {
             Body::Values(values) => {
-                let hashes = values.iter().map(|(_, c)| child_hash(c, r)).collect::<Result<Vec<_>, _>>()?;
+                let hashes = values.children().map(|c| child_hash(c, r)).collect::<Result<Vec<_>, _>>()?;
                 with_buffer(|buf| {
                     values_hash(buf, true, values.len(), values.iter().zip(&hashes).map(|((s, c), h)| (s, c.kind(), h)))
                 })
@@ -97,7 +97,7 @@ pub fn inode_hash<H: Hold, R: Resolve<H> + ?Sized>(inode: &Inode<H>, r: &R) -> R
     }
     let hash = match &inode.body {
         Body::Values(values) => {
-            let hashes = values.iter().map(|(_, c)| child_hash(c, r)).collect::<Result<Vec<_>, _>>()?;
+            let hashes = values.children().map(|c| child_hash(c, r)).collect::<Result<Vec<_>, _>>()?;
             with_buffer(|buf| {
                 values_hash(buf, false, values.len(), values.iter().zip(&hashes).map(|((s, c), h)| (s, c.kind(), h)))
             })

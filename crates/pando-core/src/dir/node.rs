@@ -5,22 +5,38 @@
 use super::*;
 use crate::inode::index;
 
-/// The entries of a values inode: steps end to end in one buffer, each
-/// child beside the end of its step.
+/// The entries of a values inode: in one buffer, where each step ends
+/// (a `u32` per entry) then the steps end to end; the children in order
+/// in another. A search reads the ends (a cache line or two) and the
+/// steps it compares, never the children it passes.
 pub struct Values<H: Hold> {
     names: Box<[u8]>,
-    entries: Box<[(u32, Child<H>)]>,
+    children: Box<[Child<H>]>,
 }
 
 impl<H: Hold> Clone for Values<H> {
     fn clone(&self) -> Self {
-        Values { names: self.names.clone(), entries: self.entries.clone() }
+        Values { names: self.names.clone(), children: self.children.clone() }
     }
 }
 
+/// Bytes of a step's end in [`Values`]' buffer.
+const END: usize = std::mem::size_of::<u32>();
+
 impl<H: Hold> Values<H> {
     pub fn new() -> Values<H> {
-        Values { names: Box::new([]), entries: Box::new([]) }
+        Values { names: Box::new([]), children: Box::new([]) }
+    }
+
+    /// Where the steps of entries `..i` end in the steps' part of the buffer.
+    fn end(&self, i: usize) -> usize {
+        let at = i * END;
+        u32::from_ne_bytes(self.names[at..at + END].try_into().expect("four bytes")) as usize
+    }
+
+    /// The steps, end to end.
+    fn steps(&self) -> &[u8] {
+        &self.names[self.children.len() * END..]
     }
 
     /// Values of entries sorted by step and unique (at most 32: checked by
@@ -34,30 +50,30 @@ impl<H: Hold> Values<H> {
     }
 
     pub fn len(&self) -> usize {
-        self.entries.len()
+        self.children.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
+        self.children.is_empty()
     }
 
     /// The step of entry `i`.
     pub fn step(&self, i: usize) -> &[u8] {
-        let start = if i == 0 { 0 } else { self.entries[i - 1].0 as usize };
-        &self.names[start..self.entries[i].0 as usize]
+        let start = if i == 0 { 0 } else { self.end(i - 1) };
+        &self.steps()[start..self.end(i)]
     }
 
     pub fn child(&self, i: usize) -> &Child<H> {
-        &self.entries[i].1
+        &self.children[i]
     }
 
     pub fn child_mut(&mut self, i: usize) -> &mut Child<H> {
-        &mut self.entries[i].1
+        &mut self.children[i]
     }
 
     /// Where `step` is, or where it would go.
     pub fn search(&self, step: &[u8]) -> Result<usize, usize> {
-        let (mut low, mut high) = (0, self.entries.len());
+        let (mut low, mut high) = (0, self.children.len());
         while low < high {
             let mid = (low + high) / 2;
             match self.step(mid).cmp(step) {
@@ -70,12 +86,17 @@ impl<H: Hold> Values<H> {
     }
 
     pub fn iter(&self) -> impl ExactSizeIterator<Item = (&[u8], &Child<H>)> + Clone {
-        (0..self.entries.len()).map(|i| (self.step(i), self.child(i)))
+        (0..self.children.len()).map(|i| (self.step(i), self.child(i)))
+    }
+
+    /// These entries' children, in order.
+    pub fn children(&self) -> impl ExactSizeIterator<Item = &Child<H>> + Clone {
+        self.children.iter()
     }
 
     /// These entries with `step` inserted at `at` (from [`Values::search`]).
     pub(super) fn inserted(&self, at: usize, step: &[u8], child: Child<H>) -> Values<H> {
-        let mut builder = ValuesBuilder::new(self.names.len() + step.len(), self.len() + 1);
+        let mut builder = ValuesBuilder::new(self.steps().len() + step.len(), self.len() + 1);
         let mut child = Some(child);
         for (i, (s, c)) in self.iter().enumerate() {
             if i == at {
@@ -92,22 +113,28 @@ impl<H: Hold> Values<H> {
     /// Inserts `step` at `at` (from [`Values::search`]) in place: the
     /// children move, none is cloned.
     pub(super) fn insert(&mut self, at: usize, step: &[u8], child: Child<H>) {
-        let start = if at == 0 { 0 } else { self.entries[at - 1].0 as usize };
+        let n = self.children.len();
+        let start = if at == 0 { 0 } else { self.end(at - 1) };
         let mut names = std::mem::take(&mut self.names).into_vec();
-        names.reserve_exact(step.len());
-        names.splice(start..start, step.iter().copied());
-        let mut entries = std::mem::take(&mut self.entries).into_vec();
-        entries.reserve_exact(1);
-        for entry in &mut entries[at..] {
-            entry.0 += step.len() as u32;
+        names.reserve_exact(END + step.len());
+        // The step, then its end among the ends (which all move by END).
+        names.splice((n * END + start)..(n * END + start), step.iter().copied());
+        let end = u32::try_from(start + step.len()).expect("steps of a values inode fit u32");
+        names.splice(at * END..at * END, end.to_ne_bytes());
+        for i in at + 1..=n {
+            let later = &mut names[i * END..(i + 1) * END];
+            let moved = u32::from_ne_bytes(later.try_into().expect("four bytes")) + step.len() as u32;
+            later.copy_from_slice(&moved.to_ne_bytes());
         }
-        entries.insert(at, ((start + step.len()) as u32, child));
-        (self.names, self.entries) = (names.into(), entries.into());
+        let mut children = std::mem::take(&mut self.children).into_vec();
+        children.reserve_exact(1);
+        children.insert(at, child);
+        (self.names, self.children) = (names.into(), children.into());
     }
 
     /// These entries without entry `at`.
     pub(super) fn removed(&self, at: usize) -> Values<H> {
-        let mut builder = ValuesBuilder::new(self.names.len() - self.step(at).len(), self.len() - 1);
+        let mut builder = ValuesBuilder::new(self.steps().len() - self.step(at).len(), self.len() - 1);
         for (i, (s, c)) in self.iter().enumerate() {
             if i != at {
                 builder.push(s, c.clone());
@@ -118,7 +145,7 @@ impl<H: Hold> Values<H> {
 
     /// Approximate bytes of memory held, without what children point to.
     pub fn weight(&self) -> usize {
-        self.names.len() + std::mem::size_of_val::<[(u32, Child<H>)]>(&self.entries)
+        self.names.len() + std::mem::size_of_val::<[Child<H>]>(&self.children)
     }
 }
 
@@ -132,13 +159,14 @@ impl<H: Hold> Default for Values<H> {
 /// buffer (decoding a record needs no step of its own per entry).
 pub struct ValuesBuilder<H: Hold> {
     names: Vec<u8>,
-    entries: Vec<(u32, Child<H>)>,
+    ends: Vec<u32>,
+    children: Vec<Child<H>>,
 }
 
 impl<H: Hold> ValuesBuilder<H> {
     /// A builder expecting about `names` bytes of steps and `count` entries.
     pub fn new(names: usize, count: usize) -> ValuesBuilder<H> {
-        ValuesBuilder { names: Vec::with_capacity(names), entries: Vec::with_capacity(count) }
+        ValuesBuilder { names: Vec::with_capacity(names), ends: Vec::with_capacity(count), children: Vec::with_capacity(count) }
     }
 
     /// Appends an entry whose step is larger than every step before it.
@@ -149,7 +177,8 @@ impl<H: Hold> ValuesBuilder<H> {
 
     /// Appends an entry whose step the caller wrote with [`Self::step_buf`].
     pub fn push_written(&mut self, child: Child<H>) {
-        self.entries.push((self.names.len() as u32, child));
+        self.ends.push(u32::try_from(self.names.len()).expect("steps of a values inode fit u32"));
+        self.children.push(child);
     }
 
     /// The buffer to write the next entry's step into (after the steps of
@@ -160,27 +189,32 @@ impl<H: Hold> ValuesBuilder<H> {
 
     /// The step being written: the bytes after the last entry's step.
     pub fn pending_step(&self) -> &[u8] {
-        &self.names[self.entries.last().map_or(0, |e| e.0 as usize)..]
+        &self.names[self.ends.last().map_or(0, |&end| end as usize)..]
     }
 
     /// The last entry's step.
     pub fn last_step(&self) -> Option<&[u8]> {
-        let n = self.entries.len();
-        let end = self.entries.last()?.0 as usize;
-        let start = if n < 2 { 0 } else { self.entries[n - 2].0 as usize };
+        let n = self.ends.len();
+        let end = *self.ends.last()? as usize;
+        let start = if n < 2 { 0 } else { self.ends[n - 2] as usize };
         Some(&self.names[start..end])
     }
 
     pub fn len(&self) -> usize {
-        self.entries.len()
+        self.children.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
+        self.children.is_empty()
     }
 
     pub fn finish(self) -> Values<H> {
-        Values { names: self.names.into(), entries: self.entries.into() }
+        let mut names = Vec::with_capacity(self.ends.len() * END + self.names.len());
+        for end in &self.ends {
+            names.extend_from_slice(&end.to_ne_bytes());
+        }
+        names.extend_from_slice(&self.names);
+        Values { names: names.into(), children: self.children.into() }
     }
 }
 

@@ -183,7 +183,7 @@ impl<'a, 's> Batch<'a, 's> {
         prefetch_children_meta(inode);
         let kind = match &inode.body {
             Body::Values(values) => {
-                for (i, (_, child)) in values.iter().enumerate() {
+                for (i, child) in values.children().enumerate() {
                     match child {
                         Child::Contents(Leaf::Value(value)) => {
                             written.push(self.write_blob(value)?);
@@ -274,7 +274,7 @@ pub(super) fn check_refs(instance: u64, pack: &crate::pack::Pack, inode: &Arc<In
     }
     match &inode.body {
         Body::Values(values) => {
-            for (_, child) in values.iter() {
+            for child in values.children() {
                 match child {
                     Child::Contents(Leaf::Inline(_) | Leaf::Value(_)) => {}
                     Child::Contents(Leaf::Blob { offset, .. }) | Child::Dir(Ptr::Stored { offset, .. }) => held(*offset)?,

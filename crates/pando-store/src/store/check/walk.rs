@@ -435,7 +435,7 @@ impl State<'_> {
             }
         }
         if wanted {
-            for (_, child) in values.iter() {
+            for child in values.children() {
                 match child {
                     Child::Dir(Ptr::Stored { offset, hash }) => {
                         self.claim(*offset, Claim { role: Role::Dir { top: false }, hash: *hash, by: here.at }, &[]);
