@@ -209,11 +209,14 @@ impl<H: Hold> ValuesBuilder<H> {
     }
 
     pub fn finish(self) -> Values<H> {
-        let mut names = Vec::with_capacity(self.ends.len() * END + self.names.len());
-        for end in &self.ends {
-            names.extend_from_slice(&end.to_ne_bytes());
+        // The ends go ahead of the steps, in the same buffer (moved within
+        // it when it has room, as a decoder's has).
+        let mut names = self.names;
+        let room = self.ends.len() * END;
+        names.splice(0..0, std::iter::repeat_n(0, room));
+        for (at, end) in names[..room].chunks_exact_mut(END).zip(&self.ends) {
+            at.copy_from_slice(&end.to_ne_bytes());
         }
-        names.extend_from_slice(&self.names);
         Values { names: names.into(), children: self.children.into() }
     }
 }
