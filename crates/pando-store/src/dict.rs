@@ -60,18 +60,19 @@ impl Dict {
     }
 
     /// Notes steps written raw by one commit; returns the ones to promote.
-    pub fn observe(&mut self, written_raw: &[Step]) -> Vec<Step> {
+    pub fn observe(&mut self, written_raw: &RawSteps) -> Vec<Step> {
         let mut promote = Vec::new();
         if self.candidates.len() > MAX_CANDIDATES {
             self.candidates.clear();
         }
-        for step in written_raw {
+        for (step, times) in &written_raw.steps {
             if self.ids.contains_key(step) || step.len() > MAX_STEP_BYTES {
                 continue;
             }
             let count = self.candidates.entry(step.clone()).or_insert(0);
-            *count = count.saturating_add(1);
-            if *count == 2 && self.steps.len() + promote.len() < MAX_ENTRIES {
+            let before = *count;
+            *count = count.saturating_add(*times);
+            if before < 2 && *count >= 2 && self.steps.len() + promote.len() < MAX_ENTRIES {
                 promote.push(step.clone());
             }
         }
@@ -81,6 +82,35 @@ impl Dict {
         promote.sort();
         promote.dedup();
         promote
+    }
+}
+
+/// The steps a batch wrote raw (neither by id nor as hex): each once, in
+/// the order first written, with how many times, counted up to 2 (all
+/// [`Dict::observe`] asks). A commit of millions of writes repeats the
+/// same few names; this holds each once.
+#[derive(Default)]
+pub struct RawSteps {
+    steps: Vec<(Step, u8)>,
+    /// Where each step is in `steps`.
+    at: HashMap<Step, usize>,
+}
+
+impl RawSteps {
+    /// Notes `step`, written raw once more.
+    pub fn note(&mut self, step: &[u8]) {
+        match self.at.get(step) {
+            Some(&i) => self.steps[i].1 = 2,
+            None => {
+                self.at.insert(Step::from_slice(step), self.steps.len());
+                self.steps.push((Step::from_slice(step), 1));
+            }
+        }
+    }
+
+    pub fn clear(&mut self) {
+        self.steps.clear();
+        self.at.clear();
     }
 }
 
@@ -154,4 +184,36 @@ pub fn read_bytes<'a>(bytes: &'a [u8], pos: &mut usize) -> Result<&'a [u8], Stri
     let out = &bytes[*pos..end];
     *pos = end;
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn raw(steps: &[&str]) -> RawSteps {
+        let mut raw = RawSteps::default();
+        for step in steps {
+            raw.note(step.as_bytes());
+        }
+        raw
+    }
+
+    /// A name recurs once it is written twice, in one commit or in two; a
+    /// commit that writes it many times holds it once.
+    #[test]
+    fn a_name_written_twice_is_promoted_once() {
+        let mut dict = Dict::default();
+        let written = raw(&["balance", "counter", "balance", "balance"]);
+        assert_eq!(written.steps.len(), 2, "each name held once");
+        assert_eq!(dict.observe(&written), vec![Step::from_slice(b"balance")]);
+        dict.push(Step::from_slice(b"balance"));
+        // `counter` was seen once: the next commit's write promotes it.
+        assert_eq!(dict.observe(&raw(&["counter", "balance", "manager"])), vec![Step::from_slice(b"counter")]);
+        dict.push(Step::from_slice(b"counter"));
+        assert!(dict.observe(&raw(&["balance", "counter"])).is_empty(), "names with ids are not promoted again");
+        // Promotions come sorted, whatever the order they were written in.
+        let promoted = dict.observe(&raw(&["zz", "aa", "zz", "aa", "manager"]));
+        let expected: Vec<Step> = ["aa", "manager", "zz"].iter().map(|s| Step::from_slice(s.as_bytes())).collect();
+        assert_eq!(promoted, expected);
+    }
 }

@@ -22,9 +22,9 @@ use pando_core::Hash;
 use pando_core::inode::{ENTRIES, index};
 use pando_core::varint::{self, write_u64};
 
-use crate::dict::{Dict, read_bytes};
+use crate::dict::{Dict, RawSteps, read_bytes};
 use crate::format::record::RecordKind;
-use crate::tree::node::{Body, Child, Held, Inline, Inode, Leaf, Pointers, Ptr, Step, Values, ValuesBuilder};
+use crate::tree::node::{Body, Child, Held, Inline, Inode, Leaf, Pointers, Ptr, Values, ValuesBuilder};
 use pando_core::dir::Hold;
 
 pub use crate::tree::node::INLINE_MAX;
@@ -72,7 +72,7 @@ fn write_hex_step(out: &mut Vec<u8>, step: &[u8]) -> bool {
     true
 }
 
-fn write_step(out: &mut Vec<u8>, step: &[u8], dict: &Dict, raw_steps: &mut Vec<Step>) -> u8 {
+fn write_step(out: &mut Vec<u8>, step: &[u8], dict: &Dict, raw_steps: &mut RawSteps) -> u8 {
     if write_hex_step(out, step) {
         STEP_HEX
     } else if let Some(id) = dict.id_of(step) {
@@ -81,7 +81,7 @@ fn write_step(out: &mut Vec<u8>, step: &[u8], dict: &Dict, raw_steps: &mut Vec<S
     } else {
         write_u64(out, step.len() as u64);
         out.extend_from_slice(step);
-        raw_steps.push(Step::from_slice(step));
+        raw_steps.note(step);
         STEP_RAW
     }
 }
@@ -92,7 +92,7 @@ fn write_step(out: &mut Vec<u8>, step: &[u8], dict: &Dict, raw_steps: &mut Vec<S
 /// directory roots), `written` gives the offsets they were written at, in
 /// entry order; a value's hash is its memo, a directory's the one its
 /// pointer keeps since the writer hashed it.
-pub fn encode_values(values: &Values, at: u64, written: &[u64], dict: &Dict, raw_steps: &mut Vec<Step>, out: &mut Vec<u8>) {
+pub fn encode_values(values: &Values, at: u64, written: &[u64], dict: &Dict, raw_steps: &mut RawSteps, out: &mut Vec<u8>) {
     write_u64(out, values.len() as u64);
     let mut written = written.iter().copied();
     let mut next_written = || written.next().expect("an offset for each child in memory");
@@ -599,7 +599,7 @@ mod tests {
         sorted.sort();
         let values = Values::from_sorted(sorted.iter().map(|s| (*s, value_child(b"v"))));
         let dict = Dict::default();
-        let (mut raw, mut out) = (Vec::new(), Vec::new());
+        let (mut raw, mut out) = (RawSteps::default(), Vec::new());
         encode_values(&values, 1_000, &[], &dict, &mut raw, &mut out);
         let mut kinds = Vec::new();
         stored_entries(&out, 1_000, &mut |entry| {

@@ -12,10 +12,11 @@ use std::thread::ScopedJoinHandle;
 
 use crate::crash_point;
 use crate::dict::Dict;
+use crate::dict::RawSteps;
 use crate::error::{Error, Result};
 use crate::format::node::{MAX_PATCH_CHAIN, MAX_PATCH_CHANGES, TreePatch, encode_tree, encode_values};
 use crate::format::record::{self, RecordKind};
-use crate::tree::node::{Body, Child, Inode, Leaf, Loader, Pointers, Ptr, Step, Value, Written, prefetch_children_meta};
+use crate::tree::node::{Body, Child, Inode, Leaf, Loader, Pointers, Ptr, Value, Written, prefetch_children_meta};
 
 /// Builds one commit's batch of records.
 pub(super) struct Batch<'a, 's> {
@@ -31,7 +32,7 @@ pub(super) struct Batch<'a, 's> {
     pub(super) dict: &'a Dict,
     pub(super) loader: &'a dyn Loader,
     pub(super) pack: &'a crate::pack::Pack,
-    pub(super) raw_steps: Vec<Step>,
+    pub(super) raw_steps: RawSteps,
     /// Bytes of records held before they are appended to the pack.
     pub(super) spill_bytes: usize,
     /// This commit's number in the writer's count, and the oldest commit

@@ -170,7 +170,7 @@ impl Repo {
                 dict: &dict,
                 loader: self,
                 pack: &self.pack,
-                raw_steps: Vec::new(),
+                raw_steps: Default::default(),
                 spill_bytes: usize::try_from(self.options.commit_spill_bytes).unwrap_or(usize::MAX).max(1),
                 seq,
                 cutoff,

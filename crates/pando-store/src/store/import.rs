@@ -25,7 +25,7 @@ use std::io::Read;
 
 use super::Repo;
 use super::commit::note_commit;
-use crate::dict;
+use crate::dict::{self, RawSteps};
 use crate::error::{Error, Result};
 use crate::format::node::{ABSENT_PARENT, CommitRecord, INLINE_MAX, encode_tree, encode_values};
 use crate::format::record::{self, MAX_PAYLOAD, RecordKind};
@@ -82,7 +82,7 @@ struct Output<'a> {
     payload: Vec<u8>,
     /// The bytes an inode's hash is computed over, kept between inodes.
     hashed: Vec<u8>,
-    raw_steps: Vec<Step>,
+    raw_steps: RawSteps,
 }
 
 impl Output<'_> {
@@ -148,7 +148,7 @@ impl Repo {
             buf: Vec::new(),
             payload: Vec::new(),
             hashed: Vec::new(),
-            raw_steps: Vec::new(),
+            raw_steps: Default::default(),
         };
         let mut stack = vec![read_node(&mut r, Vec::new(), false, &mut summary)?];
         // Directory roots on the stack, to bound the nesting.
