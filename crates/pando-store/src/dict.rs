@@ -1,7 +1,7 @@
 //! The dictionary of frequent step names.
 //!
-//! Step names that are not hex digits and recur (seen in two commits' writes)
-//! get a small integer id; nodes written afterwards store the id instead of
+//! Step names that are not hex digits and recur (written raw twice, by one
+//! commit or two) get a small integer id; nodes written afterwards store the id instead of
 //! the name. Unlike irmin's first-come dictionary, one-off names (hashes,
 //! addresses) never enter it: hex steps are stored as binary instead.
 //!
