@@ -1,9 +1,10 @@
 //! The dictionary of frequent step names.
 //!
 //! Step names that are not hex digits and recur (written raw twice, by one
-//! commit or two) get a small integer id; nodes written afterwards store the id instead of
-//! the name. Unlike irmin's first-come dictionary, one-off names (hashes,
-//! addresses) never enter it: hex steps are stored as binary instead.
+//! commit or two) get a small integer id; nodes written afterwards store
+//! the id instead of the name. Unlike irmin's first-come dictionary,
+//! one-off names (hashes, addresses) never enter it: hex steps are stored
+//! as binary instead.
 //!
 //! Invariants:
 //! - Ids are dense and assigned in order; an id is never reused or changed.
