@@ -164,9 +164,15 @@ pub struct ValuesBuilder<H: Hold> {
 }
 
 impl<H: Hold> ValuesBuilder<H> {
-    /// A builder expecting about `names` bytes of steps and `count` entries.
+    /// A builder expecting about `names` bytes of steps and `count` entries
+    /// (its buffer has room for their ends too, which [`Self::finish`]
+    /// puts ahead of the steps).
     pub fn new(names: usize, count: usize) -> ValuesBuilder<H> {
-        ValuesBuilder { names: Vec::with_capacity(names), ends: Vec::with_capacity(count), children: Vec::with_capacity(count) }
+        ValuesBuilder {
+            names: Vec::with_capacity(names + count * END),
+            ends: Vec::with_capacity(count),
+            children: Vec::with_capacity(count),
+        }
     }
 
     /// Appends an entry whose step is larger than every step before it.
@@ -210,7 +216,7 @@ impl<H: Hold> ValuesBuilder<H> {
 
     pub fn finish(self) -> Values<H> {
         // The ends go ahead of the steps, in the same buffer (moved within
-        // it when it has room, as a decoder's has).
+        // it: `new` left room for them).
         let mut names = self.names;
         let room = self.ends.len() * END;
         names.splice(0..0, std::iter::repeat_n(0, room));

@@ -11,8 +11,7 @@ use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::thread::ScopedJoinHandle;
 
 use crate::crash_point;
-use crate::dict::Dict;
-use crate::dict::RawSteps;
+use crate::dict::{Dict, RawSteps};
 use crate::error::{Error, Result};
 use crate::format::node::{MAX_PATCH_CHAIN, MAX_PATCH_CHANGES, TreePatch, encode_tree, encode_values};
 use crate::format::record::{self, RecordKind};
