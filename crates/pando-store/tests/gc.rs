@@ -95,6 +95,32 @@ fn collection_keeps_recent_commits_and_frees_space() {
     blocks(&store, all.last().cloned(), 5, 3);
 }
 
+/// A collection makes the next batch start a chunk (a collection's
+/// boundary is a chunk's start): with chunks larger than the whole store,
+/// the next collection still discards what lies before the commits it
+/// keeps, as irmin's `split` before each collection does.
+#[test]
+fn a_collection_splits_the_chunk_so_the_next_discards_before_it() {
+    let storage = MemStorage::new();
+    let chunks = || storage.list().unwrap().into_iter().filter(|n| n.starts_with("chunk-")).count();
+    let store = Store::open_storage(Arc::new(storage.clone()), Options { chunk_target_bytes: 1 << 30, ..options() }).unwrap();
+    let commits = blocks(&store, None, 60, 1);
+    store.gc(&commits[59].0).unwrap();
+    store.wait_gc().unwrap().expect("a collection ran");
+    assert_eq!(chunks(), 1, "nothing lies below the only chunk");
+    let more = blocks(&store, commits.last().cloned(), 30, 2);
+    assert_eq!(chunks(), 2, "the first batch after the collection started a chunk");
+    let all: Vec<(Hash, Model)> = commits.iter().chain(&more).cloned().collect();
+    let before = store.pack_bytes();
+    store.gc(&all[60].0).unwrap();
+    store.wait_gc().unwrap().expect("a collection ran");
+    assert!(store.pack_bytes() < before * 3 / 4, "{before} -> {}", store.pack_bytes());
+    check_kept_and_collected(&store, &all, 60);
+    drop(store);
+    let store = Store::open_storage(Arc::new(storage.clone()), options()).unwrap();
+    check_kept_and_collected(&store, &all, 60);
+}
+
 #[test]
 fn writer_commits_while_collection_runs() {
     let storage = MemStorage::new();

@@ -130,6 +130,7 @@ pub fn replay(args: &ReplayArgs) -> anyhow::Result<()> {
         gc.after_block(&store, blocks.saturating_sub(1));
         store.flush()
     });
+    replayer.metrics.settle_pack_bytes(store.pack_bytes());
     if let Err(e) = finished
         && failure.is_none()
     {

@@ -285,6 +285,9 @@ pub struct Pack {
     /// End of the appended bytes, visible to readers of this process.
     end: AtomicU64,
     chunk_target_bytes: u64,
+    /// 1 once a collection started: the next batch starts a chunk, where a
+    /// later collection's boundary can then fall (see [`Pack::split`]).
+    split: AtomicU64,
 }
 
 impl Pack {
@@ -426,6 +429,7 @@ impl Pack {
             first_start: AtomicU64::new(first_start),
             end: AtomicU64::new(durable_end),
             chunk_target_bytes,
+            split: AtomicU64::new(0),
         })
     }
 
@@ -555,12 +559,20 @@ impl Pack {
         self.end() - self.first_chunk_start() + self.collected_bytes.load(Ordering::Acquire)
     }
 
+    /// Makes the next batch start a new chunk: a collection's boundary is
+    /// a chunk's start, so that the next one can discard all that lies
+    /// before the commits it keeps, not the rest of a large chunk too.
+    pub fn split(&self) {
+        self.split.store(1, Ordering::Release);
+    }
+
     /// The offset the next batch will be written at, starting a new chunk
-    /// first if the last one is full. Writer only.
+    /// first if the last one is full or [`Pack::split`] asked. Writer only.
     pub fn prepare_append(&self) -> Result<u64> {
         let end = self.end();
         let last_start = self.chunks.read().last().expect("a pack has a chunk").start;
-        if end - last_start >= self.chunk_target_bytes {
+        let split = self.split.swap(0, Ordering::AcqRel) == 1;
+        if end > last_start && (end - last_start >= self.chunk_target_bytes || split) {
             // Only the last chunk is synced at commits: finish this one first.
             self.sync()?;
             let name = chunk_name(end);

@@ -213,6 +213,15 @@ impl Metrics {
         }
     }
 
+    /// The pack's size once the replay is over (a collection still running
+    /// at the last block finished), as the last block's: the final disk,
+    /// as irmin's driver measures it after its last collection.
+    pub fn settle_pack_bytes(&mut self, pack_bytes: u64) {
+        if let Some(last) = self.blocks.last_mut() {
+            last.pack_bytes = pack_bytes;
+        }
+    }
+
     pub fn elapsed(&self) -> Duration {
         self.start.elapsed()
     }

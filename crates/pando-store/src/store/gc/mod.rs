@@ -255,6 +255,9 @@ impl Repo {
         self.gc.since_start.lock().clear();
         self.gc.running.store(true, Ordering::Release);
         let scan_end = self.pack.end();
+        // The next batch starts a chunk: the next collection's boundary
+        // can fall there.
+        self.pack.split();
         // Blobs staged from now on lie past `scan_end`.
         let oldest_staged = self.staged.oldest().unwrap_or(u64::MAX);
         drop(writer);
