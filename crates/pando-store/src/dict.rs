@@ -80,8 +80,8 @@ impl Dict {
         for step in &promote {
             self.candidates.remove(step);
         }
+        // Each step once already (`RawSteps`): sorted, the order ids follow.
         promote.sort();
-        promote.dedup();
         promote
     }
 }

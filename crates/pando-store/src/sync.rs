@@ -8,10 +8,10 @@
 #[cfg(not(feature = "shuttle"))]
 pub use parking_lot::RwLock;
 #[cfg(not(feature = "shuttle"))]
-pub use std::sync::atomic::AtomicU64;
+pub use std::sync::atomic::{AtomicBool, AtomicU64};
 
 #[cfg(feature = "shuttle")]
-pub use shuttle::sync::atomic::AtomicU64;
+pub use shuttle::sync::atomic::{AtomicBool, AtomicU64};
 
 /// Shuttle's `RwLock` with parking_lot's API (a panic while holding it
 /// fails the test anyway).

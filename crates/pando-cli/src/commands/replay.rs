@@ -121,7 +121,6 @@ pub fn replay(args: &ReplayArgs) -> anyhow::Result<()> {
             }
         }
     }
-    replayer.metrics.reread_last_block();
     progress.finish_and_clear();
     // A collection still running is finished, so the report shows it whole.
     // After a failure the first error is the one reported: a store that
@@ -130,7 +129,9 @@ pub fn replay(args: &ReplayArgs) -> anyhow::Result<()> {
         gc.after_block(&store, blocks.saturating_sub(1));
         store.flush()
     });
-    replayer.metrics.settle_pack_bytes(store.pack_bytes());
+    // The last block's counters and the pack's size, the collection and
+    // the flush included.
+    replayer.metrics.reread_last_block(store.pack_bytes());
     if let Err(e) = finished
         && failure.is_none()
     {

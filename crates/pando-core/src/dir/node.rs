@@ -111,21 +111,24 @@ impl<H: Hold> Values<H> {
     }
 
     /// Inserts `step` at `at` (from [`Values::search`]) in place: the
-    /// children move, none is cloned.
+    /// children move, none is cloned; the buffer is copied once, the ends
+    /// after `at` moved by the step's length on the way.
     pub(super) fn insert(&mut self, at: usize, step: &[u8], child: Child<H>) {
         let n = self.children.len();
         let start = if at == 0 { 0 } else { self.end(at - 1) };
-        let mut names = std::mem::take(&mut self.names).into_vec();
-        names.reserve_exact(END + step.len());
-        // The step, then its end among the ends (which all move by END).
-        names.splice((n * END + start)..(n * END + start), step.iter().copied());
+        let grown = u32::try_from(step.len()).expect("steps of a values inode fit u32");
+        let (ends, steps) = self.names.split_at(n * END);
+        let mut names = Vec::with_capacity(self.names.len() + END + step.len());
+        names.extend_from_slice(&ends[..at * END]);
         let end = u32::try_from(start + step.len()).expect("steps of a values inode fit u32");
-        names.splice(at * END..at * END, end.to_ne_bytes());
-        for i in at + 1..=n {
-            let later = &mut names[i * END..(i + 1) * END];
-            let moved = u32::from_ne_bytes(later.try_into().expect("four bytes")) + step.len() as u32;
-            later.copy_from_slice(&moved.to_ne_bytes());
+        names.extend_from_slice(&end.to_ne_bytes());
+        for later in ends[at * END..].chunks_exact(END) {
+            let moved = u32::from_ne_bytes(later.try_into().expect("four bytes")) + grown;
+            names.extend_from_slice(&moved.to_ne_bytes());
         }
+        names.extend_from_slice(&steps[..start]);
+        names.extend_from_slice(step);
+        names.extend_from_slice(&steps[start..]);
         let mut children = std::mem::take(&mut self.children).into_vec();
         children.reserve_exact(1);
         children.insert(at, child);
@@ -217,6 +220,8 @@ impl<H: Hold> ValuesBuilder<H> {
     pub fn finish(self) -> Values<H> {
         // The ends go ahead of the steps, in the same buffer (moved within
         // it: `new` left room for them).
+        // (Zeros first, then the ends: `splice` moves the steps once only
+        // for an iterator of known length.)
         let mut names = self.names;
         let room = self.ends.len() * END;
         names.splice(0..0, std::iter::repeat_n(0, room));

@@ -30,7 +30,7 @@ use crate::error::{Error, Result};
 use crate::format::mapping::{self, IN_CHUNK, Run};
 use crate::format::record::{self, Parse, RecordKind};
 use crate::io::{File, Storage};
-use crate::sync::{AtomicU64, RwLock};
+use crate::sync::{AtomicBool, AtomicU64, RwLock};
 
 mod follow;
 #[cfg(all(test, feature = "shuttle"))]
@@ -285,9 +285,9 @@ pub struct Pack {
     /// End of the appended bytes, visible to readers of this process.
     end: AtomicU64,
     chunk_target_bytes: u64,
-    /// 1 once a collection started: the next batch starts a chunk, where a
-    /// later collection's boundary can then fall (see [`Pack::split`]).
-    split: AtomicU64,
+    /// Set once a collection started: the next batch starts a chunk, where
+    /// a later collection's boundary can then fall (see [`Pack::split`]).
+    split: AtomicBool,
 }
 
 impl Pack {
@@ -429,7 +429,7 @@ impl Pack {
             first_start: AtomicU64::new(first_start),
             end: AtomicU64::new(durable_end),
             chunk_target_bytes,
-            split: AtomicU64::new(0),
+            split: AtomicBool::new(false),
         })
     }
 
@@ -563,7 +563,7 @@ impl Pack {
     /// a chunk's start, so that the next one can discard all that lies
     /// before the commits it keeps, not the rest of a large chunk too.
     pub fn split(&self) {
-        self.split.store(1, Ordering::Release);
+        self.split.store(true, Ordering::Release);
     }
 
     /// The offset the next batch will be written at, starting a new chunk
@@ -571,7 +571,7 @@ impl Pack {
     pub fn prepare_append(&self) -> Result<u64> {
         let end = self.end();
         let last_start = self.chunks.read().last().expect("a pack has a chunk").start;
-        let split = self.split.swap(0, Ordering::AcqRel) == 1;
+        let split = self.split.swap(false, Ordering::AcqRel);
         if end > last_start && (end - last_start >= self.chunk_target_bytes || split) {
             // Only the last chunk is synced at commits: finish this one first.
             self.sync()?;

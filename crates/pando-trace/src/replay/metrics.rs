@@ -201,24 +201,19 @@ impl Metrics {
     }
 
     /// Reads the process's counters again for the last block, so that the
-    /// totals a report takes from it are exact.
-    pub fn reread_last_block(&mut self) {
+    /// totals a report takes from it are exact, and takes `pack_bytes` as
+    /// its pack size: read once the replay is over (a collection still
+    /// running at the last block finished), it is the final disk, as
+    /// irmin's driver measures it after its last collection.
+    pub fn reread_last_block(&mut self, pack_bytes: u64) {
         if let Some(last) = self.blocks.last_mut() {
             let io = ProcIo::now();
+            last.pack_bytes = pack_bytes;
             last.rss_bytes = rss_bytes();
             last.read_bytes = io.read_bytes;
             last.write_bytes = io.write_bytes;
             last.read_syscalls = io.read_syscalls;
             last.write_syscalls = io.write_syscalls;
-        }
-    }
-
-    /// The pack's size once the replay is over (a collection still running
-    /// at the last block finished), as the last block's: the final disk,
-    /// as irmin's driver measures it after its last collection.
-    pub fn settle_pack_bytes(&mut self, pack_bytes: u64) {
-        if let Some(last) = self.blocks.last_mut() {
-            last.pack_bytes = pack_bytes;
         }
     }
 
