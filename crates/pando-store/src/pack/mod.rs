@@ -27,7 +27,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use crate::error::{Error, Result};
-use crate::format::mapping::{self, IN_CHUNK, Run};
+use crate::format::mapping::{self, IN_CHUNK, Run, RunIndex};
 use crate::format::record::{self, Parse, RecordKind};
 use crate::io::{File, Storage};
 use crate::sync::{AtomicBool, AtomicU64, RwLock};
@@ -179,9 +179,20 @@ pub struct Collected {
     pub runs: Vec<Run>,
     /// Every file a run points into, by [`Run::file`].
     pub files: BTreeMap<u64, Source>,
+    index: RunIndex,
 }
 
 impl Collected {
+    fn new(generation: u64, runs: Vec<Run>, files: BTreeMap<u64, Source>) -> Collected {
+        let index = RunIndex::new(&runs);
+        Collected { generation, runs, files, index }
+    }
+
+    /// The run holding logical offset `offset`, if any.
+    pub fn find(&self, offset: u64) -> Option<&Run> {
+        self.index.find(&self.runs, offset)
+    }
+
     /// Bytes of the files it uses (live records and what else they hold).
     pub fn file_bytes(&self) -> u64 {
         self.files.values().map(|f| f.len).sum()
@@ -446,7 +457,7 @@ impl Pack {
             return true;
         }
         // One lock at a time: a reader never waits holding one.
-        let in_run = self.collected.read().as_ref().is_some_and(|c| mapping::find(&c.runs, offset).is_some());
+        let in_run = self.collected.read().as_ref().is_some_and(|c| c.find(offset).is_some());
         in_run || self.cold.read().iter().any(|c| c.holds(offset))
     }
 
@@ -531,7 +542,7 @@ impl Pack {
                 remove.push(source.name.clone());
             }
         }
-        let next = Collected { generation, runs, files };
+        let next = Collected::new(generation, runs, files);
         self.collected_bytes.store(next.file_bytes(), Ordering::Release);
         *current = Some(Arc::new(next));
         self.first_start.store(boundary, Ordering::Release);
@@ -638,7 +649,7 @@ impl Pack {
         if i == 0 {
             let collected = self.collected.read();
             let located = collected.as_ref().and_then(|c| {
-                let run = mapping::find(&c.runs, offset)?;
+                let run = c.find(offset)?;
                 let source = c.files.get(&run.file)?;
                 let skip = offset - run.old;
                 Some(Located {
@@ -794,5 +805,5 @@ fn open_collected(storage: &dyn Storage, generation: u64, runs: Vec<Run>, cold: 
     let mapping_name = mapping::file_name(generation);
     mapping::check_files(&runs, |key| files.get(&key).map(|f: &Source| f.len))
         .map_err(|(i, reason)| Error::corrupt(&mapping_name, (20 + 32 * i) as u64, reason))?;
-    Ok(Collected { generation, runs, files })
+    Ok(Collected::new(generation, runs, files))
 }
