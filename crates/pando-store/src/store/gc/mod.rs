@@ -277,6 +277,7 @@ impl Repo {
         let handle = std::thread::Builder::new()
             .name("pando-gc".into())
             .spawn(move || {
+                lower_priority();
                 // Kept: commits from `keep_from` on, and pinned ones (their
                 // records are roots). Commits after `scan_end` are in
                 // `since_start`; no other collection runs meanwhile.
@@ -465,5 +466,18 @@ impl Repo {
             let _ = self.storage.rename(name, cold);
         }
         let _ = self.storage.sync_dir();
+    }
+}
+
+/// The collector yields the processor to the writer and its helpers: on a
+/// machine with as many busy threads as cores, a collection at the
+/// writer's priority takes half the core that the commit's hashing helper,
+/// the sync thread and the caller's own threads would use.
+fn lower_priority() {
+    #[cfg(target_os = "linux")]
+    // SAFETY: `setpriority` reads no memory of ours; on Linux the nice
+    // value is a thread's, and `who` 0 names the calling thread.
+    unsafe {
+        libc::setpriority(libc::PRIO_PROCESS, 0, 19);
     }
 }
