@@ -142,6 +142,8 @@ fn pinned_commits_survive_and_stale_trees_are_refused() {
     let commits = blocks(&store, None, 50, 1);
     store.pin(&commits[3].0).unwrap();
     let stale = store.checkout(&commits[5].0).unwrap().unwrap();
+    // Changed, its root is in memory, its children still stored.
+    let stale_changed = stale.add(&["x"], b"z").unwrap();
     store.gc(&commits[40].0).unwrap();
     store.wait_gc().unwrap();
     let pinned = store.checkout(&commits[3].0).unwrap().expect("pinned commits are kept");
@@ -157,6 +159,13 @@ fn pinned_commits_survive_and_stale_trees_are_refused() {
     let mut mixed = loaded.clone();
     mixed.add_tree_mut(&["old"], &pinned.find_tree(&["contracts"]).unwrap().unwrap()).unwrap();
     store.commit(&mixed, &[commits[49].0], 0, "Tezos", "pinned subtree").expect("a pinned commit's subtree is kept");
+    // A tree taken from a kept commit after the collection, with a stale
+    // tree (taken before it, its commit collected) grafted in: refused,
+    // though each part was taken from a commit not collected then.
+    let mut grafted = store.checkout(&commits[45].0).unwrap().unwrap();
+    grafted.add_tree_mut(&["old"], &stale_changed).unwrap();
+    let committed = store.commit(&grafted, &[commits[49].0], 0, "Tezos", "stale subtree");
+    assert!(matches!(committed, Err(Error::Collected { .. })), "expected Collected, got {committed:?}");
     // A collected parent is refused too.
     let fresh = store.checkout(&commits[49].0).unwrap().unwrap();
     assert!(matches!(store.commit(&fresh, &[commits[5].0], 0, "Tezos", ""), Err(Error::CollectedCommit(_))));

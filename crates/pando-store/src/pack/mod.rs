@@ -290,6 +290,9 @@ pub struct Pack {
     cold: RwLock<Vec<Cold>>,
     /// The first chunk's start, readable without a lock.
     first_start: AtomicU64,
+    /// Counts the layouts installed: a record held when this had some
+    /// value is held as long as it keeps it (see [`Pack::layout_epoch`]).
+    layout_epoch: AtomicU64,
     /// The bytes of the files below the first chunk, readable without a
     /// lock (`size_bytes` is sampled after every block of a replay).
     collected_bytes: AtomicU64,
@@ -438,6 +441,7 @@ impl Pack {
             collected: RwLock::new(collected),
             cold: RwLock::new(cold),
             first_start: AtomicU64::new(first_start),
+            layout_epoch: AtomicU64::new(0),
             end: AtomicU64::new(durable_end),
             chunk_target_bytes,
             split: AtomicBool::new(false),
@@ -459,6 +463,16 @@ impl Pack {
         // One lock at a time: a reader never waits holding one.
         let in_run = self.collected.read().as_ref().is_some_and(|c| c.find(offset).is_some());
         in_run || self.cold.read().iter().any(|c| c.holds(offset))
+    }
+
+    /// The number of layouts installed so far. Only an install removes
+    /// records, so a record [`Pack::holds`] while this is unchanged stays
+    /// held; a caller that learnt a set of records is held (all reachable
+    /// from a commit not collected), then finds the epoch unchanged, need
+    /// not ask for each. Read before what it vouches for: a collection
+    /// marks its commits collected before it installs.
+    pub fn layout_epoch(&self) -> u64 {
+        self.layout_epoch.load(Ordering::Acquire)
     }
 
     /// The chunk starts, in order, with the end of each chunk's bytes.
@@ -546,6 +560,7 @@ impl Pack {
         self.collected_bytes.store(next.file_bytes(), Ordering::Release);
         *current = Some(Arc::new(next));
         self.first_start.store(boundary, Ordering::Release);
+        self.layout_epoch.fetch_add(1, Ordering::Release);
         (remove, rename)
     }
 

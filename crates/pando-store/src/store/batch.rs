@@ -31,6 +31,9 @@ pub(super) struct Batch<'a, 's> {
     pub(super) dict: &'a Dict,
     pub(super) loader: &'a dyn Loader,
     pub(super) pack: &'a crate::pack::Pack,
+    /// Every record the tree refers to is known to be held (see
+    /// `Tree::refs_held_at`): the pack is not asked.
+    pub(super) refs_held: bool,
     pub(super) raw_steps: RawSteps,
     /// Bytes of records held before they are appended to the pack.
     pub(super) spill_bytes: usize,
@@ -122,7 +125,11 @@ impl<'a, 's> Batch<'a, 's> {
     /// The offset a node in memory was written at by this store instance,
     /// if that record is still held (a collection may have removed it).
     fn written_at(&self, offset: Option<u64>) -> Option<u64> {
-        offset.filter(|&o| self.pack.holds(o))
+        offset.filter(|&o| self.holds(o))
+    }
+
+    fn holds(&self, offset: u64) -> bool {
+        self.refs_held || self.pack.holds(offset)
     }
 
     fn write_blob(&mut self, value: &Value) -> Result<u64> {
@@ -221,7 +228,7 @@ impl<'a, 's> Batch<'a, 's> {
                 }
                 let at = self.next_offset();
                 self.payload.clear();
-                match plan_patch(self.instance, |o| self.pack.holds(o), self.start, inode, pointers, &children) {
+                match plan_patch(self.instance, |o| self.holds(o), self.start, inode, pointers, &children) {
                     Some((patch, chain)) => {
                         patch.encode(at, &mut self.payload);
                         patch_chain = chain;

@@ -141,7 +141,10 @@ impl Repo {
         } {
             return Err(Error::CollectedCommit(parent));
         }
-        if self.pack.first_chunk_start() > 0 {
+        // Taken from a commit not collected since the layout it knew, the
+        // tree refers only to held records (the batch need not ask either).
+        let refs_held = tree.refs_held_at(self.pack.layout_epoch());
+        if self.pack.first_chunk_start() > 0 && !refs_held {
             match root {
                 Ptr::Stored { offset, .. } if !self.pack.holds(*offset) => return Err(Error::Collected { offset: *offset }),
                 Ptr::Stored { .. } => {}
@@ -170,6 +173,7 @@ impl Repo {
                 dict: &dict,
                 loader: self,
                 pack: &self.pack,
+                refs_held,
                 raw_steps: Default::default(),
                 spill_bytes: usize::try_from(self.options.commit_spill_bytes).unwrap_or(usize::MAX).max(1),
                 seq,

@@ -49,7 +49,7 @@ use crate::options::Options;
 use crate::pack::Pack;
 use crate::record::{Recorder, RecordingSummary, TraceSink};
 use crate::tree::node::{Child, Inode, Ptr, StagedSet};
-use crate::tree::{Source, Tree};
+use crate::tree::{Refs, Source, Tree};
 use pando_core::trace::{Row, Scope};
 
 /// State only the writer touches.
@@ -253,7 +253,8 @@ impl Store {
     pub fn empty_tree(&self) -> Tree {
         let source: Arc<dyn Source> = self.repo.clone();
         let ctx = self.repo.recording().then_some(0);
-        Tree::from_parts(Child::Dir(Ptr::mem(crate::tree::node::empty())), Some(source), ctx)
+        let refs = Refs::HeldAt(self.repo.pack.layout_epoch());
+        Tree::from_parts(Child::Dir(Ptr::mem(crate::tree::node::empty())), Some(source), ctx, refs)
     }
 
     /// True if `commit` is in the store.
@@ -326,6 +327,9 @@ impl Store {
     /// updates then change it in place), a second one meanwhile reads from
     /// disk, and a checkout dropped unchanged gives it back.
     pub fn checkout(&self, commit: &Hash) -> Result<Option<Tree>> {
+        // Read first: a collection marks the commits it collects before
+        // the layout that removes their records (see `Pack::layout_epoch`).
+        let epoch = self.repo.pack.layout_epoch();
         // The writer's newest commit, as it wrote it: no record to read.
         let kept = self.repo.kept_root(commit);
         let took_kept = kept.is_some();
@@ -345,14 +349,14 @@ impl Store {
             ctx
         });
         let source: Arc<dyn Source> = self.repo.clone();
-        let tree = Tree::from_parts(Child::Dir(root), Some(source), ctx);
+        let tree = Tree::from_parts(Child::Dir(root), Some(source), ctx, Refs::HeldAt(epoch));
         Ok(Some(if took_kept { tree.taking_kept() } else { tree }))
     }
 
     /// The tree of a commit record, as the trace context `ctx` if any.
     fn tree_at(&self, record: &CommitRecord, ctx: Option<pando_core::trace::ContextId>) -> Tree {
         let source: Arc<dyn Source> = self.repo.clone();
-        Tree::from_parts(Child::Dir(Ptr::stored(record.root_offset, record.root_hash)), Some(source), ctx)
+        Tree::from_parts(Child::Dir(Ptr::stored(record.root_offset, record.root_hash)), Some(source), ctx, Refs::Unknown)
     }
 
     /// Runs `f` on the tree of `commit` and returns Octez's tree proof of

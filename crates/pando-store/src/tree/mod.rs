@@ -91,6 +91,31 @@ pub struct Tree {
     /// Whether this tree took the root of the writer's kept tree at a
     /// checkout: dropped unchanged, it gives it back.
     took_kept: bool,
+    /// What is known of the pack records its nodes refer to.
+    refs: Refs,
+}
+
+/// What is known of the pack records a tree refers to: its stored
+/// pointers, and the records its nodes in memory were read from or written
+/// as (a commit marks what it wrote). A commit checks that each is still
+/// held, unless all were held at the pack's current layout: a collection
+/// may have removed the records of a tree taken from a commit it collected.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Refs {
+    /// All were held at this [`crate::pack::Pack::layout_epoch`]: the tree
+    /// was taken from a commit not collected then, or made empty by the
+    /// store then (what a commit marks is held until the next layout).
+    HeldAt(u64),
+    /// Not known: a tree made without a store, or of trees known at
+    /// different layouts.
+    Unknown,
+}
+
+impl Refs {
+    /// What is known of the records of a tree made of two.
+    fn and(self, other: Refs) -> Refs {
+        if self == other { self } else { Refs::Unknown }
+    }
 }
 
 impl Drop for Tree {
@@ -151,16 +176,38 @@ pub enum Order {
 impl Tree {
     /// The empty directory.
     pub fn empty() -> Tree {
-        Tree { node: Child::Dir(Ptr::mem(empty())), source: None, broken: false, ctx: None, origin: None, took_kept: false }
+        Tree {
+            node: Child::Dir(Ptr::mem(empty())),
+            source: None,
+            broken: false,
+            ctx: None,
+            origin: None,
+            took_kept: false,
+            refs: Refs::Unknown,
+        }
     }
 
     /// A tree that is a single contents value.
     pub fn of_value(bytes: &[u8]) -> Tree {
-        Tree { node: value_child(bytes), source: None, broken: false, ctx: None, origin: None, took_kept: false }
+        Tree {
+            node: value_child(bytes),
+            source: None,
+            broken: false,
+            ctx: None,
+            origin: None,
+            took_kept: false,
+            refs: Refs::Unknown,
+        }
     }
 
-    pub(crate) fn from_parts(node: Child, source: Option<Arc<dyn Source>>, ctx: Option<ContextId>) -> Tree {
-        Tree { node, source, broken: false, ctx, origin: None, took_kept: false }
+    pub(crate) fn from_parts(node: Child, source: Option<Arc<dyn Source>>, ctx: Option<ContextId>, refs: Refs) -> Tree {
+        Tree { node, source, broken: false, ctx, origin: None, took_kept: false, refs }
+    }
+
+    /// Whether every pack record this tree refers to is held, known
+    /// without asking the pack for each, at layout epoch `epoch`.
+    pub(crate) fn refs_held_at(&self, epoch: u64) -> bool {
+        self.refs == Refs::HeldAt(epoch)
     }
 
     /// A checkout's tree holding the root of the writer's kept tree.
@@ -223,7 +270,7 @@ impl Tree {
 
     /// A subtree: not a context of the trace.
     fn with_node(&self, node: Child) -> Tree {
-        Tree { node, source: self.source.clone(), broken: false, ctx: None, origin: None, took_kept: false }
+        Tree { node, source: self.source.clone(), broken: false, ctx: None, origin: None, took_kept: false, refs: self.refs }
     }
 
     /// Whether this tree is a directory or a contents value.
@@ -348,6 +395,9 @@ impl Tree {
             self.source = tree.source.clone();
         }
         let new = if tree.is_empty()? { None } else { Some(tree.node.clone()) };
+        if new.is_some() {
+            self.refs = self.refs.and(tree.refs);
+        }
         self.replace(path, new)?;
         match &tree.origin {
             // Read from this very context: the trace's copy.
