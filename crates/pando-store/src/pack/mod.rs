@@ -33,6 +33,7 @@ use crate::io::{File, Storage};
 use crate::sync::{AtomicBool, AtomicU64, RwLock};
 
 mod follow;
+pub(crate) mod window;
 #[cfg(all(test, feature = "shuttle"))]
 mod shuttle_tests;
 

@@ -34,7 +34,6 @@
 
 mod scan;
 mod walk;
-mod window;
 
 use pando_core::Hash;
 use std::fmt;

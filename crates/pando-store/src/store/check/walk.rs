@@ -41,10 +41,10 @@ use std::collections::{BinaryHeap, HashMap};
 use std::hash::{BuildHasherDefault, Hasher};
 use std::rc::Rc;
 
-use super::window::{Fault, Found, Window};
 use super::{CheckPhase, CheckProgress, Problems, RecordCounts};
 use crate::format::node::{ABSENT_PARENT, CommitRecord, decode_values, entries_belong};
 use crate::format::record::RecordKind;
+use crate::pack::window::{Fault, Found, Window};
 use crate::store::{Repo, index_file};
 use crate::tree::node::{Body, Child, Leaf, Ptr};
 use tree::Pointers;

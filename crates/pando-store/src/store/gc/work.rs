@@ -11,8 +11,10 @@ use super::{GcPhase, GcReport, Progress};
 use crate::crash_point;
 use crate::error::{Error, Result};
 use crate::format::mapping::{self, IN_CHUNK, Run};
+use crate::format::record::RecordKind;
 use crate::gc_plan;
 use crate::io::File;
+use crate::pack::window::Window;
 use crate::pack::{Layout, Resolved, Source, segment_name};
 use crate::store::{Repo, index_file};
 
@@ -58,7 +60,8 @@ fn catch_up(repo: &Repo, prepared: &mut Prepared, end: u64) -> Result<()> {
     let (runs, masked) = (&prepared.runs, &prepared.masked);
     let known = |offset: u64| mapping::find(runs, offset).is_some();
     let skip = |offset: u64| known(offset) && !masked.contains_key(&offset);
-    let found = gc_plan::live_records(boundary, roots, &skip, &known, &mut |o| repo.pack.read_record_sized(o))?;
+    let mut window = Window::default();
+    let found = gc_plan::live_records(boundary, roots, &skip, &known, &mut |offset| read(&mut window, repo, offset))?;
     note_masks(&mut prepared.masked, &found.masks);
     if found.ranges.is_empty() {
         return Ok(());
@@ -67,6 +70,13 @@ fn catch_up(repo: &Repo, prepared: &mut Prepared, end: u64) -> Result<()> {
     prepared.runs = gc_plan::merge(std::mem::take(&mut prepared.runs), placed);
     prepared.mapping_stale = true;
     Ok(())
+}
+
+/// Reads the record at `offset` through `window`: the trace visits records
+/// in descending offset order, so one read serves many.
+fn read(window: &mut Window, repo: &Repo, offset: u64) -> Result<(RecordKind, Vec<u8>, u64)> {
+    let found = window.read(&repo.pack, offset).map_err(|fault| fault.into_error(offset))?;
+    Ok((found.kind, window.payload(&found).to_vec(), found.total))
 }
 
 /// Records the masks a traversal visited live records with.
@@ -157,10 +167,11 @@ impl Work<'_> {
         })?;
         // 2. The live records below the boundary, where they lie now.
         self.progress.enter(GcPhase::Tracing, 0);
+        let mut window = Window::default();
         let found = gc_plan::live_records(boundary, pending, &|_| false, &|_| false, &mut |offset| {
             progress.done.fetch_add(1, Ordering::Relaxed);
             repo.check_cancel()?;
-            repo.pack.read_record_sized(offset)
+            read(&mut window, repo, offset)
         })?;
         let mut masked = HashMap::new();
         note_masks(&mut masked, &found.masks);

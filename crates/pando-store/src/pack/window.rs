@@ -1,5 +1,6 @@
 //! Reading records in descending offset order, fast: one `pread` of up to
 //! 8 MiB serves every record in it, instead of one small read per record.
+//! The integrity check's walk and a collection's liveness trace read so.
 //!
 //! A window is a stretch of one region (a chunk, a run, a cold file) ending
 //! just after the record asked for and reaching down by a span that adapts
@@ -23,7 +24,7 @@ const RECORD_GUESS_BYTES: u64 = 4 << 10;
 
 /// A record found: its kind, length, payload (see [`Window::payload`]) and
 /// position in the window's file.
-pub(super) struct Found {
+pub(crate) struct Found {
     pub kind: RecordKind,
     pub total: u64,
     pub position: u64,
@@ -32,7 +33,7 @@ pub(super) struct Found {
 }
 
 /// Why a record could not be read.
-pub(super) enum Fault {
+pub(crate) enum Fault {
     /// The offset is in no file: a collection discarded it.
     Collected,
     Damaged {
@@ -42,7 +43,17 @@ pub(super) enum Fault {
     },
 }
 
-pub(super) struct Window {
+impl Fault {
+    /// The error a reader that stops at the first fault returns.
+    pub fn into_error(self, offset: u64) -> Error {
+        match self {
+            Fault::Collected => Error::Collected { offset },
+            Fault::Damaged { file, position, what } => Error::corrupt(file, position, what),
+        }
+    }
+}
+
+pub(crate) struct Window {
     region: Option<Region>,
     /// The logical offset of `bytes[0]`.
     start: u64,
