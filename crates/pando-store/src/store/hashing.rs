@@ -13,14 +13,14 @@
 
 use pando_core::dir::{dir_hash, inode_hash};
 use parking_lot::RwLock;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock, mpsc};
 
 use crate::tree::node::{Inode, Loader, NoLoader, child_pointers};
 
 /// A commit with at least this many unhashed inodes in memory is hashed
-/// on two threads ([`HashingHelper`]): waking rayon's sleeping helper
-/// costs the committing thread ~20 µs (a futex wake), and the helper
+/// on two threads ([`HashingHelper`]): waking the sleeping helper costs
+/// the committing thread ~20 µs (a futex wake), and the helper
 /// starts tens of microseconds later.
 pub(super) const HELPER_INODES: usize = 64;
 
@@ -84,7 +84,7 @@ struct Backward {
 /// The second thread of a commit with at least [`HELPER_INODES`] unhashed
 /// inodes in memory: while the committing thread writes the tree's new
 /// inodes children first, first child to last, hashing each when its
-/// parent's record needs it, one of rayon's threads walks the tree the
+/// parent's record needs it, the helper thread walks the tree the
 /// other way round ([`hash_backward`]). Hashes are memoised, so the
 /// committing thread finds the hashes the helper made and only encodes
 /// those records, and they meet about the middle; no walk beforehand cuts
@@ -103,14 +103,32 @@ impl HashingHelper {
             return None;
         }
         let shared = Arc::new(Backward { root: RwLock::new(Some(root.clone())), stop: AtomicBool::new(false) });
-        let helper = shared.clone();
-        rayon::spawn(move || {
-            if let Some(root) = helper.root.read().as_ref() {
-                hash_backward(root, 0, &helper.stop);
-            }
-        });
+        helper_thread()?.send(shared.clone()).ok()?;
         Some(HashingHelper { shared })
     }
+}
+
+/// The thread the helpers' walks run on, started by the first commit that
+/// needs one and shared by every store of the process. It sleeps in `recv`
+/// between commits: a pool's idle workers (rayon's, before) spin in
+/// `sched_yield` after each job, on the core the sync thread, the trace
+/// reader and a collection need. `None` if it could not be started (the
+/// commit then hashes on its own thread).
+fn helper_thread() -> Option<&'static mpsc::Sender<Arc<Backward>>> {
+    static HELPER: OnceLock<Option<mpsc::Sender<Arc<Backward>>>> = OnceLock::new();
+    HELPER
+        .get_or_init(|| {
+            let (send, receive) = mpsc::channel::<Arc<Backward>>();
+            let walks = move || {
+                for walk in receive {
+                    if let Some(root) = walk.root.read().as_ref() {
+                        hash_backward(root, 0, &walk.stop);
+                    }
+                }
+            };
+            std::thread::Builder::new().name("pando-commit-hash".into()).spawn(walks).ok().map(|_| send)
+        })
+        .as_ref()
 }
 
 impl Drop for HashingHelper {
