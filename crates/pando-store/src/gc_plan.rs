@@ -21,7 +21,9 @@
 //! a relocated group's runs are laid out densely in its segment in logical
 //! order.
 
-use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
+
+use foldhash::HashMap;
 
 use crate::error::{Error, Result};
 use crate::format::mapping::Run;
@@ -63,7 +65,7 @@ pub fn live_records(
 ) -> Result<Live> {
     let mut heap: BinaryHeap<u64> = BinaryHeap::new();
     // The pending offsets and the children none of their referrers needs.
-    let mut masks: HashMap<u64, u32> = HashMap::new();
+    let mut masks: HashMap<u64, u32> = HashMap::default();
     let push = |heap: &mut BinaryHeap<u64>, masks: &mut HashMap<u64, u32>, (offset, mask): (u64, u32)| {
         if offset >= boundary || skip(offset) {
             return;

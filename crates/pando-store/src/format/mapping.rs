@@ -125,7 +125,7 @@ pub fn describe(file: u64) -> String {
 }
 
 /// The run holding logical offset `offset`, if any.
-pub fn find(runs: &[Run], offset: u64) -> Option<&Run> {
+fn find(runs: &[Run], offset: u64) -> Option<&Run> {
     let i = runs.partition_point(|r| r.old <= offset);
     runs[..i].last().filter(|r| offset < r.end())
 }

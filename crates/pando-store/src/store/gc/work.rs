@@ -1,8 +1,9 @@
 //! The collector thread's work: the liveness stage, its switch, and the
 //! relocation steps (see the parent module for the design and invariants).
 
+use foldhash::HashMap;
 use pando_core::Hash;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
@@ -10,7 +11,7 @@ use std::time::Instant;
 use super::{GcPhase, GcReport, Progress};
 use crate::crash_point;
 use crate::error::{Error, Result};
-use crate::format::mapping::{self, IN_CHUNK, Run};
+use crate::format::mapping::{self, IN_CHUNK, Run, RunIndex};
 use crate::format::record::RecordKind;
 use crate::gc_plan;
 use crate::io::File;
@@ -58,7 +59,8 @@ fn catch_up(repo: &Repo, prepared: &mut Prepared, end: u64) -> Result<()> {
     })?;
     prepared.scanned_end = end;
     let (runs, masked) = (&prepared.runs, &prepared.masked);
-    let known = |offset: u64| mapping::find(runs, offset).is_some();
+    let index = RunIndex::new(runs);
+    let known = |offset: u64| index.find(runs, offset).is_some();
     let skip = |offset: u64| known(offset) && !masked.contains_key(&offset);
     let mut window = Window::default();
     let found = gc_plan::live_records(boundary, roots, &skip, &known, &mut |offset| read(&mut window, repo, offset))?;
@@ -173,7 +175,7 @@ impl Work<'_> {
             repo.check_cancel()?;
             read(&mut window, repo, offset)
         })?;
-        let mut masked = HashMap::new();
+        let mut masked = HashMap::default();
         note_masks(&mut masked, &found.masks);
         let runs = gc_plan::place(&found.ranges, &mut |o| repo.pack.whereabouts(o))?;
         drop(found);
