@@ -410,8 +410,15 @@ impl Repo {
             while recent.len() as u64 > commits.max(1) {
                 recent.pop_front();
             }
-            let due = self.gc.since_retention.fetch_add(1, Ordering::Relaxed) + 1 >= every.max(1);
-            if !due || (recent.len() as u64) < commits {
+            let since = self.gc.since_retention.fetch_add(1, Ordering::Relaxed) + 1;
+            if since < every.max(1) || (recent.len() as u64) < commits {
+                return Ok(());
+            }
+            if since.is_multiple_of(every.max(1)) && self.gc.job.lock().as_ref().is_some_and(|j| !j.handle.is_finished()) {
+                // Due while one runs: a chunk starts here all the same, so
+                // that the next collection's boundary, a chunk's start, can
+                // fall within `every` commits of the commit it keeps from.
+                self.pack.split();
                 return Ok(());
             }
             *recent.front().expect("not empty")
