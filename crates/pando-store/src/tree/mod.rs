@@ -176,28 +176,12 @@ pub enum Order {
 impl Tree {
     /// The empty directory.
     pub fn empty() -> Tree {
-        Tree {
-            node: Child::Dir(Ptr::mem(empty())),
-            source: None,
-            broken: false,
-            ctx: None,
-            origin: None,
-            took_kept: false,
-            refs: Refs::Unknown,
-        }
+        Tree::from_parts(Child::Dir(Ptr::mem(empty())), None, None, Refs::Unknown)
     }
 
     /// A tree that is a single contents value.
     pub fn of_value(bytes: &[u8]) -> Tree {
-        Tree {
-            node: value_child(bytes),
-            source: None,
-            broken: false,
-            ctx: None,
-            origin: None,
-            took_kept: false,
-            refs: Refs::Unknown,
-        }
+        Tree::from_parts(value_child(bytes), None, None, Refs::Unknown)
     }
 
     pub(crate) fn from_parts(node: Child, source: Option<Arc<dyn Source>>, ctx: Option<ContextId>, refs: Refs) -> Tree {
@@ -270,7 +254,7 @@ impl Tree {
 
     /// A subtree: not a context of the trace.
     fn with_node(&self, node: Child) -> Tree {
-        Tree { node, source: self.source.clone(), broken: false, ctx: None, origin: None, took_kept: false, refs: self.refs }
+        Tree::from_parts(node, self.source.clone(), None, self.refs)
     }
 
     /// Whether this tree is a directory or a contents value.
