@@ -82,6 +82,11 @@ pub struct Options {
     /// (irmin's `IrmRepBT` format), finished when the store is closed.
     pub record_trace: Option<std::path::PathBuf>,
     pub retention: Retention,
+    /// The collector's thread runs at the lowest processor priority (nice
+    /// 19, on Linux), yielding to the writer and its helper threads. On a
+    /// machine other work keeps busy, collections then take longer and the
+    /// disk grows meanwhile: `false` runs them at the writer's priority.
+    pub gc_low_priority: bool,
 }
 
 impl Options {
@@ -104,6 +109,7 @@ impl Default for Options {
             read_only: false,
             record_trace: None,
             retention: Retention::KeepAll,
+            gc_low_priority: true,
         }
     }
 }

@@ -48,6 +48,11 @@ fn follow_child() {
         tree.add_mut(&["blob", &format!("{}", n % 7)], &[n as u8; 100]).unwrap();
         let hash = store.commit(&tree, &parent.into_iter().collect::<Vec<_>>(), n as i64, "Tezos", "block").unwrap();
         println!("ack {n} {hash}");
+        if n % 60 == 59 {
+            // Collections finish while the writer runs, however busy the
+            // machine (the collector yields to every other thread).
+            store.wait_gc().unwrap();
+        }
         parent = Some(hash);
         tree = store.checkout(&hash).unwrap().unwrap();
     }

@@ -277,7 +277,9 @@ impl Repo {
         let handle = std::thread::Builder::new()
             .name("pando-gc".into())
             .spawn(move || {
-                lower_priority();
+                if repo.options.gc_low_priority {
+                    lower_priority();
+                }
                 // Kept: commits from `keep_from` on, and pinned ones (their
                 // records are roots). Commits after `scan_end` are in
                 // `since_start`; no other collection runs meanwhile.
