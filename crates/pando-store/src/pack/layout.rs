@@ -150,7 +150,6 @@ impl Pack {
         self.collected_bytes.store(next.file_bytes(), Ordering::Release);
         *current = Some(Arc::new(next));
         self.first_start.store(boundary, Ordering::Release);
-        self.layout_epoch.fetch_add(1, Ordering::Release);
         (remove, rename)
     }
 

@@ -232,9 +232,6 @@ pub struct Pack {
     cold: RwLock<Vec<Cold>>,
     /// The first chunk's start, readable without a lock.
     first_start: AtomicU64,
-    /// Counts the layouts installed: a record held when this had some
-    /// value is held as long as it keeps it (see [`Pack::layout_epoch`]).
-    layout_epoch: AtomicU64,
     /// The bytes of the files below the first chunk, readable without a
     /// lock (`size_bytes` is sampled after every block of a replay).
     collected_bytes: AtomicU64,
@@ -383,7 +380,6 @@ impl Pack {
             collected: RwLock::new(collected),
             cold: RwLock::new(cold),
             first_start: AtomicU64::new(first_start),
-            layout_epoch: AtomicU64::new(0),
             end: AtomicU64::new(durable_end),
             chunk_target_bytes,
             split: AtomicBool::new(false),
@@ -407,14 +403,15 @@ impl Pack {
         in_run || self.cold.read().iter().any(|c| c.holds(offset))
     }
 
-    /// The number of layouts installed so far. Only an install removes
-    /// records, so a record [`Pack::holds`] while this is unchanged stays
-    /// held; a caller that learnt a set of records is held (all reachable
-    /// from a commit not collected), then finds the epoch unchanged, need
-    /// not ask for each. Read before what it vouches for: a collection
-    /// marks its commits collected before it installs.
+    /// The layout's epoch: the generation of the layout below the first
+    /// chunk (0 before any collection), which every install raises. Only an
+    /// install removes records, so a record [`Pack::holds`] while this is
+    /// unchanged stays held; a caller that learnt a set of records is held
+    /// (all reachable from a commit not collected), then finds the epoch
+    /// unchanged, need not ask for each. Read before what it vouches for:
+    /// a collection marks its commits collected before it installs.
     pub fn layout_epoch(&self) -> u64 {
-        self.layout_epoch.load(Ordering::Acquire)
+        self.collected.read().as_ref().map_or(0, |c| c.generation)
     }
 
     /// The chunk starts, in order, with the end of each chunk's bytes.

@@ -404,7 +404,7 @@ impl Repo {
     /// retention policy says one is due (and none is running).
     pub(crate) fn apply_retention(self: &Arc<Self>, commit: Hash) -> Result<()> {
         let Some((commits, every)) = self.options.retention.keep_last() else { return Ok(()) };
-        let keep_from = {
+        let (keep_from, since) = {
             let mut recent = self.gc.recent.lock();
             if recent.back() != Some(&commit) {
                 recent.push_back(commit);
@@ -416,16 +416,15 @@ impl Repo {
             if since < every.max(1) || (recent.len() as u64) < commits {
                 return Ok(());
             }
-            if since.is_multiple_of(every.max(1)) && self.gc.job.lock().as_ref().is_some_and(|j| !j.handle.is_finished()) {
+            (*recent.front().expect("not empty"), since)
+        };
+        if self.gc.job.lock().as_ref().is_some_and(|j| !j.handle.is_finished()) {
+            if since.is_multiple_of(every.max(1)) {
                 // Due while one runs: a chunk starts here all the same, so
                 // that the next collection's boundary, a chunk's start, can
                 // fall within `every` commits of the commit it keeps from.
                 self.pack.split();
-                return Ok(());
             }
-            *recent.front().expect("not empty")
-        };
-        if self.gc.job.lock().as_ref().is_some_and(|j| !j.handle.is_finished()) {
             return Ok(());
         }
         self.gc.since_retention.store(0, Ordering::Relaxed);
