@@ -184,3 +184,50 @@ fn collections_keep_what_an_uncommitted_tree_staged() {
     let report = store.check(CheckScope::All, 10, &mut |_| {}).unwrap();
     assert!(report.problems.is_empty(), "{:?}", report.problems);
 }
+
+/// Once a commit refers to a staged value, the value is traced from the
+/// commits like any other record: a tree that still holds it (the replay's
+/// and a node's trees do, block after block) no longer holds back the
+/// boundary of every collection. A tree that outlives the commits that
+/// kept it is refused at its commit, as for any collected record.
+#[test]
+fn a_committed_staged_value_does_not_hold_back_collections() {
+    let store = Store::open_storage(Arc::new(MemStorage::new()), options(2048)).unwrap();
+    let mut model = Model::new();
+    let mut tree = store.empty_tree();
+    add_contracts(&mut tree, &mut model, 2, 1);
+    let genesis = store.commit(&tree, &[], 0, "Tezos", "genesis").unwrap();
+    let mut holding = store.checkout(&genesis).unwrap().unwrap();
+    let staged_at = store.pack_bytes();
+    let long = path(&["contracts", "index", "late", "code"]);
+    let value = code(9, 5000);
+    holding.add_mut(&long, &value).unwrap();
+    let with_value = store.commit(&holding, &[genesis], 1, "Tezos", "value").unwrap();
+    // Many blocks later, the value is still in the newest tree: the
+    // collection keeps it by tracing, past a boundary beyond its offset.
+    let head = blocks(&store, with_value, 60);
+    store.gc(&head).unwrap();
+    let report = store.wait_gc().unwrap().expect("a collection ran");
+    assert!(report.boundary > staged_at, "boundary {} against the staged value at {staged_at}", report.boundary);
+    assert!(report.bytes_after < report.bytes_before, "{report:?}");
+    assert_eq!(holding.find(&long).unwrap().as_deref(), Some(&value[..]));
+    let tree = store.checkout(&head).unwrap().unwrap();
+    assert_eq!(tree.find(&long).unwrap().as_deref(), Some(&value[..]));
+
+    // Removed, and its last commit collected: the old tree that still
+    // holds it cannot commit it again.
+    let mut without = store.checkout(&head).unwrap().unwrap();
+    without.remove_mut(&long).unwrap();
+    let removed = store.commit(&without, &[head], 70, "Tezos", "removed").unwrap();
+    let head = blocks(&store, removed, 60);
+    store.gc(&head).unwrap();
+    let report = store.wait_gc().unwrap().expect("a collection ran");
+    assert!(report.boundary > staged_at, "{report:?}");
+    holding.add_mut(&["accounts", "late"], b"late").unwrap();
+    match store.commit(&holding, &[head], 200, "Tezos", "stale") {
+        Err(pando_store::Error::Collected { offset }) => assert!(offset < report.boundary, "{offset}"),
+        other => panic!("a tree holding collected records committed: {other:?}"),
+    }
+    let report = store.check(CheckScope::All, 10, &mut |_| {}).unwrap();
+    assert!(report.problems.is_empty(), "{:?}", report.problems);
+}

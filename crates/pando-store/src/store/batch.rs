@@ -35,6 +35,9 @@ pub(super) struct Batch<'a, 's> {
     /// `Tree::refs_held_at`): the pack is not asked.
     pub(super) refs_held: bool,
     pub(super) raw_steps: RawSteps,
+    /// Staged blobs the written inodes refer to: released once the commit
+    /// is in the index (`StagedSet::committed`).
+    pub(super) staged: Vec<u64>,
     /// Bytes of records held before they are appended to the pack.
     pub(super) spill_bytes: usize,
     /// This commit's number in the writer's count, and the oldest commit
@@ -202,8 +205,8 @@ impl<'a, 's> Batch<'a, 's> {
                             written.push(offset);
                             cuts.extend(cut.map(|ptr| (i, ptr)));
                         }
-                        Child::Contents(Leaf::Inline(_) | Leaf::Blob { .. } | Leaf::Staged(_))
-                        | Child::Dir(Ptr::Stored { .. }) => {}
+                        Child::Contents(Leaf::Staged(staged)) => self.staged.push(staged.offset),
+                        Child::Contents(Leaf::Inline(_) | Leaf::Blob { .. }) | Child::Dir(Ptr::Stored { .. }) => {}
                     }
                 }
                 let at = self.next_offset();

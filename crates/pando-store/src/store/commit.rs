@@ -175,6 +175,7 @@ impl Repo {
                 pack: &self.pack,
                 refs_held,
                 raw_steps: Default::default(),
+                staged: Vec::new(),
                 spill_bytes: usize::try_from(self.options.commit_spill_bytes).unwrap_or(usize::MAX).max(1),
                 seq,
                 cutoff,
@@ -192,10 +193,10 @@ impl Repo {
                 },
             };
             batch.finish_spill()?;
-            Ok((root_offset, kept, batch.base, batch.buf, batch.raw_steps, batch.kept_weight))
+            Ok((root_offset, kept, batch.base, batch.buf, batch.raw_steps, batch.staged, batch.kept_weight))
         });
         drop(helper);
-        let (root_offset, kept, base, mut buf, raw_steps, kept_weight) = self.guard(written)?;
+        let (root_offset, kept, base, mut buf, raw_steps, staged, kept_weight) = self.guard(written)?;
         // Written, and only now hashed whole: a failure, or a commit that
         // is already known, appends the records without a commit record
         // (see `append_unreferenced`).
@@ -255,6 +256,9 @@ impl Repo {
         // Published only now: no thread sees a commit that is not as durable
         // as the policy promises.
         self.publish_commit(hash, commit_at);
+        // Under the writer lock, as a collection starts: it sees each of
+        // these blobs either staged or referred to by a commit it traces.
+        self.staged.committed(&staged);
         writer.kept.finish_commit(seq, kept.is_some().then_some(kept_weight));
         *self.kept.lock() = kept.map(|root| KeptTree { hash, root_offset, root: Some(root) });
         Ok(hash)

@@ -18,8 +18,9 @@
 //!   pointers' marks of changed children start empty then: a tree inode's
 //!   marks count from the written version it derives from (any other body
 //!   is new, all of it marked).
-//! - A [`Leaf::Staged`] names a blob record no commit may refer to yet; its
-//!   offset stays in the store's [`StagedSet`] until the last copy drops.
+//! - A [`Leaf::Staged`] names a blob record written before its commit; its
+//!   offset stays in the store's [`StagedSet`] until a commit referring to
+//!   it is in the index, or the last copy drops.
 
 use pando_core::Hash;
 use pando_core::dir::{self, Hold, Resolve};

@@ -4,9 +4,13 @@
 //!
 //! Invariants:
 //! - A staged record has an offset of its own and one [`Staged`] (shared
-//!   by `Arc`); the offset is in the [`StagedSet`] from `stage` until that
-//!   `Staged` drops, and collections keep every record from the smallest
-//!   such offset on.
+//!   by `Arc`); the offset is in the [`StagedSet`] from `stage` until a
+//!   commit that refers to it is in the index ([`StagedSet::committed`])
+//!   or that `Staged` drops, and collections keep every record from the
+//!   smallest such offset on. Once committed, the record is traced from
+//!   the commits like any other; a tree that still holds it after its
+//!   commits were collected is refused at its commit (`check_refs`), as
+//!   for any stored pointer.
 //! - The record is in the pack before its `Staged` exists; only its hash
 //!   may come later. The hashing thread takes the records in the order
 //!   they were staged and numbers them as it goes, so a `Staged` whose
@@ -31,9 +35,9 @@ const QUEUED: usize = 32;
 const KEPT_BUFFER: usize = 1 << 20;
 
 /// A blob record a store wrote when the contents were added to a tree, so
-/// that a large commit does not hold its values in memory. No commit may
-/// refer to it yet: while it lives, the store's collections keep every
-/// record from its offset on (the store's set of staged offsets).
+/// that a large commit does not hold its values in memory. Until a commit
+/// refers to it, the store's collections keep every record from its
+/// offset on (the store's set of staged offsets).
 pub struct Staged {
     pub offset: u64,
     hash: OnceLock<Hash>,
@@ -55,6 +59,7 @@ impl Staged {
 
 impl Drop for Staged {
     fn drop(&mut self) {
+        // Already gone if a commit released it.
         self.live.offsets.lock().remove(&self.offset);
     }
 }
@@ -96,7 +101,22 @@ impl StagedSet {
         staged
     }
 
-    /// The smallest offset of a live staged blob.
+    /// Releases the staged blobs at `offsets`: a commit in the index now
+    /// refers to each, so collections find them by tracing and need not
+    /// keep every record after them (a tree held across many blocks, such
+    /// as the newest commit's kept in memory, would otherwise hold back
+    /// every collection's boundary).
+    pub fn committed(&self, offsets: &[u64]) {
+        if offsets.is_empty() {
+            return;
+        }
+        let mut live = self.offsets.lock();
+        for offset in offsets {
+            live.remove(offset);
+        }
+    }
+
+    /// The smallest offset of a staged blob no commit refers to yet.
     pub fn oldest(&self) -> Option<u64> {
         self.offsets.lock().first().copied()
     }
