@@ -30,8 +30,10 @@ use crate::format::mapping::Run;
 use crate::format::node::references;
 use crate::format::record::RecordKind;
 
-/// Reads the record at an offset: its kind, payload and length in bytes.
-pub type ReadRecord<'a> = dyn FnMut(u64) -> Result<(RecordKind, Vec<u8>, u64)> + 'a;
+/// Reads the record at an offset: its kind and length in bytes, its
+/// payload into the buffer given (emptied first; a blob's may be left
+/// empty, since a blob refers to nothing).
+pub type ReadRecord<'a> = dyn FnMut(u64, &mut Vec<u8>) -> Result<(RecordKind, u64)> + 'a;
 
 /// Where a logical offset lies now: its file, the position there, and how
 /// many bytes of the same region follow.
@@ -84,10 +86,10 @@ pub fn live_records(
     let mut live = Live::default();
     // The range being extended downwards.
     let mut current: Option<(u64, u64)> = None;
-    let mut refs = Vec::new();
+    let (mut refs, mut payload) = (Vec::new(), Vec::new());
     while let Some(offset) = heap.pop() {
         let mask = masks.remove(&offset).expect("pending offsets have a mask");
-        let (kind, payload, len) = read(offset)?;
+        let (kind, len) = read(offset, &mut payload)?;
         refs.clear();
         references(kind, &payload, offset, mask, &mut refs).map_err(|reason| Error::corrupt("pack", offset, reason))?;
         for &r in &refs {
@@ -251,9 +253,11 @@ mod tests {
         // 10 <- 30 <- 50 (root above the boundary 45); 20 is garbage; 40 <- 60 (root); 10 shared.
         let records = pack(&[(10, &[]), (20, &[10]), (30, &[10]), (40, &[10]), (50, &[30]), (60, &[40, 30])]);
         let reads = std::cell::Cell::new(0);
-        let mut read = |offset: u64| {
+        let mut read = |offset: u64, payload: &mut Vec<u8>| {
             reads.set(reads.get() + 1);
-            records.get(&offset).cloned().ok_or(Error::Collected { offset })
+            let (kind, bytes, len) = records.get(&offset).ok_or(Error::Collected { offset })?;
+            payload.clone_from(bytes);
+            Ok((*kind, *len))
         };
         let live = live_records(45, [(30, 0), (40, 0), (99, 0)], &|_| false, &|_| false, &mut read).unwrap();
         assert_eq!(live.ranges, vec![(10, 10), (30, 20)], "touching records coalesce");
@@ -269,7 +273,10 @@ mod tests {
 
     #[test]
     fn damaged_reference_is_an_error() {
-        let mut read = |_offset: u64| Ok((RecordKind::Tree, vec![0u8, 40, 1, 0, 0, 0, 99], 10));
+        let mut read = |_offset: u64, payload: &mut Vec<u8>| {
+            payload.clone_from(&vec![0u8, 40, 1, 0, 0, 0, 99]);
+            Ok((RecordKind::Tree, 10))
+        };
         assert!(matches!(live_records(100, [(50, 0)], &|_| false, &|_| false, &mut read), Err(Error::Corrupt { .. })));
     }
 

@@ -63,7 +63,8 @@ fn catch_up(repo: &Repo, prepared: &mut Prepared, end: u64) -> Result<()> {
     let known = |offset: u64| index.find(runs, offset).is_some();
     let skip = |offset: u64| known(offset) && !masked.contains_key(&offset);
     let mut window = Window::default();
-    let found = gc_plan::live_records(boundary, roots, &skip, &known, &mut |offset| read(&mut window, repo, offset))?;
+    let found =
+        gc_plan::live_records(boundary, roots, &skip, &known, &mut |offset, payload| read(&mut window, repo, offset, payload))?;
     note_masks(&mut prepared.masked, &found.masks);
     if found.ranges.is_empty() {
         return Ok(());
@@ -74,11 +75,16 @@ fn catch_up(repo: &Repo, prepared: &mut Prepared, end: u64) -> Result<()> {
     Ok(())
 }
 
-/// Reads the record at `offset` through `window`: the trace visits records
-/// in descending offset order, so one read serves many.
-fn read(window: &mut Window, repo: &Repo, offset: u64) -> Result<(RecordKind, Vec<u8>, u64)> {
+/// Reads the record at `offset` through `window` (the trace visits records
+/// in descending offset order, so one read serves many), its payload into
+/// `payload`; a blob's is not copied: it refers to nothing.
+fn read(window: &mut Window, repo: &Repo, offset: u64, payload: &mut Vec<u8>) -> Result<(RecordKind, u64)> {
     let found = window.read(&repo.pack, offset).map_err(|fault| fault.into_error(offset))?;
-    Ok((found.kind, window.payload(&found).to_vec(), found.total))
+    payload.clear();
+    if found.kind != RecordKind::Blob {
+        payload.extend_from_slice(window.payload(&found));
+    }
+    Ok((found.kind, found.total))
 }
 
 /// Records the masks a traversal visited live records with.
@@ -170,10 +176,10 @@ impl Work<'_> {
         // 2. The live records below the boundary, where they lie now.
         self.progress.enter(GcPhase::Tracing, 0);
         let mut window = Window::default();
-        let found = gc_plan::live_records(boundary, pending, &|_| false, &|_| false, &mut |offset| {
+        let found = gc_plan::live_records(boundary, pending, &|_| false, &|_| false, &mut |offset, payload| {
             progress.done.fetch_add(1, Ordering::Relaxed);
             repo.check_cancel()?;
-            read(&mut window, repo, offset)
+            read(&mut window, repo, offset, payload)
         })?;
         let mut masked = HashMap::default();
         note_masks(&mut masked, &found.masks);
