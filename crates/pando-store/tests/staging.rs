@@ -159,13 +159,19 @@ fn blocks(store: &Store, parent: Hash, n: u32) -> Hash {
     parent
 }
 
+/// A store staging values of 2 KiB and more, its genesis commit holding
+/// two contracts.
+fn store_with_genesis() -> (Store, Hash) {
+    let store = Store::open_storage(Arc::new(MemStorage::new()), options(2048)).unwrap();
+    let mut tree = store.empty_tree();
+    add_contracts(&mut tree, &mut Model::new(), 2, 1);
+    let genesis = store.commit(&tree, &[], 0, "Tezos", "genesis").unwrap();
+    (store, genesis)
+}
+
 #[test]
 fn collections_keep_what_an_uncommitted_tree_staged() {
-    let store = Store::open_storage(Arc::new(MemStorage::new()), options(2048)).unwrap();
-    let mut model = Model::new();
-    let mut tree = store.empty_tree();
-    add_contracts(&mut tree, &mut model, 2, 1);
-    let genesis = store.commit(&tree, &[], 0, "Tezos", "genesis").unwrap();
+    let (store, genesis) = store_with_genesis();
     // A tree stages a value, and waits while many blocks are committed and
     // the chunk holding the value falls below every kept commit.
     let mut waiting = store.checkout(&genesis).unwrap().unwrap();
@@ -192,11 +198,7 @@ fn collections_keep_what_an_uncommitted_tree_staged() {
 /// kept it is refused at its commit, as for any collected record.
 #[test]
 fn a_committed_staged_value_does_not_hold_back_collections() {
-    let store = Store::open_storage(Arc::new(MemStorage::new()), options(2048)).unwrap();
-    let mut model = Model::new();
-    let mut tree = store.empty_tree();
-    add_contracts(&mut tree, &mut model, 2, 1);
-    let genesis = store.commit(&tree, &[], 0, "Tezos", "genesis").unwrap();
+    let (store, genesis) = store_with_genesis();
     let mut holding = store.checkout(&genesis).unwrap().unwrap();
     let staged_at = store.pack_bytes();
     let long = path(&["contracts", "index", "late", "code"]);
