@@ -598,17 +598,12 @@ impl Pack {
 
     /// Reads and checks the record at `offset`.
     pub fn read_record(&self, offset: u64) -> Result<(RecordKind, Vec<u8>)> {
-        self.read_record_sized(offset).map(|(kind, payload, _)| (kind, payload))
-    }
-
-    /// Reads and checks the record at `offset`; also returns its length in bytes.
-    pub fn read_record_sized(&self, offset: u64) -> Result<(RecordKind, Vec<u8>, u64)> {
         let Located { file, name, pos, avail, .. } = self.locate(offset)?;
         let mut buf = vec![0u8; READ_AHEAD.min(avail) as usize];
         file.read_exact_at(&mut buf, pos).map_err(Error::io(&name, "read"))?;
         loop {
             match record::parse(&buf) {
-                Parse::Record { kind, payload, total } => return Ok((kind, payload.to_vec(), total as u64)),
+                Parse::Record { kind, payload, .. } => return Ok((kind, payload.to_vec())),
                 // Only the rest of the record is read.
                 Parse::NeedMore { total } if total > buf.len() && (total as u64) <= avail => {
                     let have = buf.len();

@@ -143,8 +143,9 @@ pub(crate) struct Repo {
     last_commit: AtomicU64,
     /// The writer's newest commit and its tree in memory (see `commit`).
     kept: Mutex<Option<KeptTree>>,
-    /// Blobs written when added to a tree, that trees still hold (see
-    /// `Repo::stage`): collections keep every record from the oldest on.
+    /// Blobs written when added to a tree, that trees still hold and no
+    /// commit refers to yet (see `Repo::stage`): collections keep every
+    /// record from the oldest on.
     staged: Arc<StagedSet>,
     /// Records calls as a trace, when asked to.
     recorder: Option<Recorder>,

@@ -64,8 +64,8 @@ impl Drop for Staged {
     }
 }
 
-/// The offsets of the staged blobs some tree may still hold, and the
-/// thread that hashes their contents.
+/// The offsets of the staged blobs no commit refers to yet that some tree
+/// may still hold, and the thread that hashes their contents.
 #[derive(Default)]
 pub struct StagedSet {
     offsets: Mutex<BTreeSet<u64>>,
