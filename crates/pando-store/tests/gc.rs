@@ -4,12 +4,12 @@
 
 mod common;
 
+use common::held::{HeldStorage, Hold};
 use common::*;
 use pando_core::Hash;
-use pando_store::io::{File, MemStorage, Storage};
+use pando_store::io::{MemStorage, Storage};
 use pando_store::{Error, Options, Store};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 fn options() -> Options {
     Options { chunk_target_bytes: 8 << 10, checkpoint_commits: 4, cache_bytes: 64 << 10, ..Options::default() }
@@ -399,89 +399,24 @@ fn archive_then_rolling_refuses_a_tree_into_removed_chunks() {
     check_kept_and_collected(&store, &more, 35);
 }
 
-/// A storage whose reads on the collector's thread wait while `hold` is
-/// set, so that a collection stays running while the test commits, and
-/// which counts the chunk files created.
-struct HeldStorage {
-    inner: MemStorage,
-    hold: Arc<AtomicBool>,
-    chunks_created: AtomicUsize,
-}
-
-struct HeldFile {
-    inner: Arc<dyn File>,
-    hold: Arc<AtomicBool>,
-}
-
-impl File for HeldFile {
-    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
-        while self.hold.load(Ordering::Acquire) && std::thread::current().name() == Some("pando-gc") {
-            std::thread::sleep(std::time::Duration::from_millis(1));
-        }
-        self.inner.read_exact_at(buf, offset)
-    }
-    fn write_all_at(&self, buf: &[u8], offset: u64) -> std::io::Result<()> {
-        self.inner.write_all_at(buf, offset)
-    }
-    fn sync(&self) -> std::io::Result<()> {
-        self.inner.sync()
-    }
-    fn len(&self) -> std::io::Result<u64> {
-        self.inner.len()
-    }
-    fn truncate(&self, len: u64) -> std::io::Result<()> {
-        self.inner.truncate(len)
-    }
-}
-
-impl Storage for HeldStorage {
-    fn open(&self, name: &str, create: bool) -> std::io::Result<Arc<dyn File>> {
-        if create && name.starts_with("chunk-") && !self.inner.exists(name)? {
-            self.chunks_created.fetch_add(1, Ordering::Relaxed);
-        }
-        Ok(Arc::new(HeldFile { inner: self.inner.open(name, create)?, hold: self.hold.clone() }))
-    }
-    fn exists(&self, name: &str) -> std::io::Result<bool> {
-        self.inner.exists(name)
-    }
-    fn list(&self) -> std::io::Result<Vec<String>> {
-        self.inner.list()
-    }
-    fn remove(&self, name: &str) -> std::io::Result<()> {
-        self.inner.remove(name)
-    }
-    fn rename(&self, source: &str, target: &str) -> std::io::Result<()> {
-        self.inner.rename(source, target)
-    }
-    fn sync_dir(&self) -> std::io::Result<()> {
-        self.inner.sync_dir()
-    }
-    fn lock(&self, name: &str) -> std::io::Result<Box<dyn std::any::Any + Send + Sync>> {
-        self.inner.lock(name)
-    }
-    fn describe(&self) -> String {
-        self.inner.describe()
-    }
-}
-
 #[test]
 fn retention_starts_a_chunk_every_period_while_a_collection_runs() {
     use pando_store::Retention;
-    let hold = Arc::new(AtomicBool::new(true));
-    let storage = Arc::new(HeldStorage { inner: MemStorage::new(), hold: hold.clone(), chunks_created: AtomicUsize::new(0) });
+    // The collector's reads wait until released.
+    let storage = Arc::new(HeldStorage::new("pando-gc", Hold::Reads));
     // Chunks large enough that only splits start new ones.
     let options = Options { retention: Retention::KeepLast { commits: 10, every: 5 }, chunk_target_bytes: 64 << 20, ..options() };
     let store = Store::open_storage(storage.clone(), options).unwrap();
     // The first collection starts at commit 10, then holds on its reads.
     let mut commits = blocks(&store, None, 10, 1);
     assert!(store.gc_status().is_some(), "the policy started a collection");
-    let before = storage.chunks_created.load(Ordering::Relaxed);
+    let before = storage.chunks_created();
     commits.extend(blocks(&store, commits.last().cloned(), 30, 2));
     let running = store.gc_status().is_some();
-    let created = storage.chunks_created.load(Ordering::Relaxed) - before;
+    let created = storage.chunks_created() - before;
     // Released before any assertion: a panic would otherwise wait forever
     // for the collection when the store closes.
-    hold.store(false, Ordering::Release);
+    storage.release();
     assert!(running, "the collection still runs");
     // Due at commits 15, 20, ..., 40 while it runs: a chunk from each on.
     assert!(created >= 5, "{created} chunks created in 30 commits with a collection running, every 5");

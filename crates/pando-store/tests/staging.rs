@@ -5,12 +5,14 @@
 
 mod common;
 
+use common::held::{HeldStorage, Hold};
 use common::*;
 use pando_core::Hash;
 use pando_core::proof::keys::Held;
-use pando_store::io::MemStorage;
-use pando_store::{CheckScope, Options, Store, Tree};
+use pando_store::io::{FaultKind, FaultPlan, FaultyStorage, MemStorage};
+use pando_store::{CheckScope, Error, Options, Store, Tree};
 use std::sync::Arc;
+use std::time::Duration;
 
 fn options(stage_bytes: u64) -> Options {
     Options { chunk_target_bytes: 8 << 10, checkpoint_commits: 4, cache_bytes: 64 << 10, stage_bytes, ..Options::default() }
@@ -46,14 +48,18 @@ fn staged_contents_are_on_disk_before_the_commit_and_hash_the_same() {
     let before = staging.pack_bytes();
     add_contracts(&mut staged, &mut model, 20, 1);
     add_contracts(&mut held, &mut Model::new(), 20, 1);
-    // Values of 3,000 bytes and more went to the pack as they were added;
-    // the store holding them in memory wrote nothing yet.
+    // Values of 3,000 bytes and more went to the pack as they were added
+    // (written on the staging thread, which hashes each once written: the
+    // tree's hash waits for them); the store holding them in memory wrote
+    // nothing yet.
+    assert_eq!(staged.hash().unwrap(), held.hash().unwrap());
     let code_bytes: u64 = (0..20).map(|i| 3000 + i * 100).sum();
     assert!(staging.pack_bytes() - before >= code_bytes, "{} bytes staged", staging.pack_bytes() - before);
     assert_eq!(in_memory.pack_bytes(), before);
-    // They read back before the commit, and the trees hash the same.
+    let report = staging.check(CheckScope::All, 10, &mut |_| {}).unwrap();
+    assert!(report.problems.is_empty(), "{:?}", report.problems);
+    // They read back before the commit.
     check_tree(&staged, &model).unwrap();
-    assert_eq!(staged.hash().unwrap(), held.hash().unwrap());
     assert_eq!(staged.hash().unwrap(), model_hash(&model));
 
     let commit = staging.commit(&staged, &[], 1, "Tezos", "genesis").unwrap();
@@ -104,6 +110,70 @@ fn staged_contents_hashed_on_their_thread_hash_as_in_memory() {
     check_tree(&staging.checkout(&commit).unwrap().unwrap(), &model).unwrap();
 }
 
+/// The staging thread writes a staged record: adding the value does not
+/// wait for the write, but a read of it and the commit do.
+#[test]
+fn a_staged_value_is_read_and_committed_once_its_thread_wrote_it() {
+    let storage = Arc::new(HeldStorage::new("pando-hash", Hold::Writes));
+    let store = Store::open_storage(storage.clone(), options(2048)).unwrap();
+    let mut tree = store.empty_tree();
+    let code = code(9, 5000);
+    // Returns while the write waits.
+    tree.add_mut(&["contracts", "code"], &code).unwrap();
+    tree.add_mut(&["contracts", "balance"], b"12").unwrap();
+    let mut waited = 0;
+    while storage.stopped() == 0 && waited < 10_000 {
+        std::thread::sleep(Duration::from_millis(1));
+        waited += 1;
+    }
+    let (read, committed) = std::thread::scope(|scope| {
+        let read = scope.spawn(|| tree.find(&["contracts", "code"]));
+        let committed = scope.spawn(|| store.commit(&tree, &[], 0, "Tezos", "genesis"));
+        std::thread::sleep(Duration::from_millis(100));
+        let waiting = !read.is_finished() && !committed.is_finished();
+        storage.release();
+        assert!(waiting, "a read and a commit of a staged value wait for its write");
+        (read.join().unwrap(), committed.join().unwrap())
+    });
+    assert_eq!(storage.stopped(), 1, "the staging thread wrote the record");
+    assert_eq!(read.unwrap(), Some(code.clone()));
+    let commit = committed.unwrap();
+    drop(tree);
+    drop(store);
+    let store = Store::open_storage(storage, options(2048)).unwrap();
+    assert_eq!(store.checkout(&commit).unwrap().unwrap().find(&["contracts", "code"]).unwrap(), Some(code));
+}
+
+/// A staged record's write fails on the staging thread: the next commit
+/// fails with that error, later writes are refused naming it, a read of
+/// the value is an error (never other bytes), and the commits before it
+/// are intact.
+#[test]
+fn a_failed_staged_write_fails_the_next_commit() {
+    let storage = FaultyStorage::new();
+    let store = Store::open_storage(Arc::new(storage.clone()), options(2048)).unwrap();
+    let genesis = store.commit(&store.empty_tree().add(&["a"], b"1").unwrap(), &[], 0, "Tezos", "genesis").unwrap();
+    let mut tree = store.checkout(&genesis).unwrap().unwrap();
+    // The staged record's write is the next mutating operation.
+    storage.set_plan(FaultPlan { fail_op: Some((0, FaultKind::NoSpace)), fail_reads_after: None });
+    tree.add_mut(&["contracts", "code"], &code(3, 4000)).unwrap();
+    let failed = store.commit(&tree, &[genesis], 1, "Tezos", "block").unwrap_err();
+    assert!(failed.to_string().contains("injected ENOSPC"), "{failed}");
+    match store.commit(&tree, &[genesis], 1, "Tezos", "block") {
+        Err(Error::PreviousIo { first }) => assert_eq!(first, failed.to_string()),
+        other => panic!("expected a refusal naming {failed}, got {other:?}"),
+    }
+    match tree.find(&["contracts", "code"]) {
+        Err(Error::PreviousIo { first }) => assert_eq!(first, failed.to_string()),
+        other => panic!("expected the read of a value never written to name {failed}, got {other:?}"),
+    }
+    match tree.add_mut(&["contracts", "more"], &code(4, 4000)) {
+        Err(Error::PreviousIo { first }) => assert_eq!(first, failed.to_string()),
+        other => panic!("expected a refusal naming {failed}, got {:?}", other.map(drop)),
+    }
+    assert_eq!(store.checkout(&genesis).unwrap().unwrap().find(&["a"]).unwrap(), Some(b"1".to_vec()));
+}
+
 #[test]
 fn a_crash_before_the_commit_loses_only_the_staged_contents() {
     let storage = MemStorage::new();
@@ -116,6 +186,9 @@ fn a_crash_before_the_commit_loses_only_the_staged_contents() {
     let mut next = store.checkout(&first).unwrap().unwrap();
     add_contracts(&mut next, &mut Model::new(), 5, 2);
     assert!(store.pack_bytes() > committed_bytes, "the second block's values are staged");
+    // Their writes done (the hash waits for them: the files are shared
+    // with the store opened next, so a late write must not land there).
+    next.hash().unwrap();
     // The process dies: no close, no flush.
     std::mem::forget((next, store));
 

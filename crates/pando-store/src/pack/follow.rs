@@ -31,6 +31,7 @@ impl Pack {
             opened.push(Chunk { start, name, file });
         }
         self.chunks.write().extend(opened);
+        self.reserved.store(durable_end, Ordering::Release);
         self.end.store(durable_end, Ordering::Release);
         Ok(())
     }

@@ -14,7 +14,9 @@
 //!
 //! Invariants:
 //! - Bytes below `end` are never rewritten; readers may read them while the
-//!   writer appends. A collection replaces the layout below the first chunk
+//!   writer appends. Records reserved for another thread to write
+//!   (`reserve`) lie past `end` until written, in the order reserved; a
+//!   batch is appended, and a chunk started, only once none is pending. A collection replaces the layout below the first chunk
 //!   in one step (`install`, under every lock); a reader that located a
 //!   record in an old file keeps reading it through its open handle.
 //! - Locks are taken in one order: chunks, collected, cold.
@@ -235,12 +237,45 @@ pub struct Pack {
     /// The bytes of the files below the first chunk, readable without a
     /// lock (`size_bytes` is sampled after every block of a replay).
     collected_bytes: AtomicU64,
-    /// End of the appended bytes, visible to readers of this process.
-    end: AtomicU64,
+    /// End of the bytes written, visible to readers of this process.
+    end: Arc<AtomicU64>,
+    /// End of the bytes appended or reserved: past `end` while records
+    /// [`Pack::reserve`]d are still being written.
+    reserved: AtomicU64,
     chunk_target_bytes: u64,
     /// Set once a collection started: the next batch starts a chunk, where
     /// a later collection's boundary can then fall (see [`Pack::split`]).
     split: AtomicBool,
+}
+
+/// Bytes at the end of the pack, reserved for a record written later
+/// ([`Pack::reserve`]).
+pub struct Reserved {
+    file: Arc<dyn File>,
+    name: String,
+    /// Where in the file.
+    pos: u64,
+    /// The record's offset and length.
+    at: u64,
+    len: u64,
+    /// The pack's end of written bytes.
+    written: Arc<AtomicU64>,
+}
+
+impl Reserved {
+    /// Writes `record` (of the length reserved) and moves the pack's end
+    /// of written bytes over it; refused unless every record reserved
+    /// before is written.
+    pub fn write(self, record: &[u8]) -> Result<()> {
+        assert_eq!(record.len() as u64, self.len, "a reserved record is written whole");
+        let written = self.written.load(Ordering::Acquire);
+        if written != self.at {
+            return Err(Error::Invalid(format!("record at {} written before the pack's bytes up to it ({written})", self.at)));
+        }
+        self.file.write_all_at(record, self.pos).map_err(Error::io(&self.name, "write"))?;
+        self.written.store(self.at + self.len, Ordering::Release);
+        Ok(())
+    }
 }
 
 impl Pack {
@@ -380,7 +415,8 @@ impl Pack {
             collected: RwLock::new(collected),
             cold: RwLock::new(cold),
             first_start: AtomicU64::new(first_start),
-            end: AtomicU64::new(durable_end),
+            end: Arc::new(AtomicU64::new(durable_end)),
+            reserved: AtomicU64::new(durable_end),
             chunk_target_bytes,
             split: AtomicBool::new(false),
         })
@@ -426,14 +462,16 @@ impl Pack {
         self.collected.read().clone()
     }
 
-    /// End of the appended bytes.
+    /// End of the bytes written (reserved records still being written
+    /// lie past it).
     pub fn end(&self) -> u64 {
         self.end.load(Ordering::Acquire)
     }
 
-    /// Total bytes in the chunks and the files below them (no lock).
+    /// Total bytes in the chunks and the files below them, with the
+    /// records reserved and still being written (no lock).
     pub fn size_bytes(&self) -> u64 {
-        self.end() - self.first_chunk_start() + self.collected_bytes.load(Ordering::Acquire)
+        self.reserved.load(Ordering::Acquire) - self.first_chunk_start() + self.collected_bytes.load(Ordering::Acquire)
     }
 
     /// Makes the next batch start a new chunk: a collection's boundary is
@@ -443,10 +481,25 @@ impl Pack {
         self.split.store(true, Ordering::Release);
     }
 
+    /// Whether [`Pack::prepare_append`] would start a new chunk now: the
+    /// last one is full or [`Pack::split`] asked.
+    pub fn starts_chunk(&self) -> bool {
+        let end = self.reserved.load(Ordering::Acquire);
+        let last_start = self.chunks.read().last().expect("a pack has a chunk").start;
+        end > last_start && (end - last_start >= self.chunk_target_bytes || self.split.load(Ordering::Acquire))
+    }
+
     /// The offset the next batch will be written at, starting a new chunk
-    /// first if the last one is full or [`Pack::split`] asked. Writer only.
+    /// first if [`Pack::starts_chunk`]. Writer only. A chunk is only
+    /// started once every reserved record is written (it syncs the last
+    /// one first): until then the batch goes to the last chunk, and the
+    /// new chunk waits for a later batch.
     pub fn prepare_append(&self) -> Result<u64> {
-        let end = self.end();
+        let end = self.reserved.load(Ordering::Acquire);
+        if end != self.end() {
+            // Records still being written (a split asked stays asked).
+            return Ok(end);
+        }
         let last_start = self.chunks.read().last().expect("a pack has a chunk").start;
         let split = self.split.swap(false, Ordering::AcqRel);
         if end > last_start && (end - last_start >= self.chunk_target_bytes || split) {
@@ -463,17 +516,33 @@ impl Pack {
         Ok(end)
     }
 
-    /// Appends a batch at `at`, the offset `prepare_append` returned.
+    /// Appends a batch at `at`, the offset `prepare_append` returned, once
+    /// every reserved record is written.
     pub fn append(&self, at: u64, batch: &[u8]) -> Result<()> {
         assert_eq!(at, self.end(), "batches are appended at the end");
-        let (file, name, start) = {
-            let chunks = self.chunks.read();
-            let last = chunks.last().expect("a pack has a chunk");
-            (last.file.clone(), last.name.clone(), last.start)
-        };
+        assert_eq!(at, self.reserved.load(Ordering::Acquire), "batches are appended after the reserved records are written");
+        let (file, name, start) = self.last_chunk();
         file.write_all_at(batch, at - start).map_err(Error::io(&name, "write"))?;
+        self.reserved.store(at + batch.len() as u64, Ordering::Release);
         self.end.store(at + batch.len() as u64, Ordering::Release);
         Ok(())
+    }
+
+    /// Reserves `len` bytes at `at` (the offset `prepare_append` returned)
+    /// for a record [`Reserved::write`] writes later, on another thread.
+    /// Records must be written in the order they were reserved: each
+    /// moves [`Pack::end`] over itself, so that readers see it.
+    pub fn reserve(&self, at: u64, len: u64) -> Reserved {
+        assert_eq!(at, self.reserved.load(Ordering::Acquire), "records are reserved at the end");
+        let (file, name, start) = self.last_chunk();
+        self.reserved.store(at + len, Ordering::Release);
+        Reserved { file, name, pos: at - start, at, len, written: self.end.clone() }
+    }
+
+    fn last_chunk(&self) -> (Arc<dyn File>, String, u64) {
+        let chunks = self.chunks.read();
+        let last = chunks.last().expect("a pack has a chunk");
+        (last.file.clone(), last.name.clone(), last.start)
     }
 
     /// Makes every appended byte durable.
@@ -641,5 +710,38 @@ impl Pack {
         let end = self.end();
         let chunks = self.chunks.read();
         chunks.iter().enumerate().map(|(i, c)| (c.name.clone(), chunks.get(i + 1).map_or(end, |n| n.start) - c.start)).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::io::MemStorage;
+
+    fn pack() -> Pack {
+        let storage: Arc<dyn Storage> = Arc::new(MemStorage::new());
+        Pack::create_files(&*storage).unwrap();
+        Pack::open(storage, 0, 0, 1 << 20, true, None, false).unwrap()
+    }
+
+    /// Reserved records become readable in the order reserved: one
+    /// written before the records ahead of it is refused, and `end`
+    /// stays below a record not written yet.
+    #[test]
+    fn reserved_records_are_written_in_order() {
+        let pack = pack();
+        let (mut first, mut second) = (Vec::new(), Vec::new());
+        record::append(&mut first, RecordKind::Blob, b"first");
+        record::append(&mut second, RecordKind::Blob, b"second");
+        let at = pack.prepare_append().unwrap();
+        let one = pack.reserve(at, first.len() as u64);
+        let two = pack.reserve(pack.prepare_append().unwrap(), second.len() as u64);
+        assert_eq!(pack.end(), 0);
+        assert_eq!(pack.size_bytes(), (first.len() + second.len()) as u64);
+        assert!(matches!(two.write(&second), Err(Error::Invalid(_))));
+        assert!(pack.read_record(at).is_err(), "nothing is read past the written end");
+        one.write(&first).unwrap();
+        assert_eq!(pack.end(), first.len() as u64);
+        assert_eq!(pack.read_record(at).unwrap(), (RecordKind::Blob, b"first".to_vec()));
     }
 }

@@ -134,6 +134,8 @@ impl Repo {
 
         let mut writer = self.writer.as_ref().expect("checked writable").lock();
         self.check_writable()?;
+        // The blobs staged so far are in the pack before the batch.
+        self.guard(self.staged.settle())?;
         // A collected parent (also one a collection collected just now) is refused.
         if let Some((parent, _)) = {
             let index = self.index.read();

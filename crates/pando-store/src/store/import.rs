@@ -125,6 +125,8 @@ impl Repo {
     pub(super) fn import(&self, input: &mut dyn Read) -> Result<SnapshotSummary> {
         self.check_writable()?;
         let mut writer = self.writer.as_ref().expect("checked writable").lock();
+        // A blob staged meanwhile makes the store not empty.
+        self.guard(self.staged.settle())?;
         if writer.control.commits != 0 || self.pack.end() != 0 {
             return Err(Error::Invalid("a snapshot is imported into an empty store".into()));
         }

@@ -590,6 +590,9 @@ impl Drop for Store {
         // Best effort: an error here was or will be reported by an explicit
         // flush; a dropped store must not panic.
         self.repo.cancel_gc();
+        // No staged record is written after the store is gone (a store
+        // opened next on the same files would have cut it off).
+        let _ = self.repo.staged.settle();
         let _ = self.finish_recording();
         let _ = self.repo.flush();
     }

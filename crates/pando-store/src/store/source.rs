@@ -129,11 +129,14 @@ impl Source for Repo {
     }
 
     /// Appends contents of at least `stage_bytes` to the pack as a blob
-    /// record, under the writer lock, between commits. Sound before a
-    /// commit refers to it: a record past the durable end is only made
-    /// durable by a later commit's fsync, and the writable open that
-    /// recovers a crash keeps the records up to the last whole commit and
-    /// truncates a staged blob after it, which nothing committed refers to.
+    /// record: its place is reserved here, under the writer lock, between
+    /// commits, and the staged set's thread writes it (the next commit
+    /// waits for that, and a failure is the store's at the next staging or
+    /// commit). Sound before a commit refers to it: a record past the
+    /// durable end is only made durable by a later commit's fsync, and the
+    /// writable open that recovers a crash keeps the records up to the last
+    /// whole commit and truncates a staged blob after it, which nothing
+    /// committed refers to.
     fn stage(&self, bytes: &[u8]) -> Result<Option<Leaf>> {
         let (Some(writer), threshold) = (&self.writer, self.options.stage_bytes) else { return Ok(None) };
         if threshold == 0 || (bytes.len() as u64) < threshold {
@@ -144,10 +147,17 @@ impl Source for Repo {
         let contents = record::header_len(bytes.len() as u64)..buf.len() - 4;
         let _writer = writer.lock();
         self.check_writable()?;
+        if let Some(failed) = self.staged.take_failure() {
+            return self.guard(Err(failed));
+        }
+        if self.pack.starts_chunk() {
+            // The chunk is finished (synced) only once its records are written.
+            self.guard(self.staged.settle())?;
+        }
         let at = self.guard(self.pack.prepare_append())?;
-        self.guard(self.pack.append(at, &buf))?;
+        let reserved = self.pack.reserve(at, buf.len() as u64);
         // Registered under the writer lock, so that a collection starting
         // sees either the blob kept or the pack's end before it.
-        Ok(Some(Leaf::Staged(self.staged.stage(at, buf, contents))))
+        Ok(Some(Leaf::Staged(self.staged.stage(at, buf, contents, Box::new(move |record| reserved.write(record))))))
     }
 }

@@ -518,6 +518,9 @@ pub fn with_value<T>(child: &Child, loader: &dyn Loader, f: impl FnOnce(&[u8]) -
         Child::Contents(Leaf::Inline(inline)) => Ok(Some(f(inline.bytes()))),
         Child::Contents(Leaf::Value(value)) => Ok(Some(f(&value.bytes))),
         Child::Contents(leaf @ (Leaf::Blob { .. } | Leaf::Staged(_))) => {
+            if let Leaf::Staged(staged) = leaf {
+                staged.written()?;
+            }
             let (offset, hash) = leaf.stored_blob().expect("a blob");
             Ok(Some(f(&loader.load_blob(offset, &hash)?.bytes)))
         }

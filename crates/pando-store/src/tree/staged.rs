@@ -11,14 +11,19 @@
 //!   the commits like any other; a tree that still holds it after its
 //!   commits were collected is refused at its commit (`check_refs`), as
 //!   for any stored pointer.
-//! - The record is in the pack before its `Staged` exists; only its hash
-//!   may come later. The hashing thread takes the records in the order
-//!   they were staged and numbers them as it goes, so a `Staged` whose
-//!   number is at most that count has its hash. Asking a `Staged` for its
-//!   hash waits until then.
-//! - The thread only hashes (nothing it does can fail); if it cannot be
-//!   started, or is found gone, the staging thread hashes the contents
-//!   itself.
+//! - The record's place in the pack is reserved before its `Staged`
+//!   exists; the thread writes it, then hashes the contents. It takes the
+//!   records in the order they were staged and numbers them as it goes,
+//!   so a `Staged` whose number is at most that count is written (or
+//!   knows the failure that stopped it) and has its hash. Asking a
+//!   `Staged` for its hash waits until then, and so does anything that
+//!   reads its record ([`Staged::written`]) and every commit
+//!   ([`StagedSet::settle`]).
+//! - After a failed write the thread writes no later record (each must
+//!   follow the one before in the pack), but still hashes them; the first
+//!   failure is kept for the store ([`StagedSet::settle`],
+//!   [`StagedSet::take_failure`]). If the thread cannot be started, or is
+//!   found gone, the staging thread writes and hashes itself.
 
 use pando_core::Hash;
 use pando_core::tezos::contents_hash;
@@ -28,19 +33,27 @@ use std::ops::Range;
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::sync::{Arc, OnceLock};
 
+use crate::error::{Error, Result};
+
+/// Writes a staged record at the place reserved for it in the pack.
+pub type WriteRecord = Box<dyn FnOnce(&[u8]) -> Result<()> + Send>;
+
 /// How many staged records may wait for their hash; the staging thread
 /// waits beyond it.
 const QUEUED: usize = 32;
 /// Record buffers above this size are not kept for the next value.
 const KEPT_BUFFER: usize = 1 << 20;
 
-/// A blob record a store wrote when the contents were added to a tree, so
-/// that a large commit does not hold its values in memory. Until a commit
+/// A blob record a store placed in its pack when the contents were added
+/// to a tree (written on the hashing thread), so that a large commit does
+/// not hold its values in memory. Until a commit
 /// refers to it, the store's collections keep every record from its
 /// offset on (the store's set of staged offsets).
 pub struct Staged {
     pub offset: u64,
     hash: OnceLock<Hash>,
+    /// Set when the record was not written: the failure that stopped it.
+    unwritten: OnceLock<String>,
     /// Its place in the hashing thread's order (1 for the first).
     number: u64,
     live: Arc<StagedSet>,
@@ -54,6 +67,16 @@ impl Staged {
         }
         self.live.hashing.wait_for(self.number);
         *self.hash.get().expect("the hashing thread numbers a record after hashing it")
+    }
+
+    /// Waits until the record is written; the write's failure (or the
+    /// failure of an earlier one, which stopped it) if it was not.
+    pub fn written(&self) -> Result<()> {
+        self.hash();
+        match self.unwritten.get() {
+            Some(first) => Err(Error::PreviousIo { first: first.clone() }),
+            None => Ok(()),
+        }
     }
 }
 
@@ -81,24 +104,45 @@ impl StagedSet {
     }
 
     /// A staged blob at `offset`, live until dropped: `record` holds it,
-    /// its contents at `contents`. The record is already in the pack; its
-    /// hash is computed on the hashing thread (or here, without one).
-    pub fn stage(self: &Arc<Self>, offset: u64, record: Vec<u8>, contents: Range<usize>) -> Arc<Staged> {
+    /// its contents at `contents`, and `write` writes it at the place
+    /// reserved for it. The hashing thread writes it, then hashes the
+    /// contents (or this thread, without one).
+    pub fn stage(self: &Arc<Self>, offset: u64, record: Vec<u8>, contents: Range<usize>, write: WriteRecord) -> Arc<Staged> {
         let fresh = self.offsets.lock().insert(offset);
         assert!(fresh, "a staged record has an offset of its own");
         let mut queue = self.hashing.queue.lock();
         queue.staged += 1;
-        let staged = Arc::new(Staged { offset, hash: OnceLock::new(), number: queue.staged, live: self.clone() });
-        let job = Job { staged: staged.clone(), record, contents };
+        let staged = Arc::new(Staged {
+            offset,
+            hash: OnceLock::new(),
+            unwritten: OnceLock::new(),
+            number: queue.staged,
+            live: self.clone(),
+        });
+        let job = Job { staged: staged.clone(), record, contents, write };
         match queue.send(job, &self.hashing) {
             Ok(()) => {}
             Err(job) => {
-                // No thread: hash here, as the thread would have.
-                job.run();
+                // No thread: write and hash here, as the thread would have.
+                job.run(&self.hashing);
                 self.hashing.count(1);
             }
         }
         staged
+    }
+
+    /// Waits until every record staged so far is written and hashed;
+    /// the first write that failed, if none has reported it yet.
+    pub fn settle(&self) -> Result<()> {
+        let staged = self.hashing.queue.lock().staged;
+        self.hashing.wait_for(staged);
+        self.take_failure().map_or(Ok(()), Err)
+    }
+
+    /// The first write that failed, if none has reported it yet (without
+    /// waiting for the records being written).
+    pub fn take_failure(&self) -> Option<Error> {
+        self.hashing.failure.lock().take()
     }
 
     /// Releases the staged blobs at `offsets`: a commit in the index now
@@ -122,16 +166,31 @@ impl StagedSet {
     }
 }
 
-/// A staged record to hash.
+/// A staged record to write and hash.
 struct Job {
     staged: Arc<Staged>,
     record: Vec<u8>,
     contents: Range<usize>,
+    write: WriteRecord,
 }
 
 impl Job {
-    /// Hashes the contents and gives the record's buffer back.
-    fn run(self) -> Vec<u8> {
+    /// Writes the record, unless a write failed before (the failure is
+    /// kept in `hashing`), hashes the contents and gives the record's
+    /// buffer back.
+    fn run(self, hashing: &Hashing) -> Vec<u8> {
+        match hashing.first_failure.get() {
+            Some(first) => {
+                let _ = self.staged.unwritten.set(first.clone());
+            }
+            None => {
+                if let Err(e) = (self.write)(&self.record) {
+                    let first = hashing.first_failure.get_or_init(|| e.to_string());
+                    let _ = self.staged.unwritten.set(first.clone());
+                    *hashing.failure.lock() = Some(e);
+                }
+            }
+        }
         let _ = self.staged.hash.set(contents_hash(&self.record[self.contents]));
         self.record
     }
@@ -146,6 +205,10 @@ struct Hashing {
     /// Records hashed, in staging order.
     hashed: Mutex<u64>,
     progress: Condvar,
+    /// The first failed write, as text: later records are not written.
+    first_failure: OnceLock<String>,
+    /// The first failed write, until reported.
+    failure: Mutex<Option<Error>>,
 }
 
 #[derive(Default)]
@@ -188,7 +251,7 @@ impl Hashing {
         let spawned = std::thread::Builder::new().name("pando-hash".into()).spawn(move || {
             for job in received {
                 let live = job.staged.live.clone();
-                let mut buf = job.run();
+                let mut buf = job.run(&live.hashing);
                 live.hashing.count(1);
                 drop(live);
                 if buf.capacity() <= KEPT_BUFFER {

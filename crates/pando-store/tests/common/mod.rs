@@ -3,6 +3,8 @@
 
 #![allow(dead_code)]
 
+pub mod held;
+
 use pando_core::Hash;
 use pando_core::reference::RefTree;
 use pando_store::Tree;
