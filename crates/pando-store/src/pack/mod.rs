@@ -16,9 +16,10 @@
 //! - Bytes below `end` are never rewritten; readers may read them while the
 //!   writer appends. Records reserved for another thread to write
 //!   (`reserve`) lie past `end` until written, in the order reserved; a
-//!   batch is appended, and a chunk started, only once none is pending. A collection replaces the layout below the first chunk
-//!   in one step (`install`, under every lock); a reader that located a
-//!   record in an old file keeps reading it through its open handle.
+//!   batch is appended, and a chunk started, only once none is pending.
+//!   A collection replaces the layout below the first chunk in one step
+//!   (`install`, under every lock); a reader that located a record in an
+//!   old file keeps reading it through its open handle.
 //! - Locks are taken in one order: chunks, collected, cold.
 //! - Every chunk but the last is exactly `next.start - start` bytes long;
 //!   a cold file holds exactly the bytes its chunk held.

@@ -46,9 +46,9 @@ const KEPT_BUFFER: usize = 1 << 20;
 
 /// A blob record a store placed in its pack when the contents were added
 /// to a tree (written on the hashing thread), so that a large commit does
-/// not hold its values in memory. Until a commit
-/// refers to it, the store's collections keep every record from its
-/// offset on (the store's set of staged offsets).
+/// not hold its values in memory. Until a commit refers to it, the store's
+/// collections keep every record from its offset on (the store's set of
+/// staged offsets).
 pub struct Staged {
     pub offset: u64,
     hash: OnceLock<Hash>,
