@@ -425,3 +425,60 @@ fn retention_starts_a_chunk_every_period_while_a_collection_runs() {
         check_tree(&store.checkout(hash).unwrap().unwrap(), model).unwrap_or_else(|e| panic!("commit {i}: {e}"));
     }
 }
+
+/// A tree taken from a commit that a collection then collected, whose
+/// directory points straight at a tree inode that the kept commits reach
+/// only through a patch (which replaced one of its children: the
+/// collection did not keep that child), is refused at its commit or
+/// commits a tree that reads back whole; never a commit whose reads fail.
+#[test]
+fn a_stale_tree_sharing_a_patched_inode_is_refused_or_whole() {
+    let store = Store::open_storage(Arc::new(MemStorage::new()), options()).unwrap();
+    let mut model = Model::new();
+    let mut tree = store.empty_tree();
+    for i in 0..200 {
+        let (path, value) = (vec![b"d".to_vec(), format!("k{i}").into_bytes()], format!("v{i}").into_bytes());
+        tree.add_mut(&path, &value).unwrap();
+        model_add(&mut model, &path, &value);
+    }
+    tree.add_mut(&["other"], b"x").unwrap();
+    model_add(&mut model, &[b"other".to_vec()], b"x");
+    // A batch longer than a chunk: the next commit's starts one, which is
+    // where the collection's boundary then falls.
+    for i in 0..40u8 {
+        let (path, value) = (vec![b"big".to_vec(), vec![b'a' + i % 26, b'0' + i / 26]], vec![i; 300]);
+        tree.add_mut(&path, &value).unwrap();
+        model_add(&mut model, &path, &value);
+    }
+    let first = store.commit(&tree, &[], 0, "Tezos", "first").unwrap();
+    // The next commit changes one entry of `d`: its root becomes a patch
+    // of the first commit's, which replaces one child.
+    let mut next = store.checkout(&first).unwrap().unwrap();
+    next.add_mut(&["d", "k7"], b"changed").unwrap();
+    let second = store.commit(&next, &[first], 1, "Tezos", "second").unwrap();
+    // A tree of the first commit, changed beside `d`: its root in memory
+    // points at the first commit's `d` as stored.
+    let mut stale = store.checkout(&first).unwrap().unwrap();
+    stale.add_mut(&["other"], b"y").unwrap();
+    // And one changed inside `d`: its root in memory, a patch base's copy.
+    let (mut inside, mut inside_model) = (store.checkout(&first).unwrap().unwrap(), model.clone());
+    inside.add_mut(&["d", "k100"], b"new").unwrap();
+    model_add(&mut inside_model, &[b"d".to_vec(), b"k100".to_vec()], b"new");
+    model_add(&mut model, &[b"other".to_vec()], b"y");
+    let mut head = second;
+    for b in 0..6 {
+        let mut t = store.checkout(&head).unwrap().unwrap();
+        t.add_mut(&["e", &format!("{b}")], &[b as u8; 300]).unwrap();
+        head = store.commit(&t, &[head], 2 + b, "Tezos", "more").unwrap();
+    }
+    store.gc(&second).unwrap();
+    store.wait_gc().unwrap().unwrap();
+    assert!(matches!(store.checkout(&first), Err(Error::CollectedCommit(_))));
+    for (tree, model) in [(&stale, &model), (&inside, &inside_model)] {
+        match store.commit(tree, &[head], 9, "Tezos", "stale") {
+            Err(Error::Collected { .. }) => {}
+            Err(e) => panic!("expected Collected, got {e}"),
+            Ok(hash) => check_tree(&store.checkout(&hash).unwrap().unwrap(), model).unwrap(),
+        }
+    }
+}

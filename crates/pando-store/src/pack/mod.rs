@@ -25,7 +25,7 @@
 //!   a cold file holds exactly the bytes its chunk held.
 //! - Boundary: the pack knows records, not nodes or commits.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashSet};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
@@ -247,6 +247,11 @@ pub struct Pack {
     /// Set once a collection started: the next batch starts a chunk, where
     /// a later collection's boundary can then fall (see [`Pack::split`]).
     split: AtomicBool,
+    /// Records below the first chunk held without some of the records they
+    /// refer to: patch bases, kept for the children their patches need
+    /// (see `gc_plan::live_records`), as this process's last collection
+    /// found them (see [`Pack::holds_whole`]).
+    partial: RwLock<Arc<HashSet<u64>>>,
 }
 
 /// Bytes at the end of the pack, reserved for a record written later
@@ -420,6 +425,7 @@ impl Pack {
             reserved: AtomicU64::new(durable_end),
             chunk_target_bytes,
             split: AtomicBool::new(false),
+            partial: RwLock::new(Arc::default()),
         })
     }
 
@@ -438,6 +444,22 @@ impl Pack {
         // One lock at a time: a reader never waits holding one.
         let in_run = self.collected.read().as_ref().is_some_and(|c| c.find(offset).is_some());
         in_run || self.cold.read().iter().any(|c| c.holds(offset))
+    }
+
+    /// True if the store holds the record at `offset` and every record it
+    /// refers to: [`Pack::holds`], and not a patch base a collection kept
+    /// only for its patches (the children they replaced are gone). A
+    /// pointer to such a base that does not go through its patches comes
+    /// from a tree of a collected commit, and cannot be written again.
+    pub fn holds_whole(&self, offset: u64) -> bool {
+        self.holds(offset) && (offset >= self.first_chunk_start() || !self.partial.read().contains(&offset))
+    }
+
+    /// Sets the records held without some of the records they refer to
+    /// (a collection's switch, under the writer lock, with the layout it
+    /// installs).
+    pub fn set_partial(&self, partial: HashSet<u64>) {
+        *self.partial.write() = Arc::new(partial);
     }
 
     /// The layout's epoch: the generation of the layout below the first

@@ -126,11 +126,14 @@ impl<'a, 's> Batch<'a, 's> {
     }
 
     /// The offset a node in memory was written at by this store instance,
-    /// if that record is still held (a collection may have removed it).
+    /// if that record is still held with all it refers to (a collection may
+    /// have removed it, or kept it only as a patch base).
     fn written_at(&self, offset: Option<u64>) -> Option<u64> {
-        offset.filter(|&o| self.holds(o))
+        offset.filter(|&o| self.refs_held || self.pack.holds_whole(o))
     }
 
+    /// Whether the record at `offset` is held (a patch's base need not be
+    /// whole: the patch names the children it replaces).
     fn holds(&self, offset: u64) -> bool {
         self.refs_held || self.pack.holds(offset)
     }
@@ -278,8 +281,11 @@ impl<'a, 's> Batch<'a, 's> {
 /// anything is encoded, so a refused commit leaves no stored marks behind.
 pub(super) fn check_refs(instance: u64, pack: &crate::pack::Pack, inode: &Arc<Inode>) -> Result<()> {
     let held = |offset: u64| if pack.holds(offset) { Ok(()) } else { Err(Error::Collected { offset }) };
+    // An inode is referred to whole: a patch base kept only for its
+    // patches is not (the children they replaced are gone).
+    let whole = |offset: u64| if pack.holds_whole(offset) { Ok(()) } else { Err(Error::Collected { offset }) };
     // A node in memory whose record was collected is written again.
-    if inode.stored_offset(instance).is_some_and(|offset| pack.holds(offset)) {
+    if inode.stored_offset(instance).is_some_and(|offset| pack.holds_whole(offset)) {
         return Ok(());
     }
     match &inode.body {
@@ -287,7 +293,8 @@ pub(super) fn check_refs(instance: u64, pack: &crate::pack::Pack, inode: &Arc<In
             for child in values.children() {
                 match child {
                     Child::Contents(Leaf::Inline(_) | Leaf::Value(_)) => {}
-                    Child::Contents(Leaf::Blob { offset, .. }) | Child::Dir(Ptr::Stored { offset, .. }) => held(*offset)?,
+                    Child::Contents(Leaf::Blob { offset, .. }) => held(*offset)?,
+                    Child::Dir(Ptr::Stored { offset, .. }) => whole(*offset)?,
                     // Kept by every collection while the tree holds it.
                     Child::Contents(Leaf::Staged(staged)) => held(staged.offset)?,
                     Child::Dir(Ptr::Mem(root, _)) => check_refs(instance, pack, root)?,
@@ -297,7 +304,7 @@ pub(super) fn check_refs(instance: u64, pack: &crate::pack::Pack, inode: &Arc<In
         Body::Tree(pointers) => {
             for (_, child) in pointers.iter() {
                 match child {
-                    Ptr::Stored { offset, .. } => held(*offset)?,
+                    Ptr::Stored { offset, .. } => whole(*offset)?,
                     Ptr::Mem(inode, _) => check_refs(instance, pack, inode)?,
                 }
             }

@@ -148,7 +148,9 @@ impl Repo {
         let refs_held = tree.refs_held_at(self.pack.layout_epoch());
         if self.pack.first_chunk_start() > 0 && !refs_held {
             match root {
-                Ptr::Stored { offset, .. } if !self.pack.holds(*offset) => return Err(Error::Collected { offset: *offset }),
+                Ptr::Stored { offset, .. } if !self.pack.holds_whole(*offset) => {
+                    return Err(Error::Collected { offset: *offset });
+                }
                 Ptr::Stored { .. } => {}
                 Ptr::Mem(inode, _) => check_refs(self.id, &self.pack, inode)?,
             }

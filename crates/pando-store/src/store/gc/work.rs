@@ -3,7 +3,7 @@
 
 use foldhash::HashMap;
 use pando_core::Hash;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
@@ -300,6 +300,9 @@ impl Work<'_> {
             }
         }
         repo.collected_commits.fetch_add(prepared.collected.len() as u64, Ordering::Relaxed);
+        // Patch bases kept without the children their patches replaced (in
+        // archive mode those stay, in cold files).
+        repo.pack.set_partial(if archive { HashSet::new() } else { prepared.masked.keys().copied().collect() });
         let (mut remove, rename) = repo.pack.install(install);
         self.report.switch_pause = pause.elapsed();
         drop(writer);
