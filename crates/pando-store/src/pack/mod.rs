@@ -251,7 +251,7 @@ pub struct Pack {
     /// refer to: patch bases, kept for the children their patches need
     /// (see `gc_plan::live_records`), as this process's last collection
     /// found them (see [`Pack::holds_whole`]).
-    partial: RwLock<Arc<HashSet<u64>>>,
+    partial: RwLock<HashSet<u64>>,
 }
 
 /// Bytes at the end of the pack, reserved for a record written later
@@ -425,7 +425,7 @@ impl Pack {
             reserved: AtomicU64::new(durable_end),
             chunk_target_bytes,
             split: AtomicBool::new(false),
-            partial: RwLock::new(Arc::default()),
+            partial: RwLock::new(HashSet::new()),
         })
     }
 
@@ -459,7 +459,7 @@ impl Pack {
     /// (a collection's switch, under the writer lock, with the layout it
     /// installs).
     pub fn set_partial(&self, partial: HashSet<u64>) {
-        *self.partial.write() = Arc::new(partial);
+        *self.partial.write() = partial;
     }
 
     /// The layout's epoch: the generation of the layout below the first
