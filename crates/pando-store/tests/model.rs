@@ -2,7 +2,8 @@
 //! commit, checkout, reopen and garbage collection against a `BTreeMap`
 //! model per commit; every hash is compared with the reference hasher built
 //! from scratch. Every kept commit reads back right; every collected one is
-//! a clean `CollectedCommit` error.
+//! a clean `CollectedCommit` error; a tree kept from before collections,
+//! committed after them, is refused cleanly or reads back whole.
 
 mod common;
 
@@ -33,6 +34,9 @@ enum Op {
     /// Starts a collection keeping the given commit and those after it.
     Gc(usize),
     WaitGc,
+    /// Commits on the head a tree kept since any earlier point (a
+    /// `Snapshot`), whatever collections took effect since.
+    CommitStale(usize),
 }
 
 /// Steps from a small set, so that paths collide often: removals hit,
@@ -70,10 +74,11 @@ fn op() -> impl Strategy<Value = Op> {
         3 => Just(Op::Commit),
         1 => (0usize..100).prop_map(Op::Checkout),
         1 => Just(Op::Reopen),
-        1 => Just(Op::Snapshot),
+        3 => Just(Op::Snapshot),
         2 => Just(Op::ToggleInPlace),
-        1 => (0usize..100).prop_map(Op::Gc),
+        2 => (0usize..100).prop_map(Op::Gc),
         1 => Just(Op::WaitGc),
+        3 => (0usize..100).prop_map(Op::CommitStale),
     ]
 }
 
@@ -103,6 +108,8 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
     let mut commits: Vec<(Hash, Model)> = Vec::new();
     let mut head: Option<Hash> = None;
     let mut snapshots: Vec<(Tree, Model)> = Vec::new();
+    // Trees kept across collections too, for `CommitStale`.
+    let mut stale: Vec<(Tree, Model)> = Vec::new();
     let mut in_place = false;
     // Collections: the position (in `commits`) of the first kept commit of
     // the running one; the commits collected so far.
@@ -130,7 +137,27 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
                 }
                 model_remove(&mut model, &p);
             }
-            Op::Snapshot => snapshots.push((tree.clone(), model.clone())),
+            Op::Snapshot => {
+                snapshots.push((tree.clone(), model.clone()));
+                stale.push((tree.clone(), model.clone()));
+            }
+            Op::CommitStale(i) => {
+                let Some((old, old_model)) = stale.get(i % stale.len().max(1)) else { continue };
+                let parents: Vec<Hash> = head.into_iter().collect();
+                match s.commit(old, &parents, n as i64, "Tezos", &format!("stale {n}")) {
+                    Ok(hash) => {
+                        let t = s.checkout(&hash).unwrap().expect("just committed");
+                        check_tree(&t, old_model).map_err(|e| TestCaseError::fail(format!("stale tree committed: {e}")))?;
+                        commits.push((hash, old_model.clone()));
+                        head = Some(hash);
+                        (tree, model) = (t, old_model.clone());
+                    }
+                    Err(Error::Collected { .. } | Error::CollectedCommit(_)) => {
+                        prop_assert!(!collected.is_empty() || pending_gc.is_some(), "refused with no collection");
+                    }
+                    Err(e) => return Err(TestCaseError::fail(format!("stale commit: {e}"))),
+                }
+            }
             Op::ToggleInPlace => in_place = !in_place,
             Op::Copy(source, target) => {
                 if let Some(sub) = tree.find_tree(&source).unwrap() {
@@ -229,6 +256,7 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
             Op::Reopen => {
                 // Trees of the closed instance cannot be committed to the new one.
                 snapshots.clear();
+                stale.clear();
                 drop(store.take());
                 store = Some(Store::open_storage(Arc::new(storage.clone()), options()).unwrap());
                 let s = store.as_ref().unwrap();
