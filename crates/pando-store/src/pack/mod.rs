@@ -507,9 +507,14 @@ impl Pack {
     /// Whether [`Pack::prepare_append`] would start a new chunk now: the
     /// last one is full or [`Pack::split`] asked.
     pub fn starts_chunk(&self) -> bool {
-        let end = self.reserved.load(Ordering::Acquire);
+        self.chunk_due(self.reserved.load(Ordering::Acquire), self.split.load(Ordering::Acquire))
+    }
+
+    /// Whether a batch at `end` starts a new chunk: the last one holds
+    /// something and is full, or `split` was asked.
+    fn chunk_due(&self, end: u64, split: bool) -> bool {
         let last_start = self.chunks.read().last().expect("a pack has a chunk").start;
-        end > last_start && (end - last_start >= self.chunk_target_bytes || self.split.load(Ordering::Acquire))
+        end > last_start && (end - last_start >= self.chunk_target_bytes || split)
     }
 
     /// The offset the next batch will be written at, starting a new chunk
@@ -523,9 +528,7 @@ impl Pack {
             // Records still being written (a split asked stays asked).
             return Ok(end);
         }
-        let last_start = self.chunks.read().last().expect("a pack has a chunk").start;
-        let split = self.split.swap(false, Ordering::AcqRel);
-        if end > last_start && (end - last_start >= self.chunk_target_bytes || split) {
+        if self.chunk_due(end, self.split.swap(false, Ordering::AcqRel)) {
             // Only the last chunk is synced at commits: finish this one first.
             self.sync()?;
             let name = chunk_name(end);
