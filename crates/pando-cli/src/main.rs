@@ -252,6 +252,12 @@ enum Command {
         /// With --keep-last: start a collection every M commits.
         #[arg(long, requires = "keep_last")]
         gc_every: Option<u64>,
+        /// With --keep-last: a collection traces only what was written
+        /// since the last one's boundary until the older live records have
+        /// grown by this many percent over what the last whole trace found;
+        /// 0 traces them all every time.
+        #[arg(long, default_value_t = pando_store::Options::default().gc_whole_trace_growth_percent)]
+        whole_trace_growth: u64,
         /// Compare two reports side by side instead of replaying.
         #[arg(long, num_args = 2, value_names = ["A.json", "B.json"], conflicts_with_all = ["trace", "store"])]
         compare: Option<Vec<PathBuf>>,
@@ -423,6 +429,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             cache_mb,
             keep_last,
             gc_every,
+            whole_trace_growth,
             compare: None,
         } => {
             let sync = sync_policy(&sync)?;
@@ -441,6 +448,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 sync,
                 cache_mb,
                 retention,
+                whole_trace_growth,
             })
         }
         Command::Trace { command: TraceCommand::Cat { file, limit } } => commands::trace::cat(&file, limit),

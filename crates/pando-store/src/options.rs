@@ -87,6 +87,14 @@ pub struct Options {
     /// machine other work keeps busy, collections then take longer and the
     /// disk grows meanwhile: `false` runs them at the writer's priority.
     pub gc_low_priority: bool,
+    /// A collection traces only the records written since the last one's
+    /// boundary, keeping the older live records as they are, until those
+    /// have grown by more than this share (in percent) over what the last
+    /// whole trace found live: then it traces them all again, dropping
+    /// the garbage they gathered. 0 traces every record every time;
+    /// `u64::MAX` only in the first collection after the store opens.
+    /// Archive mode always traces all.
+    pub gc_whole_trace_growth_percent: u64,
 }
 
 impl Options {
@@ -110,6 +118,7 @@ impl Default for Options {
             record_trace: None,
             retention: Retention::KeepAll,
             gc_low_priority: true,
+            gc_whole_trace_growth_percent: 25,
         }
     }
 }

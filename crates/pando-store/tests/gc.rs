@@ -215,6 +215,65 @@ fn retention_policy_collects_on_its_own() {
     assert_eq!(store.ancestor(&more[24].0, 5).unwrap(), more[20].0);
 }
 
+/// A collection after the first traces only the records written since the
+/// last boundary and keeps the older live ones as they were, garbage
+/// included, until they have grown past the share allowed over what the
+/// last whole trace found; a whole trace then drops that garbage. What is
+/// kept reads back right all along, and `check` finds nothing.
+#[test]
+fn a_collection_traces_what_was_written_since_the_last_boundary() {
+    let storage = MemStorage::new();
+    let minor = Options { gc_whole_trace_growth_percent: u64::MAX, ..options() };
+    let store = Store::open_storage(Arc::new(storage.clone()), minor.clone()).unwrap();
+    // Entries no block changes: their records stay below every boundary.
+    let (mut tree, mut model) = (store.empty_tree(), Model::new());
+    for i in 0..50 {
+        let path = vec![b"static".to_vec(), format!("s{i:02}").into_bytes()];
+        tree.add_mut(&path, format!("code {i}").as_bytes()).unwrap();
+        model_add(&mut model, &path, format!("code {i}").as_bytes());
+    }
+    let genesis = store.commit(&tree, &[], 0, "Tezos", "genesis").unwrap();
+    let mut commits = blocks(&store, Some((genesis, model)), 40, 1);
+    let collect = |store: &Store, keep: &Hash| {
+        store.gc(keep).unwrap();
+        store.wait_gc().unwrap().unwrap()
+    };
+    let first = collect(&store, &commits[20].0);
+    assert_eq!(first.traced_from, 0, "the first collection since the store opened traces all");
+    let mut boundary = first.boundary;
+    for (round, keep) in [(2, 50), (3, 70)] {
+        let head = commits.last().cloned();
+        commits.extend(blocks(&store, head, 20, round));
+        let report = collect(&store, &commits[keep].0);
+        assert_eq!(report.traced_from, boundary, "round {round}: only what lies above the last boundary is traced");
+        assert!(report.boundary > boundary);
+        boundary = report.boundary;
+        check_kept_and_collected(&store, &commits, keep);
+        let check = store.check(pando_store::CheckScope::All, 10, &mut |_| {}).unwrap();
+        assert!(check.is_clean(), "round {round}: {:?}", check.problems);
+    }
+    let kept_after_minor = store.stats().pack_bytes;
+    drop(store);
+    // Reopened: its first collection traces all, and drops what the
+    // older runs held that nothing needs any more.
+    let store = Store::open_storage(Arc::new(storage.clone()), minor).unwrap();
+    check_kept_and_collected(&store, &commits, 70);
+    let whole = collect(&store, &commits[70].0);
+    assert_eq!(whole.traced_from, 0);
+    assert!(store.stats().pack_bytes < kept_after_minor, "a whole trace drops the garbage minor ones kept");
+    check_kept_and_collected(&store, &commits, 70);
+    // With no growth allowed, every collection traces all.
+    drop(store);
+    let every = Options { gc_whole_trace_growth_percent: 0, ..options() };
+    let store = Store::open_storage(Arc::new(storage), every).unwrap();
+    for (round, keep) in [(4, 90), (5, 110)] {
+        let head = commits.last().cloned();
+        commits.extend(blocks(&store, head, 20, round));
+        assert_eq!(collect(&store, &commits[keep].0).traced_from, 0);
+        check_kept_and_collected(&store, &commits, keep);
+    }
+}
+
 /// A collection the policy finds due while another runs starts at a later
 /// commit: five more commits (the policy's `every`), each made once the
 /// running collection finished, make sure one starts and finishes.
@@ -431,9 +490,19 @@ fn retention_starts_a_chunk_every_period_while_a_collection_runs() {
 /// only through a patch (which replaced one of its children: the
 /// collection did not keep that child), is refused at its commit or
 /// commits a tree that reads back whole; never a commit whose reads fail.
+///
+/// With `minor` a second collection, which traces only what was written
+/// since the first one's boundary, runs before those commits: the inodes
+/// the first one kept without some children must stay known as such.
 #[test]
 fn a_stale_tree_sharing_a_patched_inode_is_refused_or_whole() {
-    let store = Store::open_storage(Arc::new(MemStorage::new()), options()).unwrap();
+    stale_tree_sharing_a_patched_inode(false);
+    stale_tree_sharing_a_patched_inode(true);
+}
+
+fn stale_tree_sharing_a_patched_inode(minor: bool) {
+    let options = Options { gc_whole_trace_growth_percent: u64::MAX, ..options() };
+    let store = Store::open_storage(Arc::new(MemStorage::new()), options).unwrap();
     let mut model = Model::new();
     let mut tree = store.empty_tree();
     for i in 0..200 {
@@ -472,8 +541,17 @@ fn a_stale_tree_sharing_a_patched_inode_is_refused_or_whole() {
         head = store.commit(&t, &[head], 2 + b, "Tezos", "more").unwrap();
     }
     store.gc(&second).unwrap();
-    store.wait_gc().unwrap().unwrap();
+    assert_eq!(store.wait_gc().unwrap().unwrap().traced_from, 0, "the first collection traces all");
     assert!(matches!(store.checkout(&first), Err(Error::CollectedCommit(_))));
+    if minor {
+        for b in 0..6 {
+            let mut t = store.checkout(&head).unwrap().unwrap();
+            t.add_mut(&["f", &format!("{b}")], &[b as u8; 300]).unwrap();
+            head = store.commit(&t, &[head], 10 + b, "Tezos", "more").unwrap();
+        }
+        store.gc(&head).unwrap();
+        assert!(store.wait_gc().unwrap().unwrap().traced_from > 0, "the second traces what is new");
+    }
     for (tree, model) in [(&stale, &model), (&inside, &inside_model)] {
         match store.commit(tree, &[head], 9, "Tezos", "stale") {
             Err(Error::Collected { .. }) => {}

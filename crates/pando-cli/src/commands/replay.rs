@@ -27,6 +27,8 @@ pub struct ReplayArgs {
     pub sync: SyncPolicy,
     pub cache_mb: u64,
     pub retention: pando_store::Retention,
+    /// `Options::gc_whole_trace_growth_percent`.
+    pub whole_trace_growth: u64,
 }
 
 pub fn replay(args: &ReplayArgs) -> anyhow::Result<()> {
@@ -48,7 +50,13 @@ pub fn replay(args: &ReplayArgs) -> anyhow::Result<()> {
         Some(dir) => dir.clone(),
         None => scratch.path().join("store"),
     };
-    let options = Options { sync: args.sync, cache_bytes: args.cache_mb << 20, retention: args.retention, ..Options::default() };
+    let options = Options {
+        sync: args.sync,
+        cache_bytes: args.cache_mb << 20,
+        retention: args.retention,
+        gc_whole_trace_growth_percent: args.whole_trace_growth,
+        ..Options::default()
+    };
     let store = Store::open(&store_dir, options).with_context(|| format!("cannot open the store in {}", store_dir.display()))?;
 
     let mut reader = TraceReader::open(&trace)?;
@@ -226,6 +234,7 @@ impl GcWatch {
                 peak_bytes: done.peak_bytes,
                 bytes_after: done.bytes_after,
                 copied_bytes: done.copied_bytes,
+                whole_trace: done.traced_from == 0,
             });
         }
     }

@@ -462,6 +462,11 @@ impl Pack {
         *self.partial.write() = partial;
     }
 
+    /// The records held without some of the records they refer to.
+    pub fn partial(&self) -> HashSet<u64> {
+        self.partial.read().clone()
+    }
+
     /// The layout's epoch: the generation of the layout below the first
     /// chunk (0 before any collection), which every install raises. Only an
     /// install removes records, so a record [`Pack::holds`] while this is

@@ -43,10 +43,11 @@ pub fn render(report: &Report) -> String {
         .iter()
         .map(|g| {
             format!(
-                "<tr><td>{}..{}</td><td>{:.1}</td><td>{:.2}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
+                "<tr><td>{}..{}</td><td>{:.1}</td><td>{}</td><td>{:.2}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
                 g.start_block,
                 g.end_block,
                 g.seconds,
+                if g.whole_trace { "all" } else { "new" },
                 g.max_pause_ms,
                 g.collected_commits,
                 human_bytes(g.bytes_before as f64),
@@ -60,7 +61,7 @@ pub fn render(report: &Report) -> String {
         String::new()
     } else {
         format!(
-            "<h2>Garbage collections (shaded in the block chart)</h2><table><tr><th>blocks</th><th>seconds</th><th>writer pause ms</th><th>commits collected</th><th>pack before</th><th>at most</th><th>after</th><th>rewritten</th></tr>{gc_rows}</table>"
+            "<h2>Garbage collections (shaded in the block chart)</h2><table><tr><th>blocks</th><th>seconds</th><th>traced</th><th>writer pause ms</th><th>commits collected</th><th>pack before</th><th>at most</th><th>after</th><th>rewritten</th></tr>{gc_rows}</table>"
         )
     };
     let cumulative_points: Vec<(f64, f64)> = samples.iter().map(|s| (s.block as f64, s.at_s)).collect();

@@ -150,6 +150,15 @@ pub struct GcEvent {
     /// Bytes rewritten into new segment files.
     #[serde(default)]
     pub copied_bytes: u64,
+    /// True if it traced every live record, false if only those written
+    /// since the last collection's boundary (reports before this field
+    /// was added traced every one).
+    #[serde(default = "traced_whole")]
+    pub whole_trace: bool,
+}
+
+fn traced_whole() -> bool {
+    true
 }
 
 fn buckets(histogram: &Histogram<u64>) -> Vec<(f64, u64)> {

@@ -35,10 +35,11 @@ pub fn render(report: &Report) -> String {
         for g in &report.gc {
             let _ = writeln!(
                 w,
-                "  blocks {}..{}: {:.1} s, {} commits collected, pack {} -> {} (at most {}), {} rewritten, writer paused {:.2} ms (switch {:.2}, steps {:.2})",
+                "  blocks {}..{}: {:.1} s, {}, {} commits collected, pack {} -> {} (at most {}), {} rewritten, writer paused {:.2} ms (switch {:.2}, steps {:.2})",
                 g.start_block,
                 g.end_block,
                 g.seconds,
+                if g.whole_trace { "whole trace" } else { "new records traced" },
                 g.collected_commits,
                 human_bytes(g.bytes_before as f64),
                 human_bytes(g.bytes_after as f64),

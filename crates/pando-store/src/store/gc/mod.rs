@@ -89,6 +89,9 @@ pub struct GcReport {
     pub last_generation: u64,
     /// Records below this offset were collected or kept.
     pub boundary: u64,
+    /// The records below this offset (the previous boundary) were kept as
+    /// they were, not traced again; 0 for a whole trace.
+    pub traced_from: u64,
     /// Runs and bytes of live records below the boundary.
     pub live_runs: u64,
     pub live_bytes: u64,
@@ -174,6 +177,9 @@ pub(crate) struct GcState {
     since_retention: AtomicU64,
     /// Reports of finished collections not yet taken (the last `MAX_REPORTS`).
     finished: Mutex<Vec<GcReport>>,
+    /// Bytes of the live records below the boundary that the last whole
+    /// trace found (`None`: none since the store opened).
+    whole_live_bytes: Mutex<Option<u64>>,
 }
 
 impl Repo {
@@ -270,6 +276,7 @@ impl Repo {
         let keep_at = keep_offset.min(oldest_staged);
         let boundary = self.pack.chunk_bounds().iter().rev().find(|(start, _)| *start <= keep_at).map_or(first, |c| c.0);
         let pinned: std::collections::HashSet<Hash> = self.gc.pinned.lock().keys().copied().collect();
+        let traced_from = if self.trace_whole() { 0 } else { first };
         let progress = Arc::new(Progress::default());
         crate::telemetry::gc_started(generation, keep_offset, boundary);
         let repo = self.clone();
@@ -308,6 +315,7 @@ impl Repo {
                     repo: &repo,
                     generation,
                     boundary,
+                    traced_from,
                     progress: &worker_progress,
                     started,
                     in_flight: Vec::new(),
@@ -330,6 +338,23 @@ impl Repo {
             })?;
         *job = Some(Job { generation, keep_offset, started, progress, handle });
         Ok(())
+    }
+
+    /// True if the next collection traces every live record, false if only
+    /// those at or after the current layout's boundary: the first since
+    /// the store opened does (the records kept without some children are
+    /// known only to the collection that dropped them), as does archive
+    /// mode, and one after the older live records have grown past the
+    /// share allowed over what the last whole trace found
+    /// (`Options::gc_whole_trace_growth_percent`).
+    fn trace_whole(&self) -> bool {
+        let growth = self.options.gc_whole_trace_growth_percent;
+        let (Some(last), Some(current)) = (*self.gc.whole_live_bytes.lock(), self.pack.collected()) else { return true };
+        if growth == 0 || self.options.retention.archive() {
+            return true;
+        }
+        let live: u64 = current.runs.iter().map(|run| run.len).sum();
+        live.saturating_mul(100) > last.max(1).saturating_mul(100u64.saturating_add(growth))
     }
 
     /// Waits for the running collection, if any, to finish, and returns its

@@ -30,6 +30,9 @@ const CATCH_UP_ROUNDS: usize = 16;
 struct Prepared {
     generation: u64,
     boundary: u64,
+    /// Records below this offset are kept as they are, not traced (see
+    /// [`Work::traced_from`]).
+    traced_from: u64,
     /// The live records below the boundary, where they lie now.
     runs: Vec<Run>,
     /// Records before this offset have been scanned for references.
@@ -46,6 +49,9 @@ struct Prepared {
     /// Live records some of whose children were not needed (patch bases),
     /// with the mask of those children.
     masked: HashMap<u64, u32>,
+    /// The records below `traced_from` an earlier collection kept without
+    /// some of their children.
+    kept_partial: HashSet<u64>,
 }
 
 /// Scans `prepared.scanned_end..end` for references below the boundary to
@@ -61,7 +67,8 @@ fn catch_up(repo: &Repo, prepared: &mut Prepared, end: u64) -> Result<()> {
     let (runs, masked) = (&prepared.runs, &prepared.masked);
     let index = RunIndex::new(runs);
     let known = |offset: u64| index.find(runs, offset).is_some();
-    let skip = |offset: u64| known(offset) && !masked.contains_key(&offset);
+    let traced_from = prepared.traced_from;
+    let skip = |offset: u64| offset < traced_from || (known(offset) && !masked.contains_key(&offset));
     let mut window = Window::default();
     let found =
         gc_plan::live_records(boundary, roots, &skip, &known, &mut |offset, payload| read(&mut window, repo, offset, payload))?;
@@ -103,6 +110,16 @@ pub(super) struct Work<'a> {
     pub(super) repo: &'a Repo,
     pub(super) generation: u64,
     pub(super) boundary: u64,
+    /// The records below this offset (the current layout's boundary, or 0
+    /// for a whole trace) are kept as they are, not traced: the current
+    /// layout's runs, with the records it holds without some children. A
+    /// record written since needs only what they hold: it refers to
+    /// records held when it was written, and it needs a child of one held
+    /// without some only if a version live at that collection needed it
+    /// (a commit refuses a pointer straight to such a record,
+    /// `Pack::holds_whole`). What they hold that is no longer live stays
+    /// until a whole trace.
+    pub(super) traced_from: u64,
     pub(super) progress: &'a Progress,
     pub(super) started: Instant,
     /// Files written for a step not yet durable: removed if the collection fails.
@@ -162,7 +179,16 @@ impl Work<'_> {
     /// Stage 1 up to the switch: the live records below the boundary and
     /// where they lie, the new index, catch-up rounds.
     fn find_live(&mut self, scan_end: u64, roots: Vec<u64>, entries: Vec<(Hash, u64)>, collected: Vec<Hash>) -> Result<Prepared> {
-        let (repo, boundary) = (self.repo, self.boundary);
+        let (repo, boundary, traced_from) = (self.repo, self.boundary, self.traced_from);
+        // What an earlier collection found live below `traced_from`: no
+        // layout is installed until this one's switch.
+        let (kept_runs, kept_partial) = match repo.pack.collected() {
+            Some(current) if traced_from > 0 => {
+                debug_assert!(traced_from == repo.pack.first_chunk_start());
+                (current.runs.clone(), repo.pack.partial())
+            }
+            _ => (Vec::new(), HashSet::new()),
+        };
         // 1. References into the region below the boundary, from the records
         //    kept in place and from the kept commits below it.
         self.progress.enter(GcPhase::Scanning, scan_end - boundary);
@@ -176,14 +202,15 @@ impl Work<'_> {
         // 2. The live records below the boundary, where they lie now.
         self.progress.enter(GcPhase::Tracing, 0);
         let mut window = Window::default();
-        let found = gc_plan::live_records(boundary, pending, &|_| false, &|_| false, &mut |offset, payload| {
+        let found = gc_plan::live_records(boundary, pending, &|o| o < traced_from, &|_| false, &mut |offset, payload| {
             progress.done.fetch_add(1, Ordering::Relaxed);
             repo.check_cancel()?;
             read(&mut window, repo, offset, payload)
         })?;
         let mut masked = HashMap::default();
         note_masks(&mut masked, &found.masks);
-        let runs = gc_plan::place(&found.ranges, &mut |o| repo.pack.whereabouts(o))?;
+        let placed = gc_plan::place(&found.ranges, &mut |o| repo.pack.whereabouts(o))?;
+        let runs = if kept_runs.is_empty() { placed } else { gc_plan::merge(kept_runs, placed) };
         drop(found);
         // 3. The new index.
         let index_name = index_file::name(self.generation);
@@ -192,6 +219,7 @@ impl Work<'_> {
         let mut prepared = Prepared {
             generation: self.generation,
             boundary,
+            traced_from,
             runs,
             scanned_end: scan_end,
             index,
@@ -200,6 +228,7 @@ impl Work<'_> {
             collected,
             mapping_stale: true,
             masked,
+            kept_partial,
         };
         // 4. Catch up with the writer until little is left for the switch.
         self.progress.enter(GcPhase::CatchingUp, 0);
@@ -302,7 +331,11 @@ impl Work<'_> {
         repo.collected_commits.fetch_add(prepared.collected.len() as u64, Ordering::Relaxed);
         // Patch bases kept without the children their patches replaced (in
         // archive mode those stay, in cold files).
-        repo.pack.set_partial(if archive { HashSet::new() } else { prepared.masked.keys().copied().collect() });
+        let mut partial = std::mem::take(&mut prepared.kept_partial);
+        if !archive {
+            partial.extend(prepared.masked.keys().copied());
+        }
+        repo.pack.set_partial(partial);
         let (mut remove, rename) = repo.pack.install(install);
         self.report.switch_pause = pause.elapsed();
         drop(writer);
@@ -314,8 +347,12 @@ impl Work<'_> {
         report.generation = prepared.generation;
         report.last_generation = prepared.generation;
         report.boundary = prepared.boundary;
+        report.traced_from = prepared.traced_from;
         report.live_runs = prepared.runs.len() as u64;
         report.live_bytes = prepared.runs.iter().map(|r| r.len).sum();
+        if prepared.traced_from == 0 {
+            *repo.gc.whole_live_bytes.lock() = Some(report.live_bytes);
+        }
         report.collected_commits = prepared.collected.len() as u64;
         Ok(())
     }
