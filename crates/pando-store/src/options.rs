@@ -118,7 +118,7 @@ impl Default for Options {
             record_trace: None,
             retention: Retention::KeepAll,
             gc_low_priority: true,
-            gc_whole_trace_growth_percent: 25,
+            gc_whole_trace_growth_percent: 10,
         }
     }
 }
