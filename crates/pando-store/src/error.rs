@@ -18,7 +18,7 @@ pub enum Error {
     Corrupt { file: String, offset: u64, reason: String },
     #[error("checksum mismatch in {file} at offset {offset}: expected {expected:#010x}, found {found:#010x}")]
     ChecksumMismatch { file: String, offset: u64, expected: u32, found: u32 },
-    #[error("{file}: format version {found} is not supported (this build reads version {supported})")]
+    #[error("{file}: format version {found} is not supported (this build reads versions {oldest} to {supported})", oldest = crate::format::OLDEST_READ_VERSION)]
     UnsupportedVersion { file: String, found: u32, supported: u32 },
     #[error("{dir} is not a pando store: {reason}")]
     NotAStore { dir: String, reason: String },

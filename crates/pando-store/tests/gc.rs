@@ -274,6 +274,79 @@ fn a_collection_traces_what_was_written_since_the_last_boundary() {
     }
 }
 
+/// A store of format version 3, whose mapping holds fixed runs of 32
+/// bytes, opens and reads back; its next collection writes a mapping of
+/// version 4 and its control slots say version 4.
+#[test]
+fn a_version_3_store_is_read_and_upgraded() {
+    use pando_store::format::{control, mapping};
+    use pando_store::io::{File, read_all};
+    let storage = MemStorage::new();
+    let store = Store::open_storage(Arc::new(storage.clone()), options()).unwrap();
+    let mut commits = blocks(&store, None, 60, 1);
+    store.gc(&commits[30].0).unwrap();
+    store.wait_gc().unwrap();
+    let generation = store.stats().generation;
+    drop(store);
+    // Rewrite the mapping with version 3's runs, and every control slot as
+    // version 3 (their bytes are otherwise the same).
+    let name = mapping::file_name(generation);
+    let file = storage.open(&name, false).unwrap();
+    let runs = mapping::decode(&read_all(&*file).unwrap(), u64::MAX).unwrap();
+    assert!(!runs.is_empty());
+    let mut v3 = b"PANDOMAP".to_vec();
+    v3.extend_from_slice(&3u32.to_le_bytes());
+    v3.extend_from_slice(&(runs.len() as u64).to_le_bytes());
+    for r in &runs {
+        for field in [r.old, r.new, r.len, r.file] {
+            v3.extend_from_slice(&field.to_le_bytes());
+        }
+    }
+    let crc = crc32c::crc32c(&v3);
+    v3.extend_from_slice(&crc.to_le_bytes());
+    file.truncate(0).unwrap();
+    file.write_all_at(&v3, 0).unwrap();
+    let version = |slot: &[u8]| u32::from_le_bytes(slot[8..12].try_into().unwrap());
+    let slots = |f: &dyn File| -> Vec<Vec<u8>> {
+        (0..3u64)
+            .map(|i| {
+                let mut slot = vec![0u8; control::SLOT_SIZE];
+                f.read_exact_at(&mut slot, i * control::SLOT_SIZE as u64).unwrap();
+                slot
+            })
+            .filter(|slot| control::decode_slot(slot).is_ok())
+            .collect()
+    };
+    let control_file = storage.open("control", false).unwrap();
+    let used = 8 + 4 + 8 * 13;
+    for i in 0..3u64 {
+        let mut slot = vec![0u8; control::SLOT_SIZE];
+        control_file.read_exact_at(&mut slot, i * control::SLOT_SIZE as u64).unwrap();
+        if control::decode_slot(&slot).is_err() {
+            continue;
+        }
+        slot[8..12].copy_from_slice(&3u32.to_le_bytes());
+        let crc = crc32c::crc32c(&slot[..used]);
+        slot[used..used + 4].copy_from_slice(&crc.to_le_bytes());
+        control_file.write_all_at(&slot, i * control::SLOT_SIZE as u64).unwrap();
+    }
+    assert!(slots(&*control_file).iter().all(|slot| version(slot) == 3));
+
+    let store = Store::open_storage(Arc::new(storage.clone()), options()).unwrap();
+    check_kept_and_collected(&store, &commits, 30);
+    let head = commits.last().cloned();
+    commits.extend(blocks(&store, head, 20, 2));
+    store.gc(&commits[60].0).unwrap();
+    store.wait_gc().unwrap();
+    let upgraded = read_all(&*storage.open(&mapping::file_name(store.stats().generation), false).unwrap()).unwrap();
+    assert_eq!(version(&upgraded), 4);
+    drop(store);
+    let newest = slots(&*control_file).into_iter().max_by_key(|slot| control::decode_slot(slot).unwrap().seq).unwrap();
+    assert_eq!(version(&newest), 4);
+    let store = Store::open_storage(Arc::new(storage), options()).unwrap();
+    check_kept_and_collected(&store, &commits, 60);
+}
+
 /// A collection the policy finds due while another runs starts at a later
 /// commit: five more commits (the policy's `every`), each made once the
 /// running collection finished, make sure one starts and finishes.

@@ -140,7 +140,7 @@ pub fn decode_slot(bytes: &[u8]) -> Result<Control, SlotError> {
         return Err(SlotError::BadChecksum);
     }
     let version = u32::from_le_bytes(bytes[8..12].try_into().expect("4 bytes"));
-    if version != FORMAT_VERSION {
+    if !(super::OLDEST_READ_VERSION..=FORMAT_VERSION).contains(&version) {
         return Err(SlotError::UnsupportedVersion(version));
     }
     let field = |i: usize| u64::from_le_bytes(bytes[12 + 8 * i..20 + 8 * i].try_into().expect("8 bytes"));

@@ -8,5 +8,9 @@ pub mod mapping;
 pub mod node;
 pub mod record;
 
-/// The format version written by this build; readers refuse other versions.
-pub const FORMAT_VERSION: u32 = 3;
+/// The format version written by this build.
+pub const FORMAT_VERSION: u32 = 4;
+/// The oldest format version this build reads: a version 3 store differs
+/// only in its mapping files' runs, read as they are; the next control
+/// write and collection step write version 4.
+pub const OLDEST_READ_VERSION: u32 = 3;
