@@ -294,18 +294,8 @@ fn a_version_3_store_is_read_and_upgraded() {
     let file = storage.open(&name, false).unwrap();
     let runs = mapping::decode(&read_all(&*file).unwrap(), u64::MAX).unwrap();
     assert!(!runs.is_empty());
-    let mut v3 = b"PANDOMAP".to_vec();
-    v3.extend_from_slice(&3u32.to_le_bytes());
-    v3.extend_from_slice(&(runs.len() as u64).to_le_bytes());
-    for r in &runs {
-        for field in [r.old, r.new, r.len, r.file] {
-            v3.extend_from_slice(&field.to_le_bytes());
-        }
-    }
-    let crc = crc32c::crc32c(&v3);
-    v3.extend_from_slice(&crc.to_le_bytes());
     file.truncate(0).unwrap();
-    file.write_all_at(&v3, 0).unwrap();
+    file.write_all_at(&mapping::encode_version_3(&runs), 0).unwrap();
     let version = |slot: &[u8]| u32::from_le_bytes(slot[8..12].try_into().unwrap());
     let slots = |f: &dyn File| -> Vec<Vec<u8>> {
         (0..3u64)

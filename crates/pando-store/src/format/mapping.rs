@@ -94,6 +94,23 @@ pub fn encode(runs: &[Run]) -> Vec<u8> {
     out
 }
 
+/// The mapping of `runs` as format version 3 wrote it: fixed runs of four
+/// u64 (for the tests that read such stores).
+#[cfg(any(test, feature = "test-hooks"))]
+pub fn encode_version_3(runs: &[Run]) -> Vec<u8> {
+    let mut out = MAGIC.to_vec();
+    out.extend_from_slice(&3u32.to_le_bytes());
+    out.extend_from_slice(&(runs.len() as u64).to_le_bytes());
+    for run in runs {
+        for field in [run.old, run.new, run.len, run.file] {
+            out.extend_from_slice(&field.to_le_bytes());
+        }
+    }
+    let crc = crc32c::crc32c(&out);
+    out.extend_from_slice(&crc.to_le_bytes());
+    out
+}
+
 /// Decodes a mapping (format version 3 or 4) and checks its runs are
 /// sorted, disjoint, non-empty and below `boundary` (the first chunk's
 /// start). Errors give the byte offset of the damage.
@@ -268,21 +285,8 @@ mod tests {
             assert!(decode(&damaged, 100).is_err(), "flip at byte {i} accepted");
         }
         // Version 4 cannot say it (gaps are unsigned); version 3 can.
-        let overlapping = encode_v3(&[run(10, 0, 5, 1), run(12, 5, 5, 1)]);
+        let overlapping = encode_version_3(&[run(10, 0, 5, 1), run(12, 5, 5, 1)]);
         assert!(decode(&overlapping, 100).is_err());
-    }
-
-    /// A mapping of format version 3: fixed runs of four u64.
-    fn encode_v3(runs: &[Run]) -> Vec<u8> {
-        let mut out = MAGIC.to_vec();
-        out.extend_from_slice(&3u32.to_le_bytes());
-        out.extend_from_slice(&(runs.len() as u64).to_le_bytes());
-        for r in runs {
-            for field in [r.old, r.new, r.len, r.file] {
-                out.extend_from_slice(&field.to_le_bytes());
-            }
-        }
-        with_crc(out)
     }
 
     fn with_crc(mut body: Vec<u8>) -> Vec<u8> {
@@ -294,7 +298,7 @@ mod tests {
     #[test]
     fn version_3_mappings_are_read_and_runs_take_a_few_bytes() {
         let runs = vec![run(10, 0, 5, 1), run(40, 5, 20, 1), run(70, 0, 1, IN_CHUNK | 64)];
-        assert_eq!(decode(&encode_v3(&runs), 100).unwrap(), runs);
+        assert_eq!(decode(&encode_version_3(&runs), 100).unwrap(), runs);
         // A relocated segment: its runs follow each other in the file.
         let mut dense = Vec::new();
         let (mut old, mut new) = (0, 0);
