@@ -160,6 +160,22 @@ pub fn place(ranges: &[(u64, u64)], locate: &mut Locate<'_>) -> Result<Vec<Run>>
     Ok(runs)
 }
 
+/// `below` followed by `above`, whose runs all start at or after the end
+/// of `below`'s (a collection's kept runs, then those it traced above
+/// them): one table, copied once.
+pub fn concat(below: &[Run], above: Vec<Run>) -> Vec<Run> {
+    debug_assert!(match (below.last(), above.first()) {
+        (Some(last), Some(first)) => last.end() <= first.old,
+        _ => true,
+    });
+    let mut out = Vec::with_capacity(below.len() + above.len());
+    out.extend_from_slice(below);
+    for run in above {
+        push_run(&mut out, run);
+    }
+    out
+}
+
 /// The union of two disjoint run tables.
 pub fn merge(a: Vec<Run>, b: Vec<Run>) -> Vec<Run> {
     let mut all = a;
@@ -301,6 +317,8 @@ mod tests {
         assert_eq!(merged[0], run(10, 10, 15, IN_CHUNK), "contiguous in pack and file: one run");
         assert_eq!(merged.len(), runs.len() + 1);
         assert!(merged.windows(2).all(|w| w[0].end() <= w[1].old));
+        let joined = concat(&[run(10, 10, 5, IN_CHUNK)], vec![run(15, 15, 5, IN_CHUNK), run(30, 0, 5, 7)]);
+        assert_eq!(joined, vec![run(10, 10, 10, IN_CHUNK), run(30, 0, 5, 7)], "contiguous at the junction: one run");
     }
 
     #[test]

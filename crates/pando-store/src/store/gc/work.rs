@@ -180,15 +180,6 @@ impl Work<'_> {
     /// where they lie, the new index, catch-up rounds.
     fn find_live(&mut self, scan_end: u64, roots: Vec<u64>, entries: Vec<(Hash, u64)>, collected: Vec<Hash>) -> Result<Prepared> {
         let (repo, boundary, traced_from) = (self.repo, self.boundary, self.traced_from);
-        // What an earlier collection found live below `traced_from`: no
-        // layout is installed until this one's switch.
-        let (kept_runs, kept_partial) = match repo.pack.collected() {
-            Some(current) if traced_from > 0 => {
-                debug_assert!(traced_from == repo.pack.first_chunk_start());
-                (current.runs.clone(), repo.pack.partial())
-            }
-            _ => (Vec::new(), HashSet::new()),
-        };
         // 1. References into the region below the boundary, from the records
         //    kept in place and from the kept commits below it.
         self.progress.enter(GcPhase::Scanning, scan_end - boundary);
@@ -210,8 +201,17 @@ impl Work<'_> {
         let mut masked = HashMap::default();
         note_masks(&mut masked, &found.masks);
         let placed = gc_plan::place(&found.ranges, &mut |o| repo.pack.whereabouts(o))?;
-        let runs = if kept_runs.is_empty() { placed } else { gc_plan::merge(kept_runs, placed) };
         drop(found);
+        // What an earlier collection found live below `traced_from` (no
+        // layout is installed until this one's switch), then what this one
+        // found above it.
+        let (runs, kept_partial) = match repo.pack.collected() {
+            Some(current) if traced_from > 0 => {
+                debug_assert!(traced_from == repo.pack.first_chunk_start());
+                (gc_plan::concat(&current.runs, placed), repo.pack.partial())
+            }
+            _ => (placed, HashSet::new()),
+        };
         // 3. The new index.
         let index_name = index_file::name(self.generation);
         let index = self.create(&index_name)?;
