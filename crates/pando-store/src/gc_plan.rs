@@ -118,13 +118,20 @@ pub fn live_records(
     Ok(live)
 }
 
-/// Appends to `out` what the record at `offset` (kept whole) needs below `boundary`.
-pub fn references_below(boundary: u64, offset: u64, kind: RecordKind, payload: &[u8], out: &mut Vec<(u64, u32)>) -> Result<()> {
+/// Appends to `out` what the record at `offset` (kept whole) needs in
+/// `traced` (below the boundary, from where the collection traces).
+pub fn references_in(
+    traced: std::ops::Range<u64>,
+    offset: u64,
+    kind: RecordKind,
+    payload: &[u8],
+    out: &mut Vec<(u64, u32)>,
+) -> Result<()> {
     let start = out.len();
     references(kind, payload, offset, 0, out).map_err(|reason| Error::corrupt("pack", offset, reason))?;
     let mut keep = start;
     for i in start..out.len() {
-        if out[i].0 < boundary {
+        if traced.contains(&out[i].0) {
             out[keep] = out[i];
             keep += 1;
         }

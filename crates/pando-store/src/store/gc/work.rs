@@ -61,7 +61,7 @@ fn catch_up(repo: &Repo, prepared: &mut Prepared, end: u64) -> Result<()> {
     let boundary = prepared.boundary;
     let mut roots = Vec::new();
     repo.pack.scan(prepared.scanned_end, end, &mut |offset, kind, payload| {
-        gc_plan::references_below(boundary, offset, kind, payload, &mut roots)
+        gc_plan::references_in(prepared.traced_from..boundary, offset, kind, payload, &mut roots)
     })?;
     prepared.scanned_end = end;
     let (runs, masked) = (&prepared.runs, &prepared.masked);
@@ -180,15 +180,15 @@ impl Work<'_> {
     /// where they lie, the new index, catch-up rounds.
     fn find_live(&mut self, scan_end: u64, roots: Vec<u64>, entries: Vec<(Hash, u64)>, collected: Vec<Hash>) -> Result<Prepared> {
         let (repo, boundary, traced_from) = (self.repo, self.boundary, self.traced_from);
-        // 1. References into the region below the boundary, from the records
-        //    kept in place and from the kept commits below it.
+        // 1. References into the region traced, from the records kept in
+        //    place and from the kept commits below the boundary.
         self.progress.enter(GcPhase::Scanning, scan_end - boundary);
         let mut pending: Vec<(u64, u32)> = roots.into_iter().filter(|&o| o < boundary).map(|o| (o, 0)).collect();
         let progress = self.progress;
         repo.pack.scan(boundary, scan_end, &mut |offset, kind, payload| {
             progress.done.store(offset - boundary, Ordering::Relaxed);
             repo.check_cancel()?;
-            gc_plan::references_below(boundary, offset, kind, payload, &mut pending)
+            gc_plan::references_in(traced_from..boundary, offset, kind, payload, &mut pending)
         })?;
         // 2. The live records below the boundary, where they lie now.
         self.progress.enter(GcPhase::Tracing, 0);
