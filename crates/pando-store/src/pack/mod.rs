@@ -457,14 +457,15 @@ impl Pack {
 
     /// Sets the records held without some of the records they refer to
     /// (a collection's switch, under the writer lock, with the layout it
-    /// installs).
-    pub fn set_partial(&self, partial: HashSet<u64>) {
-        *self.partial.write() = partial;
-    }
-
-    /// The records held without some of the records they refer to.
-    pub fn partial(&self) -> HashSet<u64> {
-        self.partial.read().clone()
+    /// installs): `partial`, and those already set if `keep` (a
+    /// collection that kept the older runs as they were).
+    pub fn set_partial(&self, partial: HashSet<u64>, keep: bool) {
+        let mut set = self.partial.write();
+        if keep {
+            set.extend(partial);
+        } else {
+            *set = partial;
+        }
     }
 
     /// The layout's epoch: the generation of the layout below the first

@@ -276,7 +276,6 @@ impl Repo {
         let keep_at = keep_offset.min(oldest_staged);
         let boundary = self.pack.chunk_bounds().iter().rev().find(|(start, _)| *start <= keep_at).map_or(first, |c| c.0);
         let pinned: std::collections::HashSet<Hash> = self.gc.pinned.lock().keys().copied().collect();
-        let traced_from = if self.trace_whole() { 0 } else { first };
         let progress = Arc::new(Progress::default());
         crate::telemetry::gc_started(generation, keep_offset, boundary);
         let repo = self.clone();
@@ -315,7 +314,6 @@ impl Repo {
                     repo: &repo,
                     generation,
                     boundary,
-                    traced_from,
                     progress: &worker_progress,
                     started,
                     in_flight: Vec::new(),
@@ -340,21 +338,20 @@ impl Repo {
         Ok(())
     }
 
-    /// True if the next collection traces every live record, false if only
-    /// those at or after the current layout's boundary: the first since
-    /// the store opened does (the records kept without some children are
-    /// known only to the collection that dropped them), as does archive
-    /// mode, and one after the older live records have grown past the
-    /// share allowed over what the last whole trace found
-    /// (`Options::gc_whole_trace_growth_percent`).
-    fn trace_whole(&self) -> bool {
+    /// True if a collection starting over `current` (the layout below the
+    /// first chunk, if any) traces every live record, false if only those
+    /// at or after its boundary: the first since the store opened does
+    /// (the records kept without some children are known only to the
+    /// collection that dropped them), as does archive mode, and one after
+    /// the older live records have grown past the share allowed over what
+    /// the last whole trace found (`Options::gc_whole_trace_growth_percent`).
+    fn trace_whole(&self, current: Option<&crate::pack::Collected>) -> bool {
         let growth = self.options.gc_whole_trace_growth_percent;
-        let (Some(last), Some(current)) = (*self.gc.whole_live_bytes.lock(), self.pack.collected()) else { return true };
+        let (Some(last), Some(current)) = (*self.gc.whole_live_bytes.lock(), current) else { return true };
         if growth == 0 || self.options.retention.archive() {
             return true;
         }
-        let live: u64 = current.runs.iter().map(|run| run.len).sum();
-        live.saturating_mul(100) > last.max(1).saturating_mul(100u64.saturating_add(growth))
+        current.live_bytes().saturating_mul(100) > last.max(1).saturating_mul(100u64.saturating_add(growth))
     }
 
     /// Waits for the running collection, if any, to finish, and returns its

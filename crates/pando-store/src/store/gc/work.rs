@@ -30,8 +30,15 @@ const CATCH_UP_ROUNDS: usize = 16;
 struct Prepared {
     generation: u64,
     boundary: u64,
-    /// Records below this offset are kept as they are, not traced (see
-    /// [`Work::traced_from`]).
+    /// The records below this offset (the current layout's boundary, or 0
+    /// for a whole trace) are kept as they are, not traced: the current
+    /// layout's runs, with the records it holds without some children
+    /// (`Pack::holds_whole`). A record written since needs only what they
+    /// hold: it refers to records held when it was written, and it needs a
+    /// child of one held without some only if a version live at that
+    /// collection needed it (a commit refuses a pointer straight to such a
+    /// record). What they hold that is no longer live stays until a whole
+    /// trace.
     traced_from: u64,
     /// The live records below the boundary, where they lie now.
     runs: Vec<Run>,
@@ -49,9 +56,6 @@ struct Prepared {
     /// Live records some of whose children were not needed (patch bases),
     /// with the mask of those children.
     masked: HashMap<u64, u32>,
-    /// The records below `traced_from` an earlier collection kept without
-    /// some of their children.
-    kept_partial: HashSet<u64>,
 }
 
 /// Scans `prepared.scanned_end..end` for references below the boundary to
@@ -67,8 +71,9 @@ fn catch_up(repo: &Repo, prepared: &mut Prepared, end: u64) -> Result<()> {
     let (runs, masked) = (&prepared.runs, &prepared.masked);
     let index = RunIndex::new(runs);
     let known = |offset: u64| index.find(runs, offset).is_some();
-    let traced_from = prepared.traced_from;
-    let skip = |offset: u64| offset < traced_from || (known(offset) && !masked.contains_key(&offset));
+    // Records below `traced_from` are in the runs and never masked here:
+    // skipped like every record known whole.
+    let skip = |offset: u64| known(offset) && !masked.contains_key(&offset);
     let mut window = Window::default();
     let found =
         gc_plan::live_records(boundary, roots, &skip, &known, &mut |offset, payload| read(&mut window, repo, offset, payload))?;
@@ -110,16 +115,6 @@ pub(super) struct Work<'a> {
     pub(super) repo: &'a Repo,
     pub(super) generation: u64,
     pub(super) boundary: u64,
-    /// The records below this offset (the current layout's boundary, or 0
-    /// for a whole trace) are kept as they are, not traced: the current
-    /// layout's runs, with the records it holds without some children. A
-    /// record written since needs only what they hold: it refers to
-    /// records held when it was written, and it needs a child of one held
-    /// without some only if a version live at that collection needed it
-    /// (a commit refuses a pointer straight to such a record,
-    /// `Pack::holds_whole`). What they hold that is no longer live stays
-    /// until a whole trace.
-    pub(super) traced_from: u64,
     pub(super) progress: &'a Progress,
     pub(super) started: Instant,
     /// Files written for a step not yet durable: removed if the collection fails.
@@ -179,7 +174,11 @@ impl Work<'_> {
     /// Stage 1 up to the switch: the live records below the boundary and
     /// where they lie, the new index, catch-up rounds.
     fn find_live(&mut self, scan_end: u64, roots: Vec<u64>, entries: Vec<(Hash, u64)>, collected: Vec<Hash>) -> Result<Prepared> {
-        let (repo, boundary, traced_from) = (self.repo, self.boundary, self.traced_from);
+        let (repo, boundary) = (self.repo, self.boundary);
+        // The layout below the first chunk: none is installed until this
+        // collection's switch.
+        let current = repo.pack.collected();
+        let traced_from = if repo.trace_whole(current.as_deref()) { 0 } else { repo.pack.first_chunk_start() };
         // 1. References into the region traced, from the records kept in
         //    place and from the kept commits below the boundary.
         self.progress.enter(GcPhase::Scanning, scan_end - boundary);
@@ -202,15 +201,11 @@ impl Work<'_> {
         note_masks(&mut masked, &found.masks);
         let placed = gc_plan::place(&found.ranges, &mut |o| repo.pack.whereabouts(o))?;
         drop(found);
-        // What an earlier collection found live below `traced_from` (no
-        // layout is installed until this one's switch), then what this one
-        // found above it.
-        let (runs, kept_partial) = match repo.pack.collected() {
-            Some(current) if traced_from > 0 => {
-                debug_assert!(traced_from == repo.pack.first_chunk_start());
-                (gc_plan::concat(&current.runs, placed), repo.pack.partial())
-            }
-            _ => (placed, HashSet::new()),
+        // What an earlier collection found live below `traced_from`, then
+        // what this one found above it.
+        let runs = match current {
+            Some(current) if traced_from > 0 => gc_plan::concat(&current.runs, placed),
+            _ => placed,
         };
         // 3. The new index.
         let index_name = index_file::name(self.generation);
@@ -228,7 +223,6 @@ impl Work<'_> {
             collected,
             mapping_stale: true,
             masked,
-            kept_partial,
         };
         // 4. Catch up with the writer until little is left for the switch.
         self.progress.enter(GcPhase::CatchingUp, 0);
@@ -330,12 +324,10 @@ impl Work<'_> {
         }
         repo.collected_commits.fetch_add(prepared.collected.len() as u64, Ordering::Relaxed);
         // Patch bases kept without the children their patches replaced (in
-        // archive mode those stay, in cold files).
-        let mut partial = std::mem::take(&mut prepared.kept_partial);
-        if !archive {
-            partial.extend(prepared.masked.keys().copied());
-        }
-        repo.pack.set_partial(partial);
+        // archive mode those stay, in cold files), added to those the runs
+        // kept as they were still hold.
+        let masked = if archive { HashSet::new() } else { prepared.masked.keys().copied().collect() };
+        repo.pack.set_partial(masked, prepared.traced_from > 0);
         let (mut remove, rename) = repo.pack.install(install);
         self.report.switch_pause = pause.elapsed();
         drop(writer);
