@@ -340,19 +340,9 @@ fn wrong_magic_and_version_are_named() {
     let storage = FaultyStorage::new();
     workload(&storage);
     let image = storage.crash(CrashMode::KeepAll, 0);
-    // Rewrite both control slots as valid slots of format version 99.
+    // Rewrite the control slots as valid slots of format version 99.
     let control = image.open("control", false).unwrap();
-    let used = 8 + 4 + 8 * 13;
-    for at in [0u64, 4096] {
-        let mut slot = vec![0u8; used + 4];
-        if control.read_exact_at(&mut slot, at).is_err() {
-            continue;
-        }
-        slot[8..12].copy_from_slice(&99u32.to_le_bytes());
-        let crc = crc32c::crc32c(&slot[..used]);
-        slot[used..].copy_from_slice(&crc.to_le_bytes());
-        control.write_all_at(&slot, at).unwrap();
-    }
+    rewrite_control_version(&*control, 99);
     match Store::open_storage(Arc::new(image.crash(CrashMode::KeepAll, 0)), options()) {
         Err(Error::UnsupportedVersion { file, found: 99, .. }) => assert_eq!(file, "control"),
         Err(other) => panic!("unexpected {other}"),

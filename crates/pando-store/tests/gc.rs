@@ -308,18 +308,7 @@ fn a_version_3_store_is_read_and_upgraded() {
             .collect()
     };
     let control_file = storage.open("control", false).unwrap();
-    let used = 8 + 4 + 8 * 13;
-    for i in 0..3u64 {
-        let mut slot = vec![0u8; control::SLOT_SIZE];
-        control_file.read_exact_at(&mut slot, i * control::SLOT_SIZE as u64).unwrap();
-        if control::decode_slot(&slot).is_err() {
-            continue;
-        }
-        slot[8..12].copy_from_slice(&3u32.to_le_bytes());
-        let crc = crc32c::crc32c(&slot[..used]);
-        slot[used..used + 4].copy_from_slice(&crc.to_le_bytes());
-        control_file.write_all_at(&slot, i * control::SLOT_SIZE as u64).unwrap();
-    }
+    rewrite_control_version(&*control_file, 3);
     assert!(slots(&*control_file).iter().all(|slot| version(slot) == 3));
 
     let store = Store::open_storage(Arc::new(storage.clone()), options()).unwrap();

@@ -88,3 +88,21 @@ pub fn check_tree(tree: &Tree, model: &Model) -> Result<(), String> {
     }
     Ok(())
 }
+
+/// Rewrites every valid slot of a store's control file as a valid slot of
+/// format `version` (its checksum made again, its fields unchanged).
+pub fn rewrite_control_version(control: &dyn pando_store::io::File, version: u32) {
+    use pando_store::format::control::{SLOT_SIZE, decode_slot};
+    // Magic, version and 13 fields, then the checksum.
+    let used = 8 + 4 + 8 * 13;
+    for at in (0..3u64).map(|i| i * SLOT_SIZE as u64) {
+        let mut slot = vec![0u8; SLOT_SIZE];
+        if control.read_exact_at(&mut slot, at).is_err() || decode_slot(&slot).is_err() {
+            continue;
+        }
+        slot[8..12].copy_from_slice(&version.to_le_bytes());
+        let crc = crc32c::crc32c(&slot[..used]);
+        slot[used..used + 4].copy_from_slice(&crc.to_le_bytes());
+        control.write_all_at(&slot, at).unwrap();
+    }
+}
