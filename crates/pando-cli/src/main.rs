@@ -245,6 +245,9 @@ enum Command {
         /// Memory for decoded nodes, in MiB: three quarters for the nodes the last commits wrote, a quarter for the cache of nodes read.
         #[arg(long, default_value_t = 512)]
         cache_mb: u64,
+        /// Memory for the flat read cache, in MiB: what paths hold in the newest commit, so that reads skip the walk down the trie; 0 turns it off.
+        #[arg(long, default_value_t = 64)]
+        read_cache_mb: u64,
         /// Keep only the last N commits: garbage-collect in the background
         /// (with --gc-every) as a rolling node does.
         #[arg(long, requires = "gc_every")]
@@ -427,6 +430,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             blocks,
             sync,
             cache_mb,
+            read_cache_mb,
             keep_last,
             gc_every,
             whole_trace_growth,
@@ -447,6 +451,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 blocks,
                 sync,
                 cache_mb,
+                read_cache_mb,
                 retention,
                 whole_trace_growth,
             })

@@ -4,9 +4,11 @@
 //! of generated traces (`pando replay`) is the real benchmark.
 //!
 //! `cargo run --release -p pando-store --example block_loop -- [DIR] [BLOCKS]`
-//! (`PANDO_CACHE_MB` sets the cache budget, 256 by default; the cache's
-//! entries and weight are printed at the end; `PANDO_SYNC=pipelined` syncs
-//! each commit on a second thread, `SyncPolicy::Pipelined`).
+//! (`PANDO_CACHE_MB` sets the cache budget, 512 by default, and
+//! `PANDO_READ_CACHE_MB` the flat read cache's, 64 by default, 0 to turn it
+//! off; the caches' entries and weights are printed at the end;
+//! `PANDO_SYNC=pipelined` syncs each commit on a second thread,
+//! `SyncPolicy::Pipelined`).
 
 use pando_store::{Options, Store, SyncPolicy};
 
@@ -33,7 +35,9 @@ fn main() {
         Ok("pipelined") => SyncPolicy::Pipelined,
         _ => SyncPolicy::EveryCommit,
     };
-    let store = Store::open(&dir, Options { cache_bytes: cache_mb << 20, sync, ..Options::default() }).unwrap();
+    let read_cache_mb: u64 = std::env::var("PANDO_READ_CACHE_MB").ok().and_then(|s| s.parse().ok()).unwrap_or(64);
+    let options = Options { cache_bytes: cache_mb << 20, read_cache_bytes: read_cache_mb << 20, sync, ..Options::default() };
+    let store = Store::open(&dir, options).unwrap();
     let accounts = 200_000u32;
     let mut rng = SmallRng::seed_from_u64(1);
 
@@ -91,9 +95,11 @@ fn main() {
         .and_then(|status| status.lines().find(|l| l.starts_with("VmRSS:")).map(|l| l[6..].trim().to_string()))
         .unwrap_or_default();
     eprintln!(
-        "cache: {} entries, {:.1} MB weighed, pack {:.1} MB; resident now {resident}",
+        "cache: {} entries, {:.1} MB weighed; flat read cache: {} entries, {:.1} MB; pack {:.1} MB; resident now {resident}",
         stats.cache_entries,
         stats.cache_bytes as f64 / 1e6,
+        stats.read_cache_entries,
+        stats.read_cache_bytes as f64 / 1e6,
         stats.pack_bytes as f64 / 1e6
     );
     times.sort_by(|a, b| a.partial_cmp(b).unwrap());

@@ -95,6 +95,11 @@ pub struct Options {
     /// `u64::MAX` only in the first collection after the store opens.
     /// Archive mode always traces all.
     pub gc_whole_trace_growth_percent: u64,
+    /// Bytes of the flat read cache (beside `cache_bytes`): what paths hold
+    /// in the newest commit's tree, looked up by the whole path, so that a
+    /// read of a tree taken from that commit does not walk the trie. A
+    /// commit carries it over with its tree's updates; 0 turns it off.
+    pub read_cache_bytes: u64,
 }
 
 impl Options {
@@ -119,6 +124,7 @@ impl Default for Options {
             retention: Retention::KeepAll,
             gc_low_priority: true,
             gc_whole_trace_growth_percent: 10,
+            read_cache_bytes: 64 << 20,
         }
     }
 }

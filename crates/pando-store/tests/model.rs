@@ -3,7 +3,11 @@
 //! model per commit; every hash is compared with the reference hasher built
 //! from scratch. Every kept commit reads back right; every collected one is
 //! a clean `CollectedCommit` error; a tree kept from before collections,
-//! committed after them, is refused cleanly or reads back whole.
+//! committed after them, is refused cleanly or reads back whole. After
+//! each step, `find`, `mem` and `mem_tree` of paths that hold contents,
+//! directories or nothing agree with the model, twice (the second time
+//! from the store's flat read cache, sized to be emptied often in the
+//! longer runs).
 
 mod common;
 
@@ -88,8 +92,9 @@ fn fill_path(dir: &Path, i: u32) -> Path {
     p
 }
 
-fn options() -> Options {
+fn options(read_cache_bytes: u64) -> Options {
     Options {
+        read_cache_bytes,
         cache_bytes: 64 << 10,
         chunk_target_bytes: 2 << 10,
         checkpoint_commits: 3,
@@ -103,7 +108,33 @@ fn options() -> Options {
     }
 }
 
-fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
+/// `find`, `mem` and `mem_tree` of every path of one to three steps from
+/// `a`, `b` and `index` agree with the model, read twice.
+fn check_reads(tree: &Tree, model: &Model) -> Result<(), TestCaseError> {
+    let steps: [&[u8]; 3] = [b"a", b"b", b"index"];
+    let mut paths: Vec<Path> = steps.iter().map(|s| vec![s.to_vec()]).collect();
+    for _ in 0..2 {
+        let longer: Vec<Path> = paths
+            .iter()
+            .filter(|p| p.len() == paths.last().unwrap().len())
+            .flat_map(|p| steps.iter().map(move |s| [p.clone(), vec![s.to_vec()]].concat()))
+            .collect();
+        paths.extend(longer);
+    }
+    for _ in 0..2 {
+        for p in &paths {
+            let value = model.get(p);
+            let under = model.range(p.clone()..).next().is_some_and(|(k, _)| k.len() > p.len() && k.starts_with(p));
+            prop_assert_eq!(tree.find(p).unwrap(), value.cloned(), "find {:?}", p);
+            prop_assert_eq!(tree.mem(p).unwrap(), value.is_some(), "mem {:?}", p);
+            prop_assert_eq!(tree.mem_tree(p).unwrap(), value.is_some() || under, "mem_tree {:?}", p);
+        }
+    }
+    Ok(())
+}
+
+fn run(ops: Vec<Op>, read_cache_bytes: u64) -> Result<(), TestCaseError> {
+    let options = || options(read_cache_bytes);
     let storage = MemStorage::new();
     let mut store = Some(Store::open_storage(Arc::new(storage.clone()), options()).unwrap());
     let mut tree = store.as_ref().unwrap().empty_tree();
@@ -335,6 +366,7 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
             }
         }
         check_tree(&tree, &model).map_err(|e| TestCaseError::fail(format!("after op {n}: {e}")))?;
+        check_reads(&tree, &model)?;
         prop_assert_eq!(tree.length::<&[u8]>(&[]).unwrap() as usize, {
             let mut firsts: Vec<&Vec<u8>> = model.keys().map(|k| &k[0]).collect();
             firsts.dedup();
@@ -382,20 +414,21 @@ proptest! {
 
     #[test]
     fn store_matches_model(ops in prop::collection::vec(op(), 1..40)) {
-        run(ops)?;
+        run(ops, Options::default().read_cache_bytes)?;
     }
 
     /// Longer runs: several collections between reopens, so that most
     /// trace only what was written since the one before.
     #[test]
     fn store_matches_model_across_collections(ops in prop::collection::vec(op(), 60..160)) {
-        run(ops)?;
+        // A flat read cache of a few dozen entries, emptied again and again.
+        run(ops, 4 << 10)?;
     }
 }
 
 #[test]
 fn unbound_tree_commits_into_store() {
-    let store = Store::open_storage(Arc::new(MemStorage::new()), options()).unwrap();
+    let store = Store::open_storage(Arc::new(MemStorage::new()), options(Options::default().read_cache_bytes)).unwrap();
     let tree = Tree::empty().add(&["a", "b"], b"v").unwrap();
     let hash = store.commit(&tree, &[], 0, "Tezos", "").unwrap();
     let back = store.checkout(&hash).unwrap().unwrap();

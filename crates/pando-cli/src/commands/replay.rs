@@ -26,6 +26,8 @@ pub struct ReplayArgs {
     pub blocks: Option<u64>,
     pub sync: SyncPolicy,
     pub cache_mb: u64,
+    /// `Options::read_cache_bytes`, in MiB.
+    pub read_cache_mb: u64,
     pub retention: pando_store::Retention,
     /// `Options::gc_whole_trace_growth_percent`.
     pub whole_trace_growth: u64,
@@ -53,6 +55,7 @@ pub fn replay(args: &ReplayArgs) -> anyhow::Result<()> {
     let options = Options {
         sync: args.sync,
         cache_bytes: args.cache_mb << 20,
+        read_cache_bytes: args.read_cache_mb << 20,
         retention: args.retention,
         gc_whole_trace_growth_percent: args.whole_trace_growth,
         ..Options::default()

@@ -48,6 +48,7 @@ use crate::io::{File, FsStorage, Storage};
 use crate::options::Options;
 use crate::pack::Pack;
 use crate::record::{Recorder, RecordingSummary, TraceSink};
+use crate::tree::flat::FlatCache;
 use crate::tree::node::{Child, Inode, Ptr, StagedSet};
 use crate::tree::{Refs, Source, Tree};
 use pando_core::trace::{Row, Scope};
@@ -152,6 +153,8 @@ pub(crate) struct Repo {
     gc: gc::GcState,
     /// Index entries of collected commits.
     collected_commits: AtomicU64,
+    /// What paths hold in the newest commit's tree (see `tree::flat`).
+    flat: FlatCache,
 }
 
 /// A pando store: one directory of append-only files, one writer (across
@@ -199,6 +202,13 @@ pub struct StoreStats {
     /// Memory of the inodes the writer's kept tree may hold (see
     /// [`Options::keep_bytes`]): those its last commits wrote.
     pub kept_bytes: u64,
+    /// The flat read cache (see [`Options::read_cache_bytes`]): its
+    /// entries, their weight, and the reads it answered and did not
+    /// (reads of updated trees, which walk, not counted).
+    pub read_cache_entries: usize,
+    pub read_cache_bytes: u64,
+    pub read_cache_hits: u64,
+    pub read_cache_misses: u64,
     pub branches: usize,
     /// Garbage collection: the layout generation in use (0 before any);
     /// below the first chunk, the live bytes, the files holding them
@@ -255,7 +265,7 @@ impl Store {
         let source: Arc<dyn Source> = self.repo.clone();
         let ctx = self.repo.recording().then_some(0);
         let refs = Refs::HeldAt(self.repo.pack.layout_epoch());
-        Tree::from_parts(Child::Dir(Ptr::mem(crate::tree::node::empty())), Some(source), ctx, refs)
+        Tree::from_parts(Child::Dir(Ptr::mem(crate::tree::node::empty())), Some(source), ctx, refs).logging_from(None)
     }
 
     /// True if `commit` is in the store.
@@ -350,7 +360,7 @@ impl Store {
             ctx
         });
         let source: Arc<dyn Source> = self.repo.clone();
-        let tree = Tree::from_parts(Child::Dir(root), Some(source), ctx, Refs::HeldAt(epoch));
+        let tree = Tree::from_parts(Child::Dir(root), Some(source), ctx, Refs::HeldAt(epoch)).logging_from(Some(*commit));
         Ok(Some(if took_kept { tree.taking_kept() } else { tree }))
     }
 
@@ -442,6 +452,7 @@ impl Store {
     pub fn commit(&self, tree: &Tree, parents: &[Hash], date: i64, author: &str, message: &str) -> Result<Hash> {
         let (started, end_before) = (std::time::Instant::now(), self.repo.pack.end());
         let hash = self.repo.commit(tree, parents, date, author, message)?;
+        self.repo.flat.committed(hash, tree.writes());
         let (cache_hits, cache_misses) = self.repo.cache.hits_and_misses();
         crate::telemetry::commit_done(
             &hash,
@@ -556,6 +567,7 @@ impl Store {
     /// it reads no file.
     pub fn stats(&self) -> StoreStats {
         let collected = self.repo.pack.collected();
+        let read_cache = self.repo.flat.counts();
         StoreStats {
             commits: self.commit_count(),
             pack_bytes: self.pack_bytes(),
@@ -564,6 +576,10 @@ impl Store {
             cache_bytes: self.repo.cache.weight_bytes(),
             cache_entries: self.repo.cache.len(),
             kept_bytes: self.repo.writer.as_ref().map_or(0, |writer| writer.lock().kept.weight()),
+            read_cache_entries: read_cache.0,
+            read_cache_bytes: read_cache.1,
+            read_cache_hits: read_cache.2,
+            read_cache_misses: read_cache.3,
             branches: self.repo.branches.read().len(),
             generation: collected.as_ref().map_or(0, |c| c.generation),
             collected_live_bytes: collected.as_ref().map_or(0, |c| c.live_bytes()),

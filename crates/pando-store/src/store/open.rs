@@ -26,6 +26,7 @@ use crate::io::{File, Storage, read_all};
 use crate::options::Options;
 use crate::pack::Pack;
 use crate::record::Recorder;
+use crate::tree::flat::FlatCache;
 
 pub const CONTROL: &str = "control";
 pub const INDEX: &str = "index";
@@ -153,6 +154,7 @@ pub fn open(storage: Arc<dyn Storage>, options: Options) -> Result<Repo> {
         branches: RwLock::new(branches),
         writer,
         follower,
+        flat: FlatCache::new(options.read_cache_bytes),
         options,
         poisoned: OnceLock::new(),
         last_commit: AtomicU64::new(last_commit),

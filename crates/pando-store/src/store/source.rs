@@ -21,6 +21,7 @@ use crate::format::node::{MAX_PATCH_CHAIN, TreePatch, decode_tree, decode_values
 use crate::format::record::{self, RecordKind};
 use crate::record::TraceSink;
 use crate::tree::Source;
+use crate::tree::flat::FlatCache;
 use crate::tree::node::{Body, Inode, Leaf, Loader, Value, Written};
 
 impl Repo {
@@ -107,6 +108,10 @@ impl Loader for Repo {
 }
 
 impl Source for Repo {
+    fn flat(&self) -> Option<&FlatCache> {
+        Some(&self.flat)
+    }
+
     fn instance_id(&self) -> u64 {
         self.id
     }

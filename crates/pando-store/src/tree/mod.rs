@@ -13,6 +13,7 @@
 //!   tree at a path removes what was there.
 //! - Boundary: the tree never touches a file; it reads through `node::Loader`.
 
+pub(crate) mod flat;
 pub(crate) mod node;
 mod proof;
 mod staged;
@@ -33,6 +34,7 @@ fn to_key<S: AsRef<[u8]>>(path: &[S]) -> Key {
 }
 
 use crate::error::Result;
+use flat::{FlatCache, Held, Key as FlatKey, Write, Writes};
 use node::{Child, Loader, NoLoader, Ptr, Written, empty, load, value_child, value_of};
 use pando_core::dir::{self, Resolve};
 
@@ -49,6 +51,8 @@ pub trait Source: Loader + Send + Sync {
     /// The root of the writer's kept tree, given back unchanged by a tree
     /// that took it at a checkout (see `Store::checkout`).
     fn give_back_kept(&self, root: Arc<node::Inode>);
+    /// What paths hold in a commit's tree, for reads that skip the walk.
+    fn flat(&self) -> Option<&FlatCache>;
 }
 
 /// A tree: a directory or a contents value. Cheap to clone (clones share
@@ -93,6 +97,9 @@ pub struct Tree {
     took_kept: bool,
     /// What is known of the pack records its nodes refer to.
     refs: Refs,
+    /// For a tree taken from a commit (or made empty) by a store: its
+    /// updates since, which tell the reads the store's flat cache answers.
+    writes: Option<Arc<Writes>>,
 }
 
 /// What is known of the pack records a tree refers to: its stored
@@ -126,6 +133,16 @@ impl Drop for Tree {
             source.give_back_kept(std::mem::replace(root, empty()));
         }
     }
+}
+
+/// Whether a child is a contents, and what to note in the flat cache of
+/// what it holds (nothing for a contents: its value was not read).
+fn kind_held(child: Option<&Child>) -> Result<(bool, Option<Held>)> {
+    Ok(match child {
+        None => (false, Some(Held::Absent)),
+        Some(child) if child.kind() == Kind::Dir => (false, Some(Held::Dir)),
+        Some(_) => (true, None),
+    })
 }
 
 /// The function `fold` calls on each key and subtree.
@@ -185,7 +202,21 @@ impl Tree {
     }
 
     pub(crate) fn from_parts(node: Child, source: Option<Arc<dyn Source>>, ctx: Option<ContextId>, refs: Refs) -> Tree {
-        Tree { node, source, broken: false, ctx, origin: None, took_kept: false, refs }
+        Tree { node, source, broken: false, ctx, origin: None, took_kept: false, refs, writes: None }
+    }
+
+    /// A tree taken from `commit` (`None`: made empty) by its store, whose
+    /// updates are logged for the store's flat cache (if it has one).
+    pub(crate) fn logging_from(mut self, commit: Option<Hash>) -> Tree {
+        if self.source.as_ref().and_then(|s| s.flat()).is_some_and(FlatCache::is_on) {
+            self.writes = Some(Writes::new(commit));
+        }
+        self
+    }
+
+    /// The updates of this tree since it was taken from a commit, if logged.
+    pub(crate) fn writes(&self) -> Option<&Writes> {
+        self.writes.as_deref()
     }
 
     /// Whether every pack record this tree refers to is held, known
@@ -292,19 +323,72 @@ impl Tree {
     }
 
     pub(crate) fn get<S: AsRef<[u8]>>(&self, path: &[S]) -> Result<Option<Child>> {
-        self.with_entry(path, |child| child.cloned())
-    }
-
-    /// Calls `f` on what `path` holds, without copying anything on the way.
-    fn with_entry<S: AsRef<[u8]>, T>(&self, path: &[S], f: impl FnOnce(Option<&Child>) -> T) -> Result<T> {
         let steps: smallvec::SmallVec<[&[u8]; 16]> = path.iter().map(AsRef::as_ref).collect();
         let loader = self.loader();
-        dir::with_path(self.node()?, &steps, &|_| loader, f)
+        dir::with_path(self.node()?, &steps, &|_| loader, |child| child.cloned())
+    }
+
+    /// What `path` holds: from the store's flat cache when this tree was
+    /// taken from the commit it describes and has not been updated since
+    /// (`cached`, `None` to walk anyway), else by a walk down the trie
+    /// without copying anything on the way (`walk`, which also says what
+    /// to note in the cache).
+    fn read<S: AsRef<[u8]>, T>(
+        &self,
+        path: &[S],
+        cached: impl FnOnce(&Held) -> Option<T>,
+        walk: impl FnOnce(Option<&Child>, bool) -> Result<(T, Option<Held>)>,
+    ) -> Result<T> {
+        let node = self.node()?;
+        let steps: smallvec::SmallVec<[&[u8]; 16]> = path.iter().map(AsRef::as_ref).collect();
+        let flat = self.flat_key(&steps);
+        if let Some((cache, base, key)) = &flat
+            && let Some(Some(found)) = cache.get(base, key, cached)
+        {
+            return Ok(found);
+        }
+        let loader = self.loader();
+        let note = flat.is_some();
+        let (found, held) = dir::with_path(node, &steps, &|_| loader, |child| walk(child, note))??;
+        if let (Some((cache, base, key)), Some(held)) = (flat, held) {
+            cache.insert(&base, &key, held);
+        }
+        Ok(found)
+    }
+
+    /// The flat cache, the commit and the key a read of `steps` may use.
+    fn flat_key(&self, steps: &[&[u8]]) -> Option<(&FlatCache, Hash, FlatKey)> {
+        let writes = self.writes.as_deref().filter(|w| w.is_clean())?;
+        let cache = self.source.as_ref()?.flat().filter(|c| c.is_on())?;
+        if steps.is_empty() || steps.len() > MAX_PATH_STEPS {
+            return None;
+        }
+        Some((cache, writes.base?, FlatKey::new(steps)))
     }
 
     /// The contents at `path`, if `path` holds a contents.
     pub fn find<S: AsRef<[u8]>>(&self, path: &[S]) -> Result<Option<Vec<u8>>> {
-        let value = self.with_entry(path, |child| child.map(|child| value_of(child, self.loader())))?.transpose()?.flatten();
+        let value = self.read(
+            path,
+            |held| match held {
+                Held::Value(value) => Some(Some(value.to_vec())),
+                Held::Dir | Held::Absent => Some(None),
+            },
+            |child, note| {
+                Ok(match child {
+                    None => (None, Some(Held::Absent)),
+                    Some(child) if child.kind() == Kind::Dir => (None, Some(Held::Dir)),
+                    Some(child) => {
+                        let value = value_of(child, self.loader())?;
+                        let held = value
+                            .as_ref()
+                            .filter(|v| note && v.len() <= flat::MAX_VALUE)
+                            .map(|v| Held::Value(v.as_slice().into()));
+                        (value, held)
+                    }
+                })
+            },
+        )?;
         self.record_read(path, value.is_some(), |key, found, ctx| Row::Find { key, found, ctx });
         Ok(value)
     }
@@ -320,14 +404,14 @@ impl Tree {
 
     /// True if `path` holds a contents.
     pub fn mem<S: AsRef<[u8]>>(&self, path: &[S]) -> Result<bool> {
-        let found = self.with_entry(path, |child| child.is_some_and(|c| c.kind() == Kind::Contents))?;
+        let found = self.read(path, |held| Some(matches!(held, Held::Value(_))), |child, _| kind_held(child))?;
         self.record_read(path, found, |key, found, ctx| Row::Mem { key, found, ctx });
         Ok(found)
     }
 
     /// True if `path` holds anything (a contents or a directory).
     pub fn mem_tree<S: AsRef<[u8]>>(&self, path: &[S]) -> Result<bool> {
-        let found = self.with_entry(path, |child| child.is_some())?;
+        let found = self.read(path, |held| Some(*held != Held::Absent), |child, _| Ok((child.is_some(), kind_held(child)?.1)))?;
         self.record_read(path, found, |key, found, ctx| Row::MemTree { key, found, ctx });
         Ok(found)
     }
@@ -363,7 +447,8 @@ impl Tree {
             Some(source) if !self.broken => source.stage(value)?,
             _ => None,
         };
-        self.replace(path, Some(staged.map_or_else(|| value_child(value), Child::Contents)))?;
+        let write = if value.len() <= flat::MAX_VALUE { Write::Value(value) } else { Write::Unknown };
+        self.replace(path, Some(staged.map_or_else(|| value_child(value), Child::Contents)), write)?;
         self.record_update(|in_ctx, out_ctx| Row::Add { key: to_key(path), value: value.to_vec(), in_ctx, out_ctx });
         Ok(())
     }
@@ -382,7 +467,12 @@ impl Tree {
         if new.is_some() {
             self.refs = self.refs.and(tree.refs);
         }
-        self.replace(path, new)?;
+        let write = match &new {
+            None => Write::Absent,
+            Some(child) if child.kind() == Kind::Dir => Write::Dir,
+            Some(_) => Write::Unknown,
+        };
+        self.replace(path, new, write)?;
         match &tree.origin {
             // Read from this very context: the trace's copy.
             Some((ctx, source)) if Some(*ctx) == self.ctx => {
@@ -411,16 +501,21 @@ impl Tree {
 
     /// [`Tree::remove`] in place.
     pub fn remove_mut<S: AsRef<[u8]>>(&mut self, path: &[S]) -> Result<()> {
-        self.replace(path, None)?;
+        self.replace(path, None, Write::Absent)?;
         self.record_update(|in_ctx, out_ctx| Row::Remove { key: to_key(path), in_ctx, out_ctx });
         Ok(())
     }
 
-    fn replace<S: AsRef<[u8]>>(&mut self, path: &[S], new: Option<Child>) -> Result<()> {
+    /// Puts `new` at `path` (removes what is there for `None`), and logs
+    /// the update as `write` for the flat cache.
+    fn replace<S: AsRef<[u8]>>(&mut self, path: &[S], new: Option<Child>, write: Write<'_>) -> Result<()> {
         self.node()?;
         let steps: smallvec::SmallVec<[&[u8]; 16]> = path.iter().map(AsRef::as_ref).collect();
         if steps.is_empty() {
             self.node = new.unwrap_or_else(|| Child::Dir(Ptr::mem(empty())));
+            if let Some(writes) = &mut self.writes {
+                Writes::lose(writes);
+            }
             return Ok(());
         }
         if steps.len() > MAX_PATH_STEPS {
@@ -452,6 +547,9 @@ impl Tree {
             _ => Child::Dir(Ptr::mem(root)),
         };
         if !matches!(result, Ok(false)) {
+            if let Some(writes) = &mut self.writes {
+                Writes::log(writes, &steps, write);
+            }
             // Changed, a subtree is no longer a copy of where it was read.
             self.origin = None;
             // A failure after part of the update was applied (a directory

@@ -1,0 +1,467 @@
+//! The flat read cache: what paths hold in one commit's tree, in a map from
+//! the whole path, so that a read of a tree taken from that commit is one
+//! lookup instead of a walk down the trie (geth's snapshot layer and reth's
+//! hashed state serve reads the same way; this one is bounded and lives in
+//! memory).
+//!
+//! Invariants:
+//! - Every entry of [`FlatCache`] is what its path holds in the tree of the
+//!   commit [`Inner::at`]: a contents, a directory, or nothing. Reads of
+//!   trees taken from that commit add entries; a commit moves `at` to
+//!   itself, applying in order the updates its tree logged since it was
+//!   taken from `at` (or emptying the map when the tree was not taken from
+//!   `at` or did not log them all).
+//! - `below` holds the hash of every strict prefix of every path given an
+//!   entry since the map was last emptied: a path whose hash it lacks has
+//!   no entry below it. An update of a path whose hash it has empties the
+//!   map (what lay below is gone).
+//! - A tree's [`Writes`] lists its updates since it was taken from a
+//!   commit, in order. Only a tree that has made none reads from the cache
+//!   (it holds what the commit holds); the others walk, so that an update
+//!   costs one entry in a list and a read of an updated tree nothing more.
+//! - Paths are encoded as their steps, each preceded by its length as a
+//!   varint, so a prefix's encoding is a prefix of the path's.
+
+use foldhash::fast::FixedState;
+use pando_core::Hash;
+use parking_lot::Mutex;
+use smallvec::SmallVec;
+use std::collections::{HashMap, HashSet};
+use std::hash::BuildHasher;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Contents longer than this are not held: a read of them walks.
+pub(crate) const MAX_VALUE: usize = 256;
+
+/// Updates a tree logs at most; past them it stops logging, and its commit
+/// empties the cache.
+const MAX_WRITES: usize = 1 << 16;
+
+/// A tree shared with another (a clone kept alive) copies its log at its
+/// next update; past this many updates it stops logging instead.
+const MAX_COPIED_WRITES: usize = 1024;
+
+/// Commits over which the cache judges whether it pays.
+pub(crate) const WINDOW: u64 = 32;
+
+/// Commits the cache rests once it did not pay.
+pub(crate) const REST: u64 = 256;
+
+/// Bytes counted for an entry besides its path and value.
+const ENTRY_OVERHEAD: usize = 64;
+
+/// Bytes counted for a prefix hash in `below`.
+const PREFIX_OVERHEAD: usize = 16;
+
+/// What a path holds.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Held {
+    Absent,
+    Dir,
+    Value(Box<[u8]>),
+}
+
+/// A path encoded as one byte string, and where each of its prefixes ends.
+#[derive(Clone)]
+pub(crate) struct Key {
+    bytes: SmallVec<[u8; 128]>,
+    /// `ends[i]`: the length of the encoding of the first `i + 1` steps.
+    ends: SmallVec<[usize; 16]>,
+}
+
+impl Key {
+    pub(crate) fn new(steps: &[&[u8]]) -> Key {
+        let mut bytes = SmallVec::new();
+        let mut ends = SmallVec::new();
+        for step in steps {
+            encode_step(&mut bytes, step);
+            ends.push(bytes.len());
+        }
+        Key { bytes, ends }
+    }
+
+    /// The key whose encoding `encoded` is (as `encode_step` made it).
+    fn decode(encoded: &[u8]) -> Key {
+        let mut ends = SmallVec::new();
+        let mut at = 0;
+        while at < encoded.len() {
+            let (mut len, mut shift) = (0usize, 0);
+            loop {
+                let byte = encoded[at];
+                at += 1;
+                len |= usize::from(byte & 0x7f) << shift;
+                shift += 7;
+                if byte < 0x80 {
+                    break;
+                }
+            }
+            at += len;
+            ends.push(at);
+        }
+        Key { bytes: encoded.into(), ends }
+    }
+
+    fn whole(&self) -> &[u8] {
+        &self.bytes
+    }
+
+    /// The encodings of the strict prefixes (at least one step).
+    fn strict_prefixes(&self) -> impl Iterator<Item = &[u8]> {
+        let n = self.ends.len().saturating_sub(1);
+        self.ends[..n].iter().map(|&end| &self.bytes[..end])
+    }
+}
+
+/// Appends a step: its length as a varint, then its bytes.
+fn encode_step(out: &mut impl Extend<u8>, step: &[u8]) {
+    let mut len = step.len();
+    while len >= 0x80 {
+        out.extend([(len as u8) | 0x80]);
+        len >>= 7;
+    }
+    out.extend([len as u8]);
+    out.extend(step.iter().copied());
+}
+
+fn hash_of(bytes: &[u8]) -> u64 {
+    FixedState::with_seed(0x70616e646f).hash_one(bytes)
+}
+
+type Map<K, V> = HashMap<K, V, FixedState>;
+type Set = HashSet<u64, FixedState>;
+
+/// The cache of one store instance.
+pub struct FlatCache {
+    inner: Mutex<Inner>,
+    budget: usize,
+    /// Not resting (see [`FlatCache::committed`]).
+    armed: AtomicBool,
+}
+
+#[derive(Default)]
+struct Inner {
+    /// The commit whose tree the entries describe.
+    at: Option<Hash>,
+    entries: Map<Box<[u8]>, Held>,
+    below: Set,
+    bytes: usize,
+    /// Lookups answered and not, since the cache was made.
+    hits: u64,
+    misses: u64,
+    /// Commits since the cache was made; the current window (see
+    /// [`FlatCache::committed`]) ends at `window_end`, and began when
+    /// `hits` was `window_hits`; updates logged by its commits.
+    commits: u64,
+    window_end: u64,
+    window_hits: u64,
+    window_writes: u64,
+    /// Since when the cache rests, if it does.
+    resting_since: Option<u64>,
+}
+
+impl Inner {
+    fn clear(&mut self) {
+        self.entries = Map::default();
+        self.below = Set::default();
+        self.bytes = 0;
+    }
+
+    fn counted<T>(&mut self, found: Option<T>) -> Option<T> {
+        if found.is_some() {
+            self.hits += 1;
+        } else {
+            self.misses += 1;
+        }
+        found
+    }
+
+    fn set(&mut self, key: &Key, held: Held) {
+        let weight = ENTRY_OVERHEAD + key.bytes.len() + held_len(&held);
+        if let Some(old) = self.entries.insert(key.whole().into(), held) {
+            self.bytes -= ENTRY_OVERHEAD + key.bytes.len() + held_len(&old);
+        }
+        self.bytes += weight;
+        for prefix in key.strict_prefixes() {
+            if self.below.insert(hash_of(prefix)) {
+                self.bytes += PREFIX_OVERHEAD;
+            }
+        }
+    }
+
+    fn forget(&mut self, bytes: &[u8]) {
+        if let Some(old) = self.entries.remove(bytes) {
+            self.bytes -= ENTRY_OVERHEAD + bytes.len() + held_len(&old);
+        }
+    }
+
+    /// Applies one update of the tree of `at`, in the order made.
+    fn apply(&mut self, key: &Key, write: Write<'_>) {
+        // The common case, one lookup: a contents replaced by a contents.
+        // Nothing lies below a contents, and the directories above stay.
+        if let Some(Held::Value(old)) = self.entries.get_mut(key.whole()) {
+            match write {
+                Write::Value(new) => {
+                    self.bytes = self.bytes - old.len() + new.len();
+                    if old.len() == new.len() {
+                        old.copy_from_slice(new);
+                    } else {
+                        *old = new.into();
+                    }
+                    return;
+                }
+                Write::Unknown => {
+                    self.forget(key.whole());
+                    return;
+                }
+                Write::Absent | Write::Dir => {}
+            }
+        }
+        if self.below.contains(&hash_of(key.whole())) {
+            // Entries below the path may describe what it no longer holds.
+            self.clear();
+        }
+        match write {
+            Write::Value(value) => self.set(key, Held::Value(value.into())),
+            Write::Absent => self.set(key, Held::Absent),
+            Write::Dir => self.set(key, Held::Dir),
+            Write::Unknown => self.forget(key.whole()),
+        }
+        for prefix in key.strict_prefixes() {
+            // A removal may empty (and so remove) the directories above;
+            // anything else leaves them directories.
+            match write {
+                Write::Absent => self.forget(prefix),
+                _ => {
+                    if let Some(held) = self.entries.get_mut(prefix) {
+                        if let Held::Value(v) = held {
+                            self.bytes -= v.len();
+                        }
+                        *held = Held::Dir;
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn held_len(held: &Held) -> usize {
+    match held {
+        Held::Value(v) => v.len(),
+        _ => 0,
+    }
+}
+
+impl FlatCache {
+    /// A cache of at most `budget` bytes (counted roughly: paths, values
+    /// and a fixed cost per entry); 0 holds nothing.
+    pub(crate) fn new(budget: u64) -> FlatCache {
+        FlatCache {
+            inner: Mutex::new(Inner { window_end: WINDOW, ..Inner::default() }),
+            budget: usize::try_from(budget).unwrap_or(usize::MAX),
+            armed: AtomicBool::new(budget > 0),
+        }
+    }
+
+    /// Whether trees log their updates and read from the cache: it has a
+    /// budget and is not resting (see [`FlatCache::committed`]).
+    pub(crate) fn is_on(&self) -> bool {
+        self.armed.load(Ordering::Relaxed)
+    }
+
+    /// Calls `f` on what `key` holds in the tree of commit `at`, if known.
+    pub(crate) fn get<T>(&self, at: &Hash, key: &Key, f: impl FnOnce(&Held) -> T) -> Option<T> {
+        if self.budget == 0 {
+            return None;
+        }
+        let mut inner = self.inner.lock();
+        let found = if inner.at.as_ref() == Some(at) { inner.entries.get(key.whole()).map(f) } else { None };
+        inner.counted(found)
+    }
+
+    /// Notes what `key` holds in the tree of commit `at`, read from it.
+    pub(crate) fn insert(&self, at: &Hash, key: &Key, held: Held) {
+        if self.budget == 0 {
+            return;
+        }
+        let mut inner = self.inner.lock();
+        if inner.at.as_ref() != Some(at) {
+            // A reader's cache follows the commit it reads, once empty.
+            if !inner.entries.is_empty() {
+                return;
+            }
+            inner.at = Some(*at);
+        }
+        if inner.bytes + ENTRY_OVERHEAD + key.bytes.len() + held_len(&held) > self.budget {
+            inner.clear();
+        }
+        inner.set(key, held);
+    }
+
+    /// Moves the cache to `commit`, made of a tree taken from `writes.base`
+    /// with the updates `writes` logged (`None`: not known).
+    ///
+    /// Like InnoDB's adaptive hash index, the cache is kept only while it
+    /// pays: every [`WINDOW`] commits, if the reads it answered are fewer
+    /// than an eighth of the updates logged (a read it answers saves a walk
+    /// of several inodes; logging and carrying an update over cost a
+    /// fraction of one), it empties and rests for [`REST`] commits: trees
+    /// taken meanwhile neither log nor read from it. Then it starts again,
+    /// empty.
+    pub(crate) fn committed(&self, commit: Hash, writes: Option<&Writes>) {
+        if self.budget == 0 {
+            return;
+        }
+        let mut inner = self.inner.lock();
+        inner.commits += 1;
+        inner.window_writes += writes.map_or(0, |w| w.ops.len() as u64);
+        if inner.commits >= inner.window_end {
+            let armed = self.is_on();
+            let hits = inner.hits - inner.window_hits;
+            let rest = armed && hits * 8 < inner.window_writes;
+            if rest {
+                self.armed.store(false, Ordering::Relaxed);
+                inner.resting_since = Some(inner.commits);
+            } else if !armed && inner.resting_since.is_some_and(|since| inner.commits >= since + REST) {
+                self.armed.store(true, Ordering::Relaxed);
+                inner.resting_since = None;
+            }
+            inner.window_end = inner.commits + if self.is_on() { WINDOW } else { 1 };
+            inner.window_hits = inner.hits;
+            inner.window_writes = 0;
+        }
+        if !self.is_on() {
+            inner.clear();
+            inner.at = None;
+            return;
+        }
+        let continues = writes.is_some_and(|w| w.base.is_some() && w.base == inner.at);
+        if !continues {
+            inner.clear();
+        }
+        inner.at = Some(commit);
+        if let Some(writes) = writes.filter(|w| w.complete) {
+            for (key, write) in writes.updates() {
+                inner.apply(&key, write);
+            }
+        } else {
+            inner.clear();
+        }
+        if inner.bytes > self.budget {
+            inner.clear();
+        }
+    }
+
+    /// Entries held, their weight in bytes, lookups answered and not.
+    pub(crate) fn counts(&self) -> (usize, u64, u64, u64) {
+        let inner = self.inner.lock();
+        (inner.entries.len(), inner.bytes as u64, inner.hits, inner.misses)
+    }
+}
+
+/// An update as the cache learns it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Write<'a> {
+    /// The path now holds this contents.
+    Value(&'a [u8]),
+    /// The path now holds nothing.
+    Absent,
+    /// The path now holds a directory.
+    Dir,
+    /// The path holds a contents too long to hold, or one not known.
+    Unknown,
+}
+
+/// One logged update: where its key and value end in `Writes::bytes`.
+#[derive(Clone, Copy, Debug)]
+struct Logged {
+    key_end: usize,
+    end: usize,
+    kind: Kind,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Kind {
+    Value,
+    Absent,
+    Dir,
+    Unknown,
+}
+
+/// The updates of a tree since it was taken from commit `base` (`None`:
+/// made empty), in order: each one's encoded path, then its value, in one
+/// buffer, so that logging an update is one copy.
+#[derive(Clone, Debug)]
+pub(crate) struct Writes {
+    pub(crate) base: Option<Hash>,
+    bytes: Vec<u8>,
+    ops: Vec<Logged>,
+    /// False once an update was not logged: the tree no longer knows what
+    /// it changed.
+    complete: bool,
+}
+
+impl Writes {
+    pub(crate) fn new(base: Option<Hash>) -> Arc<Writes> {
+        Arc::new(Writes::empty(base, true))
+    }
+
+    fn empty(base: Option<Hash>, complete: bool) -> Writes {
+        Writes { base, bytes: Vec::new(), ops: Vec::new(), complete }
+    }
+
+    /// Whether the tree holds what commit `base` holds: it made no update.
+    pub(crate) fn is_clean(&self) -> bool {
+        self.complete && self.ops.is_empty()
+    }
+
+    /// Logs an update of `steps`; `writes` is copied first when another
+    /// tree shares it.
+    pub(crate) fn log(writes: &mut Arc<Writes>, steps: &[&[u8]], write: Write<'_>) {
+        if !writes.complete {
+            return;
+        }
+        if writes.ops.len() >= MAX_WRITES || (Arc::strong_count(writes) > 1 && writes.ops.len() > MAX_COPIED_WRITES) {
+            Writes::lose(writes);
+            return;
+        }
+        let w = Arc::make_mut(writes);
+        for step in steps {
+            encode_step(&mut w.bytes, step);
+        }
+        let key_end = w.bytes.len();
+        let kind = match write {
+            Write::Value(value) => {
+                w.bytes.extend_from_slice(value);
+                Kind::Value
+            }
+            Write::Absent => Kind::Absent,
+            Write::Dir => Kind::Dir,
+            Write::Unknown => Kind::Unknown,
+        };
+        w.ops.push(Logged { key_end, end: w.bytes.len(), kind });
+    }
+
+    /// Stops logging: what the tree changed is no longer known.
+    pub(crate) fn lose(writes: &mut Arc<Writes>) {
+        if writes.complete {
+            *writes = Arc::new(Writes::empty(writes.base, false));
+        }
+    }
+
+    /// The updates, in order.
+    fn updates(&self) -> impl Iterator<Item = (Key, Write<'_>)> {
+        let mut start = 0;
+        self.ops.iter().map(move |op| {
+            let key = Key::decode(&self.bytes[start..op.key_end]);
+            let write = match op.kind {
+                Kind::Value => Write::Value(&self.bytes[op.key_end..op.end]),
+                Kind::Absent => Write::Absent,
+                Kind::Dir => Write::Dir,
+                Kind::Unknown => Write::Unknown,
+            };
+            start = op.end;
+            (key, write)
+        })
+    }
+}

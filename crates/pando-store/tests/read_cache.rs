@@ -1,0 +1,201 @@
+//! The flat read cache (`Options::read_cache_bytes`): reads it answers are
+//! the trie's, across commits that turn contents into directories and
+//! back, empty directories, copies, trees shared between clones, trees of
+//! older commits, and a reader in another store instance.
+
+use pando_store::io::MemStorage;
+use pando_store::{Hash, Options, Store, SyncPolicy, Tree};
+use std::sync::Arc;
+
+fn open(storage: &MemStorage) -> Store {
+    let options = Options { sync: SyncPolicy::EveryCommit, ..Options::default() };
+    Store::open_storage(Arc::new(storage.clone()), options).unwrap()
+}
+
+/// What `path` holds, as seen by `find`, `mem` and `mem_tree`.
+fn held(tree: &Tree, path: &[&str]) -> (Option<Vec<u8>>, bool, bool) {
+    (tree.find(path).unwrap(), tree.mem(path).unwrap(), tree.mem_tree(path).unwrap())
+}
+
+fn value(v: &str) -> (Option<Vec<u8>>, bool, bool) {
+    (Some(v.as_bytes().to_vec()), true, true)
+}
+
+const DIR: (Option<Vec<u8>>, bool, bool) = (None, false, true);
+const ABSENT: (Option<Vec<u8>>, bool, bool) = (None, false, false);
+
+/// Commits `tree` on `parent` and checks out the commit.
+fn commit(store: &Store, tree: &Tree, parent: Option<Hash>) -> (Hash, Tree) {
+    let parents: Vec<Hash> = parent.into_iter().collect();
+    let hash = store.commit(tree, &parents, 0, "Tezos", "").unwrap();
+    (hash, store.checkout(&hash).unwrap().unwrap())
+}
+
+#[test]
+fn reads_follow_commits_that_reshape_the_tree() {
+    let store = open(&MemStorage::new());
+    let tree = store.empty_tree().add(&["a", "b", "c"], b"1").unwrap().add(&["x"], b"2").unwrap();
+    let tree = tree.add(&["p", "q", "r"], b"0").unwrap();
+    let (head, tree) = commit(&store, &tree, None);
+    // Removing the only contents empties (and removes) the directories
+    // above, which the cache holds as directories.
+    for _ in 0..2 {
+        assert_eq!(held(&tree, &["p"]), DIR);
+        assert_eq!(held(&tree, &["p", "q"]), DIR);
+        assert_eq!(held(&tree, &["p", "q", "r"]), value("0"));
+    }
+    let (head, tree) = commit(&store, &tree.remove(&["p", "q", "r"]).unwrap(), Some(head));
+    for _ in 0..2 {
+        assert_eq!(held(&tree, &["p"]), ABSENT);
+        assert_eq!(held(&tree, &["p", "q"]), ABSENT);
+        assert_eq!(held(&tree, &["p", "q", "r"]), ABSENT);
+    }
+    // Read twice: the second comes from the cache.
+    for _ in 0..2 {
+        assert_eq!(held(&tree, &["a"]), DIR);
+        assert_eq!(held(&tree, &["a", "b"]), DIR);
+        assert_eq!(held(&tree, &["a", "b", "c"]), value("1"));
+        assert_eq!(held(&tree, &["a", "b", "c", "d"]), ABSENT);
+        assert_eq!(held(&tree, &["x"]), value("2"));
+        assert_eq!(held(&tree, &["x", "y"]), ABSENT);
+    }
+    assert!(store.stats().read_cache_entries >= 6, "{:?}", store.stats().read_cache_entries);
+
+    // Removing the only contents empties (and removes) the directories above.
+    let tree = tree.remove(&["a", "b", "c"]).unwrap();
+    assert_eq!(held(&tree, &["a"]), ABSENT, "the tree's own update is seen before its commit");
+    let (head, tree) = commit(&store, &tree, Some(head));
+    for _ in 0..2 {
+        assert_eq!(held(&tree, &["a"]), ABSENT);
+        assert_eq!(held(&tree, &["a", "b"]), ABSENT);
+        assert_eq!(held(&tree, &["a", "b", "c"]), ABSENT);
+    }
+
+    // A contents becomes a directory, then a directory becomes a contents.
+    for _ in 0..2 {
+        assert_eq!(held(&tree, &["x"]), value("2"));
+    }
+    let tree = tree.add(&["x", "y"], b"3").unwrap();
+    let (head, tree) = commit(&store, &tree, Some(head));
+    for _ in 0..2 {
+        assert_eq!(held(&tree, &["x"]), DIR);
+        assert_eq!(held(&tree, &["x", "y"]), value("3"));
+    }
+    let tree = tree.add(&["x"], b"4").unwrap();
+    let (head, tree) = commit(&store, &tree, Some(head));
+    for _ in 0..2 {
+        assert_eq!(held(&tree, &["x"]), value("4"));
+        assert_eq!(held(&tree, &["x", "y"]), ABSENT);
+    }
+
+    // A directory removed whole, and a copy of a directory.
+    let tree = tree.add(&["d", "e"], b"5").unwrap().add(&["d", "f"], b"6").unwrap();
+    let (head, tree) = commit(&store, &tree, Some(head));
+    assert_eq!(held(&tree, &["d", "e"]), value("5"));
+    let sub = tree.find_tree(&["d"]).unwrap().unwrap();
+    let tree = tree.remove(&["d"]).unwrap().add_tree(&["g"], &sub).unwrap();
+    let (_, tree) = commit(&store, &tree, Some(head));
+    for _ in 0..2 {
+        assert_eq!(held(&tree, &["d"]), ABSENT);
+        assert_eq!(held(&tree, &["d", "e"]), ABSENT);
+        assert_eq!(held(&tree, &["g", "e"]), value("5"));
+        assert_eq!(held(&tree, &["g"]), DIR);
+    }
+}
+
+#[test]
+fn trees_of_other_commits_and_clones_read_their_own() {
+    let store = open(&MemStorage::new());
+    let mut tree = store.empty_tree();
+    for i in 0..100 {
+        tree.add_mut(&["index", &i.to_string(), "balance"], b"0").unwrap();
+    }
+    let (first, tree) = commit(&store, &tree, None);
+    for i in 0..100 {
+        assert_eq!(held(&tree, &["index", &i.to_string(), "balance"]), value("0"));
+    }
+    // A clone updated many times while the original stays alive: the log
+    // is dropped on the way, and the commit still leaves the cache right.
+    let mut clone = tree.clone();
+    for i in 0..2000 {
+        clone = clone.add(&["index", &(i % 100).to_string(), "balance"], i.to_string().as_bytes()).unwrap();
+    }
+    assert_eq!(held(&tree, &["index", "7", "balance"]), value("0"), "the original is unchanged");
+    let (_, second) = commit(&store, &clone, Some(first));
+    for i in 0..100 {
+        assert_eq!(held(&second, &["index", &i.to_string(), "balance"]), value(&(1900 + i).to_string()));
+    }
+    // The first commit's tree, checked out again, reads the first values.
+    let again = store.checkout(&first).unwrap().unwrap();
+    for i in 0..100 {
+        assert_eq!(held(&again, &["index", &i.to_string(), "balance"]), value("0"));
+    }
+    assert_eq!(held(&tree, &["index", "3", "balance"]), value("0"));
+}
+
+#[test]
+fn a_reader_in_another_instance_follows_the_writer() {
+    let storage = MemStorage::new();
+    let writer = open(&storage);
+    let tree = writer.empty_tree().add(&["a"], b"1").unwrap();
+    let (head, tree) = commit(&writer, &tree, None);
+    let reader = Store::open_storage(Arc::new(storage.clone()), Options { read_only: true, ..Options::default() }).unwrap();
+    let theirs = reader.checkout(&head).unwrap().unwrap();
+    assert_eq!(held(&theirs, &["a"]), value("1"));
+    assert_eq!(held(&theirs, &["a"]), value("1"));
+    let (next, _) = commit(&writer, &tree.add(&["a"], b"2").unwrap(), Some(head));
+    let theirs = reader.checkout(&next).unwrap().unwrap();
+    assert_eq!(held(&theirs, &["a"]), value("2"));
+    assert_eq!(held(&reader.checkout(&head).unwrap().unwrap(), &["a"]), value("1"));
+}
+
+#[test]
+fn a_cache_over_its_budget_empties_and_reads_stay_right() {
+    let options = Options { read_cache_bytes: 2 << 10, ..Options::default() };
+    let store = Store::open_storage(Arc::new(MemStorage::new()), options).unwrap();
+    let mut tree = store.empty_tree();
+    for i in 0..500 {
+        tree.add_mut(&["index", &i.to_string()], i.to_string().as_bytes()).unwrap();
+    }
+    let (_, tree) = commit(&store, &tree, None);
+    for _ in 0..2 {
+        for i in 0..500 {
+            assert_eq!(held(&tree, &["index", &i.to_string()]), value(&i.to_string()));
+        }
+    }
+    let stats = store.stats();
+    assert!(stats.read_cache_bytes <= 2 << 10 && stats.read_cache_entries < 500, "{} entries", stats.read_cache_entries);
+}
+
+#[test]
+fn a_cache_that_does_not_pay_rests_then_starts_again() {
+    let store = open(&MemStorage::new());
+    let (mut head, mut tree) = commit(&store, &store.empty_tree().add(&["a"], b"0").unwrap(), None);
+    let reads = |store: &Store, tree: &Tree| {
+        let before = store.stats();
+        assert_eq!(held(tree, &["a"]), value("0"));
+        let after = store.stats();
+        (after.read_cache_hits + after.read_cache_misses) - (before.read_cache_hits + before.read_cache_misses)
+    };
+    assert_eq!(reads(&store, &tree), 3, "find, mem and mem_tree look the cache up");
+    // Blocks of many updates and no reads: the cache does not pay.
+    let mut commits = 1;
+    while reads(&store, &tree) > 0 {
+        for i in 0..100 {
+            tree.add_mut(&["b", &i.to_string()], &[commits as u8]).unwrap();
+        }
+        (head, tree) = commit(&store, &tree, Some(head));
+        commits += 1;
+        assert!(commits <= 40, "still looked up after {commits} commits");
+    }
+    assert_eq!(store.stats().read_cache_entries, 0, "a resting cache holds nothing");
+    // It starts again, empty, a few hundred commits later; reads meanwhile walk.
+    let rested_at = commits;
+    while reads(&store, &tree) == 0 {
+        (head, tree) = commit(&store, &tree.add(&["c"], &[commits as u8]).unwrap(), Some(head));
+        commits += 1;
+        assert!(commits <= rested_at + 300, "still resting after {} commits", commits - rested_at);
+    }
+    assert!(commits - rested_at > 100, "rested {} commits", commits - rested_at);
+    assert_eq!(held(&tree, &["b", "7"]), (Some(vec![(rested_at - 1) as u8]), true, true));
+}
