@@ -1,7 +1,8 @@
 //! The flat read cache (`Options::read_cache_bytes`): reads it answers are
 //! the trie's, across commits that turn contents into directories and
 //! back, empty directories, copies, trees shared between clones, trees of
-//! older commits, and a reader in another store instance.
+//! older commits, readers on other threads while the writer commits, and a
+//! reader in another store instance; a cache that does not pay rests.
 
 use pando_store::io::MemStorage;
 use pando_store::{Hash, Options, Store, SyncPolicy, Tree};
@@ -198,4 +199,37 @@ fn a_cache_that_does_not_pay_rests_then_starts_again() {
     }
     assert!(commits - rested_at > 100, "rested {} commits", commits - rested_at);
     assert_eq!(held(&tree, &["b", "7"]), (Some(vec![(rested_at - 1) as u8]), true, true));
+}
+
+#[test]
+fn readers_on_other_threads_read_their_commits_while_the_writer_moves_on() {
+    let store = open(&MemStorage::new());
+    let (mut head, mut tree) = commit(&store, &store.empty_tree().add(&["n"], b"0").unwrap(), None);
+    // Each commit's number, which its tree holds at `n` and at `index/<i>`.
+    let commits = parking_lot::Mutex::new(vec![(head, 0u32)]);
+    std::thread::scope(|scope| {
+        for _ in 0..2 {
+            scope.spawn(|| {
+                for round in 0..400 {
+                    let (hash, number) = {
+                        let commits = commits.lock();
+                        commits[round % commits.len()]
+                    };
+                    let tree = store.checkout(&hash).unwrap().unwrap();
+                    let expected = number.to_string().into_bytes();
+                    assert_eq!(tree.find(&["n"]).unwrap(), Some(expected.clone()));
+                    if number > 0 {
+                        assert_eq!(tree.find(&["index", &(number % 10).to_string()]).unwrap(), Some(expected));
+                    }
+                }
+            });
+        }
+        for number in 1..60u32 {
+            let text = number.to_string();
+            tree.add_mut(&["n"], text.as_bytes()).unwrap();
+            tree.add_mut(&["index", &(number % 10).to_string()], text.as_bytes()).unwrap();
+            (head, tree) = commit(&store, &tree, Some(head));
+            commits.lock().push((head, number));
+        }
+    });
 }

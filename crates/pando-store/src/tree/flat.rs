@@ -24,12 +24,12 @@
 
 use foldhash::fast::FixedState;
 use pando_core::Hash;
-use parking_lot::Mutex;
+use parking_lot::RwLock;
 use smallvec::SmallVec;
 use std::collections::{HashMap, HashSet};
 use std::hash::BuildHasher;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// Contents longer than this are not held: a read of them walks.
 pub(crate) const MAX_VALUE: usize = 256;
@@ -131,12 +131,15 @@ fn hash_of(bytes: &[u8]) -> u64 {
 type Map<K, V> = HashMap<K, V, FixedState>;
 type Set = HashSet<u64, FixedState>;
 
-/// The cache of one store instance.
+/// The cache of one store instance: reader threads look it up together.
 pub struct FlatCache {
-    inner: Mutex<Inner>,
+    inner: RwLock<Inner>,
     budget: usize,
     /// Not resting (see [`FlatCache::committed`]).
     armed: AtomicBool,
+    /// Lookups answered and not, since the cache was made.
+    hits: AtomicU64,
+    misses: AtomicU64,
 }
 
 #[derive(Default)]
@@ -146,12 +149,9 @@ struct Inner {
     entries: Map<Box<[u8]>, Held>,
     below: Set,
     bytes: usize,
-    /// Lookups answered and not, since the cache was made.
-    hits: u64,
-    misses: u64,
     /// Commits since the cache was made; the current window (see
     /// [`FlatCache::committed`]) ends at `window_end`, and began when
-    /// `hits` was `window_hits`; updates logged by its commits.
+    /// the cache's hits were `window_hits`; updates logged by its commits.
     commits: u64,
     window_end: u64,
     window_hits: u64,
@@ -165,15 +165,6 @@ impl Inner {
         self.entries = Map::default();
         self.below = Set::default();
         self.bytes = 0;
-    }
-
-    fn counted<T>(&mut self, found: Option<T>) -> Option<T> {
-        if found.is_some() {
-            self.hits += 1;
-        } else {
-            self.misses += 1;
-        }
-        found
     }
 
     fn set(&mut self, key: &Key, held: Held) {
@@ -257,9 +248,11 @@ impl FlatCache {
     /// and a fixed cost per entry); 0 holds nothing.
     pub(crate) fn new(budget: u64) -> FlatCache {
         FlatCache {
-            inner: Mutex::new(Inner { window_end: WINDOW, ..Inner::default() }),
+            inner: RwLock::new(Inner { window_end: WINDOW, ..Inner::default() }),
             budget: usize::try_from(budget).unwrap_or(usize::MAX),
             armed: AtomicBool::new(budget > 0),
+            hits: AtomicU64::new(0),
+            misses: AtomicU64::new(0),
         }
     }
 
@@ -274,9 +267,11 @@ impl FlatCache {
         if self.budget == 0 {
             return None;
         }
-        let mut inner = self.inner.lock();
+        let inner = self.inner.read();
         let found = if inner.at.as_ref() == Some(at) { inner.entries.get(key.whole()).map(f) } else { None };
-        inner.counted(found)
+        let counter = if found.is_some() { &self.hits } else { &self.misses };
+        counter.fetch_add(1, Ordering::Relaxed);
+        found
     }
 
     /// Notes what `key` holds in the tree of commit `at`, read from it.
@@ -284,7 +279,7 @@ impl FlatCache {
         if self.budget == 0 {
             return;
         }
-        let mut inner = self.inner.lock();
+        let mut inner = self.inner.write();
         if inner.at.as_ref() != Some(at) {
             // A reader's cache follows the commit it reads, once empty.
             if !inner.entries.is_empty() {
@@ -312,12 +307,13 @@ impl FlatCache {
         if self.budget == 0 {
             return;
         }
-        let mut inner = self.inner.lock();
+        let mut inner = self.inner.write();
         inner.commits += 1;
         inner.window_writes += writes.map_or(0, |w| w.ops.len() as u64);
         if inner.commits >= inner.window_end {
             let armed = self.is_on();
-            let hits = inner.hits - inner.window_hits;
+            let hits_now = self.hits.load(Ordering::Relaxed);
+            let hits = hits_now - inner.window_hits;
             let rest = armed && hits * 8 < inner.window_writes;
             if rest {
                 self.armed.store(false, Ordering::Relaxed);
@@ -327,7 +323,7 @@ impl FlatCache {
                 inner.resting_since = None;
             }
             inner.window_end = inner.commits + if self.is_on() { WINDOW } else { 1 };
-            inner.window_hits = inner.hits;
+            inner.window_hits = hits_now;
             inner.window_writes = 0;
         }
         if !self.is_on() {
@@ -354,8 +350,8 @@ impl FlatCache {
 
     /// Entries held, their weight in bytes, lookups answered and not.
     pub(crate) fn counts(&self) -> (usize, u64, u64, u64) {
-        let inner = self.inner.lock();
-        (inner.entries.len(), inner.bytes as u64, inner.hits, inner.misses)
+        let inner = self.inner.read();
+        (inner.entries.len(), inner.bytes as u64, self.hits.load(Ordering::Relaxed), self.misses.load(Ordering::Relaxed))
     }
 }
 
