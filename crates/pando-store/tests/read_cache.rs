@@ -115,14 +115,16 @@ fn trees_of_other_commits_and_clones_read_their_own() {
     for i in 0..100 {
         assert_eq!(held(&tree, &["index", &i.to_string(), "balance"]), value("0"));
     }
-    // A clone updated many times while the original stays alive: the log
-    // is dropped on the way, and the commit still leaves the cache right.
+    // A clone updated many times while the original stays alive (each
+    // functional update starts a link of the log, after those it shares):
+    // the commit carries the cache over with all of them.
     let mut clone = tree.clone();
     for i in 0..2000 {
         clone = clone.add(&["index", &(i % 100).to_string(), "balance"], i.to_string().as_bytes()).unwrap();
     }
     assert_eq!(held(&tree, &["index", "7", "balance"]), value("0"), "the original is unchanged");
     let (_, second) = commit(&store, &clone, Some(first));
+    assert!(store.stats().read_cache_entries >= 100, "carried over: {}", store.stats().read_cache_entries);
     for i in 0..100 {
         assert_eq!(held(&second, &["index", &i.to_string(), "balance"]), value(&(1900 + i).to_string()));
     }
@@ -232,4 +234,25 @@ fn readers_on_other_threads_read_their_commits_while_the_writer_moves_on() {
             commits.lock().push((head, number));
         }
     });
+}
+
+#[test]
+fn a_long_chain_of_functional_updates_drops_on_a_small_stack() {
+    let store = open(&MemStorage::new());
+    let (_, tree) = commit(&store, &store.empty_tree().add(&["a"], b"0").unwrap(), None);
+    // 20,000 links of the log, dropped recursively, would need several
+    // times this stack.
+    std::thread::Builder::new()
+        .stack_size(256 << 10)
+        .spawn(move || {
+            let mut tree = tree;
+            for i in 0..20_000u32 {
+                tree = tree.add(&["a"], &i.to_be_bytes()).unwrap();
+            }
+            assert_eq!(tree.find(&["a"]).unwrap(), Some(19_999u32.to_be_bytes().to_vec()));
+            drop(tree);
+        })
+        .unwrap()
+        .join()
+        .unwrap();
 }

@@ -108,8 +108,8 @@ impl Loader for Repo {
 }
 
 impl Source for Repo {
-    fn flat(&self) -> Option<&FlatCache> {
-        Some(&self.flat)
+    fn flat(&self) -> &FlatCache {
+        &self.flat
     }
 
     fn instance_id(&self) -> u64 {

@@ -19,6 +19,8 @@
 //!   commit, in order. Only a tree that has made none reads from the cache
 //!   (it holds what the commit holds); the others walk, so that an update
 //!   costs one entry in a list and a read of an updated tree nothing more.
+//!   Clones share the updates made before they parted: a tree updated
+//!   while a clone holds its log starts a new link, after the shared ones.
 //! - Paths are encoded as their steps, each preceded by its length as a
 //!   varint, so a prefix's encoding is a prefix of the path's.
 
@@ -37,10 +39,6 @@ pub(crate) const MAX_VALUE: usize = 256;
 /// Updates a tree logs at most; past them it stops logging, and its commit
 /// empties the cache.
 const MAX_WRITES: usize = 1 << 16;
-
-/// A tree shared with another (a clone kept alive) copies its log at its
-/// next update; past this many updates it stops logging instead.
-const MAX_COPIED_WRITES: usize = 1024;
 
 /// Commits over which the cache judges whether it pays.
 pub(crate) const WINDOW: u64 = 32;
@@ -150,14 +148,13 @@ struct Inner {
     below: Set,
     bytes: usize,
     /// Commits since the cache was made; the current window (see
-    /// [`FlatCache::committed`]) ends at `window_end`, and began when
-    /// the cache's hits were `window_hits`; updates logged by its commits.
+    /// [`FlatCache::committed`]) or rest ends at `window_end`; the window
+    /// began when the cache's hits were `window_hits`; updates its commits
+    /// logged.
     commits: u64,
     window_end: u64,
     window_hits: u64,
     window_writes: u64,
-    /// Since when the cache rests, if it does.
-    resting_since: Option<u64>,
 }
 
 impl Inner {
@@ -262,11 +259,9 @@ impl FlatCache {
         self.armed.load(Ordering::Relaxed)
     }
 
-    /// Calls `f` on what `key` holds in the tree of commit `at`, if known.
+    /// Calls `f` on what `key` holds in the tree of commit `at`, if known
+    /// (asked only of a cache that [`FlatCache::is_on`]).
     pub(crate) fn get<T>(&self, at: &Hash, key: &Key, f: impl FnOnce(&Held) -> T) -> Option<T> {
-        if self.budget == 0 {
-            return None;
-        }
         let inner = self.inner.read();
         let found = if inner.at.as_ref() == Some(at) { inner.entries.get(key.whole()).map(f) } else { None };
         let counter = if found.is_some() { &self.hits } else { &self.misses };
@@ -276,7 +271,8 @@ impl FlatCache {
 
     /// Notes what `key` holds in the tree of commit `at`, read from it.
     pub(crate) fn insert(&self, at: &Hash, key: &Key, held: Held) {
-        if self.budget == 0 {
+        // A read that began before the cache came to rest notes nothing.
+        if !self.is_on() {
             return;
         }
         let mut inner = self.inner.write();
@@ -309,20 +305,14 @@ impl FlatCache {
         }
         let mut inner = self.inner.write();
         inner.commits += 1;
-        inner.window_writes += writes.map_or(0, |w| w.ops.len() as u64);
+        inner.window_writes += writes.map_or(0, |w| w.len() as u64);
         if inner.commits >= inner.window_end {
-            let armed = self.is_on();
+            // The end of a window judged, or of a rest.
             let hits_now = self.hits.load(Ordering::Relaxed);
-            let hits = hits_now - inner.window_hits;
-            let rest = armed && hits * 8 < inner.window_writes;
-            if rest {
-                self.armed.store(false, Ordering::Relaxed);
-                inner.resting_since = Some(inner.commits);
-            } else if !armed && inner.resting_since.is_some_and(|since| inner.commits >= since + REST) {
-                self.armed.store(true, Ordering::Relaxed);
-                inner.resting_since = None;
-            }
-            inner.window_end = inner.commits + if self.is_on() { WINDOW } else { 1 };
+            let pays = (hits_now - inner.window_hits) * 8 >= inner.window_writes;
+            let rest = self.is_on() && !pays;
+            self.armed.store(!rest, Ordering::Relaxed);
+            inner.window_end = inner.commits + if rest { REST } else { WINDOW };
             inner.window_hits = hits_now;
             inner.window_writes = 0;
         }
@@ -385,16 +375,34 @@ enum Kind {
 }
 
 /// The updates of a tree since it was taken from commit `base` (`None`:
-/// made empty), in order: each one's encoded path, then its value, in one
-/// buffer, so that logging an update is one copy.
-#[derive(Clone, Debug)]
+/// made empty), in order: those of `earlier` (shared with clones), then
+/// each of this link's, its encoded path then its value in one buffer, so
+/// that logging an update is one copy.
+#[derive(Debug)]
 pub(crate) struct Writes {
     pub(crate) base: Option<Hash>,
+    earlier: Option<Arc<Writes>>,
+    /// Updates logged, `earlier`'s included.
+    count: usize,
     bytes: Vec<u8>,
     ops: Vec<Logged>,
     /// False once an update was not logged: the tree no longer knows what
     /// it changed.
     complete: bool,
+}
+
+impl Drop for Writes {
+    /// Drops the links only this log holds one by one: a chain of
+    /// thousands would overflow the stack dropped recursively.
+    fn drop(&mut self) {
+        let mut next = self.earlier.take();
+        while let Some(link) = next {
+            next = match Arc::try_unwrap(link) {
+                Ok(mut link) => link.earlier.take(),
+                Err(_) => None,
+            };
+        }
+    }
 }
 
 impl Writes {
@@ -403,25 +411,35 @@ impl Writes {
     }
 
     fn empty(base: Option<Hash>, complete: bool) -> Writes {
-        Writes { base, bytes: Vec::new(), ops: Vec::new(), complete }
+        Writes { base, earlier: None, count: 0, bytes: Vec::new(), ops: Vec::new(), complete }
     }
 
     /// Whether the tree holds what commit `base` holds: it made no update.
     pub(crate) fn is_clean(&self) -> bool {
-        self.complete && self.ops.is_empty()
+        self.complete && self.count == 0
     }
 
-    /// Logs an update of `steps`; `writes` is copied first when another
-    /// tree shares it.
+    /// Updates logged.
+    pub(crate) fn len(&self) -> usize {
+        self.count
+    }
+
+    /// Logs an update of `steps`, in a new link when a clone shares `writes`.
     pub(crate) fn log(writes: &mut Arc<Writes>, steps: &[&[u8]], write: Write<'_>) {
         if !writes.complete {
             return;
         }
-        if writes.ops.len() >= MAX_WRITES || (Arc::strong_count(writes) > 1 && writes.ops.len() > MAX_COPIED_WRITES) {
+        if writes.count >= MAX_WRITES {
             Writes::lose(writes);
             return;
         }
-        let w = Arc::make_mut(writes);
+        if Arc::get_mut(writes).is_none() {
+            let mut link = Writes::empty(writes.base, true);
+            link.count = writes.count;
+            link.earlier = Some(Arc::clone(writes));
+            *writes = Arc::new(link);
+        }
+        let w = Arc::get_mut(writes).expect("a link of its own");
         for step in steps {
             encode_step(&mut w.bytes, step);
         }
@@ -436,6 +454,7 @@ impl Writes {
             Write::Unknown => Kind::Unknown,
         };
         w.ops.push(Logged { key_end, end: w.bytes.len(), kind });
+        w.count += 1;
     }
 
     /// Stops logging: what the tree changed is no longer known.
@@ -445,8 +464,19 @@ impl Writes {
         }
     }
 
-    /// The updates, in order.
+    /// The updates, in order: the oldest link's first.
     fn updates(&self) -> impl Iterator<Item = (Key, Write<'_>)> {
+        let mut links = Vec::new();
+        let mut link = Some(self);
+        while let Some(this) = link {
+            links.push(this);
+            link = this.earlier.as_deref();
+        }
+        links.into_iter().rev().flat_map(Writes::own_updates)
+    }
+
+    /// This link's updates, in order.
+    fn own_updates(&self) -> impl Iterator<Item = (Key, Write<'_>)> {
         let mut start = 0;
         self.ops.iter().map(move |op| {
             let key = Key::decode(&self.bytes[start..op.key_end]);

@@ -29,6 +29,11 @@ use crate::record::TraceSink;
 /// recursion of hashing and writing grows with the depth.
 pub const MAX_PATH_STEPS: usize = pando_core::trace::MAX_KEY_STEPS;
 
+/// A path's steps as byte strings, on the stack for Tezos's path lengths.
+fn steps_of<S: AsRef<[u8]>>(path: &[S]) -> smallvec::SmallVec<[&[u8]; 16]> {
+    path.iter().map(AsRef::as_ref).collect()
+}
+
 fn to_key<S: AsRef<[u8]>>(path: &[S]) -> Key {
     path.iter().map(|s| s.as_ref().to_vec()).collect()
 }
@@ -52,7 +57,7 @@ pub trait Source: Loader + Send + Sync {
     /// that took it at a checkout (see `Store::checkout`).
     fn give_back_kept(&self, root: Arc<node::Inode>);
     /// What paths hold in a commit's tree, for reads that skip the walk.
-    fn flat(&self) -> Option<&FlatCache>;
+    fn flat(&self) -> &FlatCache;
 }
 
 /// A tree: a directory or a contents value. Cheap to clone (clones share
@@ -137,12 +142,12 @@ impl Drop for Tree {
 
 /// Whether a child is a contents, and what to note in the flat cache of
 /// what it holds (nothing for a contents: its value was not read).
-fn kind_held(child: Option<&Child>) -> Result<(bool, Option<Held>)> {
-    Ok(match child {
+fn kind_held(child: Option<&Child>) -> (bool, Option<Held>) {
+    match child {
         None => (false, Some(Held::Absent)),
         Some(child) if child.kind() == Kind::Dir => (false, Some(Held::Dir)),
         Some(_) => (true, None),
-    })
+    }
 }
 
 /// The function `fold` calls on each key and subtree.
@@ -208,7 +213,7 @@ impl Tree {
     /// A tree taken from `commit` (`None`: made empty) by its store, whose
     /// updates are logged for the store's flat cache (if it has one).
     pub(crate) fn logging_from(mut self, commit: Option<Hash>) -> Tree {
-        if self.source.as_ref().and_then(|s| s.flat()).is_some_and(FlatCache::is_on) {
+        if self.source.as_ref().is_some_and(|s| s.flat().is_on()) {
             self.writes = Some(Writes::new(commit));
         }
         self
@@ -323,33 +328,35 @@ impl Tree {
     }
 
     pub(crate) fn get<S: AsRef<[u8]>>(&self, path: &[S]) -> Result<Option<Child>> {
-        let steps: smallvec::SmallVec<[&[u8]; 16]> = path.iter().map(AsRef::as_ref).collect();
+        self.walk(&steps_of(path), |child| child.cloned())
+    }
+
+    /// Calls `f` on what `steps` lead to, without copying anything on the way.
+    fn walk<T>(&self, steps: &[&[u8]], f: impl FnOnce(Option<&Child>) -> T) -> Result<T> {
         let loader = self.loader();
-        dir::with_path(self.node()?, &steps, &|_| loader, |child| child.cloned())
+        dir::with_path(self.node()?, steps, &|_| loader, f)
     }
 
     /// What `path` holds: from the store's flat cache when this tree was
     /// taken from the commit it describes and has not been updated since
-    /// (`cached`, `None` to walk anyway), else by a walk down the trie
-    /// without copying anything on the way (`walk`, which also says what
-    /// to note in the cache).
+    /// (`cached`), else by a walk down the trie (`walk`, told whether the
+    /// cache will note what it returns besides the answer).
     fn read<S: AsRef<[u8]>, T>(
         &self,
         path: &[S],
-        cached: impl FnOnce(&Held) -> Option<T>,
+        cached: impl FnOnce(&Held) -> T,
         walk: impl FnOnce(Option<&Child>, bool) -> Result<(T, Option<Held>)>,
     ) -> Result<T> {
-        let node = self.node()?;
-        let steps: smallvec::SmallVec<[&[u8]; 16]> = path.iter().map(AsRef::as_ref).collect();
+        self.node()?;
+        let steps = steps_of(path);
         let flat = self.flat_key(&steps);
         if let Some((cache, base, key)) = &flat
-            && let Some(Some(found)) = cache.get(base, key, cached)
+            && let Some(found) = cache.get(base, key, cached)
         {
             return Ok(found);
         }
-        let loader = self.loader();
         let note = flat.is_some();
-        let (found, held) = dir::with_path(node, &steps, &|_| loader, |child| walk(child, note))??;
+        let (found, held) = self.walk(&steps, |child| walk(child, note))??;
         if let (Some((cache, base, key)), Some(held)) = (flat, held) {
             cache.insert(&base, &key, held);
         }
@@ -359,7 +366,7 @@ impl Tree {
     /// The flat cache, the commit and the key a read of `steps` may use.
     fn flat_key(&self, steps: &[&[u8]]) -> Option<(&FlatCache, Hash, FlatKey)> {
         let writes = self.writes.as_deref().filter(|w| w.is_clean())?;
-        let cache = self.source.as_ref()?.flat().filter(|c| c.is_on())?;
+        let cache = Some(self.source.as_ref()?.flat()).filter(|c| c.is_on())?;
         if steps.is_empty() || steps.len() > MAX_PATH_STEPS {
             return None;
         }
@@ -371,8 +378,8 @@ impl Tree {
         let value = self.read(
             path,
             |held| match held {
-                Held::Value(value) => Some(Some(value.to_vec())),
-                Held::Dir | Held::Absent => Some(None),
+                Held::Value(value) => Some(value.to_vec()),
+                Held::Dir | Held::Absent => None,
             },
             |child, note| {
                 Ok(match child {
@@ -404,14 +411,14 @@ impl Tree {
 
     /// True if `path` holds a contents.
     pub fn mem<S: AsRef<[u8]>>(&self, path: &[S]) -> Result<bool> {
-        let found = self.read(path, |held| Some(matches!(held, Held::Value(_))), |child, _| kind_held(child))?;
+        let found = self.read(path, |held| matches!(held, Held::Value(_)), |child, _| Ok(kind_held(child)))?;
         self.record_read(path, found, |key, found, ctx| Row::Mem { key, found, ctx });
         Ok(found)
     }
 
     /// True if `path` holds anything (a contents or a directory).
     pub fn mem_tree<S: AsRef<[u8]>>(&self, path: &[S]) -> Result<bool> {
-        let found = self.read(path, |held| Some(*held != Held::Absent), |child, _| Ok((child.is_some(), kind_held(child)?.1)))?;
+        let found = self.read(path, |held| *held != Held::Absent, |child, _| Ok((child.is_some(), kind_held(child).1)))?;
         self.record_read(path, found, |key, found, ctx| Row::MemTree { key, found, ctx });
         Ok(found)
     }
@@ -510,7 +517,7 @@ impl Tree {
     /// the update as `write` for the flat cache.
     fn replace<S: AsRef<[u8]>>(&mut self, path: &[S], new: Option<Child>, write: Write<'_>) -> Result<()> {
         self.node()?;
-        let steps: smallvec::SmallVec<[&[u8]; 16]> = path.iter().map(AsRef::as_ref).collect();
+        let steps = steps_of(path);
         if steps.is_empty() {
             self.node = new.unwrap_or_else(|| Child::Dir(Ptr::mem(empty())));
             if let Some(writes) = &mut self.writes {
