@@ -8,7 +8,7 @@
 //! `PANDO_READ_CACHE_MB` the flat read cache's, 64 by default, 0 to turn it
 //! off; the caches' entries and weights are printed at the end;
 //! `PANDO_SYNC=pipelined` syncs each commit on a second thread,
-//! `SyncPolicy::Pipelined`).
+//! `SyncPolicy::Pipelined`, and `PANDO_SYNC=never` not at all).
 
 use pando_store::{Options, Store, SyncPolicy};
 
@@ -33,6 +33,7 @@ fn main() {
     let cache_mb: u64 = std::env::var("PANDO_CACHE_MB").ok().and_then(|s| s.parse().ok()).unwrap_or(512);
     let sync = match std::env::var("PANDO_SYNC").as_deref() {
         Ok("pipelined") => SyncPolicy::Pipelined,
+        Ok("never") => SyncPolicy::Never,
         _ => SyncPolicy::EveryCommit,
     };
     let read_cache_mb: u64 = std::env::var("PANDO_READ_CACHE_MB").ok().and_then(|s| s.parse().ok()).unwrap_or(64);

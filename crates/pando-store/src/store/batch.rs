@@ -47,6 +47,9 @@ pub(super) struct Batch<'a, 's> {
     /// Memory the kept inodes of this commit hold, and how much they may.
     pub(super) kept_weight: u64,
     pub(super) keep_room: u64,
+    /// The commits and weights of kept inodes this batch wrote new
+    /// versions of: they leave the kept tree with this commit.
+    pub(super) superseded: Vec<(u32, u64)>,
     /// Where a thread appending the pieces of a large batch is started.
     pub(super) scope: &'s std::thread::Scope<'s, 'a>,
     pub(super) spill: Option<Spill<'s>>,
@@ -252,12 +255,14 @@ impl<'a, 's> Batch<'a, 's> {
         // is not kept, and is written again whenever it is met.
         let rewritten = inode.is_stored();
         inode.mark_stored(self.instance, at, patch_chain);
+        self.superseded.extend(inode.take_replaced());
         self.kept_weight += weight;
         if rewritten || self.kept_weight > self.keep_room {
             return Ok((at, Kept::No));
         }
         if cuts.is_empty() {
             inode.keep_since(since);
+            inode.count_kept(self.seq, weight);
             return Ok((at, Kept::Itself));
         }
         let mut body = inode.body.clone();
@@ -271,6 +276,7 @@ impl<'a, 's> Batch<'a, 's> {
         copy.mark_stored(self.instance, at, patch_chain);
         copy.remember_hashes_of(inode);
         copy.keep_since(since);
+        copy.count_kept(self.seq, weight);
         Ok((at, Kept::Copy(Arc::new(copy))))
     }
 }

@@ -87,6 +87,22 @@ impl KeptWindow {
         self.weight
     }
 
+    /// Takes out of the window the weights of kept inodes that a commit
+    /// replaced by new versions (`(commit, weight)` pairs): they are no
+    /// longer in the kept tree. Commits that left the window are skipped.
+    fn release(&mut self, superseded: &[(u32, u64)]) {
+        for &(seq, weight) in superseded {
+            let at = self.window.partition_point(|(s, _)| *s < seq);
+            if let Some((s, counted)) = self.window.get_mut(at)
+                && *s == seq
+            {
+                let weight = weight.min(*counted);
+                *counted -= weight;
+                self.weight -= weight;
+            }
+        }
+    }
+
     /// Ends commit `seq`: `kept` is the weight of its kept inodes, `None`
     /// when its root was not kept (nothing older is then kept either).
     fn finish_commit(&mut self, seq: u32, kept: Option<u64>) {
@@ -185,6 +201,7 @@ impl Repo {
                 cutoff,
                 kept_weight: 0,
                 keep_room,
+                superseded: Vec::new(),
                 scope,
                 spill: None,
             };
@@ -197,10 +214,11 @@ impl Repo {
                 },
             };
             batch.finish_spill()?;
-            Ok((root_offset, kept, batch.base, batch.buf, batch.raw_steps, batch.staged, batch.kept_weight))
+            let weights = (batch.kept_weight, batch.superseded);
+            Ok((root_offset, kept, batch.base, batch.buf, batch.raw_steps, batch.staged, weights))
         });
         drop(helper);
-        let (root_offset, kept, base, mut buf, raw_steps, staged, kept_weight) = self.guard(written)?;
+        let (root_offset, kept, base, mut buf, raw_steps, staged, (kept_weight, superseded)) = self.guard(written)?;
         // Written, and only now hashed whole: a failure, or a commit that
         // is already known, appends the records without a commit record
         // (see `append_unreferenced`).
@@ -263,6 +281,8 @@ impl Repo {
         // Under the writer lock, as a collection starts: it sees each of
         // these blobs either staged or referred to by a commit it traces.
         self.staged.committed(&staged);
+        // The versions this commit replaced leave the kept tree with it.
+        writer.kept.release(&superseded);
         writer.kept.finish_commit(seq, kept.is_some().then_some(kept_weight));
         *self.kept.lock() = kept.map(|root| KeptTree { hash, root_offset, root: Some(root) });
         Ok(hash)
@@ -501,6 +521,68 @@ mod tests {
         let older = store.checkout(&first).unwrap().unwrap();
         assert_eq!(older.find(&path(7)).unwrap(), Some(format!("{:040}", 7).into_bytes()));
         assert!(reads() > before, "an older commit's tree is read from disk");
+    }
+
+    /// The window counts what the kept tree holds, not what its commits
+    /// wrote: a version a later commit replaces leaves the count. Blocks
+    /// that rewrite a few entries of a tree for far longer than their
+    /// writes would fill the budget keep the whole tree, the first commit
+    /// included, and a later block updates entries only that commit wrote
+    /// without reading the disk.
+    #[test]
+    fn replaced_versions_leave_the_window() {
+        let path = |i: u32| ["contracts".to_string(), format!("{:02x}", i % 64), i.to_string(), "balance".to_string()];
+        let genesis = || {
+            let mut tree = Tree::empty();
+            for i in 0..2_000u32 {
+                tree.add_mut(&path(i), &i.to_be_bytes()).unwrap();
+            }
+            tree
+        };
+        // The first commit's weight, then a budget whose half holds it
+        // about one and a half times.
+        let sizing = Store::open_storage(Arc::new(MemStorage::new()), Options::default()).unwrap();
+        sizing.commit(&genesis(), &[], 0, "t", "").unwrap();
+        let first_weight = sizing.stats().kept_bytes;
+        let options = Options { cache_bytes: first_weight * 4, ..Options::default() };
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), options).unwrap();
+        let mut head = store.commit(&genesis(), &[], 0, "t", "").unwrap();
+        let mut written = 0;
+        for block in 1..=200u32 {
+            let mut tree = store.checkout(&head).unwrap().unwrap();
+            // Even entries only: the odd ones stay as the first commit wrote them.
+            for k in 0..20u32 {
+                tree.add_mut(&path((block * 40 + k * 2) % 2_000), &block.to_be_bytes()).unwrap();
+            }
+            let before = store.stats().pack_bytes;
+            head = store.commit(&tree, &[head], i64::from(block), "t", "").unwrap();
+            written += store.stats().pack_bytes - before;
+        }
+        let stats = store.stats();
+        let writer = store.repo.writer.as_ref().unwrap().lock();
+        let first_kept = writer.kept.window.front().map(|(seq, _)| *seq);
+        drop(writer);
+        assert_eq!(first_kept, Some(1), "the first commit left the window");
+        assert!(written > first_weight, "the blocks wrote {written} bytes, less than the budget needs to fill");
+        assert!(
+            stats.kept_bytes < first_weight * 3 / 2,
+            "the window counts {} bytes for a tree of {first_weight}",
+            stats.kept_bytes
+        );
+        let root = store.repo.kept.lock().as_ref().and_then(|kept| kept.root.clone()).expect("the newest tree is kept");
+        let held = kept_weight(&root, 1, &mut Default::default());
+        assert!(held <= stats.kept_bytes, "kept tree holds {held} bytes, the window counts {}", stats.kept_bytes);
+        drop(root);
+
+        let reads = || store.io_times().unwrap().reads;
+        let before = reads();
+        let mut tree = store.checkout(&head).unwrap().unwrap();
+        for i in (1..2_000u32).step_by(2).take(100) {
+            tree.add_mut(&path(i), b"late").unwrap();
+        }
+        assert_eq!(reads(), before, "entries of the first commit were read from disk");
+        store.commit(&tree, &[head], 201, "t", "").unwrap();
     }
 
     /// A checkout of the newest commit takes the kept tree: its updates

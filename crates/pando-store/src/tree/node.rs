@@ -25,7 +25,7 @@
 use pando_core::Hash;
 use pando_core::dir::{self, Hold, Resolve};
 use pando_core::tezos::contents_hash;
-use std::sync::atomic::{AtomicU8, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock, OnceLock};
 
 pub use super::staged::{Staged, StagedSet};
@@ -216,6 +216,13 @@ pub struct Meta {
     /// oldest commit (by the writer's count, from 1) that wrote an inode of
     /// the kept subtree below it, itself included; 0 for other inodes.
     kept_since: AtomicU32,
+    /// The commit that wrote a kept version and the weight the kept
+    /// window counts for it there, in one word (0 for none): for a written
+    /// inode, its own (until a new version claims it); for a new version
+    /// of a kept inode, the version it replaces, which leaves the kept
+    /// tree once this one is written. One claim per kept version, so the
+    /// window never takes its weight out twice.
+    counted: AtomicU64,
 }
 
 const UNSET: u8 = u8::MAX;
@@ -291,6 +298,7 @@ impl Default for Meta {
             patch_chain: AtomicU8::new(UNSET),
             base: parking_lot::Mutex::new(None),
             kept_since: AtomicU32::new(0),
+            counted: AtomicU64::new(0),
         }
     }
 }
@@ -346,7 +354,9 @@ impl Hold for Held {
         // remembers the version it was; its pointers mark what changes
         // from now on.
         if inode.is_stored() {
-            inode.meta = Meta { base: parking_lot::Mutex::new(PatchBase::of(inode)), ..Meta::default() };
+            // What the kept window counted for it now counts as replaced.
+            let counted = AtomicU64::new(*inode.meta.counted.get_mut());
+            inode.meta = Meta { base: parking_lot::Mutex::new(PatchBase::of(inode)), counted, ..Meta::default() };
             forget_changes(&mut inode.body);
         }
         true
@@ -355,6 +365,9 @@ impl Hold for Held {
     fn derive(from: &Arc<Inode>, copy: Option<&mut Body>) -> Meta {
         // Remember the written version this one derives from (a copy of a
         // written inode has changed nothing yet), or the one `from` does.
+        // The kept version it replaces (`from`'s own count, or the one
+        // `from` replaces) is claimed from `from`: a second version derived
+        // from it claims nothing.
         let base = if from.is_stored() {
             if let Some(body) = copy {
                 forget_changes(body);
@@ -363,7 +376,8 @@ impl Hold for Held {
         } else {
             from.meta.base.lock().clone()
         };
-        Meta { base: parking_lot::Mutex::new(base), ..Meta::default() }
+        let counted = AtomicU64::new(from.meta.counted.swap(0, Ordering::Relaxed));
+        Meta { base: parking_lot::Mutex::new(base), counted, ..Meta::default() }
     }
 }
 
@@ -402,6 +416,12 @@ pub trait Written {
     fn kept_since(&self) -> Option<u32>;
     /// Makes a written inode part of the kept tree.
     fn keep_since(&self, commit: u32);
+    /// Records that the kept window counts `weight` for this kept inode
+    /// in commit `seq`.
+    fn count_kept(&self, seq: u32, weight: u64);
+    /// For a new version of a kept inode, the commit and weight counted
+    /// for the version it replaces, taken.
+    fn take_replaced(&self) -> Option<(u32, u64)>;
 }
 
 impl Written for Inode {
@@ -447,6 +467,17 @@ impl Written for Inode {
     fn keep_since(&self, commit: u32) {
         debug_assert!(commit > 0, "commits are counted from 1");
         let _ = self.meta.kept_since.compare_exchange(0, commit, Ordering::Relaxed, Ordering::Relaxed);
+    }
+
+    fn count_kept(&self, seq: u32, weight: u64) {
+        debug_assert!(seq > 0, "commits are counted from 1");
+        // The weight saturates at u32::MAX (a single inode never weighs that).
+        self.meta.counted.store(u64::from(seq) << 32 | weight.min(u64::from(u32::MAX)), Ordering::Relaxed);
+    }
+
+    fn take_replaced(&self) -> Option<(u32, u64)> {
+        let replaced = self.meta.counted.swap(0, Ordering::Relaxed);
+        (replaced != 0).then(|| ((replaced >> 32) as u32, replaced & u64::from(u32::MAX)))
     }
 }
 
@@ -546,7 +577,7 @@ mod tests {
         assert_eq!(std::mem::size_of::<Leaf>(), 48);
         assert_eq!(std::mem::size_of::<Ptr>(), 48);
         assert!(std::mem::size_of::<Child>() <= 56);
-        assert!(std::mem::size_of::<Inode>() <= 160);
+        assert!(std::mem::size_of::<Inode>() <= 168);
         let mut root = empty();
         for (i, step) in [&b"balance"[..], b"counter", b"delegate"].iter().enumerate() {
             pando_core::dir::set(&mut root, 0, step, value_child(&[i as u8; 8]), &NoLoader as &dyn Loader).unwrap();
