@@ -4,15 +4,22 @@
 
 use super::*;
 use crate::inode::index;
+use smallvec::SmallVec;
 
 /// The entries of a values inode: in one buffer, where each step ends
 /// (a `u32` per entry) then the steps end to end; the children in order
 /// in another. A search reads the ends (a cache line or two) and the
-/// steps it compares, never the children it passes.
+/// steps it compares, never the children it passes. A small directory's
+/// buffers (up to [`NAMES_INLINE`] bytes of ends and steps, one child:
+/// most directories of a blockchain's state) lie inside the inode, so
+/// that reaching its entry costs no load beyond the inode's own.
 pub struct Values<H: Hold> {
-    names: Box<[u8]>,
-    children: Box<[Child<H>]>,
+    names: SmallVec<[u8; NAMES_INLINE]>,
+    children: SmallVec<[Child<H>; 1]>,
 }
+
+/// Bytes of a values inode's ends and steps held inside it.
+pub const NAMES_INLINE: usize = 16;
 
 impl<H: Hold> Clone for Values<H> {
     fn clone(&self) -> Self {
@@ -25,7 +32,7 @@ const END: usize = std::mem::size_of::<u32>();
 
 impl<H: Hold> Values<H> {
     pub fn new() -> Values<H> {
-        Values { names: Box::new([]), children: Box::new([]) }
+        Values { names: SmallVec::new(), children: SmallVec::new() }
     }
 
     /// Where the steps of entries `..i` end in the steps' part of the buffer.
@@ -118,7 +125,7 @@ impl<H: Hold> Values<H> {
         let start = if at == 0 { 0 } else { self.end(at - 1) };
         let grown = u32::try_from(step.len()).expect("steps of a values inode fit u32");
         let (ends, steps) = self.names.split_at(n * END);
-        let mut names = Vec::with_capacity(self.names.len() + END + step.len());
+        let mut names = SmallVec::with_capacity(self.names.len() + END + step.len());
         names.extend_from_slice(&ends[..at * END]);
         let end = u32::try_from(start + step.len()).expect("steps of a values inode fit u32");
         names.extend_from_slice(&end.to_ne_bytes());
@@ -129,10 +136,9 @@ impl<H: Hold> Values<H> {
         names.extend_from_slice(&steps[..start]);
         names.extend_from_slice(step);
         names.extend_from_slice(&steps[start..]);
-        let mut children = std::mem::take(&mut self.children).into_vec();
-        children.reserve_exact(1);
-        children.insert(at, child);
-        (self.names, self.children) = (names.into(), children.into());
+        self.children.reserve_exact(1);
+        self.children.insert(at, child);
+        self.names = names;
     }
 
     /// These entries without entry `at`.
@@ -146,9 +152,12 @@ impl<H: Hold> Values<H> {
         builder.finish()
     }
 
-    /// Approximate bytes of memory held, without what children point to.
+    /// Approximate bytes of memory held outside the inode, without what
+    /// children point to.
     pub fn weight(&self) -> usize {
-        self.names.len() + std::mem::size_of_val::<[Child<H>]>(&self.children)
+        let names = if self.names.spilled() { self.names.capacity() } else { 0 };
+        let children = if self.children.spilled() { self.children.capacity() * std::mem::size_of::<Child<H>>() } else { 0 };
+        names + children
     }
 }
 
@@ -228,7 +237,18 @@ impl<H: Hold> ValuesBuilder<H> {
         for (at, end) in names[..room].chunks_exact_mut(END).zip(&self.ends) {
             at.copy_from_slice(&end.to_ne_bytes());
         }
-        Values { names: names.into(), children: self.children.into() }
+        Values { names: held(names), children: held(self.children) }
+    }
+}
+
+/// A buffer as a values inode holds it: inside when it fits, otherwise
+/// on the heap with no room to spare.
+fn held<T, const N: usize>(mut items: Vec<T>) -> SmallVec<[T; N]> {
+    if items.len() <= N {
+        items.into_iter().collect()
+    } else {
+        items.shrink_to_fit();
+        SmallVec::from_vec(items)
     }
 }
 
