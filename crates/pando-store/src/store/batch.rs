@@ -152,31 +152,41 @@ impl<'a, 's> Batch<'a, 's> {
         Ok(at)
     }
 
-    /// Writes a child inode at `depth`, hashed already to `hash`, and returns its
-    /// offset and, when the kept copy of its parent must not hold the child
-    /// itself, what it holds instead: the child's kept copy, or a stored
-    /// pointer (nothing once the commit's room for kept inodes is used
-    /// up: no parent is kept then). `since` takes the oldest commit of
-    /// the kept child.
-    fn write_child(&mut self, child: &Arc<Inode>, depth: u32, hash: Hash, since: &mut u32) -> Result<(u64, Option<Ptr>)> {
+    /// Writes a child inode at `depth`, then hashes it (`hash`: once its
+    /// record is encoded, its children are hashed, so hashing it hashes
+    /// only itself, and a commit encodes and hashes each inode in turn
+    /// while the helper hashes from the other end). Returns its offset,
+    /// its hash and, when the kept copy of its parent must not hold the
+    /// child itself, what it holds instead: the child's kept copy, or a
+    /// stored pointer (nothing once the commit's room for kept inodes is
+    /// used up: no parent is kept then). `since` takes the oldest commit
+    /// of the kept child.
+    fn write_child(
+        &mut self,
+        child: &Arc<Inode>,
+        depth: u32,
+        hash: impl FnOnce() -> Result<Hash>,
+        since: &mut u32,
+    ) -> Result<(u64, Hash, Option<Ptr>)> {
         let (offset, kept) = self.write_inode(child, depth)?;
+        let hash = hash()?;
         if self.kept_weight > self.keep_room {
             // The room is used up, and the weight only grows: the parent
             // will not be kept either, so what its copy would hold instead
             // of the child does not matter.
-            return Ok((offset, None));
+            return Ok((offset, hash, None));
         }
         let oldest = |kept: &Inode| kept.kept_since().expect("a kept inode knows since when");
         Ok(match kept {
             Kept::Itself => {
                 *since = (*since).min(oldest(child));
-                (offset, None)
+                (offset, hash, None)
             }
             Kept::Copy(copy) => {
                 *since = (*since).min(oldest(&copy));
-                (offset, Some(Ptr::mem_hashed(copy, hash)))
+                (offset, hash, Some(Ptr::mem_hashed(copy, hash)))
             }
-            Kept::No => (offset, Some(Ptr::stored(offset, hash))),
+            Kept::No => (offset, hash, Some(Ptr::stored(offset, hash))),
         })
     }
 
@@ -206,8 +216,8 @@ impl<'a, 's> Batch<'a, 's> {
                             weight += value.weight();
                         }
                         Child::Dir(ptr @ Ptr::Mem(root, _)) => {
-                            let hash = dir_ptr_hash(ptr, self.loader)?;
-                            let (offset, cut) = self.write_child(root, 0, hash, &mut since)?;
+                            let loader = self.loader;
+                            let (offset, _, cut) = self.write_child(root, 0, || dir_ptr_hash(ptr, loader), &mut since)?;
                             written.push(offset);
                             cuts.extend(cut.map(|ptr| (i, ptr)));
                         }
@@ -223,15 +233,16 @@ impl<'a, 's> Batch<'a, 's> {
             Body::Tree(pointers) => {
                 assert_eq!(pointers.depth, depth, "tree inode written at the wrong depth");
                 let mut children: smallvec::SmallVec<[(usize, u64, Hash); ENTRIES]> = smallvec::SmallVec::new();
+                let loader = self.loader;
                 for (i, ptr) in pointers.iter() {
-                    let hash = inode_ptr_hash(ptr, depth + 1, self.loader)?;
-                    let offset = match ptr {
+                    let hash = || inode_ptr_hash(ptr, depth + 1, loader);
+                    let (offset, hash) = match ptr {
                         Ptr::Mem(child, _) => {
-                            let (offset, cut) = self.write_child(child, depth + 1, hash, &mut since)?;
+                            let (offset, hash, cut) = self.write_child(child, depth + 1, hash, &mut since)?;
                             cuts.extend(cut.map(|ptr| (i, ptr)));
-                            offset
+                            (offset, hash)
                         }
-                        Ptr::Stored { offset, .. } => *offset,
+                        Ptr::Stored { offset, .. } => (*offset, hash()?),
                     };
                     children.push((i, offset, hash));
                 }
