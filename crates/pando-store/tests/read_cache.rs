@@ -256,3 +256,89 @@ fn a_long_chain_of_functional_updates_drops_on_a_small_stack() {
         .join()
         .unwrap();
 }
+
+/// Commits large enough for a helper thread, which carries the cache over
+/// each commit's updates while the committing thread encodes: readers of
+/// older commits on other threads read what their commits hold all along.
+#[test]
+fn readers_follow_commits_whose_helper_carries_the_cache() {
+    let store = open(&MemStorage::new());
+    let path = |k: u32| ["index".to_string(), format!("{k:03}"), "v".to_string()];
+    let mut tree = store.empty_tree();
+    for k in 0..200 {
+        tree.add_mut(&path(k), b"0").unwrap();
+    }
+    let (mut head, mut tree) = commit(&store, &tree, None);
+    let commits = parking_lot::Mutex::new(vec![(head, 0u32)]);
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            for round in 0..300 {
+                let (hash, number) = {
+                    let commits = commits.lock();
+                    commits[round % commits.len()]
+                };
+                let tree = store.checkout(&hash).unwrap().unwrap();
+                for k in (0..200).step_by(7) {
+                    // Commit `number` wrote the directories with k % 4 == number % 4.
+                    let last = (0..=number).rev().find(|n| n % 4 == k % 4 || *n == 0).unwrap();
+                    let found = tree.find(&path(k)).unwrap();
+                    assert_eq!(found, Some(last.to_string().into_bytes()), "commit {number}, directory {k}");
+                }
+            }
+        });
+        // Fewer commits than the cache's window: it cannot come to rest.
+        for number in 1..30u32 {
+            // 50 directories a commit: more inodes than a commit hashes alone.
+            for k in (number % 4..200).step_by(4) {
+                tree.add_mut(&path(k), number.to_string().as_bytes()).unwrap();
+            }
+            (head, tree) = commit(&store, &tree, Some(head));
+            commits.lock().push((head, number));
+        }
+    });
+    // The newest commit's reads, twice: the second time from the cache,
+    // which the helpers carried over every commit.
+    let newest = store.checkout(&head).unwrap().unwrap();
+    let expected = |k: u32| Some((1..30u32).rev().find(|n| n % 4 == k % 4).unwrap().to_string().into_bytes());
+    for k in 0..200 {
+        assert_eq!(newest.find(&path(k)).unwrap(), expected(k), "directory {k}");
+    }
+    let hits = store.stats().read_cache_hits;
+    for k in 0..200 {
+        assert_eq!(newest.find(&path(k)).unwrap(), expected(k), "directory {k}");
+    }
+    assert_eq!(store.stats().read_cache_hits, hits + 200, "the cache did not answer the newest commit's reads");
+}
+
+/// A commit whose write fails after its helper carried the cache over its
+/// updates leaves nothing of them in the cache: its parent reads as it was.
+#[test]
+fn a_failed_commit_carries_nothing() {
+    use pando_store::io::{FaultKind, FaultPlan, FaultyStorage};
+    let storage = FaultyStorage::new();
+    let options = Options { sync: SyncPolicy::EveryCommit, ..Options::default() };
+    let store = Store::open_storage(Arc::new(storage.clone()), options).unwrap();
+    let path = |k: u32| ["index".to_string(), format!("{k:03}"), "v".to_string()];
+    let mut tree = store.empty_tree();
+    for k in 0..200 {
+        tree.add_mut(&path(k), b"old").unwrap();
+    }
+    let first = store.commit(&tree, &[], 0, "Tezos", "").unwrap();
+    let reader = store.checkout(&first).unwrap().unwrap();
+    for k in 0..200 {
+        assert_eq!(reader.find(&path(k)).unwrap().as_deref(), Some(&b"old"[..]));
+    }
+    let mut next = store.checkout(&first).unwrap().unwrap();
+    for k in 0..200 {
+        next.add_mut(&path(k), b"new").unwrap();
+    }
+    // The commit's next write to the storage is its batch, after the helper.
+    storage.set_plan(FaultPlan { fail_op: Some((0, FaultKind::Eio)), ..FaultPlan::default() });
+    assert!(store.commit(&next, &[first], 1, "Tezos", "").is_err());
+    assert!(storage.injected().iter().any(|fault| fault.contains("write")), "{:?}", storage.injected());
+    for tree in [&reader, &store.checkout(&first).unwrap().unwrap()] {
+        for k in 0..200 {
+            assert_eq!(tree.find(&path(k)).unwrap().as_deref(), Some(&b"old"[..]), "directory {k}");
+        }
+    }
+}

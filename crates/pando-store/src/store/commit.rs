@@ -47,7 +47,7 @@ use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
 
 use super::batch::{Batch, Kept, check_refs};
-use super::hashing::HashingHelper;
+use super::hashing::{HashingHelper, Side};
 use super::{KeptTree, Repo, Writer, index_file};
 use crate::crash_point;
 use crate::dict::{self};
@@ -129,7 +129,15 @@ pub(super) fn note_commit(writer: &mut Writer, hash: Hash, at: u64) {
 }
 
 impl Repo {
-    pub(super) fn commit(&self, tree: &Tree, parents: &[Hash], date: i64, author: &str, message: &str) -> Result<Hash> {
+    pub(super) fn commit(
+        &self,
+        tree: &Tree,
+        parents: &[Hash],
+        date: i64,
+        author: &str,
+        message: &str,
+        side: &Side,
+    ) -> Result<Hash> {
         self.check_writable()?;
         if let Some(source) = tree.source()
             && source.instance_id() != self.id
@@ -180,7 +188,7 @@ impl Repo {
         // children first, hashing each as its parent's record needs it,
         // while a helper hashes from the other end (see `HashingHelper`).
         let helper = match root {
-            Ptr::Mem(inode, _) => HashingHelper::start(inode),
+            Ptr::Mem(inode, _) => HashingHelper::start(inode, side),
             Ptr::Stored { .. } => None,
         };
         let written = std::thread::scope(|scope| {

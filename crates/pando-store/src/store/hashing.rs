@@ -12,7 +12,7 @@
 //!   takes the root back, so that no inode stays shared after the commit.
 
 use pando_core::dir::{dir_hash, inode_hash};
-use parking_lot::RwLock;
+use parking_lot::{Mutex, RwLock};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock, mpsc};
 
@@ -72,13 +72,48 @@ pub(super) fn hash_backward(inode: &Arc<Inode>, depth: u32, stop: &AtomicBool) -
     hashed.is_ok()
 }
 
+/// Work a commit gives its helper besides the hashing: carrying the flat
+/// read cache over the tree's updates (see `FlatCache::carry`), which the
+/// helper does once it has hashed its half, while the committing thread
+/// still encodes.
+pub(crate) type SideJob = Box<dyn FnOnce() + Send>;
+
+/// A commit's [`SideJob`], run once: by the helper, or by the committing
+/// thread if the helper did not take it first (a commit too small for a
+/// helper, or a helper that started late). Its lock is held while it runs,
+/// so [`Side::run`] returns only once it ran.
+#[derive(Clone)]
+pub(crate) struct Side(Arc<Mutex<Option<SideJob>>>);
+
+impl Side {
+    pub(crate) fn new(job: SideJob) -> Side {
+        Side(Arc::new(Mutex::new(Some(job))))
+    }
+
+    /// Runs the job unless a thread did; waits while another runs it.
+    pub(crate) fn run(&self) {
+        let mut job = self.0.lock();
+        if let Some(job) = job.take() {
+            job();
+        }
+    }
+
+    /// Drops the job unrun, unless a thread did run it; waits while
+    /// another runs it.
+    pub(crate) fn cancel(&self) {
+        self.0.lock().take();
+    }
+}
+
 /// A commit's tree as the hashing helper sees it: the committing thread
 /// takes the root back (and sets `stop`) when it has written the tree; the
 /// helper holds a read lock while it walks, and finds no root if it starts
-/// late.
+/// late. Then the helper runs the side job, if the committing thread did
+/// not.
 struct Backward {
     root: RwLock<Option<Arc<Inode>>>,
     stop: AtomicBool,
+    side: Side,
 }
 
 /// The second thread of a commit with at least [`HELPER_INODES`] unhashed
@@ -97,12 +132,14 @@ pub(super) struct HashingHelper {
 }
 
 impl HashingHelper {
-    /// Starts the helper on `root`'s tree, if it has enough to hash.
-    pub(super) fn start(root: &Arc<Inode>) -> Option<HashingHelper> {
+    /// Starts the helper on `root`'s tree, if it has enough to hash; it
+    /// then runs `side`, unless the committing thread did.
+    pub(super) fn start(root: &Arc<Inode>, side: &Side) -> Option<HashingHelper> {
         if count_unhashed(root, 0, HELPER_INODES) < HELPER_INODES {
             return None;
         }
-        let shared = Arc::new(Backward { root: RwLock::new(Some(root.clone())), stop: AtomicBool::new(false) });
+        let shared =
+            Arc::new(Backward { root: RwLock::new(Some(root.clone())), stop: AtomicBool::new(false), side: side.clone() });
         helper_thread()?.send(shared.clone()).ok()?;
         Some(HashingHelper { shared })
     }
@@ -124,6 +161,7 @@ fn helper_thread() -> Option<&'static mpsc::Sender<Arc<Backward>>> {
                     if let Some(root) = walk.root.read().as_ref() {
                         hash_backward(root, 0, &walk.stop);
                     }
+                    walk.side.run();
                 }
             };
             std::thread::Builder::new().name("pando-commit-hash".into()).spawn(walks).ok().map(|_| send)

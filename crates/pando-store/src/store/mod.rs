@@ -451,8 +451,22 @@ impl Store {
     /// commit hash once the commit is as durable as the sync policy says.
     pub fn commit(&self, tree: &Tree, parents: &[Hash], date: i64, author: &str, message: &str) -> Result<Hash> {
         let (started, end_before) = (std::time::Instant::now(), self.repo.pack.end());
-        let hash = self.repo.commit(tree, parents, date, author, message)?;
-        self.repo.flat.committed(hash, tree.writes());
+        // The flat read cache is carried over the tree's updates on the
+        // commit's helper thread, while this one encodes (`FlatCache::carry`).
+        let side = {
+            let (repo, writes) = (self.repo.clone(), tree.shared_writes());
+            hashing::Side::new(Box::new(move || repo.flat.carry(writes.as_deref())))
+        };
+        let hash = match self.repo.commit(tree, parents, date, author, message, &side) {
+            Ok(hash) => hash,
+            Err(e) => {
+                side.cancel();
+                self.repo.flat.abandon();
+                return Err(e);
+            }
+        };
+        side.run();
+        self.repo.flat.committed(hash);
         let (cache_hits, cache_misses) = self.repo.cache.hits_and_misses();
         crate::telemetry::commit_done(
             &hash,

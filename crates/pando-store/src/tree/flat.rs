@@ -10,7 +10,10 @@
 //!   trees taken from that commit add entries; a commit moves `at` to
 //!   itself, applying in order the updates its tree logged since it was
 //!   taken from `at` (or emptying the map when the tree was not taken from
-//!   `at` or did not log them all).
+//!   `at` or did not log them all). It does so in two steps: while it is
+//!   written the updates are applied and `at` is no commit (no read is
+//!   answered, none noted), then `at` names it, or the map empties if it
+//!   failed.
 //! - `below` holds the hash of every strict prefix of every path given an
 //!   entry since the map was last emptied: a path whose hash it lacks has
 //!   no entry below it. An update of a path whose hash it has empties the
@@ -155,6 +158,9 @@ struct Inner {
     window_end: u64,
     window_hits: u64,
     window_writes: u64,
+    /// The entries are the carried updates of the commit being made (see
+    /// [`FlatCache::carry`]).
+    carried: bool,
 }
 
 impl Inner {
@@ -289,8 +295,48 @@ impl FlatCache {
         inner.set(key, held);
     }
 
-    /// Moves the cache to `commit`, made of a tree taken from `writes.base`
-    /// with the updates `writes` logged (`None`: not known).
+    /// The first of a commit's two steps moving the cache to it: applies
+    /// the updates `writes` logged (`None`: not known) to a tree taken from
+    /// `writes.base`, while the commit is written (on the commit's helper
+    /// thread when it has one, see `store::hashing`), and leaves the cache
+    /// at no commit. [`FlatCache::committed`] then names the commit, or
+    /// [`FlatCache::abandon`] empties the cache if it failed.
+    pub(crate) fn carry(&self, writes: Option<&Writes>) {
+        if self.budget == 0 {
+            return;
+        }
+        let mut inner = self.inner.write();
+        inner.window_writes += writes.map_or(0, |w| w.len() as u64);
+        inner.carried = true;
+        if !self.is_on() {
+            return;
+        }
+        let continues = writes.is_some_and(|w| w.base.is_some() && w.base == inner.at);
+        if !continues {
+            inner.clear();
+        }
+        // No reader takes the entries for the last commit's any more.
+        inner.at = None;
+        match writes.filter(|w| w.complete) {
+            Some(writes) => {
+                for (key, write) in writes.updates() {
+                    inner.apply(&key, write);
+                }
+            }
+            None => inner.clear(),
+        }
+    }
+
+    /// Empties the cache after a commit whose updates it carried failed.
+    pub(crate) fn abandon(&self) {
+        let mut inner = self.inner.write();
+        inner.clear();
+        inner.at = None;
+        inner.carried = false;
+    }
+
+    /// Names the commit whose updates [`FlatCache::carry`] applied (a
+    /// cache that carried none empties).
     ///
     /// Like InnoDB's adaptive hash index, the cache is kept only while it
     /// pays: every [`WINDOW`] commits, if the reads it answered are fewer
@@ -299,13 +345,15 @@ impl FlatCache {
     /// fraction of one), it empties and rests for [`REST`] commits: trees
     /// taken meanwhile neither log nor read from it. Then it starts again,
     /// empty.
-    pub(crate) fn committed(&self, commit: Hash, writes: Option<&Writes>) {
+    pub(crate) fn committed(&self, commit: Hash) {
         if self.budget == 0 {
             return;
         }
         let mut inner = self.inner.write();
+        if !std::mem::take(&mut inner.carried) {
+            inner.clear();
+        }
         inner.commits += 1;
-        inner.window_writes += writes.map_or(0, |w| w.len() as u64);
         if inner.commits >= inner.window_end {
             // The end of a window judged, or of a rest.
             let hits_now = self.hits.load(Ordering::Relaxed);
@@ -321,18 +369,7 @@ impl FlatCache {
             inner.at = None;
             return;
         }
-        let continues = writes.is_some_and(|w| w.base.is_some() && w.base == inner.at);
-        if !continues {
-            inner.clear();
-        }
         inner.at = Some(commit);
-        if let Some(writes) = writes.filter(|w| w.complete) {
-            for (key, write) in writes.updates() {
-                inner.apply(&key, write);
-            }
-        } else {
-            inner.clear();
-        }
         if inner.bytes > self.budget {
             inner.clear();
         }

@@ -220,8 +220,8 @@ impl Tree {
     }
 
     /// The updates of this tree since it was taken from a commit, if logged.
-    pub(crate) fn writes(&self) -> Option<&Writes> {
-        self.writes.as_deref()
+    pub(crate) fn shared_writes(&self) -> Option<Arc<Writes>> {
+        self.writes.clone()
     }
 
     /// Whether every pack record this tree refers to is held, known
