@@ -15,7 +15,7 @@ use crate::dict::{Dict, RawSteps};
 use crate::error::{Error, Result};
 use crate::format::node::{MAX_PATCH_CHAIN, MAX_PATCH_CHANGES, TreePatch, encode_tree, encode_values};
 use crate::format::record::{self, RecordKind};
-use crate::tree::node::{Body, Child, Inode, Leaf, Loader, Pointers, Ptr, Value, Written, prefetch_children_meta};
+use crate::tree::node::{Body, Child, Inode, Leaf, Loader, PatchBase, Pointers, Ptr, Value, Written, prefetch_children_meta};
 
 /// Builds one commit's batch of records.
 pub(super) struct Batch<'a, 's> {
@@ -204,9 +204,27 @@ impl<'a, 's> Batch<'a, 's> {
         let mut cuts: Vec<(usize, Ptr)> = Vec::new();
         let mut written: smallvec::SmallVec<[u64; ENTRIES]> = smallvec::SmallVec::new();
         let mut patch_chain = 0;
+        // A tree inode written as a patch, and the children it names.
+        let patch = match &inode.body {
+            Body::Tree(pointers) => inode.take_patch_base().and_then(|base| self.patch_plan(base, pointers)),
+            Body::Values(_) => None,
+        };
+        // With every record the tree refers to held, and every child kept
+        // since the window began (the base's oldest is), a patch visits only
+        // the children it names: the others are the base's, written and
+        // kept as they were, none older than the base says.
+        let only = match &patch {
+            Some((base, changed)) if self.refs_held && base.since >= self.cutoff => {
+                since = since.min(base.since);
+                Some(*changed)
+            }
+            _ => None,
+        };
         // What writing reads of each child in memory: where it was
         // written, since when it is kept.
-        prefetch_children_meta(inode);
+        if only.is_none() {
+            prefetch_children_meta(inode);
+        }
         let kind = match &inode.body {
             Body::Values(values) => {
                 for (i, child) in values.children().enumerate() {
@@ -235,6 +253,9 @@ impl<'a, 's> Batch<'a, 's> {
                 let mut children: smallvec::SmallVec<[(usize, u64, Hash); ENTRIES]> = smallvec::SmallVec::new();
                 let loader = self.loader;
                 for (i, ptr) in pointers.iter() {
+                    if only.is_some_and(|changed| changed & (1 << i) == 0) {
+                        continue;
+                    }
                     let hash = || inode_ptr_hash(ptr, depth + 1, loader);
                     let (offset, hash) = match ptr {
                         Ptr::Mem(child, _) => {
@@ -248,13 +269,16 @@ impl<'a, 's> Batch<'a, 's> {
                 }
                 let at = self.next_offset();
                 self.payload.clear();
-                match plan_patch(self.instance, |o| self.holds(o), self.start, inode, pointers, &children) {
+                match patch.and_then(|(base, changed)| patch_of(&base, changed, self.start, pointers, &children)) {
                     Some((patch, chain)) => {
                         patch.encode(at, &mut self.payload);
                         patch_chain = chain;
                         RecordKind::TreePatch
                     }
                     None => {
+                        // (Visiting only the children a patch names makes
+                        // no other change: that patch is written.)
+                        assert!(only.is_none(), "a tree inode written in full from some of its children");
                         encode_tree(depth, pointers.len, &children, at, &mut self.payload);
                         RecordKind::Tree
                     }
@@ -330,27 +354,41 @@ pub(super) fn check_refs(instance: u64, pack: &crate::pack::Pack, inode: &Arc<In
     Ok(())
 }
 
-/// A patch against the inode's base when few children changed and the
-/// base's chain of patches is short; `None` to write the inode in full.
-/// `children` are the inode's written children: index, offset and hash.
-/// A child changed if its pointer did ([`Pointers::changed`]), if it was
-/// written by this commit (its records start at `start`: a child written
-/// again after a collection removed its record is one), or if it is
-/// there in one version only; any other is the base's child.
-fn plan_patch(
-    instance: u64,
-    held: impl Fn(u64) -> bool,
+impl Batch<'_, '_> {
+    /// Whether a tree inode may be written as a patch against `base`, the
+    /// written version it derives from, and which children the patch
+    /// would name: those whose pointer changed ([`Pointers::changed`]) or
+    /// that are in one version only. `None` to write it in full: a base
+    /// of another store instance or that a collection removed, of another
+    /// depth, at the end of its chain, or a patch naming no child or more
+    /// than [`MAX_PATCH_CHANGES`].
+    fn patch_plan(&self, base: Box<PatchBase>, pointers: &Pointers) -> Option<(Box<PatchBase>, u32)> {
+        if base.instance != self.instance
+            || !self.holds(base.offset)
+            || base.depth != pointers.depth
+            || base.chain >= MAX_PATCH_CHAIN
+        {
+            return None;
+        }
+        let changed = (pointers.changed() | (base.bitmap ^ pointers.bitmap())) & (base.bitmap | pointers.bitmap());
+        let count = changed.count_ones() as usize;
+        (count > 0 && count <= MAX_PATCH_CHANGES).then_some((base, changed))
+    }
+}
+
+/// The patch against `base` naming the children `changed` (from
+/// [`Batch::patch_plan`]) and any other this commit wrote (its records
+/// start at `start`: a child written again after a collection removed its
+/// record is one); `None` if that makes more than [`MAX_PATCH_CHANGES`].
+/// `children` are the inode's written children met: index, offset and
+/// hash, every one a patch names among them.
+fn patch_of(
+    base: &PatchBase,
+    mut changed: u32,
     start: u64,
-    inode: &Inode,
     pointers: &Pointers,
     children: &[(usize, u64, Hash)],
 ) -> Option<(TreePatch, u8)> {
-    let base = inode.take_patch_base()?;
-    // A base that a collection removed is not patched against.
-    if base.instance != instance || !held(base.offset) || base.depth != pointers.depth || base.chain >= MAX_PATCH_CHAIN {
-        return None;
-    }
-    let mut changed = (pointers.changed() | (base.bitmap ^ pointers.bitmap())) & (base.bitmap | pointers.bitmap());
     let mut now = [None; ENTRIES];
     for &(i, offset, hash) in children {
         now[i] = Some((offset, hash));
@@ -359,7 +397,7 @@ fn plan_patch(
         }
     }
     let changes: Vec<_> = (0..ENTRIES).filter(|i| changed & (1 << i) != 0).map(|i| (i, now[i])).collect();
-    if changes.is_empty() || changes.len() > MAX_PATCH_CHANGES {
+    if changes.len() > MAX_PATCH_CHANGES {
         return None;
     }
     Some((TreePatch { depth: pointers.depth, len: pointers.len, base: base.offset, changes }, base.chain + 1))

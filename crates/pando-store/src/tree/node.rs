@@ -242,6 +242,9 @@ pub struct PatchBase {
     pub depth: u32,
     /// Its children's indices.
     pub bitmap: u32,
+    /// The oldest commit of its kept subtree (0 if not kept): no child it
+    /// kept is older.
+    pub since: u32,
 }
 
 impl PatchBase {
@@ -250,7 +253,8 @@ impl PatchBase {
         let Body::Tree(pointers) = &inode.body else { return None };
         let &(instance, offset) = inode.meta.stored.get()?;
         let chain = inode.patch_chain()?;
-        Some(Box::new(PatchBase { instance, offset, chain, depth: pointers.depth, bitmap: pointers.bitmap() }))
+        let since = inode.kept_since().unwrap_or(0);
+        Some(Box::new(PatchBase { instance, offset, chain, depth: pointers.depth, bitmap: pointers.bitmap(), since }))
     }
 }
 
