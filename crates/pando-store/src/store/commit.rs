@@ -31,8 +31,12 @@
 //! of the children that are not, and not at all (its parent holds a stored
 //! pointer) once the commit has used the room. Each kept inode knows the
 //! oldest commit of its kept subtree, so a later commit can tell whether
-//! it is still inside the window without walking it. Nothing written goes
-//! to the cache, which holds what was read from disk.
+//! it is still inside the window without walking it. A commit's count in
+//! the window is what the kept tree holds of it: a kept inode knows the
+//! commit and weight it is counted for, the first new version derived
+//! from it claims them, and once that version is written they leave the
+//! count ([`KeptWindow::release`]). Nothing written goes to the cache,
+//! which holds what was read from disk.
 //!
 //! Crash argument (docs/FORMAT.md has it whole): until the pack fsync of
 //! step 4, the batch may be lost or torn; a writable open keeps only whole
