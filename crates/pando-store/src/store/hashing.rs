@@ -10,6 +10,10 @@
 //! - The committing thread never waits for the helper to start; dropping
 //!   the helper stops it and waits only for the inode it is hashing, and
 //!   takes the root back, so that no inode stays shared after the commit.
+//! - A commit's side job ([`Side`]: carrying the flat read cache over)
+//!   runs once, on the helper after its hashing or on the committing
+//!   thread if that takes it first; the commit returns only after it ran
+//!   (or, for a failed commit, was dropped unrun).
 
 use pando_core::dir::{dir_hash, inode_hash};
 use parking_lot::{Mutex, RwLock};
