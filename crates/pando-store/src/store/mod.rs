@@ -453,20 +453,21 @@ impl Store {
         let (started, end_before) = (std::time::Instant::now(), self.repo.pack.end());
         // The flat read cache is carried over the tree's updates on the
         // commit's helper thread, while this one encodes (`FlatCache::carry`).
+        let carry = self.repo.flat.next_carry();
         let side = {
             let (repo, writes) = (self.repo.clone(), tree.shared_writes());
-            hashing::Side::new(Box::new(move || repo.flat.carry(writes.as_deref())))
+            hashing::Side::new(Box::new(move || repo.flat.carry(carry, writes.as_deref())))
         };
         let hash = match self.repo.commit(tree, parents, date, author, message, &side) {
             Ok(hash) => hash,
             Err(e) => {
                 side.cancel();
-                self.repo.flat.abandon();
+                self.repo.flat.abandon(carry);
                 return Err(e);
             }
         };
         side.run();
-        self.repo.flat.committed(hash);
+        self.repo.flat.committed(hash, carry);
         let (cache_hits, cache_misses) = self.repo.cache.hits_and_misses();
         crate::telemetry::commit_done(
             &hash,

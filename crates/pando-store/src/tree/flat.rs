@@ -13,7 +13,8 @@
 //!   `at` or did not log them all). It does so in two steps: while it is
 //!   written the updates are applied and `at` is no commit (no read is
 //!   answered, none noted), then `at` names it, or the map empties if it
-//!   failed.
+//!   failed. A commit made on another thread meanwhile empties the map,
+//!   and the first commit leaves it unnamed.
 //! - `below` holds the hash of every strict prefix of every path given an
 //!   entry since the map was last emptied: a path whose hash it lacks has
 //!   no entry below it. An update of a path whose hash it has empties the
@@ -141,6 +142,8 @@ pub struct FlatCache {
     /// Lookups answered and not, since the cache was made.
     hits: AtomicU64,
     misses: AtomicU64,
+    /// Carries begun (see [`FlatCache::next_carry`]).
+    carries: AtomicU64,
 }
 
 #[derive(Default)]
@@ -158,9 +161,9 @@ struct Inner {
     window_end: u64,
     window_hits: u64,
     window_writes: u64,
-    /// The entries are the carried updates of the commit being made (see
-    /// [`FlatCache::carry`]).
-    carried: bool,
+    /// The carry whose commit is being made (see [`FlatCache::carry`]):
+    /// the entries are what that commit's tree holds, and no read is noted.
+    pending: Option<u64>,
 }
 
 impl Inner {
@@ -256,6 +259,7 @@ impl FlatCache {
             armed: AtomicBool::new(budget > 0),
             hits: AtomicU64::new(0),
             misses: AtomicU64::new(0),
+            carries: AtomicU64::new(0),
         }
     }
 
@@ -282,6 +286,10 @@ impl FlatCache {
             return;
         }
         let mut inner = self.inner.write();
+        if inner.pending.is_some() {
+            // A commit is being made: its carried entries stay its own.
+            return;
+        }
         if inner.at.as_ref() != Some(at) {
             // A reader's cache follows the commit it reads, once empty.
             if !inner.entries.is_empty() {
@@ -295,29 +303,38 @@ impl FlatCache {
         inner.set(key, held);
     }
 
+    /// A token naming one commit's carry (see [`FlatCache::carry`]).
+    pub(crate) fn next_carry(&self) -> u64 {
+        self.carries.fetch_add(1, Ordering::Relaxed) + 1
+    }
+
     /// The first of a commit's two steps moving the cache to it: applies
     /// the updates `writes` logged (`None`: not known) to a tree taken from
     /// `writes.base`, while the commit is written (on the commit's helper
     /// thread when it has one, see `store::hashing`), and leaves the cache
-    /// at no commit. [`FlatCache::committed`] then names the commit, or
-    /// [`FlatCache::abandon`] empties the cache if it failed.
-    pub(crate) fn carry(&self, writes: Option<&Writes>) {
+    /// at no commit, noting no read, until [`FlatCache::committed`] names
+    /// the commit of carry `token` (or [`FlatCache::abandon`] empties the
+    /// cache if it failed). A carry while another is pending (commits on
+    /// two threads) empties the cache: the first to be named finds its
+    /// carry gone.
+    pub(crate) fn carry(&self, token: u64, writes: Option<&Writes>) {
         if self.budget == 0 {
             return;
         }
         let mut inner = self.inner.write();
         inner.window_writes += writes.map_or(0, |w| w.len() as u64);
-        inner.carried = true;
+        let alone = inner.pending.is_none();
+        inner.pending = Some(token);
         if !self.is_on() {
             return;
         }
-        let continues = writes.is_some_and(|w| w.base.is_some() && w.base == inner.at);
+        let continues = alone && writes.is_some_and(|w| w.base.is_some() && w.base == inner.at);
         if !continues {
             inner.clear();
         }
         // No reader takes the entries for the last commit's any more.
         inner.at = None;
-        match writes.filter(|w| w.complete) {
+        match writes.filter(|w| alone && w.complete) {
             Some(writes) => {
                 for (key, write) in writes.updates() {
                     inner.apply(&key, write);
@@ -327,16 +344,19 @@ impl FlatCache {
         }
     }
 
-    /// Empties the cache after a commit whose updates it carried failed.
-    pub(crate) fn abandon(&self) {
+    /// Empties the cache after the commit of carry `token` failed.
+    pub(crate) fn abandon(&self, token: u64) {
         let mut inner = self.inner.write();
-        inner.clear();
-        inner.at = None;
-        inner.carried = false;
+        if inner.pending == Some(token) {
+            inner.pending = None;
+            inner.clear();
+            inner.at = None;
+        }
     }
 
-    /// Names the commit whose updates [`FlatCache::carry`] applied (a
-    /// cache that carried none empties).
+    /// Names `commit`, whose updates carry `token` applied; a carry that
+    /// another replaced since (see [`FlatCache::carry`]) leaves the cache
+    /// as it is.
     ///
     /// Like InnoDB's adaptive hash index, the cache is kept only while it
     /// pays: every [`WINDOW`] commits, if the reads it answered are fewer
@@ -345,13 +365,14 @@ impl FlatCache {
     /// fraction of one), it empties and rests for [`REST`] commits: trees
     /// taken meanwhile neither log nor read from it. Then it starts again,
     /// empty.
-    pub(crate) fn committed(&self, commit: Hash) {
+    pub(crate) fn committed(&self, commit: Hash, token: u64) {
         if self.budget == 0 {
             return;
         }
         let mut inner = self.inner.write();
-        if !std::mem::take(&mut inner.carried) {
-            inner.clear();
+        let carried = inner.pending == Some(token);
+        if carried {
+            inner.pending = None;
         }
         inner.commits += 1;
         if inner.commits >= inner.window_end {
@@ -369,7 +390,9 @@ impl FlatCache {
             inner.at = None;
             return;
         }
-        inner.at = Some(commit);
+        if carried {
+            inner.at = Some(commit);
+        }
         if inner.bytes > self.budget {
             inner.clear();
         }
@@ -526,5 +549,65 @@ impl Writes {
             start = op.end;
             (key, write)
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hash(n: u8) -> Hash {
+        Hash::of_bytes(&[n])
+    }
+
+    /// A log of value updates of `paths` on a tree taken from `base`.
+    fn writes(base: Hash, updates: &[(&[&[u8]], &[u8])]) -> Arc<Writes> {
+        let mut writes = Writes::new(Some(base));
+        for (steps, value) in updates {
+            Writes::log(&mut writes, steps, Write::Value(value));
+        }
+        writes
+    }
+
+    fn read(cache: &FlatCache, at: Hash, steps: &[&[u8]]) -> Option<Held> {
+        cache.get(&at, &Key::new(steps), Held::clone)
+    }
+
+    /// Two commits' carries interleaved (commits on two threads): the
+    /// first to be named finds its carry replaced and names nothing, so no
+    /// read of it is answered with the other's updates; the second is
+    /// named with an empty cache; a failed commit empties the cache.
+    #[test]
+    fn interleaved_carries_name_no_commit_with_the_other_s_updates() {
+        let cache = FlatCache::new(1 << 20);
+        let (base, first, second) = (hash(0), hash(1), hash(2));
+        let path: &[&[u8]] = &[b"a", b"v"];
+        cache.insert(&base, &Key::new(path), Held::Value(b"base".to_vec().into()));
+        let (a, b) = (cache.next_carry(), cache.next_carry());
+        cache.carry(a, Some(&writes(base, &[(path, b"first")])));
+        cache.carry(b, Some(&writes(base, &[(path, b"second")])));
+        cache.committed(first, a);
+        assert_eq!(read(&cache, first, path), None, "the first commit read the second's update");
+        // No read is noted while the second commit is being made.
+        cache.insert(&first, &Key::new(path), Held::Value(b"first".to_vec().into()));
+        cache.committed(second, b);
+        assert_eq!(read(&cache, second, path), None, "the second commit's carry was emptied");
+        cache.insert(&second, &Key::new(path), Held::Value(b"second".to_vec().into()));
+        assert_eq!(read(&cache, second, path), Some(Held::Value(b"second".to_vec().into())));
+
+        // In turn, a commit's carry is named with its updates.
+        let c = cache.next_carry();
+        cache.carry(c, Some(&writes(second, &[(path, b"third")])));
+        assert_eq!(read(&cache, second, path), None, "a read of the parent answered during the carry");
+        cache.committed(hash(3), c);
+        assert_eq!(read(&cache, hash(3), path), Some(Held::Value(b"third".to_vec().into())));
+
+        // A failed commit empties the cache; naming a commit later finds nothing carried.
+        let d = cache.next_carry();
+        cache.carry(d, Some(&writes(hash(3), &[(path, b"fourth")])));
+        cache.abandon(d);
+        cache.committed(hash(4), d);
+        assert_eq!(read(&cache, hash(4), path), None);
+        assert_eq!(read(&cache, hash(3), path), None);
     }
 }
