@@ -343,35 +343,33 @@ fn a_failed_commit_carries_nothing() {
     }
 }
 
-/// Two threads committing at once, each its own line of commits large
-/// enough for a helper: a commit's carry may fall between the other's
-/// carry and its naming, and every read of every commit, from the cache
-/// or not, is what that commit holds.
+/// Two threads committing at once, each its own line of commits over the
+/// same paths with its own values, each commit large enough for a helper:
+/// a commit's carry may fall between the other's carry and its naming,
+/// and every read of every commit, from the cache or not, is what that
+/// commit holds.
 #[test]
 fn commits_on_two_threads_read_their_own() {
     let store = open(&MemStorage::new());
+    let path = |k: u32| ["index".to_string(), format!("{k:03}"), "v".to_string()];
     std::thread::scope(|scope| {
         for side in ["left", "right"] {
             let store = &store;
             scope.spawn(move || {
-                let path = |k: u32| [side.to_string(), format!("{k:03}"), "v".to_string()];
                 let mut tree = store.empty_tree();
-                for k in 0..100 {
+                for k in 0..200 {
                     tree.add_mut(&path(k), b"0").unwrap();
                 }
                 let (mut head, mut tree) = commit(store, &tree, None);
-                for number in 1..25u32 {
-                    for k in (number % 2..100).step_by(2) {
-                        tree.add_mut(&path(k), number.to_string().as_bytes()).unwrap();
+                for number in 1..400u32 {
+                    let value = format!("{side} {number}");
+                    for k in 0..200 {
+                        tree.add_mut(&path(k), value.as_bytes()).unwrap();
                     }
                     (head, tree) = commit(store, &tree, Some(head));
-                    for _ in 0..2 {
-                        let read = store.checkout(&head).unwrap().unwrap();
-                        for k in 0..100 {
-                            // Written by this commit or, the other half, by the one before.
-                            let last = number - u32::from(k % 2 != number % 2);
-                            assert_eq!(read.find(&path(k)).unwrap(), Some(last.to_string().into_bytes()), "{side} {number} {k}");
-                        }
+                    let read = store.checkout(&head).unwrap().unwrap();
+                    for k in 0..200 {
+                        assert_eq!(read.find(&path(k)).unwrap().as_deref(), Some(value.as_bytes()), "{value}, entry {k}");
                     }
                 }
             });

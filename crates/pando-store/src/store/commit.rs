@@ -32,10 +32,11 @@
 //! pointer) once the commit has used the room. Each kept inode knows the
 //! oldest commit of its kept subtree, so a later commit can tell whether
 //! it is still inside the window without walking it. A commit's count in
-//! the window is what the kept tree holds of it: a kept inode knows the
-//! commit and weight it is counted for, the first new version derived
-//! from it claims them, and once that version is written they leave the
-//! count ([`KeptWindow::release`]). Nothing written goes to the cache,
+//! the window follows what the kept tree holds of it: a kept inode knows
+//! the commit and weight it is counted for; an update that changes it in
+//! place (nothing else holds it) claims them, and once the new version is
+//! written they leave the count ([`KeptWindow::release`]). A copy of a
+//! shared inode claims nothing (another path or tree may keep it). Nothing written goes to the cache,
 //! which holds what was read from disk.
 //!
 //! Crash argument (docs/FORMAT.md has it whole): until the pack fsync of
@@ -242,6 +243,10 @@ impl Repo {
                 return Err(e);
             }
         };
+        if let Some(kept) = &kept {
+            // A kept copy of the root was made before the root was hashed.
+            kept.remember_hash(0, root_hash);
+        }
         let info = CommitInfo {
             root: root_hash,
             parents: parent_links.iter().map(|(h, _)| *h).collect(),
@@ -595,6 +600,53 @@ mod tests {
         }
         assert_eq!(reads(), before, "entries of the first commit were read from disk");
         store.commit(&tree, &[head], 201, "t", "").unwrap();
+    }
+
+    /// Only a version changed in place leaves the window's count: a
+    /// subtree held at two paths and updated under one, and two trees
+    /// cloned from one checkout and both committed, keep versions the
+    /// other update replaced, and the window still counts them.
+    #[test]
+    fn shared_versions_stay_counted() {
+        let check = |store: &Store| {
+            let counted = store.stats().kept_bytes;
+            let root = store.repo.kept.lock().as_ref().and_then(|kept| kept.root.clone()).expect("kept");
+            let held = kept_weight(&root, 1, &mut Default::default());
+            assert!(held <= counted, "kept tree holds {held} bytes, the window counts {counted}");
+        };
+        let genesis = || {
+            let mut tree = Tree::empty();
+            for i in 0..2_000u32 {
+                tree.add_mut(&["a".to_string(), i.to_string()], &[1; 40]).unwrap();
+            }
+            tree
+        };
+
+        // A subtree at two paths, updated under one of them.
+        let store = Store::open_storage(Arc::new(MemStorage::new()), Options::default()).unwrap();
+        let mut tree = genesis();
+        tree.copy_mut(&["a"], &["b"]).unwrap();
+        let head = store.commit(&tree, &[], 0, "t", "").unwrap();
+        let mut tree = store.checkout(&head).unwrap().unwrap();
+        for i in (0..2_000u32).step_by(20) {
+            tree.add_mut(&["a".to_string(), i.to_string()], &[2; 40]).unwrap();
+        }
+        store.commit(&tree, &[head], 1, "t", "").unwrap();
+        check(&store);
+
+        // Two trees from one checkout, both committed.
+        let store = Store::open_storage(Arc::new(MemStorage::new()), Options::default()).unwrap();
+        let head = store.commit(&genesis(), &[], 0, "t", "").unwrap();
+        let base = store.checkout(&head).unwrap().unwrap();
+        let mut one = base.clone();
+        for i in 0..2_000u32 {
+            one.add_mut(&["a".to_string(), i.to_string()], &[2]).unwrap();
+        }
+        store.commit(&one, &[head], 1, "t", "").unwrap();
+        let mut two = base.clone();
+        two.add_mut(&["z"], b"x").unwrap();
+        store.commit(&two, &[head], 2, "t", "").unwrap();
+        check(&store);
     }
 
     /// A checkout of the newest commit takes the kept tree: its updates

@@ -242,6 +242,18 @@ impl Inner {
     }
 }
 
+/// Empties the map and forgets the pending carry when dropped unfinished.
+struct EmptiedUnlessDone<'a>(&'a mut Inner, bool);
+
+impl Drop for EmptiedUnlessDone<'_> {
+    fn drop(&mut self) {
+        if !self.1 {
+            self.0.clear();
+            self.0.pending = None;
+        }
+    }
+}
+
 fn held_len(held: &Held) -> usize {
     match held {
         Held::Value(v) => v.len(),
@@ -336,9 +348,13 @@ impl FlatCache {
         inner.at = None;
         match writes.filter(|w| alone && w.complete) {
             Some(writes) => {
+                // A carry cut short (a panic) leaves the map empty, and
+                // its commit unnamed.
+                let mut inner = EmptiedUnlessDone(&mut inner, false);
                 for (key, write) in writes.updates() {
-                    inner.apply(&key, write);
+                    inner.0.apply(&key, write);
                 }
+                inner.1 = true;
             }
             None => inner.clear(),
         }

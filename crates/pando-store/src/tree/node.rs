@@ -218,10 +218,12 @@ pub struct Meta {
     kept_since: AtomicU32,
     /// The commit that wrote a kept version and the weight the kept
     /// window counts for it there, in one word (0 for none): for a written
-    /// inode, its own (until a new version claims it); for a new version
-    /// of a kept inode, the version it replaces, which leaves the kept
-    /// tree once this one is written. One claim per kept version, so the
-    /// window never takes its weight out twice.
+    /// inode, its own; for a new version of a kept inode changed in place
+    /// (nothing else held it, so the kept tree cannot either), the version
+    /// it replaced, whose weight leaves the window once this one is
+    /// written. A copy of a shared written inode claims nothing: the
+    /// original may stay in the kept tree. One claim per kept version, so
+    /// the window never takes its weight out twice.
     counted: AtomicU64,
 }
 
@@ -358,7 +360,8 @@ impl Hold for Held {
         // remembers the version it was; its pointers mark what changes
         // from now on.
         if inode.is_stored() {
-            // What the kept window counted for it now counts as replaced.
+            // Changed in place, the version it was is gone: what the kept
+            // window counted for it now counts as replaced.
             let counted = AtomicU64::new(*inode.meta.counted.get_mut());
             inode.meta = Meta { base: parking_lot::Mutex::new(PatchBase::of(inode)), counted, ..Meta::default() };
             forget_changes(&mut inode.body);
@@ -369,19 +372,18 @@ impl Hold for Held {
     fn derive(from: &Arc<Inode>, copy: Option<&mut Body>) -> Meta {
         // Remember the written version this one derives from (a copy of a
         // written inode has changed nothing yet), or the one `from` does.
-        // The kept version it replaces (`from`'s own count, or the one
-        // `from` replaces) is claimed from `from`: a second version derived
-        // from it claims nothing.
-        let base = if from.is_stored() {
+        // A written `from` is shared, so it may stay in the kept tree
+        // (another path or another tree holds it): the copy claims nothing
+        // of it. A new `from` hands on the claim it holds, once.
+        let (base, counted) = if from.is_stored() {
             if let Some(body) = copy {
                 forget_changes(body);
             }
-            PatchBase::of(from)
+            (PatchBase::of(from), 0)
         } else {
-            from.meta.base.lock().clone()
+            (from.meta.base.lock().clone(), from.meta.counted.swap(0, Ordering::Relaxed))
         };
-        let counted = AtomicU64::new(from.meta.counted.swap(0, Ordering::Relaxed));
-        Meta { base: parking_lot::Mutex::new(base), counted, ..Meta::default() }
+        Meta { base: parking_lot::Mutex::new(base), counted: AtomicU64::new(counted), ..Meta::default() }
     }
 }
 
