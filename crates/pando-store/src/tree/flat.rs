@@ -64,55 +64,39 @@ pub(crate) enum Held {
     Value(Box<[u8]>),
 }
 
-/// A path encoded as one byte string, and where each of its prefixes ends.
+/// A path encoded as one byte string (see [`encode_step`]).
 #[derive(Clone)]
-pub(crate) struct Key {
-    bytes: SmallVec<[u8; 128]>,
-    /// `ends[i]`: the length of the encoding of the first `i + 1` steps.
-    ends: SmallVec<[usize; 16]>,
-}
+pub(crate) struct Key(SmallVec<[u8; 128]>);
 
 impl Key {
     pub(crate) fn new(steps: &[&[u8]]) -> Key {
         let mut bytes = SmallVec::new();
-        let mut ends = SmallVec::new();
         for step in steps {
             encode_step(&mut bytes, step);
-            ends.push(bytes.len());
         }
-        Key { bytes, ends }
+        Key(bytes)
     }
+}
 
-    /// The key whose encoding `encoded` is (as `encode_step` made it).
-    fn decode(encoded: &[u8]) -> Key {
-        let mut ends = SmallVec::new();
-        let mut at = 0;
-        while at < encoded.len() {
-            let (mut len, mut shift) = (0usize, 0);
-            loop {
-                let byte = encoded[at];
-                at += 1;
-                len |= usize::from(byte & 0x7f) << shift;
-                shift += 7;
-                if byte < 0x80 {
-                    break;
-                }
+/// The encodings of the strict prefixes (at least one step) of an encoded
+/// path, read off its steps' lengths: only an update that adds an entry
+/// or may change the directories above needs them.
+fn strict_prefixes(encoded: &[u8]) -> impl Iterator<Item = &[u8]> {
+    let mut at = 0;
+    std::iter::from_fn(move || {
+        let (mut len, mut shift) = (0usize, 0);
+        loop {
+            let byte = *encoded.get(at)?;
+            at += 1;
+            len |= usize::from(byte & 0x7f) << shift;
+            shift += 7;
+            if byte < 0x80 {
+                break;
             }
-            at += len;
-            ends.push(at);
         }
-        Key { bytes: encoded.into(), ends }
-    }
-
-    fn whole(&self) -> &[u8] {
-        &self.bytes
-    }
-
-    /// The encodings of the strict prefixes (at least one step).
-    fn strict_prefixes(&self) -> impl Iterator<Item = &[u8]> {
-        let n = self.ends.len().saturating_sub(1);
-        self.ends[..n].iter().map(|&end| &self.bytes[..end])
-    }
+        at += len;
+        (at < encoded.len()).then(|| &encoded[..at])
+    })
 }
 
 /// Appends a step: its length as a varint, then its bytes.
@@ -173,13 +157,13 @@ impl Inner {
         self.bytes = 0;
     }
 
-    fn set(&mut self, key: &Key, held: Held) {
-        let weight = ENTRY_OVERHEAD + key.bytes.len() + held_len(&held);
-        if let Some(old) = self.entries.insert(key.whole().into(), held) {
-            self.bytes -= ENTRY_OVERHEAD + key.bytes.len() + held_len(&old);
+    fn set(&mut self, key: &[u8], held: Held) {
+        let weight = ENTRY_OVERHEAD + key.len() + held_len(&held);
+        if let Some(old) = self.entries.insert(key.into(), held) {
+            self.bytes -= ENTRY_OVERHEAD + key.len() + held_len(&old);
         }
         self.bytes += weight;
-        for prefix in key.strict_prefixes() {
+        for prefix in strict_prefixes(key) {
             if self.below.insert(hash_of(prefix)) {
                 self.bytes += PREFIX_OVERHEAD;
             }
@@ -193,10 +177,10 @@ impl Inner {
     }
 
     /// Applies one update of the tree of `at`, in the order made.
-    fn apply(&mut self, key: &Key, write: Write<'_>) {
+    fn apply(&mut self, key: &[u8], write: Write<'_>) {
         // The common case, one lookup: a contents replaced by a contents.
         // Nothing lies below a contents, and the directories above stay.
-        if let Some(Held::Value(old)) = self.entries.get_mut(key.whole()) {
+        if let Some(Held::Value(old)) = self.entries.get_mut(key) {
             match write {
                 Write::Value(new) => {
                     self.bytes = self.bytes - old.len() + new.len();
@@ -208,13 +192,13 @@ impl Inner {
                     return;
                 }
                 Write::Unknown => {
-                    self.forget(key.whole());
+                    self.forget(key);
                     return;
                 }
                 Write::Absent | Write::Dir => {}
             }
         }
-        if self.below.contains(&hash_of(key.whole())) {
+        if self.below.contains(&hash_of(key)) {
             // Entries below the path may describe what it no longer holds.
             self.clear();
         }
@@ -222,9 +206,9 @@ impl Inner {
             Write::Value(value) => self.set(key, Held::Value(value.into())),
             Write::Absent => self.set(key, Held::Absent),
             Write::Dir => self.set(key, Held::Dir),
-            Write::Unknown => self.forget(key.whole()),
+            Write::Unknown => self.forget(key),
         }
-        for prefix in key.strict_prefixes() {
+        for prefix in strict_prefixes(key) {
             // A removal may empty (and so remove) the directories above;
             // anything else leaves them directories.
             match write {
@@ -285,7 +269,7 @@ impl FlatCache {
     /// (asked only of a cache that [`FlatCache::is_on`]).
     pub(crate) fn get<T>(&self, at: &Hash, key: &Key, f: impl FnOnce(&Held) -> T) -> Option<T> {
         let inner = self.inner.read();
-        let found = if inner.at.as_ref() == Some(at) { inner.entries.get(key.whole()).map(f) } else { None };
+        let found = if inner.at.as_ref() == Some(at) { inner.entries.get(&key.0[..]).map(f) } else { None };
         let counter = if found.is_some() { &self.hits } else { &self.misses };
         counter.fetch_add(1, Ordering::Relaxed);
         found
@@ -309,10 +293,10 @@ impl FlatCache {
             }
             inner.at = Some(*at);
         }
-        if inner.bytes + ENTRY_OVERHEAD + key.bytes.len() + held_len(&held) > self.budget {
+        if inner.bytes + ENTRY_OVERHEAD + key.0.len() + held_len(&held) > self.budget {
             inner.clear();
         }
-        inner.set(key, held);
+        inner.set(&key.0, held);
     }
 
     /// A token naming one commit's carry (see [`FlatCache::carry`]).
@@ -352,7 +336,7 @@ impl FlatCache {
                 // its commit unnamed.
                 let mut inner = EmptiedUnlessDone(&mut inner, false);
                 for (key, write) in writes.updates() {
-                    inner.0.apply(&key, write);
+                    inner.0.apply(key, write);
                 }
                 inner.1 = true;
             }
@@ -541,7 +525,7 @@ impl Writes {
     }
 
     /// The updates, in order: the oldest link's first.
-    fn updates(&self) -> impl Iterator<Item = (Key, Write<'_>)> {
+    fn updates(&self) -> impl Iterator<Item = (&[u8], Write<'_>)> {
         let mut links = Vec::new();
         let mut link = Some(self);
         while let Some(this) = link {
@@ -552,10 +536,10 @@ impl Writes {
     }
 
     /// This link's updates, in order.
-    fn own_updates(&self) -> impl Iterator<Item = (Key, Write<'_>)> {
+    fn own_updates(&self) -> impl Iterator<Item = (&[u8], Write<'_>)> {
         let mut start = 0;
         self.ops.iter().map(move |op| {
-            let key = Key::decode(&self.bytes[start..op.key_end]);
+            let key = &self.bytes[start..op.key_end];
             let write = match op.kind {
                 Kind::Value => Write::Value(&self.bytes[op.key_end..op.end]),
                 Kind::Absent => Write::Absent,

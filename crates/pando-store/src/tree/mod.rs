@@ -381,19 +381,14 @@ impl Tree {
                 Held::Value(value) => Some(value.to_vec()),
                 Held::Dir | Held::Absent => None,
             },
-            |child, note| {
-                Ok(match child {
-                    None => (None, Some(Held::Absent)),
-                    Some(child) if child.kind() == Kind::Dir => (None, Some(Held::Dir)),
-                    Some(child) => {
-                        let value = value_of(child, self.loader())?;
-                        let held = value
-                            .as_ref()
-                            .filter(|v| note && v.len() <= flat::MAX_VALUE)
-                            .map(|v| Held::Value(v.as_slice().into()));
-                        (value, held)
-                    }
-                })
+            |child, note| match (child, kind_held(child)) {
+                (Some(child), (true, _)) => {
+                    let value = value_of(child, self.loader())?;
+                    let held =
+                        value.as_ref().filter(|v| note && v.len() <= flat::MAX_VALUE).map(|v| Held::Value(v.as_slice().into()));
+                    Ok((value, held))
+                }
+                (_, (_, held)) => Ok((None, held)),
             },
         )?;
         self.record_read(path, value.is_some(), |key, found, ctx| Row::Find { key, found, ctx });
