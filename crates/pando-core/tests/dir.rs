@@ -218,3 +218,48 @@ fn no_inode_goes_deeper_than_the_bound() {
     assert!(err.contains("deeper than"), "{err}");
     assert_eq!(node.len(), dir::ENTRIES as u64);
 }
+
+/// An update copies an inode while another thread holds it, and changes it
+/// in place once that thread has dropped it; either way the holder sees
+/// the entries it took.
+#[test]
+fn an_inode_another_thread_holds_is_copied_then_updated_in_place_once_dropped() {
+    let mut root = Mem::empty();
+    for k in 0..40 {
+        dir::set(&mut root, 0, &step(k), leaf(&[1]), &Nothing).unwrap();
+    }
+    let expected = entries(&root);
+    let (go, wait) = std::sync::mpsc::channel::<()>();
+    let (dropped, done) = std::sync::mpsc::channel::<()>();
+    let held = root.clone();
+    let holder = std::thread::spawn(move || {
+        wait.recv().unwrap();
+        let seen = entries(&held);
+        drop(held);
+        dropped.send(()).unwrap();
+        seen
+    });
+    let shared = Arc::as_ptr(&root);
+    dir::set(&mut root, 0, &step(0), leaf(&[2]), &Nothing).unwrap();
+    assert_ne!(Arc::as_ptr(&root), shared, "a held inode is copied");
+    let copy = Arc::as_ptr(&root);
+    go.send(()).unwrap();
+    done.recv().unwrap();
+    assert_eq!(holder.join().unwrap(), expected, "the holder's entries did not change");
+    // The copy was this tree's alone all along; the original's holder is
+    // gone too. Both updates below change the root in place.
+    dir::set(&mut root, 0, &step(1), leaf(&[3]), &Nothing).unwrap();
+    assert_eq!(Arc::as_ptr(&root), copy, "an inode nothing else holds changes in place");
+    let again = root.clone();
+    let (back, returned) = std::sync::mpsc::channel();
+    std::thread::spawn(move || back.send(entries(&again).len()).unwrap()).join().unwrap();
+    assert_eq!(returned.recv().unwrap(), 40);
+    dir::set(&mut root, 0, &step(2), leaf(&[4]), &Nothing).unwrap();
+    assert_eq!(Arc::as_ptr(&root), copy, "dropped by the other thread, it is this tree's again");
+    let mut model: BTreeMap<Vec<u8>, Vec<u8>> = (0..40).map(|k| (step(k), vec![1])).collect();
+    for (k, v) in [(0, 2), (1, 3), (2, 4)] {
+        model.insert(step(k), vec![v]);
+    }
+    assert_eq!(entries(&root), model.iter().map(|(k, v)| (k.clone(), v.clone())).collect::<Vec<_>>());
+    assert_eq!(dir::dir_hash(&root, &Nothing).unwrap(), reference(&model));
+}

@@ -80,6 +80,10 @@ impl<H: Hold> Values<H> {
 
     /// Where `step` is, or where it would go.
     pub fn search(&self, step: &[u8]) -> Result<usize, usize> {
+        // The binary search's loads depend on each other; asked for at
+        // once, the buffers' cache misses overlap instead.
+        prefetch(&self.names[..]);
+        prefetch(&self.children[..]);
         let (mut low, mut high) = (0, self.children.len());
         while low < high {
             let mid = (low + high) / 2;
@@ -445,6 +449,41 @@ impl<H: Hold> Inode<H> {
     }
 }
 
+/// Asks the processor to bring in the cache lines of `x` (the first eight
+/// at most), so that their misses overlap; a hint, which changes nothing.
+#[inline(always)]
+pub fn prefetch<T: ?Sized>(x: &T) {
+    prefetch_bytes(core::ptr::from_ref(x).cast(), core::mem::size_of_val(x));
+}
+
+/// [`prefetch`] of an inode and the reference counts its `Arc` keeps
+/// before it (two words, as the standard library lays them out today; the
+/// hint is wasted, never wrong, if that changes).
+#[inline(always)]
+pub(super) fn prefetch_arc<T>(x: &Arc<T>) {
+    const COUNTS: usize = 2 * core::mem::size_of::<usize>();
+    prefetch_bytes(Arc::as_ptr(x).cast::<u8>().wrapping_sub(COUNTS), COUNTS + core::mem::size_of::<T>());
+}
+
+#[inline(always)]
+fn prefetch_bytes(start: *const u8, len: usize) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use core::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
+        const LINE: usize = 64;
+        let first = start as usize & !(LINE - 1);
+        let end = (start as usize).saturating_add(len).min(first + 8 * LINE);
+        let mut line = first;
+        while line < end {
+            // SAFETY: a prefetch never faults, whatever the address.
+            unsafe { _mm_prefetch::<_MM_HINT_T0>(start.wrapping_add(line - start as usize).cast()) };
+            line += LINE;
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (start, len);
+}
+
 /// Mutable access for an update: in place when nobody else holds the inode
 /// and the holder does not freeze it, otherwise on a fresh copy. Memoised
 /// hashes are cleared either way.
@@ -458,16 +497,35 @@ pub fn make_mut<H: Hold>(this: &mut Arc<Inode<H>>) -> &mut Inode<H> {
 /// Whether an update may change the inode in place: nothing else holds
 /// it, and the holder thawed it.
 pub(super) fn updatable<H: Hold>(this: &mut Arc<Inode<H>>) -> bool {
-    Arc::get_mut(this).is_some_and(H::thaw)
+    prefetch_arc(this);
+    unique(this).is_some_and(H::thaw)
 }
 
 /// The inode [`updatable`] just allowed to change in place (or a fresh
 /// copy), its memoised hashes cleared.
 pub(super) fn cleared<H: Hold>(this: &mut Arc<Inode<H>>) -> &mut Inode<H> {
-    let inode = Arc::get_mut(this).expect("updatable, or a fresh copy");
+    let inode = unique(this).expect("updatable, or a fresh copy");
     inode.hash = OnceLock::new();
     inode.dir_hash = OnceLock::new();
     inode
+}
+
+/// The inode, when nothing else holds it: `Arc::get_mut`, with two loads
+/// where it takes a lock on the weak count (an atomic read-modify-write,
+/// twice on every inode of every update). The lock guards against a
+/// `Weak` upgraded meanwhile; the trie makes none.
+fn unique<H: Hold>(this: &mut Arc<Inode<H>>) -> Option<&mut Inode<H>> {
+    if Arc::strong_count(this) != 1 || Arc::weak_count(this) != 0 {
+        return None;
+    }
+    // Whatever a thread did to the inode before it dropped its `Arc` (a
+    // release) happens before what the caller does next.
+    std::sync::atomic::fence(std::sync::atomic::Ordering::Acquire);
+    // SAFETY: `this` is the only `Arc` of the inode (a strong count of 1)
+    // and no `Weak` exists; borrowed mutably, it cannot be cloned or
+    // downgraded while the result lives, so the result is the only
+    // reference to the inode.
+    Some(unsafe { &mut *Arc::as_ptr(this).cast_mut() })
 }
 
 /// Gives the inode a new body, as [`make_mut`] would, without copying the
@@ -495,13 +553,19 @@ pub fn load<H: Hold, R: Resolve<H> + ?Sized>(ptr: &H::Ptr, depth: u32, r: &R) ->
     }
 }
 
-/// Takes the inode out of a pointer for an update, leaving the shared empty
-/// inode in its place (the caller puts the result back).
-pub fn take<H: Hold, R: Resolve<H> + ?Sized>(ptr: &mut H::Ptr, depth: u32, r: &R) -> Result<Arc<Inode<H>>, R::Error> {
-    match H::as_mem_mut(ptr) {
-        Some(inode) => Ok(std::mem::replace(inode, H::empty())),
-        None => r.load_to_update(ptr, depth),
+/// The inode a pointer names, for an update where it is: a pointer not in
+/// memory is replaced by one holding the inode loaded to be changed
+/// ([`Resolve::load_to_update`]), and a pointer in memory forgets the hash
+/// it may carry ([`Hold::as_mem_mut`]).
+pub fn mem_mut<'a, H: Hold, R: Resolve<H> + ?Sized>(
+    ptr: &'a mut H::Ptr,
+    depth: u32,
+    r: &R,
+) -> Result<&'a mut Arc<Inode<H>>, R::Error> {
+    if H::as_mem(ptr).is_none() {
+        *ptr = H::mem(r.load_to_update(ptr, depth)?);
     }
+    Ok(H::as_mem_mut(ptr).expect("a pointer in memory"))
 }
 
 /// Builds the canonical trie at `depth` for entries sorted by step and

@@ -124,12 +124,9 @@ fn update_below<H: Hold, R: Resolve<H>>(
     }
     let emptied = match find_mut(root, 0, step, &r)? {
         Some(Child::Dir(ptr)) => {
-            let mut sub = take(ptr, 0, &at(n + 1))?;
-            let result = update_below(&mut sub, steps, n + 1, new, at);
-            let emptied = sub.is_empty();
-            *ptr = H::mem(sub);
-            result?;
-            emptied
+            let sub = mem_mut(ptr, 0, &at(n + 1))?;
+            update_below(sub, steps, n + 1, new, at)?;
+            sub.is_empty()
         }
         // A contents on the way, or nothing: a new directory goes there.
         _ => {
@@ -157,62 +154,50 @@ pub fn set<H: Hold, R: Resolve<H> + ?Sized>(
     child: Child<H>,
     r: &R,
 ) -> Result<bool, R::Error> {
-    let absent = match &node.body {
-        Body::Values(values) => values.search(step).err().map(|at| (at, values.len() < ENTRIES)),
-        Body::Tree(_) => None,
-    };
-    // A new entry of a values inode with room: in place when the inode is
-    // only this tree's (its children move), on a copy otherwise.
-    if let Some((at, true)) = absent {
-        if updatable(node) {
-            let Body::Values(values) = &mut cleared(node).body else { unreachable!("a values inode") };
-            values.insert(at, step, child);
-        } else {
-            let Body::Values(values) = &node.body else { unreachable!("a values inode") };
-            let values = values.inserted(at, step, child);
-            replace_body(node, Body::Values(values));
-        }
-        return Ok(true);
-    }
-    if let Body::Values(values) = &node.body
-        && let Some((at, false)) = absent
-    {
-        // The 33rd entry: the inode becomes a tree inode.
-        let mut entries: Vec<(&[u8], Child<H>)> = values.iter().map(|(s, c)| (s, c.clone())).collect();
-        entries.insert(at, (step, child));
-        match build(depth, entries) {
-            Some(built) => *node = built,
-            None => {
-                return Err(r.broken(
-                    node,
-                    format!("more than {ENTRIES} steps colliding down to an inode deeper than {MAX_DEPTH} levels"),
-                ));
+    match place(node, depth, step) {
+        // A new entry of a values inode with room: in place when the inode
+        // is only this tree's (its children move), on a copy otherwise.
+        Place::Gap(at) if node.len() < ENTRIES as u64 => {
+            if updatable(node) {
+                let Body::Values(values) = &mut cleared(node).body else { unreachable!("a values inode") };
+                values.insert(at, step, child);
+            } else {
+                let Body::Values(values) = &node.body else { unreachable!("a values inode") };
+                let values = values.inserted(at, step, child);
+                replace_body(node, Body::Values(values));
             }
+            Ok(true)
         }
-        return Ok(true);
-    }
-    let inode = make_mut(node);
-    match &mut inode.body {
-        Body::Values(values) => {
-            let i = values.search(step).expect("an absent step was inserted above");
+        // The 33rd entry: the inode becomes a tree inode.
+        Place::Gap(at) => {
+            let Body::Values(values) = &node.body else { unreachable!("a values inode") };
+            let mut entries: Vec<(&[u8], Child<H>)> = values.iter().map(|(s, c)| (s, c.clone())).collect();
+            entries.insert(at, (step, child));
+            match build(depth, entries) {
+                Some(built) => *node = built,
+                None => {
+                    return Err(r.broken(
+                        node,
+                        format!("more than {ENTRIES} steps colliding down to an inode deeper than {MAX_DEPTH} levels"),
+                    ));
+                }
+            }
+            Ok(true)
+        }
+        Place::Entry(i) => {
+            let Body::Values(values) = &mut make_mut(node).body else { unreachable!("a values inode") };
             *values.child_mut(i) = child;
             Ok(false)
         }
-        Body::Tree(pointers) => {
+        Place::Child(i) => {
+            let Body::Tree(pointers) = &mut make_mut(node).body else { unreachable!("a tree inode") };
             assert_eq!(pointers.depth, depth, "tree inode found at the wrong depth");
-            let i = index(depth, step);
             let added = match pointers.get_mut(i) {
                 None => {
                     pointers.put(i, Some(H::mem(Inode::values(Values::from_sorted([(step, child)])))));
                     true
                 }
-                Some(ptr) => {
-                    let mut current = take(ptr, depth + 1, r)?;
-                    let added = set(&mut current, depth + 1, step, child, r);
-                    // Put the (possibly updated) child back even on error.
-                    *ptr = H::mem(current);
-                    added?
-                }
+                Some(ptr) => set(mem_mut(ptr, depth + 1, r)?, depth + 1, step, child, r)?,
             };
             pointers.len += u64::from(added);
             Ok(added)
@@ -262,15 +247,11 @@ fn remove_present<H: Hold, R: Resolve<H> + ?Sized>(
     let inode = make_mut(node);
     let Body::Tree(pointers) = &mut inode.body else { unreachable!("a values inode was handled above") };
     let i = index(depth, step);
-    let ptr = pointers.get_mut(i).expect("found above");
-    let mut current = take(ptr, depth + 1, r)?;
-    let removed = remove_present(&mut current, depth + 1, step, r);
+    let current = mem_mut(pointers.get_mut(i).expect("found above"), depth + 1, r)?;
+    remove_present(current, depth + 1, step, r)?;
     if current.is_empty() {
         pointers.put(i, None);
-    } else {
-        *ptr = H::mem(current);
     }
-    removed?;
     pointers.len -= 1;
     Ok(())
 }
@@ -283,10 +264,11 @@ pub fn find_mut<'a, H: Hold, R: Resolve<H> + ?Sized>(
     step: &[u8],
     r: &R,
 ) -> Result<Option<&'a mut Child<H>>, R::Error> {
-    let inode = make_mut(node);
-    match &mut inode.body {
-        Body::Values(values) => Ok(values.search(step).ok().map(|i| values.child_mut(i))),
-        Body::Tree(pointers) => match pointers.get_mut(index(depth, step)) {
+    let place = place(node, depth, step);
+    match (place, &mut make_mut(node).body) {
+        (Place::Entry(i), Body::Values(values)) => Ok(Some(values.child_mut(i))),
+        (Place::Gap(_), _) => Ok(None),
+        (Place::Child(i), Body::Tree(pointers)) => match pointers.get_mut(i) {
             None => Ok(None),
             Some(ptr) => {
                 if H::as_mem(ptr).is_none() {
@@ -296,7 +278,38 @@ pub fn find_mut<'a, H: Hold, R: Resolve<H> + ?Sized>(
                 find_mut(child, depth + 1, step, r)
             }
         },
+        _ => unreachable!("an inode made updatable holds the same entries"),
     }
+}
+
+/// Where a step is in an inode: its entry, or where it would go, in a
+/// values inode; its child's index in a tree inode.
+#[derive(Clone, Copy)]
+enum Place {
+    Entry(usize),
+    Gap(usize),
+    Child(usize),
+}
+
+/// Where `step` is in `node`, an inode at `depth`, found before the update
+/// makes the inode updatable (thaws or copies it, the same entries either
+/// way). The inode below, when in memory, is asked for meanwhile
+/// ([`prefetch`]): its cache misses overlap that work.
+fn place<H: Hold>(node: &Inode<H>, depth: u32, step: &[u8]) -> Place {
+    let (place, below) = match &node.body {
+        Body::Values(values) => match values.search(step) {
+            Ok(i) => (Place::Entry(i), if let Child::Dir(ptr) = values.child(i) { H::as_mem(ptr) } else { None }),
+            Err(at) => (Place::Gap(at), None),
+        },
+        Body::Tree(pointers) => {
+            let i = index(depth, step);
+            (Place::Child(i), pointers.get(i).and_then(H::as_mem))
+        }
+    };
+    if let Some(below) = below {
+        prefetch_arc(below);
+    }
+    place
 }
 
 /// What [`for_each`] calls on each entry: `false` stops the walk.

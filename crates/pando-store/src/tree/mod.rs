@@ -523,30 +523,37 @@ impl Tree {
         if steps.len() > MAX_PATH_STEPS {
             return Err(crate::Error::Invalid(format!("a path of {} steps (at most {MAX_PATH_STEPS})", steps.len())));
         }
-        let placeholder = Child::Dir(Ptr::mem(empty()));
-        let (mut root, stored) = match std::mem::replace(&mut self.node, placeholder) {
-            Child::Dir(Ptr::Mem(inode, _)) => (inode, None),
-            Child::Dir(ptr @ Ptr::Stored { .. }) => match Resolve::load_to_update(self.loader(), &ptr, 0) {
-                Ok(inode) => (inode, Some(ptr)),
-                Err(e) => {
-                    self.node = Child::Dir(ptr);
-                    return Err(e);
-                }
-            },
-            // Nothing below a contents to remove.
-            contents if new.is_none() => {
-                self.node = contents;
-                return Ok(());
-            }
-            // Adding below a contents turns the tree into a directory.
-            _ => (empty(), None),
+        let loader: &dyn Loader = match &self.source {
+            Some(source) => source.as_ref(),
+            None => &NoLoader,
         };
-        let loader = self.loader();
-        let result = dir::update_path(&mut root, &steps, new, &|_| loader);
-        self.node = match (&result, stored) {
-            // Nothing was there to remove: the tree stays as it was.
-            (Ok(false), Some(ptr)) => Child::Dir(ptr),
-            _ => Child::Dir(Ptr::mem(root)),
+        let result = match &mut self.node {
+            // A root in memory is updated where it is.
+            Child::Dir(ptr @ Ptr::Mem(..)) => {
+                dir::update_path(<node::Held as dir::Hold>::as_mem_mut(ptr).expect("in memory"), &steps, new, &|_| loader)
+            }
+            // Nothing below a contents to remove.
+            Child::Contents(_) if new.is_none() => return Ok(()),
+            node => {
+                let (mut root, stored) = match std::mem::replace(node, Child::Dir(Ptr::mem(empty()))) {
+                    Child::Dir(ptr) => match Resolve::load_to_update(loader, &ptr, 0) {
+                        Ok(inode) => (inode, Some(ptr)),
+                        Err(e) => {
+                            *node = Child::Dir(ptr);
+                            return Err(e);
+                        }
+                    },
+                    // Adding below a contents turns the tree into a directory.
+                    Child::Contents(_) => (empty(), None),
+                };
+                let result = dir::update_path(&mut root, &steps, new, &|_| loader);
+                *node = match (&result, stored) {
+                    // Nothing was there to remove: the tree stays as it was.
+                    (Ok(false), Some(ptr)) => Child::Dir(ptr),
+                    _ => Child::Dir(Ptr::mem(root)),
+                };
+                result
+            }
         };
         if !matches!(result, Ok(false)) {
             if let Some(writes) = &mut self.writes {
