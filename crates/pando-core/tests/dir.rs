@@ -263,3 +263,16 @@ fn an_inode_another_thread_holds_is_copied_then_updated_in_place_once_dropped() 
     assert_eq!(entries(&root), model.iter().map(|(k, v)| (k.clone(), v.clone())).collect::<Vec<_>>());
     assert_eq!(dir::dir_hash(&root, &Nothing).unwrap(), reference(&model));
 }
+
+/// A prefetch is a hint over any range: unaligned, empty or long, it
+/// changes nothing and never overflows (debug builds check).
+#[test]
+fn prefetch_takes_any_range() {
+    let bytes: Vec<u8> = (0..=255).cycle().take(1000).collect();
+    for start in 0..70 {
+        for len in [0, 1, 63, 64, 65, 900] {
+            dir::prefetch(&bytes[start..(start + len).min(bytes.len())]);
+        }
+    }
+    assert!(bytes.iter().enumerate().all(|(i, &b)| b == i as u8));
+}

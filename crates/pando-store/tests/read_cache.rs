@@ -89,6 +89,16 @@ fn reads_follow_commits_that_reshape_the_tree() {
         assert_eq!(held(&tree, &["x", "y"]), ABSENT);
     }
 
+    // A cached contents replaced by a longer one, then by one of the same
+    // length (changed where the cache holds it), then by a shorter one.
+    let (mut head, mut tree) = (head, tree);
+    for next in ["44", "55", "6"] {
+        (head, tree) = commit(&store, &tree.add(&["x"], next.as_bytes()).unwrap(), Some(head));
+        for _ in 0..2 {
+            assert_eq!(held(&tree, &["x"]), value(next));
+        }
+    }
+
     // A directory removed whole, and a copy of a directory.
     let tree = tree.add(&["d", "e"], b"5").unwrap().add(&["d", "f"], b"6").unwrap();
     let (head, tree) = commit(&store, &tree, Some(head));

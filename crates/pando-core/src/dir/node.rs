@@ -471,13 +471,13 @@ fn prefetch_bytes(start: *const u8, len: usize) {
     {
         use core::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
         const LINE: usize = 64;
-        let first = start as usize & !(LINE - 1);
-        let end = (start as usize).saturating_add(len).min(first + 8 * LINE);
-        let mut line = first;
-        while line < end {
+        // From the line `start` lies in to the one holding its last byte.
+        let lead = start as usize % LINE;
+        let lines = (lead + len).div_ceil(LINE).min(8);
+        let first = start.wrapping_sub(lead);
+        for line in 0..lines {
             // SAFETY: a prefetch never faults, whatever the address.
-            unsafe { _mm_prefetch::<_MM_HINT_T0>(start.wrapping_add(line - start as usize).cast()) };
-            line += LINE;
+            unsafe { _mm_prefetch::<_MM_HINT_T0>(first.wrapping_add(line * LINE).cast()) };
         }
     }
     #[cfg(not(target_arch = "x86_64"))]

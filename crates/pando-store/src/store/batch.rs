@@ -220,11 +220,9 @@ impl<'a, 's> Batch<'a, 's> {
             }
             _ => None,
         };
-        // What writing reads of each child in memory: where it was
-        // written, since when it is kept.
-        if only.is_none() {
-            prefetch_children_meta(inode);
-        }
+        // What writing reads of each child in memory it visits: where it
+        // was written, since when it is kept.
+        prefetch_children_meta(inode, only);
         let kind = match &inode.body {
             Body::Values(values) => {
                 for (i, child) in values.children().enumerate() {

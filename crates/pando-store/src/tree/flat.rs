@@ -29,10 +29,11 @@
 //!   varint, so a prefix's encoding is a prefix of the path's.
 
 use foldhash::fast::FixedState;
+use hashbrown::HashTable;
 use pando_core::Hash;
 use parking_lot::RwLock;
 use smallvec::SmallVec;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::hash::BuildHasher;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -56,12 +57,78 @@ const ENTRY_OVERHEAD: usize = 64;
 /// Bytes counted for a prefix hash in `below`.
 const PREFIX_OVERHEAD: usize = 16;
 
-/// What a path holds.
+/// What a path holds: a value owned, or borrowed from the map.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum Held {
+pub(crate) enum Held<V = Box<[u8]>> {
     Absent,
     Dir,
-    Value(Box<[u8]>),
+    Value(V),
+}
+
+impl Held {
+    fn as_ref(&self) -> Held<&[u8]> {
+        match self {
+            Held::Absent => Held::Absent,
+            Held::Dir => Held::Dir,
+            Held::Value(value) => Held::Value(value),
+        }
+    }
+}
+
+/// An entry of the map: a path's encoding and what it holds, in one
+/// allocation, so that a lookup loads one line past the table: the path's
+/// length (four bytes), a tag, the path, then the value.
+struct Entry(Box<[u8]>);
+
+/// Bytes of an [`Entry`] before its path.
+const HEAD: usize = 5;
+
+const ABSENT: u8 = 0;
+const DIR: u8 = 1;
+const VALUE: u8 = 2;
+
+impl Entry {
+    fn new(key: &[u8], held: Held<&[u8]>) -> Entry {
+        let (tag, value): (u8, &[u8]) = match held {
+            Held::Absent => (ABSENT, &[]),
+            Held::Dir => (DIR, &[]),
+            Held::Value(value) => (VALUE, value),
+        };
+        let len = u32::try_from(key.len()).expect("a path of at most 4 GiB");
+        let mut bytes = Vec::with_capacity(HEAD + key.len() + value.len());
+        bytes.extend_from_slice(&len.to_ne_bytes());
+        bytes.push(tag);
+        bytes.extend_from_slice(key);
+        bytes.extend_from_slice(value);
+        Entry(bytes.into_boxed_slice())
+    }
+
+    fn key_end(&self) -> usize {
+        HEAD + u32::from_ne_bytes(self.0[..4].try_into().expect("four bytes")) as usize
+    }
+
+    fn key(&self) -> &[u8] {
+        &self.0[HEAD..self.key_end()]
+    }
+
+    fn held(&self) -> Held<&[u8]> {
+        match self.0[4] {
+            ABSENT => Held::Absent,
+            DIR => Held::Dir,
+            _ => Held::Value(&self.0[self.key_end()..]),
+        }
+    }
+
+    /// The value, to be overwritten by one of the same length.
+    fn value_mut(&mut self) -> Option<&mut [u8]> {
+        let end = self.key_end();
+        (self.0[4] == VALUE).then(|| &mut self.0[end..])
+    }
+
+    /// The bytes the cache counts for it.
+    fn weight(&self) -> usize {
+        ENTRY_OVERHEAD + self.0.len() - HEAD
+    }
 }
 
 /// A path encoded as one byte string (see [`encode_step`]).
@@ -114,7 +181,6 @@ fn hash_of(bytes: &[u8]) -> u64 {
     FixedState::with_seed(0x70616e646f).hash_one(bytes)
 }
 
-type Map<K, V> = HashMap<K, V, FixedState>;
 type Set = HashSet<u64, FixedState>;
 
 /// The cache of one store instance: reader threads look it up together.
@@ -134,7 +200,7 @@ pub struct FlatCache {
 struct Inner {
     /// The commit whose tree the entries describe.
     at: Option<Hash>,
-    entries: Map<Box<[u8]>, Held>,
+    entries: HashTable<Entry>,
     below: Set,
     bytes: usize,
     /// Commits since the cache was made; the current window (see
@@ -152,17 +218,27 @@ struct Inner {
 
 impl Inner {
     fn clear(&mut self) {
-        self.entries = Map::default();
+        self.entries = HashTable::new();
         self.below = Set::default();
         self.bytes = 0;
     }
 
-    fn set(&mut self, key: &[u8], held: Held) {
-        let weight = ENTRY_OVERHEAD + key.len() + held_len(&held);
-        if let Some(old) = self.entries.insert(key.into(), held) {
-            self.bytes -= ENTRY_OVERHEAD + key.len() + held_len(&old);
+    fn get(&self, key: &[u8]) -> Option<&Entry> {
+        self.entries.find(hash_of(key), |e| e.key() == key)
+    }
+
+    fn set(&mut self, key: &[u8], held: Held<&[u8]>) {
+        let entry = Entry::new(key, held);
+        self.bytes += entry.weight();
+        match self.entries.entry(hash_of(key), |e| e.key() == key, |e| hash_of(e.key())) {
+            hashbrown::hash_table::Entry::Occupied(mut old) => {
+                self.bytes -= old.get().weight();
+                *old.get_mut() = entry;
+            }
+            hashbrown::hash_table::Entry::Vacant(slot) => {
+                slot.insert(entry);
+            }
         }
-        self.bytes += weight;
         for prefix in strict_prefixes(key) {
             if self.below.insert(hash_of(prefix)) {
                 self.bytes += PREFIX_OVERHEAD;
@@ -170,25 +246,29 @@ impl Inner {
         }
     }
 
-    fn forget(&mut self, bytes: &[u8]) {
-        if let Some(old) = self.entries.remove(bytes) {
-            self.bytes -= ENTRY_OVERHEAD + bytes.len() + held_len(&old);
+    fn forget(&mut self, key: &[u8]) {
+        if let Ok(found) = self.entries.find_entry(hash_of(key), |e| e.key() == key) {
+            let (old, _) = found.remove();
+            self.bytes -= old.weight();
         }
     }
 
     /// Applies one update of the tree of `at`, in the order made.
     fn apply(&mut self, key: &[u8], write: Write<'_>) {
-        // The common case, one lookup: a contents replaced by a contents.
-        // Nothing lies below a contents, and the directories above stay.
-        if let Some(Held::Value(old)) = self.entries.get_mut(key) {
+        // The common case, one lookup: a contents replaced by a contents
+        // of the same length, in place. Nothing lies below a contents, and
+        // the directories above stay.
+        if let Some(entry) = find_mut(&mut self.entries, key)
+            && let Some(old) = entry.value_mut()
+        {
             match write {
+                Write::Value(new) if new.len() == old.len() => {
+                    old.copy_from_slice(new);
+                    return;
+                }
                 Write::Value(new) => {
                     self.bytes = self.bytes - old.len() + new.len();
-                    if old.len() == new.len() {
-                        old.copy_from_slice(new);
-                    } else {
-                        *old = new.into();
-                    }
+                    *entry = Entry::new(key, Held::Value(new));
                     return;
                 }
                 Write::Unknown => {
@@ -203,7 +283,7 @@ impl Inner {
             self.clear();
         }
         match write {
-            Write::Value(value) => self.set(key, Held::Value(value.into())),
+            Write::Value(value) => self.set(key, Held::Value(value)),
             Write::Absent => self.set(key, Held::Absent),
             Write::Dir => self.set(key, Held::Dir),
             Write::Unknown => self.forget(key),
@@ -214,16 +294,21 @@ impl Inner {
             match write {
                 Write::Absent => self.forget(prefix),
                 _ => {
-                    if let Some(held) = self.entries.get_mut(prefix) {
-                        if let Held::Value(v) = held {
-                            self.bytes -= v.len();
-                        }
-                        *held = Held::Dir;
+                    if let Some(entry) = find_mut(&mut self.entries, prefix)
+                        && entry.held() != Held::Dir
+                    {
+                        let weight = entry.weight();
+                        *entry = Entry::new(prefix, Held::Dir);
+                        self.bytes = self.bytes - weight + entry.weight();
                     }
                 }
             }
         }
     }
+}
+
+fn find_mut<'a>(entries: &'a mut HashTable<Entry>, key: &[u8]) -> Option<&'a mut Entry> {
+    entries.find_mut(hash_of(key), |e| e.key() == key)
 }
 
 /// Empties the map and forgets the pending carry when dropped unfinished.
@@ -238,9 +323,9 @@ impl Drop for EmptiedUnlessDone<'_> {
     }
 }
 
-fn held_len(held: &Held) -> usize {
+fn held_len<V: AsRef<[u8]>>(held: &Held<V>) -> usize {
     match held {
-        Held::Value(v) => v.len(),
+        Held::Value(v) => v.as_ref().len(),
         _ => 0,
     }
 }
@@ -267,9 +352,9 @@ impl FlatCache {
 
     /// Calls `f` on what `key` holds in the tree of commit `at`, if known
     /// (asked only of a cache that [`FlatCache::is_on`]).
-    pub(crate) fn get<T>(&self, at: &Hash, key: &Key, f: impl FnOnce(&Held) -> T) -> Option<T> {
+    pub(crate) fn get<T>(&self, at: &Hash, key: &Key, f: impl FnOnce(&Held<&[u8]>) -> T) -> Option<T> {
         let inner = self.inner.read();
-        let found = if inner.at.as_ref() == Some(at) { inner.entries.get(&key.0[..]).map(f) } else { None };
+        let found = if inner.at.as_ref() == Some(at) { inner.get(&key.0).map(|e| f(&e.held())) } else { None };
         let counter = if found.is_some() { &self.hits } else { &self.misses };
         counter.fetch_add(1, Ordering::Relaxed);
         found
@@ -296,7 +381,7 @@ impl FlatCache {
         if inner.bytes + ENTRY_OVERHEAD + key.0.len() + held_len(&held) > self.budget {
             inner.clear();
         }
-        inner.set(&key.0, held);
+        inner.set(&key.0, held.as_ref());
     }
 
     /// A token naming one commit's carry (see [`FlatCache::carry`]).
@@ -570,7 +655,11 @@ mod tests {
     }
 
     fn read(cache: &FlatCache, at: Hash, steps: &[&[u8]]) -> Option<Held> {
-        cache.get(&at, &Key::new(steps), Held::clone)
+        cache.get(&at, &Key::new(steps), |held| match held {
+            Held::Absent => Held::Absent,
+            Held::Dir => Held::Dir,
+            Held::Value(value) => Held::Value(Box::from(*value)),
+        })
     }
 
     /// Two commits' carries interleaved (commits on two threads): the

@@ -344,7 +344,7 @@ impl Tree {
     fn read<S: AsRef<[u8]>, T>(
         &self,
         path: &[S],
-        cached: impl FnOnce(&Held) -> T,
+        cached: impl FnOnce(&Held<&[u8]>) -> T,
         walk: impl FnOnce(Option<&Child>, bool) -> Result<(T, Option<Held>)>,
     ) -> Result<T> {
         self.node()?;

@@ -278,23 +278,26 @@ pub fn child_pointers(inode: &Inode) -> smallvec::SmallVec<[(&Ptr, u32); 32]> {
 
 /// Asks the processor to bring in what writing an inode reads of each of
 /// its children in memory (where it was written, since when it is kept),
-/// so that their cache misses overlap instead of following each other.
-pub fn prefetch_children_meta(inode: &Inode) {
-    #[cfg(target_arch = "x86_64")]
-    for (ptr, _) in child_pointers(inode) {
-        use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
+/// so that their cache misses overlap instead of following each other;
+/// of a tree inode, only the children `only` names (bit `i` for child
+/// `i`), if it names some.
+pub fn prefetch_children_meta(inode: &Inode, only: Option<u32>) {
+    let ask = |ptr: &Ptr| {
         if let Ptr::Mem(child, _) = ptr {
-            let stored = std::ptr::from_ref(&child.meta.stored).cast::<i8>();
-            let kept_since = std::ptr::from_ref(&child.meta.kept_since).cast::<i8>();
-            // SAFETY: a prefetch is a hint; it never faults, whatever the address.
-            unsafe {
-                _mm_prefetch::<_MM_HINT_T0>(stored);
-                _mm_prefetch::<_MM_HINT_T0>(kept_since);
+            dir::prefetch(&child.meta.stored);
+            dir::prefetch(&child.meta.kept_since);
+        }
+    };
+    match &inode.body {
+        Body::Values(values) => values.children().for_each(|child| {
+            if let Child::Dir(ptr) = child {
+                ask(ptr);
             }
+        }),
+        Body::Tree(pointers) => {
+            pointers.iter().filter(|&(i, _)| only.is_none_or(|named| named & (1 << i) != 0)).for_each(|(_, ptr)| ask(ptr));
         }
     }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = inode;
 }
 
 impl Default for Meta {
