@@ -491,48 +491,43 @@ pub fn make_mut<H: Hold>(this: &mut Arc<Inode<H>>) -> &mut Inode<H> {
     if !updatable(this) {
         copy_with(this, this.body.clone(), true);
     }
-    cleared(this)
+    // SAFETY: updatable, or the fresh copy `copy_with` just made.
+    unsafe { cleared(this) }
 }
 
 /// Whether an update may change the inode in place: nothing else holds
 /// it, and the holder thawed it.
 pub(super) fn updatable<H: Hold>(this: &mut Arc<Inode<H>>) -> bool {
     prefetch_arc(this);
-    unique(this).is_some_and(H::thaw)
+    Arc::get_mut(this).is_some_and(H::thaw)
 }
 
 /// The inode [`updatable`] just allowed to change in place (or a fresh
 /// copy), its memoised hashes cleared.
-pub(super) fn cleared<H: Hold>(this: &mut Arc<Inode<H>>) -> &mut Inode<H> {
-    let inode = unique(this).expect("updatable, or a fresh copy");
+///
+/// # Safety
+/// `this` is unique: [`updatable`] returned `true` for it (`Arc::get_mut`
+/// found no other `Arc` and no `Weak`), or it was made since, and it was
+/// not cloned or downgraded after. Borrowed mutably all along, it could
+/// not be; so `Arc::get_mut` would only check again (an atomic
+/// read-modify-write on every inode of every update).
+pub(super) unsafe fn cleared<H: Hold>(this: &mut Arc<Inode<H>>) -> &mut Inode<H> {
+    debug_assert!(Arc::get_mut(this).is_some(), "updatable, or a fresh copy");
+    // SAFETY: by the caller's promise no other `Arc` or `Weak` of the inode
+    // exists, and none can appear while `this` is borrowed mutably: the
+    // result is the only reference to the inode.
+    let inode = unsafe { &mut *Arc::as_ptr(this).cast_mut() };
     inode.hash = OnceLock::new();
     inode.dir_hash = OnceLock::new();
     inode
-}
-
-/// The inode, when nothing else holds it: `Arc::get_mut`, with two loads
-/// where it takes a lock on the weak count (an atomic read-modify-write,
-/// twice on every inode of every update). The lock guards against a
-/// `Weak` upgraded meanwhile; the trie makes none.
-fn unique<H: Hold>(this: &mut Arc<Inode<H>>) -> Option<&mut Inode<H>> {
-    if Arc::strong_count(this) != 1 || Arc::weak_count(this) != 0 {
-        return None;
-    }
-    // Whatever a thread did to the inode before it dropped its `Arc` (a
-    // release) happens before what the caller does next.
-    std::sync::atomic::fence(std::sync::atomic::Ordering::Acquire);
-    // SAFETY: `this` is the only `Arc` of the inode (a strong count of 1)
-    // and no `Weak` exists; borrowed mutably, it cannot be cloned or
-    // downgraded while the result lives, so the result is the only
-    // reference to the inode.
-    Some(unsafe { &mut *Arc::as_ptr(this).cast_mut() })
 }
 
 /// Gives the inode a new body, as [`make_mut`] would, without copying the
 /// old one first when it is shared.
 pub(super) fn replace_body<H: Hold>(this: &mut Arc<Inode<H>>, body: Body<H>) {
     if updatable(this) {
-        cleared(this).body = body;
+        // SAFETY: updatable, and not cloned since.
+        unsafe { cleared(this) }.body = body;
     } else {
         copy_with(this, body, false);
     }

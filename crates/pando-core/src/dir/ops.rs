@@ -159,7 +159,8 @@ pub fn set<H: Hold, R: Resolve<H> + ?Sized>(
         // is only this tree's (its children move), on a copy otherwise.
         Place::Gap(at) if node.len() < ENTRIES as u64 => {
             if updatable(node) {
-                let Body::Values(values) = &mut cleared(node).body else { unreachable!("a values inode") };
+                // SAFETY: updatable, and not cloned since.
+                let Body::Values(values) = &mut unsafe { cleared(node) }.body else { unreachable!("a values inode") };
                 values.insert(at, step, child);
             } else {
                 let Body::Values(values) = &node.body else { unreachable!("a values inode") };

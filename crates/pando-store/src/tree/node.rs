@@ -280,7 +280,7 @@ pub fn child_pointers(inode: &Inode) -> smallvec::SmallVec<[(&Ptr, u32); 32]> {
 /// its children in memory (where it was written, since when it is kept),
 /// so that their cache misses overlap instead of following each other;
 /// of a tree inode, only the children `only` names (bit `i` for child
-/// `i`), if it names some.
+/// `i`; `None`: all of them).
 pub fn prefetch_children_meta(inode: &Inode, only: Option<u32>) {
     let ask = |ptr: &Ptr| {
         if let Ptr::Mem(child, _) = ptr {
