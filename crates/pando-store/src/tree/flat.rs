@@ -151,22 +151,15 @@ impl Key {
 fn strict_prefixes(encoded: &[u8]) -> impl Iterator<Item = &[u8]> {
     let mut at = 0;
     std::iter::from_fn(move || {
-        let (mut len, mut shift) = (0usize, 0);
-        loop {
-            let byte = *encoded.get(at)?;
-            at += 1;
-            len |= usize::from(byte & 0x7f) << shift;
-            shift += 7;
-            if byte < 0x80 {
-                break;
-            }
-        }
-        at += len;
+        // The encodings are this module's own: a length always reads.
+        let len = pando_core::varint::read_u64(encoded, &mut at).ok()?;
+        at = at.saturating_add(usize::try_from(len).ok()?);
         (at < encoded.len()).then(|| &encoded[..at])
     })
 }
 
-/// Appends a step: its length as a varint, then its bytes.
+/// Appends a step: its length as a varint (as `pando_core::varint`
+/// writes it, here into a key's inline buffer too), then its bytes.
 fn encode_step(out: &mut impl Extend<u8>, step: &[u8]) {
     let mut len = step.len();
     while len >= 0x80 {

@@ -140,6 +140,14 @@ impl Drop for Tree {
     }
 }
 
+/// What loads a tree's nodes from its store (none for a tree of no store).
+fn loader_of(source: &Option<Arc<dyn Source>>) -> &dyn Loader {
+    match source {
+        Some(source) => source.as_ref(),
+        None => &NoLoader,
+    }
+}
+
 /// Whether a child is a contents, and what to note in the flat cache of
 /// what it holds (nothing for a contents: its value was not read).
 fn kind_held(child: Option<&Child>) -> (bool, Option<Held>) {
@@ -282,10 +290,7 @@ impl Tree {
     }
 
     fn loader(&self) -> &dyn Loader {
-        match &self.source {
-            Some(source) => source.as_ref(),
-            None => &NoLoader,
-        }
+        loader_of(&self.source)
     }
 
     /// A subtree: not a context of the trace.
@@ -523,10 +528,8 @@ impl Tree {
         if steps.len() > MAX_PATH_STEPS {
             return Err(crate::Error::Invalid(format!("a path of {} steps (at most {MAX_PATH_STEPS})", steps.len())));
         }
-        let loader: &dyn Loader = match &self.source {
-            Some(source) => source.as_ref(),
-            None => &NoLoader,
-        };
+        // (The source's loader beside the node borrowed mutably.)
+        let loader = loader_of(&self.source);
         let result = match &mut self.node {
             // A root in memory is updated where it is.
             Child::Dir(ptr @ Ptr::Mem(..)) => {
