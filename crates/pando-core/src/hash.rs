@@ -24,6 +24,16 @@ impl Hash {
         Hash::from_slice(digest.as_bytes()).expect("the digest has the requested length")
     }
 
+    /// BLAKE2b-256 of each input, several at once: on AVX2 four inputs
+    /// share the vector lanes, about twice the throughput of one at a time.
+    pub fn of_many<'a>(inputs: impl IntoIterator<Item = &'a [u8]>) -> Vec<Hash> {
+        let mut params = blake2b_simd::Params::new();
+        params.hash_length(HASH_SIZE);
+        let mut jobs: Vec<_> = inputs.into_iter().map(|input| blake2b_simd::many::HashManyJob::new(&params, input)).collect();
+        blake2b_simd::many::hash_many(jobs.iter_mut());
+        jobs.iter().map(|job| Hash::from_slice(job.to_hash().as_bytes()).expect("the digest has the requested length")).collect()
+    }
+
     /// BLAKE2b-256 of the parts end to end, without copying them together.
     pub fn of_parts(parts: &[&[u8]]) -> Hash {
         let mut state = blake2b_simd::Params::new().hash_length(HASH_SIZE).to_state();

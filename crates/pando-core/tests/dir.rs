@@ -276,3 +276,107 @@ fn prefetch_takes_any_range() {
     }
     assert!(bytes.iter().enumerate().all(|(i, &b)| b == i as u8));
 }
+
+/// A directory `top` of directories, each of contents: `dirs[d]` are the
+/// entries of directory `d`.
+type Nested = BTreeMap<u16, BTreeMap<u8, u8>>;
+
+fn nested_trie(dirs: &Nested) -> Arc<Inode<Mem>> {
+    let mut root = Mem::empty();
+    for (d, entries) in dirs {
+        for (k, v) in entries {
+            let path = [&b"top"[..], &step(*d), &[*k]];
+            dir::update_path(&mut root, &path, Some(leaf(&[*v])), &|_| &Nothing).unwrap();
+        }
+    }
+    root
+}
+
+fn nested_reference(dirs: &Nested) -> Hash {
+    let inner =
+        |entries: &BTreeMap<u8, u8>| RefTree::Dir(entries.iter().map(|(k, v)| (vec![*k], RefTree::Contents(vec![*v]))).collect());
+    let top = RefTree::Dir(dirs.iter().map(|(d, entries)| (step(*d), inner(entries))).collect());
+    RefTree::Dir(vec![(b"top".to_vec(), top)]).hash()
+}
+
+/// `b` memoises a hash for every inode `a` does, and each hash `b`
+/// memoises is the one `a`'s inode has (`a` and `b` hold the same entries,
+/// so the same layout; hashing a directory flat needs no hash of the inodes
+/// below its root, hashing it level by level gives them too).
+fn same_memos(a: &Inode<Mem>, b: &Inode<Mem>, depth: u32) {
+    if a.memo_hash(depth).is_some() {
+        assert!(b.memo_hash(depth).is_some(), "an inode at depth {depth} not hashed");
+    }
+    if let Some(hash) = b.memo_hash(depth) {
+        let expected = if depth == 0 { dir::dir_hash(a, &Nothing) } else { dir::inode_hash(a, &Nothing) };
+        assert_eq!(hash, expected.unwrap(), "an inode at depth {depth}");
+    }
+    match (&a.body, &b.body) {
+        (Body::Values(x), Body::Values(y)) => {
+            for (cx, cy) in x.children().zip(y.children()) {
+                if let (Child::Dir(px), Child::Dir(py)) = (cx, cy) {
+                    same_memos(px, py, 0);
+                }
+            }
+        }
+        (Body::Tree(x), Body::Tree(y)) => {
+            for ((_, px), (_, py)) in x.iter().zip(y.iter()) {
+                same_memos(px, py, depth + 1);
+            }
+        }
+        _ => panic!("two tries of the same entries differ in layout"),
+    }
+}
+
+/// The first tree inode below the root of directory `top`, if it is large.
+fn first_subtree(root: &Inode<Mem>) -> Option<(&Arc<Inode<Mem>>, u32)> {
+    let Body::Values(values) = &root.body else { return None };
+    let (b"top", Child::Dir(top)) = values.iter().next()? else { return None };
+    let Body::Tree(pointers) = &top.body else { return None };
+    pointers.iter().next().map(|(_, child)| (child, 1))
+}
+
+fn check_level_by_level(dirs: &Nested) {
+    // Two tries of the same entries: one hashed an inode at a time, one
+    // level by level; a third hashed from a subtree first.
+    let (one, levels, partial) = (nested_trie(dirs), nested_trie(dirs), nested_trie(dirs));
+    let expected = nested_reference(dirs);
+    assert_eq!(dir::dir_hash(&one, &Nothing).unwrap(), expected);
+    assert_eq!(dir::hash_subtree(&levels, 0, &Nothing).unwrap(), expected);
+    same_memos(&one, &levels, 0);
+    if let Some((subtree, depth)) = first_subtree(&partial) {
+        let (reference, _) = first_subtree(&one).unwrap();
+        assert_eq!(dir::hash_subtree(subtree, depth, &Nothing).unwrap(), reference.memo_hash(depth).unwrap());
+        assert_eq!(dir::hash_subtree(&partial, 0, &Nothing).unwrap(), expected);
+        same_memos(&one, &partial, 0);
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
+
+    /// Hashing level by level, several inodes at once, gives every inode the
+    /// hash one at a time gives, and the reference's hash.
+    #[test]
+    fn hashing_level_by_level_matches_one_at_a_time(
+        dirs in prop::collection::btree_map(0u16..2000, prop::collection::btree_map(any::<u8>(), any::<u8>(), 1..40), 0..600)
+    ) {
+        check_level_by_level(&dirs);
+    }
+}
+
+/// A subtree larger than one pass of hashing level by level holds (the
+/// later parts are hashed as subtrees of their own): the same hashes.
+#[test]
+fn hashing_a_huge_subtree_level_by_level_matches_one_at_a_time() {
+    let dirs: Nested = (0..6000u16).map(|d| (d, BTreeMap::from([(1, d as u8), (2, 7)]))).collect();
+    check_level_by_level(&dirs);
+}
+
+#[test]
+fn hashing_many_inputs_at_once_matches_one_at_a_time() {
+    let inputs: Vec<Vec<u8>> = (0..11).map(|n| vec![n as u8; n * 37]).collect();
+    let many = Hash::of_many(inputs.iter().map(|input| &input[..]));
+    assert_eq!(many, inputs.iter().map(|input| Hash::of_bytes(input)).collect::<Vec<_>>());
+    assert!(Hash::of_many(std::iter::empty()).is_empty());
+}

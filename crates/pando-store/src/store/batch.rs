@@ -4,12 +4,13 @@
 //! refers only to records the pack still holds.
 
 use pando_core::Hash;
-use pando_core::dir::{dir_ptr_hash, inode_ptr_hash};
+use pando_core::dir::{dir_ptr_hash, hash_subtree, inode_ptr_hash};
 use pando_core::inode::ENTRIES;
 use std::sync::Arc;
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::thread::ScopedJoinHandle;
 
+use super::hashing::{Claims, is_subtree};
 use crate::crash_point;
 use crate::dict::{Dict, RawSteps};
 use crate::error::{Error, Result};
@@ -53,7 +54,68 @@ pub(super) struct Batch<'a, 's> {
     /// Where a thread appending the pieces of a large batch is started.
     pub(super) scope: &'s std::thread::Scope<'s, 'a>,
     pub(super) spill: Option<Spill<'s>>,
+    /// The subtrees the commit's helper hashes beside this thread, if it
+    /// has one.
+    pub(super) shared: Option<SharedHashing<'a>>,
 }
+
+/// The committing thread's view of the subtrees it hashes with the
+/// helper (see `hashing::Claims`).
+pub(super) struct SharedHashing<'a> {
+    pub(super) subtrees: &'a [(&'a Arc<Inode>, u32)],
+    pub(super) claims: &'a Claims,
+    /// The next subtree to write, and the one before which this thread
+    /// takes subtrees to hash from the last.
+    pub(super) next: usize,
+    pub(super) last: usize,
+}
+
+impl SharedHashing<'_> {
+    /// Sees that `inode`, a subtree at `depth` about to be written, is
+    /// hashed: by the helper, or by this thread if the helper did not
+    /// take it. While the helper hashes it, this thread hashes the last
+    /// subtrees nobody took, then waits.
+    fn hashed(&mut self, inode: &Arc<Inode>, depth: u32, loader: &dyn Loader) -> Result<()> {
+        let Some(k) = self.claims.position(inode, self.next) else {
+            hash_subtree(inode, depth, loader)?;
+            return Ok(());
+        };
+        self.next = k + 1;
+        if self.claims.take(k) {
+            hash_subtree(inode, depth, loader)?;
+            return Ok(());
+        }
+        let mut spins = 0u32;
+        while inode.memo_hash(depth).is_none() {
+            if self.last > self.next {
+                self.last -= 1;
+                if self.claims.take(self.last) {
+                    let (other, other_depth) = self.subtrees[self.last];
+                    hash_subtree(other, other_depth, loader)?;
+                }
+                continue;
+            }
+            if self.claims.take(k) {
+                // Given back: the helper could not hash it.
+                hash_subtree(inode, depth, loader)?;
+                break;
+            }
+            // The helper hashes it (a block's subtree takes it tens of
+            // microseconds; a huge commit's, longer: then this thread
+            // lets others run while it waits).
+            spins += 1;
+            if spins < SPINS {
+                std::hint::spin_loop();
+            } else {
+                std::thread::yield_now();
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Spins the committing thread waits for the helper before it yields.
+const SPINS: u32 = 1 << 12;
 
 /// What the kept tree holds of an inode a batch wrote or met written.
 pub(super) enum Kept {
@@ -196,6 +258,17 @@ impl<'a, 's> Batch<'a, 's> {
         if let Some(offset) = self.written_at(inode.stored_offset(self.instance)) {
             let kept = if inode.kept_since().is_some_and(|since| since >= self.cutoff) { Kept::Itself } else { Kept::No };
             return Ok((offset, kept));
+        }
+        // A subtree of a large directory is hashed whole first, level by
+        // level (see `dir::hash_subtree`): the records below need hashes
+        // of their children, which are then known.
+        if is_subtree(inode, depth) && inode.memo_hash(depth).is_none() {
+            match &mut self.shared {
+                Some(shared) => shared.hashed(inode, depth, self.loader)?,
+                None => {
+                    hash_subtree(inode, depth, self.loader)?;
+                }
+            }
         }
         // Children first; `cuts` are the children the kept copy holds
         // otherwise than this inode does.

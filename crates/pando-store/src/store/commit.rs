@@ -51,8 +51,8 @@ use pando_core::{CommitInfo, Hash};
 use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
 
-use super::batch::{Batch, Kept, check_refs};
-use super::hashing::{HashingHelper, Side};
+use super::batch::{Batch, Kept, SharedHashing, check_refs};
+use super::hashing::{self, HashingHelper, Side};
 use super::{KeptTree, Repo, Writer, index_file};
 use crate::crash_point;
 use crate::dict::{self};
@@ -191,10 +191,15 @@ impl Repo {
         buf.clear();
         // Steps 1 and 2 together: this thread writes the new inodes
         // children first, hashing each as its parent's record needs it,
-        // while a helper hashes from the other end (see `HashingHelper`).
+        // while a helper hashes the subtrees of large directories ahead of
+        // it, then the rest from the other end (see `HashingHelper`).
+        let mut subtrees = Vec::new();
         let helper = match root {
-            Ptr::Mem(inode, _) => HashingHelper::start(inode, side),
-            Ptr::Stored { .. } => None,
+            Ptr::Mem(inode, _) if HashingHelper::worth_it(inode) => {
+                hashing::subtrees(inode, 0, &mut subtrees);
+                HashingHelper::start(inode, &subtrees, side)
+            }
+            Ptr::Mem(..) | Ptr::Stored { .. } => None,
         };
         let written = std::thread::scope(|scope| {
             let mut batch = Batch {
@@ -217,6 +222,12 @@ impl Repo {
                 superseded: Vec::new(),
                 scope,
                 spill: None,
+                shared: helper.as_ref().map(|helper| SharedHashing {
+                    subtrees: &subtrees,
+                    claims: helper.claims(),
+                    next: 0,
+                    last: subtrees.len(),
+                }),
             };
             let (root_offset, kept) = match root {
                 Ptr::Stored { offset, .. } => (*offset, None),

@@ -1,26 +1,34 @@
 //! A commit's second thread: while the committing thread writes the
-//! tree's new inodes (see `commit`), a helper hashes them from the other
-//! end ([`HashingHelper`]).
+//! tree's new inodes (see `commit`), a helper hashes them
+//! ([`HashingHelper`]): first the subtrees of large directories, whole and
+//! level by level (`dir::hash_subtree`), from the first the commit writes
+//! on, just ahead of it; then the rest from the other end.
 //!
 //! Invariants:
 //! - The helper only hashes (memos, set once, of inodes nobody changes
 //!   while a commit holds the tree): it reads nothing from disk, since a
 //!   stored pointer carries its hash, and leaves what it cannot hash to
 //!   the committing thread.
+//! - A subtree is hashed by the thread that took it ([`Claims`]): the
+//!   committing thread, reaching one the helper took, hashes the last ones
+//!   nobody took meanwhile, then waits for it; the helper gives back a
+//!   subtree it could not hash (an error or a panic), and the committing
+//!   thread then hashes it.
 //! - The committing thread never waits for the helper to start; dropping
-//!   the helper stops it and waits only for the inode it is hashing, and
-//!   takes the root back, so that no inode stays shared after the commit.
+//!   the helper stops it and waits only for the subtree or inode it is
+//!   hashing, and takes the root back, so that no inode stays shared after
+//!   the commit.
 //! - A commit's side job ([`Side`]: carrying the flat read cache over)
 //!   runs once, on the helper after its hashing or on the committing
 //!   thread if that takes it first; the commit returns only after it ran
 //!   (or, for a failed commit, was dropped unrun).
 
-use pando_core::dir::{dir_hash, inode_hash};
+use pando_core::dir::{dir_hash, hash_subtree, inode_hash};
 use parking_lot::{Mutex, RwLock};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock, mpsc};
 
-use crate::tree::node::{Inode, Loader, NoLoader, child_pointers};
+use crate::tree::node::{Body, Inode, Loader, NoLoader, child_pointers};
 
 /// A commit with at least this many unhashed inodes in memory is hashed
 /// on two threads ([`HashingHelper`]): waking the sleeping helper costs
@@ -51,9 +59,10 @@ pub(super) fn count_unhashed(inode: &Inode, depth: u32, cap: usize) -> usize {
     count
 }
 
-/// The helper's half of a commit's hashing: the tree walked from each
+/// The helper's last part of a commit's hashing: the tree walked from each
 /// inode's last children to its first, the other way round from the
-/// committing thread, so that the two meet in the middle. An inode is
+/// committing thread, so that the two meet in the middle; the subtrees of
+/// large directories ([`subtrees`]) are left to whoever took them. An inode is
 /// hashed only once all its children in memory are (by either thread);
 /// the walk ends when `stop` is set. Returns whether the inode is hashed.
 /// It reads nothing: a stored pointer carries its hash, so what a commit
@@ -63,6 +72,10 @@ pub(super) fn hash_backward(inode: &Arc<Inode>, depth: u32, stop: &AtomicBool) -
         return true;
     }
     if stop.load(Ordering::Relaxed) {
+        return false;
+    }
+    if is_subtree(inode, depth) {
+        // Hashed by the thread that took it (see `Claims`), not yet.
         return false;
     }
     let mut all = true;
@@ -118,32 +131,146 @@ struct Backward {
     root: RwLock<Option<Arc<Inode>>>,
     stop: AtomicBool,
     side: Side,
+    subtrees: Claims,
+}
+
+/// A subtree a commit hashes whole, level by level (see
+/// `dir::hash_subtree`): a tree inode below a directory's root, so part
+/// of a large directory.
+pub(super) fn is_subtree(inode: &Inode, depth: u32) -> bool {
+    depth > 0 && matches!(inode.body, Body::Tree(_))
+}
+
+/// The subtrees (see [`is_subtree`]) not hashed yet below `inode`, at
+/// `depth`, in the order a commit writes them, each with its depth.
+pub(super) fn subtrees<'t>(inode: &'t Arc<Inode>, depth: u32, out: &mut Vec<(&'t Arc<Inode>, u32)>) {
+    if inode.memo_hash(depth).is_some() {
+        return;
+    }
+    if is_subtree(inode, depth) {
+        out.push((inode, depth));
+        return;
+    }
+    for (child, child_depth) in children_unhashed(inode) {
+        subtrees(child, child_depth, out);
+    }
+}
+
+/// Which of a commit's subtrees (see [`subtrees`]) a thread took to hash.
+/// The helper takes them from the first, just ahead of the committing
+/// thread's writing; the committing thread, when the next subtree it
+/// writes is not hashed yet, takes them from the last. So the helper
+/// hashes while the committing thread writes, and neither hashes what
+/// the other does.
+pub(super) struct Claims {
+    /// Where each subtree's top inode is (to know it again).
+    tops: Vec<usize>,
+    taken: Vec<AtomicBool>,
+}
+
+impl Claims {
+    pub(super) fn new(subtrees: &[(&Arc<Inode>, u32)]) -> Claims {
+        Claims {
+            tops: subtrees.iter().map(|(inode, _)| Arc::as_ptr(inode) as usize).collect(),
+            taken: subtrees.iter().map(|_| AtomicBool::new(false)).collect(),
+        }
+    }
+
+    /// Takes subtree `k` to hash it: `false` if a thread did.
+    pub(super) fn take(&self, k: usize) -> bool {
+        !self.taken[k].load(Ordering::Relaxed) && !self.taken[k].swap(true, Ordering::AcqRel)
+    }
+
+    /// Gives subtree `k` back, not hashed.
+    pub(super) fn give_back(&self, k: usize) {
+        self.taken[k].store(false, Ordering::Release);
+    }
+
+    /// Where `inode` is among the subtrees, looking from `from` on.
+    pub(super) fn position(&self, inode: &Arc<Inode>, from: usize) -> Option<usize> {
+        let at = Arc::as_ptr(inode) as usize;
+        self.tops.get(from..)?.iter().position(|&top| top == at).map(|k| from + k)
+    }
+
+    pub(super) fn len(&self) -> usize {
+        self.tops.len()
+    }
+}
+
+/// The helper's part of hashing a commit's subtrees: from the first on,
+/// each one nobody took, until the commit stops it.
+fn hash_subtrees_forward(root: &Arc<Inode>, claims: &Claims, stop: &AtomicBool) {
+    let mut found = Vec::with_capacity(claims.len());
+    subtrees(root, 0, &mut found);
+    if found.len() != claims.len() {
+        // Not the tree the claims were made for (cannot happen): the
+        // committing thread hashes them all.
+        return;
+    }
+    for (k, (inode, depth)) in found.into_iter().enumerate() {
+        if stop.load(Ordering::Relaxed) {
+            return;
+        }
+        if claims.position(inode, k) == Some(k) && claims.take(k) {
+            // Given back unless hashed: the committing thread waits for it.
+            let mut taken = Taken { claims, k, hashed: false };
+            taken.hashed = hash_subtree(inode, depth, &NoLoader as &dyn Loader).is_ok();
+        }
+    }
+}
+
+/// A subtree the helper took: given back when dropped unhashed (an error,
+/// or a panic), so that the committing thread hashes it.
+struct Taken<'c> {
+    claims: &'c Claims,
+    k: usize,
+    hashed: bool,
+}
+
+impl Drop for Taken<'_> {
+    fn drop(&mut self) {
+        if !self.hashed {
+            self.claims.give_back(self.k);
+        }
+    }
 }
 
 /// The second thread of a commit with at least [`HELPER_INODES`] unhashed
-/// inodes in memory: while the committing thread writes the tree's new
-/// inodes children first, first child to last, hashing each when its
-/// parent's record needs it, the helper thread walks the tree the
-/// other way round ([`hash_backward`]). Hashes are memoised, so the
-/// committing thread finds the hashes the helper made and only encodes
-/// those records, and they meet about the middle; no walk beforehand cuts
-/// the work into jobs. The committing thread never waits for the helper
-/// to start (waking a sleeping thread takes tens of microseconds here):
-/// dropping the helper stops it and waits only for the inode it is
-/// hashing. An inode both reach at once is hashed by both: the same hash.
+/// inodes in memory. The committing thread writes the tree's new inodes
+/// children first, first child to last, and a record needs its children's
+/// hashes. The helper first hashes the subtrees of large directories the
+/// commit writes (see [`subtrees`]) in that same order, each whole and
+/// level by level, several inodes at once, so that the committing thread
+/// mostly finds them hashed; when it reaches one the helper is still
+/// hashing, it hashes the last subtrees nobody took meanwhile (see
+/// [`Claims`]), so that the two threads share the hashing while one of
+/// them also writes. Then the helper walks the rest the other way round
+/// ([`hash_backward`]), meeting the committing thread about the middle.
+/// Hashes are memoised; an inode both reach at once is hashed by both:
+/// the same hash. The committing thread never waits for the helper to
+/// start (waking a sleeping thread takes tens of microseconds here):
+/// dropping the helper stops it and waits only for what it is hashing.
 pub(super) struct HashingHelper {
     shared: Arc<Backward>,
 }
 
 impl HashingHelper {
-    /// Starts the helper on `root`'s tree, if it has enough to hash; it
-    /// then runs `side`, unless the committing thread did.
-    pub(super) fn start(root: &Arc<Inode>, side: &Side) -> Option<HashingHelper> {
-        if count_unhashed(root, 0, HELPER_INODES) < HELPER_INODES {
-            return None;
-        }
-        let shared =
-            Arc::new(Backward { root: RwLock::new(Some(root.clone())), stop: AtomicBool::new(false), side: side.clone() });
+    /// Whether `root`'s tree has enough to hash for a helper.
+    pub(super) fn worth_it(root: &Inode) -> bool {
+        count_unhashed(root, 0, HELPER_INODES) >= HELPER_INODES
+    }
+
+    /// Starts the helper on `root`'s tree (see [`HashingHelper::worth_it`]);
+    /// `subtrees` are the root's [`subtrees`], which it hashes first, then
+    /// it runs `side`, unless the committing thread did. `None` if no
+    /// helper thread could be started.
+    pub(super) fn start(root: &Arc<Inode>, subtrees: &[(&Arc<Inode>, u32)], side: &Side) -> Option<HashingHelper> {
+        let shared = Arc::new(Backward {
+            root: RwLock::new(Some(root.clone())),
+            stop: AtomicBool::new(false),
+            side: side.clone(),
+            subtrees: Claims::new(subtrees),
+        });
         helper_thread()?.send(shared.clone()).ok()?;
         Some(HashingHelper { shared })
     }
@@ -163,6 +290,7 @@ fn helper_thread() -> Option<&'static mpsc::Sender<Arc<Backward>>> {
             let walks = move || {
                 for walk in receive {
                     if let Some(root) = walk.root.read().as_ref() {
+                        hash_subtrees_forward(root, &walk.subtrees, &walk.stop);
                         hash_backward(root, 0, &walk.stop);
                     }
                     walk.side.run();
@@ -171,6 +299,13 @@ fn helper_thread() -> Option<&'static mpsc::Sender<Arc<Backward>>> {
             std::thread::Builder::new().name("pando-commit-hash".into()).spawn(walks).ok().map(|_| send)
         })
         .as_ref()
+}
+
+impl HashingHelper {
+    /// The claims on the subtrees the helper was started with.
+    pub(super) fn claims(&self) -> &Claims {
+        &self.shared.subtrees
+    }
 }
 
 impl Drop for HashingHelper {
@@ -280,5 +415,65 @@ mod tests {
         store.commit(&parallel, &[], 1, "Tezos", "two threads").unwrap();
         assert_eq!(root_of(&parallel).memo_hash(0), Some(expected));
         assert_eq!(parallel.hash().unwrap(), expected);
+    }
+
+    /// Blocks that each change a few accounts of a large directory (so
+    /// touch most of its subtrees, each a little): committed while the
+    /// helper hashes the subtrees ahead of the committing thread, they
+    /// hash as the reference does from scratch.
+    #[test]
+    fn blocks_of_a_large_directory_hash_as_the_reference() {
+        use pando_core::reference::RefTree;
+        let store = Store::open_storage(Arc::new(MemStorage::new()), Options::default()).unwrap();
+        let mut balances: Vec<u32> = (0..12_000).collect();
+        let mut tree = Tree::empty();
+        for (i, balance) in balances.iter().enumerate() {
+            tree.add_mut(&["index", &format!("tz{i:05}"), "balance"], balance.to_string().as_bytes()).unwrap();
+        }
+        let mut head = store.commit(&tree, &[], 0, "Tezos", "genesis").unwrap();
+        drop(tree);
+        for block in 1..4u32 {
+            let mut tree = store.checkout(&head).unwrap().unwrap();
+            for n in 0..400u32 {
+                let i = ((n * 7919 + block * 104_729) % 12_000) as usize;
+                balances[i] = block * 1_000_000 + n;
+                tree.add_mut(&["index", &format!("tz{i:05}"), "balance"], balances[i].to_string().as_bytes()).unwrap();
+            }
+            let Ok(Child::Dir(Ptr::Mem(root, _))) = tree.node() else { panic!("an updated tree is in memory") };
+            let mut found = Vec::new();
+            subtrees(root, 0, &mut found);
+            assert_eq!(found.len(), 32, "block {block}: every subtree of the index changed");
+            head = store.commit(&tree, &[head], i64::from(block), "Tezos", "block").unwrap();
+            let index = balances
+                .iter()
+                .enumerate()
+                .map(|(i, b)| {
+                    let account = RefTree::Dir(vec![(b"balance".to_vec(), RefTree::Contents(b.to_string().into_bytes()))]);
+                    (format!("tz{i:05}").into_bytes(), account)
+                })
+                .collect();
+            let reference = RefTree::Dir(vec![(b"index".to_vec(), RefTree::Dir(index))]).hash();
+            assert_eq!(tree.hash().unwrap(), reference, "block {block}");
+            assert_eq!(store.checkout(&head).unwrap().unwrap().hash().unwrap(), reference, "block {block}, read back");
+        }
+    }
+
+    /// A subtree is taken once; one the helper gives back (it could not
+    /// hash it, or panicked) can be taken again; and it is found by its top
+    /// inode from where the committing thread is on.
+    #[test]
+    fn a_subtree_is_taken_once_and_given_back_unless_hashed() {
+        let inodes: Vec<Arc<Inode>> = (0..3).map(|_| Inode::values(pando_core::dir::Values::new())).collect();
+        let listed: Vec<(&Arc<Inode>, u32)> = inodes.iter().map(|inode| (inode, 1)).collect();
+        let claims = Claims::new(&listed);
+        assert_eq!(claims.position(&inodes[1], 0), Some(1));
+        assert_eq!(claims.position(&inodes[1], 2), None, "looked for from after it");
+        assert!(claims.take(1));
+        assert!(!claims.take(1), "taken twice");
+        drop(Taken { claims: &claims, k: 1, hashed: false });
+        assert!(claims.take(1), "given back when dropped unhashed");
+        assert!(claims.take(2));
+        drop(Taken { claims: &claims, k: 2, hashed: true });
+        assert!(!claims.take(2), "kept once hashed");
     }
 }
