@@ -136,10 +136,18 @@ struct Backward {
 
 /// A subtree a commit hashes whole, level by level (see
 /// `dir::hash_subtree`): a tree inode below a directory's root, so part
-/// of a large directory.
+/// of a large directory, with at least [`BATCHED`] children changed, so
+/// that its levels have inodes to hash together. (A few changes spread
+/// over a large directory leave a handful of inodes per subtree, one per
+/// level: gathering them costs more than it saves, and the two threads
+/// are better apart, hashing from either end.)
 pub(super) fn is_subtree(inode: &Inode, depth: u32) -> bool {
-    depth > 0 && matches!(inode.body, Body::Tree(_))
+    depth > 0 && matches!(&inode.body, Body::Tree(pointers) if pointers.changed().count_ones() >= BATCHED)
 }
+
+/// Changed children of a tree inode that make it a subtree hashed whole
+/// (see [`is_subtree`]): as many as blake2b hashes at once on AVX2.
+const BATCHED: u32 = 4;
 
 /// The subtrees (see [`is_subtree`]) not hashed yet below `inode`, at
 /// `depth`, in the order a commit writes them, each with its depth.
