@@ -121,15 +121,21 @@ enum ChildHashes<H: Hold> {
 fn child_hashes<H: Hold, R: Resolve<H> + ?Sized>(inode: &Inode<H>, flat: bool, r: &R) -> Result<ChildHashes<H>, R::Error> {
     Ok(match &inode.body {
         Body::Values(values) => ChildHashes::Values(values.children().map(|c| child_hash(c, r)).collect::<Result<_, _>>()?),
-        Body::Tree(_) if flat => {
-            let entries = collect_sorted(inode, r)?;
-            let hashes = entries.iter().map(|(_, c)| child_hash(c, r)).collect::<Result<_, _>>()?;
-            ChildHashes::Flat(entries, hashes)
-        }
+        Body::Tree(_) if flat => flat_hashes(inode, r)?,
         Body::Tree(pointers) => ChildHashes::Tree(
             pointers.iter().map(|(i, ptr)| Ok((i, inode_ptr_hash(ptr, pointers.depth + 1, r)?))).collect::<Result<_, _>>()?,
         ),
     })
+}
+
+/// [`child_hashes`] of a directory hashed flat whose root is a tree inode:
+/// all its entries, sorted. Not inlined: its frame is large, and hashing
+/// recurses through `child_hashes` (a 1 MiB stack holds the deepest proof).
+#[inline(never)]
+fn flat_hashes<H: Hold, R: Resolve<H> + ?Sized>(root: &Inode<H>, r: &R) -> Result<ChildHashes<H>, R::Error> {
+    let entries = collect_sorted(root, r)?;
+    let hashes = entries.iter().map(|(_, c)| child_hash(c, r)).collect::<Result<_, _>>()?;
+    Ok(ChildHashes::Flat(entries, hashes))
 }
 
 /// Appends the bytes hashed for `inode` given its children's `hashes`: the
@@ -167,8 +173,8 @@ struct Unhashed<'a, H: Hold> {
 /// directory hash it is), and every inode in memory below it whose
 /// pointer does not carry its hash, as [`inode_hash`] and [`dir_hash`]
 /// would, but level by level from the bottom, the inputs of a level
-/// hashed together ([`Hash::of_many`]: about twice the throughput of one
-/// at a time). A commit hashes what it changed this way, a subtree at a
+/// hashed together ([`Hash::of_many`]: with AVX2, about twice the
+/// throughput of one at a time). A commit hashes what it changed this way, a subtree at a
 /// time (every pointer to an inode hashed remembers its hash).
 pub fn hash_subtree<H: Hold, R: Resolve<H> + ?Sized>(top: &Inode<H>, depth: u32, r: &R) -> Result<Hash, R::Error> {
     let mut levels: Vec<Vec<Unhashed<'_, H>>> = Vec::new();
@@ -220,7 +226,9 @@ const GATHERED: usize = 2048;
 /// Puts `node` and the inodes below it not hashed yet in `levels` by
 /// height (an inode after all its children); returns its height, or
 /// `None` if it is hashed (its pointer then learns the hash). Once `room`
-/// inodes are gathered, the subtrees below are hashed on their own.
+/// inodes are gathered, the subtrees below are hashed on their own. An
+/// inode reached by two paths (a subtree copied) is gathered, and hashed,
+/// twice: the same hash.
 fn gather<'a, H: Hold, R: Resolve<H> + ?Sized>(
     node: Unhashed<'a, H>,
     levels: &mut Vec<Vec<Unhashed<'a, H>>>,

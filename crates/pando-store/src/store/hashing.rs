@@ -142,7 +142,7 @@ struct Backward {
 /// level: gathering them costs more than it saves, and the two threads
 /// are better apart, hashing from either end.)
 pub(super) fn is_subtree(inode: &Inode, depth: u32) -> bool {
-    depth > 0 && matches!(&inode.body, Body::Tree(pointers) if pointers.changed().count_ones() >= BATCHED)
+    depth > 0 && matches!(&inode.body, Body::Tree(pointers) if (pointers.changed() & pointers.bitmap()).count_ones() >= BATCHED)
 }
 
 /// Changed children of a tree inode that make it a subtree hashed whole
@@ -168,8 +168,11 @@ pub(super) fn subtrees<'t>(inode: &'t Arc<Inode>, depth: u32, out: &mut Vec<(&'t
 /// The helper takes them from the first, just ahead of the committing
 /// thread's writing; the committing thread, when the next subtree it
 /// writes is not hashed yet, takes them from the last. So the helper
-/// hashes while the committing thread writes, and neither hashes what
-/// the other does.
+/// hashes while the committing thread writes, and neither hashes a
+/// subtree the other took. (A subtree either thread meets otherwise than
+/// in the order listed, or a part of one the other is on, may be hashed
+/// by both: the same hashes, set once.) A helper that panics gives its
+/// subtree back and is gone: later commits hash on their own thread.
 pub(super) struct Claims {
     /// Where each subtree's top inode is (to know it again).
     tops: Vec<usize>,
@@ -208,18 +211,19 @@ impl Claims {
 /// The helper's part of hashing a commit's subtrees: from the first on,
 /// each one nobody took, until the commit stops it.
 fn hash_subtrees_forward(root: &Arc<Inode>, claims: &Claims, stop: &AtomicBool) {
+    // The subtrees not hashed yet: those the committing thread hashed
+    // before this thread started are not among them, so each is found
+    // among the claims by its top, from the last one found on.
     let mut found = Vec::with_capacity(claims.len());
     subtrees(root, 0, &mut found);
-    if found.len() != claims.len() {
-        // Not the tree the claims were made for (cannot happen): the
-        // committing thread hashes them all.
-        return;
-    }
-    for (k, (inode, depth)) in found.into_iter().enumerate() {
+    let mut next = 0;
+    for (inode, depth) in found {
         if stop.load(Ordering::Relaxed) {
             return;
         }
-        if claims.position(inode, k) == Some(k) && claims.take(k) {
+        let Some(k) = claims.position(inode, next) else { continue };
+        next = k + 1;
+        if claims.take(k) {
             // Given back unless hashed: the committing thread waits for it.
             let mut taken = Taken { claims, k, hashed: false };
             taken.hashed = hash_subtree(inode, depth, &NoLoader as &dyn Loader).is_ok();
@@ -483,5 +487,34 @@ mod tests {
         assert!(claims.take(2));
         drop(Taken { claims: &claims, k: 2, hashed: true });
         assert!(!claims.take(2), "kept once hashed");
+    }
+
+    /// The helper hashes every subtree nobody took, also when the
+    /// committing thread hashed the first ones before the helper started
+    /// (they are then not among the helper's own list), and none it took.
+    #[test]
+    fn the_helper_hashes_the_subtrees_nobody_took_even_after_a_late_start() {
+        let mut tree = Tree::empty();
+        for i in 0..6_000u32 {
+            tree.add_mut(&["index", &format!("tz{i:05}"), "balance"], i.to_string().as_bytes()).unwrap();
+        }
+        let Ok(Child::Dir(Ptr::Mem(root, _))) = tree.node() else { panic!("a new tree is in memory") };
+        let mut listed = Vec::new();
+        subtrees(root, 0, &mut listed);
+        assert_eq!(listed.len(), 32);
+        let claims = Claims::new(&listed);
+        // The committing thread took and hashed the first two, and took the
+        // third without hashing it yet.
+        for k in 0..3 {
+            assert!(claims.take(k));
+        }
+        for &(inode, depth) in &listed[..2] {
+            hash_subtree(inode, depth, &NoLoader as &dyn Loader).unwrap();
+        }
+        hash_subtrees_forward(root, &claims, &AtomicBool::new(false));
+        assert!(listed[2].0.memo_hash(listed[2].1).is_none(), "the helper hashed a subtree it did not take");
+        for (k, &(inode, depth)) in listed.iter().enumerate().skip(3) {
+            assert!(inode.memo_hash(depth).is_some(), "subtree {k} was left unhashed");
+        }
     }
 }
