@@ -277,32 +277,6 @@ fn prefetch_takes_any_range() {
     assert!(bytes.iter().enumerate().all(|(i, &b)| b == i as u8));
 }
 
-/// A hint names a values inode's spilled steps (none when they lie inside
-/// it) or a tree inode's children (tagged); prefetching any value, stale
-/// or made up, changes nothing.
-#[test]
-fn hints_name_what_a_search_reads_first_and_any_prefetches_harmlessly() {
-    let mut root = Mem::empty();
-    dir::set(&mut root, 0, b"a", leaf(b"1"), &Nothing).unwrap();
-    assert_eq!(dir::hint(&root), 0, "one short entry: inside the inode");
-    for k in 0..40 {
-        dir::set(&mut root, 0, &step(k), leaf(&[k as u8]), &Nothing).unwrap();
-    }
-    assert_eq!(dir::hint(&root) & 1, 1, "a tree inode's hint is tagged");
-    let Body::Tree(pointers) = &root.body else { panic!("41 entries make a tree inode") };
-    let (_, child) = pointers.iter().find(|(_, child)| matches!(child.body, Body::Values(_))).expect("a values inode below");
-    let hint = dir::hint(child);
-    assert!(hint == 0 || hint & 1 == 0, "a values inode's hint is untagged");
-    let before = dir::dir_hash(&root, &Nothing).unwrap();
-    for hint in [0, 1, 2, usize::MAX, usize::MAX - 1, dir::hint(&root), hint, 0x1000] {
-        for depth in [0, 1, 12] {
-            dir::prefetch_hint::<Mem>(hint, depth, Some(b"s1"));
-            dir::prefetch_hint::<Mem>(hint, depth, None);
-        }
-    }
-    assert_eq!(dir::dir_hash(&root, &Nothing).unwrap(), before);
-}
-
 /// A directory `top` of directories, each of contents: `dirs[d]` are the
 /// entries of directory `d`.
 type Nested = BTreeMap<u16, BTreeMap<u8, u8>>;

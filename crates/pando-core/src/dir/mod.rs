@@ -73,13 +73,6 @@ pub trait Hold: Sized {
     /// for it (the same kind of hash as [`Hold::known_hash`] gives), if the
     /// holder keeps one there; [`Hold::as_mem_mut`] must then forget it.
     fn remember_hash(_ptr: &Self::Ptr, _hash: Hash) {}
-    /// The [`hint`] a pointer to an inode in memory keeps of it, if it
-    /// keeps one (0: none): where to prefetch what a search of the inode
-    /// reads first, at the same time as the inode itself. It may be stale
-    /// (the inode changed since): a prefetch never faults.
-    fn hint(_ptr: &Self::Ptr) -> usize {
-        0
-    }
     /// A shared empty values inode (cloning it allocates nothing).
     fn empty() -> Arc<Inode<Self>>;
     /// Readies an inode nothing else holds for an update in place (a

@@ -449,36 +449,6 @@ impl<H: Hold> Inode<H> {
     }
 }
 
-/// Where `inode` keeps, outside itself, what a search of it reads first:
-/// a values inode's ends and steps (0 when they lie inside it), a tree
-/// inode's children (tagged by the low bit). A holder keeps it in its
-/// pointers ([`Hold::hint`]), so that a walk can prefetch it together
-/// with the inode instead of after it: one cache miss less per level.
-pub fn hint<H: Hold>(inode: &Inode<H>) -> usize {
-    match &inode.body {
-        Body::Values(values) if values.names.spilled() => values.names.as_ptr() as usize & !1,
-        Body::Values(_) => 0,
-        Body::Tree(pointers) => pointers.children.as_ptr() as usize | 1,
-    }
-}
-
-/// Prefetches what a [`hint`] names, for a search of its inode at `depth`
-/// for `step` (`None`: not known yet): the steps of a values inode, the
-/// slot of a full tree inode where `step`'s child would be. Any value is
-/// harmless: a stale hint's prefetch is wasted, never wrong.
-#[inline(always)]
-pub fn prefetch_hint<H: Hold>(hint: usize, depth: u32, step: Option<&[u8]>) {
-    if hint == 0 {
-        return;
-    }
-    if hint & 1 == 0 {
-        prefetch_bytes(hint as *const u8, 4 * 64);
-    } else if let Some(step) = step {
-        let at = (hint & !1).wrapping_add(index(depth, step) * std::mem::size_of::<H::Ptr>());
-        prefetch_bytes(at as *const u8, std::mem::size_of::<H::Ptr>());
-    }
-}
-
 /// Asks the processor to bring in the cache lines of `x` (the first eight
 /// at most), so that their misses overlap; a hint, which changes nothing.
 #[inline(always)]

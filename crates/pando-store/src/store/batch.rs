@@ -54,6 +54,9 @@ pub(super) struct Batch<'a, 's> {
     /// Where a thread appending the pieces of a large batch is started.
     pub(super) scope: &'s std::thread::Scope<'s, 'a>,
     pub(super) spill: Option<Spill<'s>>,
+    /// Whether the subtrees of large directories are hashed whole (a
+    /// large commit, see `hashing::is_large`).
+    pub(super) subtrees_whole: bool,
     /// The subtrees the commit's helper hashes beside this thread, if it
     /// has one.
     pub(super) shared: Option<SharedHashing<'a>>,
@@ -262,7 +265,7 @@ impl<'a, 's> Batch<'a, 's> {
         // A subtree of a large directory is hashed whole first, level by
         // level (see `dir::hash_subtree`): the records below need hashes
         // of their children, which are then known.
-        if is_subtree(inode, depth) && inode.memo_hash(depth).is_none() {
+        if self.subtrees_whole && is_subtree(inode, depth) && inode.memo_hash(depth).is_none() {
             match &mut self.shared {
                 Some(shared) => shared.hashed(inode, depth, self.loader)?,
                 None => {

@@ -194,9 +194,15 @@ impl Repo {
         // while a helper hashes the subtrees of large directories ahead of
         // it, then the rest from the other end (see `HashingHelper`).
         let mut subtrees = Vec::new();
+        let large = match root {
+            Ptr::Mem(inode, _) => hashing::is_large(inode, tree.shared_writes().map(|w| w.known_len())),
+            Ptr::Stored { .. } => false,
+        };
         let helper = match root {
             Ptr::Mem(inode, _) if HashingHelper::worth_it(inode) => {
-                hashing::subtrees(inode, 0, &mut subtrees);
+                if large {
+                    hashing::subtrees(inode, 0, &mut subtrees);
+                }
                 HashingHelper::start(inode, &subtrees, side)
             }
             Ptr::Mem(..) | Ptr::Stored { .. } => None,
@@ -222,6 +228,7 @@ impl Repo {
                 superseded: Vec::new(),
                 scope,
                 spill: None,
+                subtrees_whole: large,
                 shared: helper.as_ref().map(|helper| SharedHashing {
                     subtrees: &subtrees,
                     claims: helper.claims(),

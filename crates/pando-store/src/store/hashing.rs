@@ -1,8 +1,9 @@
 //! A commit's second thread: while the committing thread writes the
 //! tree's new inodes (see `commit`), a helper hashes them
-//! ([`HashingHelper`]): first the subtrees of large directories, whole and
-//! level by level (`dir::hash_subtree`), from the first the commit writes
-//! on, just ahead of it; then the rest from the other end.
+//! ([`HashingHelper`]): in a large commit ([`is_large`]) first the
+//! subtrees of large directories, whole and level by level
+//! (`dir::hash_subtree`), from the first the commit writes on, just ahead
+//! of it; then the rest from the other end.
 //!
 //! Invariants:
 //! - The helper only hashes (memos, set once, of inodes nobody changes
@@ -61,26 +62,27 @@ pub(super) fn count_unhashed(inode: &Inode, depth: u32, cap: usize) -> usize {
 
 /// The helper's last part of a commit's hashing: the tree walked from each
 /// inode's last children to its first, the other way round from the
-/// committing thread, so that the two meet in the middle; the subtrees of
-/// large directories ([`subtrees`]) are left to whoever took them. An inode is
+/// committing thread, so that the two meet in the middle; if the commit
+/// hashes the subtrees of large directories whole (`whole`: see
+/// [`Claims`]), they are left to whoever took them. An inode is
 /// hashed only once all its children in memory are (by either thread);
 /// the walk ends when `stop` is set. Returns whether the inode is hashed.
 /// It reads nothing: a stored pointer carries its hash, so what a commit
 /// hashes is in memory (what it cannot hash it leaves to the other thread).
-pub(super) fn hash_backward(inode: &Arc<Inode>, depth: u32, stop: &AtomicBool) -> bool {
+pub(super) fn hash_backward(inode: &Arc<Inode>, depth: u32, whole: bool, stop: &AtomicBool) -> bool {
     if inode.memo_hash(depth).is_some() {
         return true;
     }
     if stop.load(Ordering::Relaxed) {
         return false;
     }
-    if is_subtree(inode, depth) {
+    if whole && is_subtree(inode, depth) {
         // Hashed by the thread that took it (see `Claims`), not yet.
         return false;
     }
     let mut all = true;
     for (child, child_depth) in children_unhashed(inode).into_iter().rev() {
-        all &= hash_backward(child, child_depth, stop);
+        all &= hash_backward(child, child_depth, whole, stop);
     }
     if !all || stop.load(Ordering::Relaxed) {
         return false;
@@ -145,6 +147,29 @@ pub(super) fn is_subtree(inode: &Inode, depth: u32) -> bool {
     depth > 0 && matches!(&inode.body, Body::Tree(pointers) if (pointers.changed() & pointers.bitmap()).count_ones() >= BATCHED)
 }
 
+/// Whether a commit of `root`'s tree is large enough to hash the subtrees
+/// of its large directories whole ([`subtrees`]): at least
+/// [`LARGE_UPDATES`] updates, by the tree's log of them (`logged`: `None`
+/// if the tree keeps no log, the flat read cache being off or resting;
+/// `Some(None)` if it stopped logging, past `flat::MAX_WRITES` updates or
+/// after its root was replaced, when the new inodes are counted instead).
+/// Finding the subtrees walks the tree's new inodes above them first, and
+/// the helper then works beside the committing thread rather than from
+/// the other end: for a block of a few hundred updates (`small`'s,
+/// `medium`'s) that cost more than batching saved, as did counting the
+/// new inodes of every commit to decide; for one of a thousand it saves
+/// a tenth. A tree that keeps no log is hashed the usual way.
+pub(super) fn is_large(root: &Inode, logged: Option<Option<usize>>) -> bool {
+    match logged {
+        Some(Some(updates)) => updates >= LARGE_UPDATES,
+        Some(None) => count_unhashed(root, 0, LARGE_UPDATES) >= LARGE_UPDATES,
+        None => false,
+    }
+}
+
+/// Updates of a commit that make it large (see [`is_large`]).
+const LARGE_UPDATES: usize = 512;
+
 /// Changed children of a tree inode that make it a subtree hashed whole
 /// (see [`is_subtree`]): as many as blake2b hashes at once on AVX2.
 const BATCHED: u32 = 4;
@@ -206,11 +231,19 @@ impl Claims {
     pub(super) fn len(&self) -> usize {
         self.tops.len()
     }
+
+    pub(super) fn is_empty(&self) -> bool {
+        self.tops.is_empty()
+    }
 }
 
 /// The helper's part of hashing a commit's subtrees: from the first on,
 /// each one nobody took, until the commit stops it.
 fn hash_subtrees_forward(root: &Arc<Inode>, claims: &Claims, stop: &AtomicBool) {
+    if claims.is_empty() {
+        // Not a large commit (see `is_large`): no walk to find subtrees.
+        return;
+    }
     // The subtrees not hashed yet: those the committing thread hashed
     // before this thread started are not among them, so each is found
     // among the claims by its top, from the last one found on.
@@ -250,8 +283,9 @@ impl Drop for Taken<'_> {
 /// The second thread of a commit with at least [`HELPER_INODES`] unhashed
 /// inodes in memory. The committing thread writes the tree's new inodes
 /// children first, first child to last, and a record needs its children's
-/// hashes. The helper first hashes the subtrees of large directories the
-/// commit writes (see [`subtrees`]) in that same order, each whole and
+/// hashes. In a large commit ([`is_large`]) the helper first hashes the
+/// subtrees of large directories the commit writes (see [`subtrees`]) in
+/// that same order, each whole and
 /// level by level, several inodes at once, so that the committing thread
 /// mostly finds them hashed; when it reaches one the helper is still
 /// hashing, it hashes the last subtrees nobody took meanwhile (see
@@ -303,7 +337,7 @@ fn helper_thread() -> Option<&'static mpsc::Sender<Arc<Backward>>> {
                 for walk in receive {
                     if let Some(root) = walk.root.read().as_ref() {
                         hash_subtrees_forward(root, &walk.subtrees, &walk.stop);
-                        hash_backward(root, 0, &walk.stop);
+                        hash_backward(root, 0, !walk.subtrees.is_empty(), &walk.stop);
                     }
                     walk.side.run();
                 }
@@ -408,14 +442,14 @@ mod tests {
         let expected = build().hash().unwrap();
 
         let stopped = build();
-        assert!(!hash_backward(&root_of(&stopped), 0, &AtomicBool::new(true)));
+        assert!(!hash_backward(&root_of(&stopped), 0, false, &AtomicBool::new(true)));
         assert!(
             root_of(&stopped).memo_hash(0).is_none() && dir_of(&stopped, 299).memo_hash(0).is_none(),
             "a stopped walk hashed"
         );
 
         let backward = build();
-        assert!(hash_backward(&root_of(&backward), 0, &AtomicBool::new(false)));
+        assert!(hash_backward(&root_of(&backward), 0, false, &AtomicBool::new(false)));
         assert_eq!(root_of(&backward).memo_hash(0), Some(expected));
         for d in 0..300 {
             assert!(dir_of(&backward, d).memo_hash(0).is_some(), "directory d{d} was not hashed by the backward walk");

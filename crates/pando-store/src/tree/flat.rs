@@ -562,6 +562,11 @@ impl Writes {
         self.count
     }
 
+    /// How many updates the tree made, if it logged them all.
+    pub(crate) fn known_len(&self) -> Option<usize> {
+        self.complete.then_some(self.count)
+    }
+
     /// Logs an update of `steps`, in a new link when a clone shares `writes`.
     pub(crate) fn log(writes: &mut Arc<Writes>, steps: &[&[u8]], write: Write<'_>) {
         if !writes.complete {

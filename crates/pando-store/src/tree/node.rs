@@ -10,9 +10,7 @@
 //!   hash for a directory root, the inode hash for an inode below a root.
 //!   A [`Ptr::Mem`]'s [`HashMemo`], once set, is that same hash of the inode
 //!   it holds; [`Hold::as_mem_mut`], the only way to change the inode
-//!   through the pointer, forgets it. The prefetch hint beside it may be
-//!   stale (the inode changed in place or was copied since): it is only
-//!   ever prefetched, never read through.
+//!   through the pointer, forgets it.
 //! - A written inode changes in place only when nothing else holds it,
 //!   and then forgets where it was written ([`Hold::thaw`]); an update of
 //!   a shared one works on a copy. Either way the inode remembers what a
@@ -27,7 +25,6 @@
 use pando_core::Hash;
 use pando_core::dir::{self, Hold, Resolve};
 use pando_core::tezos::contents_hash;
-use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicU8, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock, OnceLock};
 
@@ -178,20 +175,18 @@ impl Ptr {
 
     /// A pointer to an inode in memory, its hash not yet known here.
     pub fn mem(inode: Arc<Inode>) -> Ptr {
-        let hint = dir::hint(&inode);
-        Ptr::Mem(inode, HashMemo::new(None, hint))
+        Ptr::Mem(inode, HashMemo::default())
     }
 
     /// A pointer to an inode in memory whose hash is `hash`.
     pub fn mem_hashed(inode: Arc<Inode>, hash: Hash) -> Ptr {
-        let hint = dir::hint(&inode);
-        Ptr::Mem(inode, HashMemo::new(Some(hash), hint))
+        Ptr::Mem(inode, HashMemo(OnceLock::from(hash)))
     }
 
     /// The inode in memory, when the pointer does not carry its hash yet.
     pub fn unhashed_mem(&self) -> Option<&Arc<Inode>> {
         match self {
-            Ptr::Mem(inode, memo) if memo.get().is_none() => Some(inode),
+            Ptr::Mem(inode, memo) if memo.0.get().is_none() => Some(inode),
             _ => None,
         }
     }
@@ -199,100 +194,9 @@ impl Ptr {
 
 /// The hash a memory pointer's inode has (see [`Ptr`]): set once hashed,
 /// and forgotten by [`Hold::as_mem_mut`], the only way to change the inode
-/// through the pointer. Beside it, in the same word as its state, the
-/// pointer keeps the inode's prefetch hint (`pando_core::dir::hint`), as
-/// of when the pointer was made or last given the hash: so a pointer
-/// stays 48 bytes, and an entry 56.
-pub struct HashMemo {
-    /// [`SET`] once `hash` holds the hash, [`WRITING`] while a thread
-    /// writes it; above them the hint (its low bits dropped: a prefetch
-    /// needs only the cache line) and its tag.
-    word: AtomicU64,
-    hash: UnsafeCell<Hash>,
-}
-
-// SAFETY: `hash` is written only by the one thread that moved the state
-// from neither flag to `WRITING`, and read only after `SET` is seen with
-// `Acquire`, which the writer publishes with `Release` once written. Once
-// `SET`, it is not written again until `HashMemo::forget` (through `&mut`,
-// so while nothing reads it) clears the state; then the same protocol
-// holds. So no read races a write, and no two writes race.
-unsafe impl Sync for HashMemo {}
-
-/// [`HashMemo`]'s state: the hash is there.
-const SET: u64 = 1;
-/// [`HashMemo`]'s state: a thread is writing the hash.
-const WRITING: u64 = 2;
-/// Where [`HashMemo`] keeps a hint's tag (`dir::hint`'s low bit).
-const TAG: u64 = 4;
-/// [`HashMemo`]'s bits that are not the hint's address.
-const LOW: u64 = 7;
-
-impl HashMemo {
-    fn new(hash: Option<Hash>, hint: usize) -> HashMemo {
-        let state = if hash.is_some() { SET } else { 0 };
-        HashMemo { word: AtomicU64::new(pack_hint(hint) | state), hash: UnsafeCell::new(hash.unwrap_or_default()) }
-    }
-
-    fn get(&self) -> Option<Hash> {
-        // SAFETY: `SET` seen with `Acquire`: the hash is written, and stays
-        // until `forget`, which takes `&mut self` (see `Sync` above).
-        (self.word.load(Ordering::Acquire) & SET != 0).then(|| unsafe { *self.hash.get() })
-    }
-
-    /// Sets the hash and the hint, unless the hash is set; once it
-    /// returns, [`HashMemo::get`] has the hash. (A thread setting it at
-    /// the same time hashed the same inode: the same hash. This one then
-    /// waits the few instructions until it is written.)
-    fn set(&self, hash: Hash, hint: usize) {
-        let mut spins = 0u32;
-        loop {
-            let word = self.word.load(Ordering::Acquire);
-            if word & SET != 0 {
-                return;
-            }
-            if word & WRITING == 0 {
-                if self.word.compare_exchange(word, word | WRITING, Ordering::Acquire, Ordering::Relaxed).is_ok() {
-                    // SAFETY: this thread moved the state to `WRITING`: no
-                    // other writes, and none reads before `SET` (see
-                    // `Sync` above).
-                    unsafe { *self.hash.get() = hash };
-                    self.word.store(pack_hint(hint) | SET, Ordering::Release);
-                    return;
-                }
-                continue;
-            }
-            spins += 1;
-            if spins < 64 {
-                std::hint::spin_loop();
-            } else {
-                std::thread::yield_now();
-            }
-        }
-    }
-
-    fn forget(&mut self) {
-        *self.word.get_mut() &= !(SET | WRITING);
-    }
-
-    fn hint(&self) -> usize {
-        let word = self.word.load(Ordering::Relaxed);
-        (word & !LOW) as usize | usize::from(word & TAG != 0)
-    }
-}
-
-/// A hint (`dir::hint`: an address, its low bit a tag) as [`HashMemo`]
-/// keeps it.
-fn pack_hint(hint: usize) -> u64 {
-    let hint = hint as u64;
-    (hint & !LOW) | if hint & 1 != 0 { TAG } else { 0 }
-}
-
-impl Clone for HashMemo {
-    fn clone(&self) -> Self {
-        HashMemo::new(self.get(), self.hint())
-    }
-}
+/// through the pointer.
+#[derive(Clone, Default)]
+pub struct HashMemo(OnceLock<Hash>);
 
 /// What the store keeps beside each inode. Its marks are set once, by the
 /// writer; `patch_chain` and `kept_since` are read by the writer only.
@@ -430,7 +334,7 @@ impl Hold for Held {
         match ptr {
             Ptr::Mem(inode, memo) => {
                 // The inode may change: its hash is no longer known here.
-                memo.forget();
+                memo.0.take();
                 Some(inode)
             }
             Ptr::Stored { .. } => None,
@@ -439,21 +343,14 @@ impl Hold for Held {
 
     fn known_hash(ptr: &Ptr) -> Option<Hash> {
         match ptr {
-            Ptr::Mem(_, memo) => memo.get(),
+            Ptr::Mem(_, memo) => memo.0.get().copied(),
             Ptr::Stored { hash, .. } => Some(*hash),
         }
     }
 
     fn remember_hash(ptr: &Ptr, hash: Hash) {
-        if let Ptr::Mem(inode, memo) = ptr {
-            memo.set(hash, dir::hint(inode));
-        }
-    }
-
-    fn hint(ptr: &Ptr) -> usize {
-        match ptr {
-            Ptr::Mem(_, memo) => memo.hint(),
-            Ptr::Stored { .. } => 0,
+        if let Ptr::Mem(_, memo) = ptr {
+            let _ = memo.0.set(hash);
         }
     }
 
@@ -689,7 +586,7 @@ mod tests {
     fn nodes_are_compact() {
         assert_eq!(std::mem::size_of::<Leaf>(), 48);
         assert_eq!(std::mem::size_of::<Ptr>(), 48);
-        assert_eq!(std::mem::size_of::<Child>(), 56);
+        assert!(std::mem::size_of::<Child>() <= 56);
         assert!(std::mem::size_of::<Inode>() <= 224);
         let mut root = empty();
         pando_core::dir::set(&mut root, 0, b"balance", value_child(&[0; 8]), &NoLoader as &dyn Loader).unwrap();
@@ -702,49 +599,5 @@ mod tests {
         // Each entry: its child, then its step's end (4 bytes) among the
         // steps' ends, then its step.
         assert_eq!(values.weight(), 3 * (std::mem::size_of::<Child>() + 4) + b"balancecounterdelegate".len());
-    }
-
-    /// A pointer's memo: a hash set once (by one thread of two racing to
-    /// set it), read back, forgotten through `&mut`, cloned with its state;
-    /// and the hint beside it, its tag and its address's line kept.
-    #[test]
-    fn a_memo_holds_its_hash_once_and_its_hint_beside_it() {
-        let (a, b) = (Hash::of_bytes(b"a"), Hash::of_bytes(b"b"));
-        for hint in [0usize, 0x7f00_1234_5678, 0x7f00_1234_5679] {
-            let mut memo = HashMemo::new(None, hint);
-            assert_eq!(memo.get(), None);
-            assert_eq!(memo.hint() & 1, hint & 1, "the tag");
-            assert_eq!(memo.hint() & !63, hint & !63, "the cache line");
-            std::thread::scope(|s| {
-                for _ in 0..2 {
-                    s.spawn(|| {
-                        memo.set(a, hint);
-                        assert_eq!(memo.get(), Some(a), "set when `set` returns, whichever thread wrote it");
-                    });
-                }
-            });
-            assert_eq!(memo.get(), Some(a));
-            memo.set(b, hint);
-            assert_eq!(memo.get(), Some(a), "set once");
-            assert_eq!(memo.clone().get(), Some(a));
-            memo.forget();
-            assert_eq!(memo.get(), None);
-            assert_eq!(memo.clone().get(), None);
-            memo.set(b, hint);
-            assert_eq!(memo.get(), Some(b), "set again once forgotten");
-            assert_eq!(memo.hint() & 1, hint & 1);
-        }
-        // Many races: whoever loses waits for the winner's write.
-        for _ in 0..2000 {
-            let memo = HashMemo::new(None, 0);
-            std::thread::scope(|s| {
-                for _ in 0..2 {
-                    s.spawn(|| {
-                        memo.set(a, 0);
-                        assert_eq!(memo.get(), Some(a));
-                    });
-                }
-            });
-        }
     }
 }
