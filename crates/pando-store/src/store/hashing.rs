@@ -285,9 +285,8 @@ impl Drop for Taken<'_> {
 /// children first, first child to last, and a record needs its children's
 /// hashes. In a large commit ([`is_large`]) the helper first hashes the
 /// subtrees of large directories the commit writes (see [`subtrees`]) in
-/// that same order, each whole and
-/// level by level, several inodes at once, so that the committing thread
-/// mostly finds them hashed; when it reaches one the helper is still
+/// that same order, each whole and level by level, several inodes at
+/// once, so that the committing thread mostly finds them hashed; when it reaches one the helper is still
 /// hashing, it hashes the last subtrees nobody took meanwhile (see
 /// [`Claims`]), so that the two threads share the hashing while one of
 /// them also writes. Then the helper walks the rest the other way round
