@@ -144,12 +144,7 @@ fn flat_hashes<H: Hold, R: Resolve<H> + ?Sized>(root: &Inode<H>, r: &R) -> Resul
 fn encode<H: Hold>(inode: &Inode<H>, flat: bool, hashes: &ChildHashes<H>, buf: &mut Vec<u8>) {
     match (&inode.body, hashes) {
         (Body::Values(values), ChildHashes::Values(hashes)) => {
-            let entries = values.iter().zip(hashes).map(|((s, c), h)| (s, c.kind(), h));
-            if flat {
-                encode_node(buf, values.len(), entries);
-            } else {
-                encode_values(buf, values.len(), entries);
-            }
+            encode_entries(buf, flat, values.len(), values.iter().zip(hashes).map(|((s, c), h)| (s, c.kind(), h)));
         }
         (_, ChildHashes::Flat(entries, hashes)) => {
             encode_node(buf, entries.len(), entries.iter().zip(hashes).map(|((s, c), h)| (&s[..], c.kind(), h)));
@@ -167,6 +162,18 @@ struct Unhashed<'a, H: Hold> {
     inode: &'a Inode<H>,
     depth: u32,
     via: Option<&'a H::Ptr>,
+}
+
+impl<H: Hold> Unhashed<'_, H> {
+    /// Whether it is hashed as its directory's flat node (a root of at
+    /// most [`STABLE_HASH`] entries).
+    fn flat(&self) -> bool {
+        self.depth == 0 && hashed_flat(self.inode.len())
+    }
+
+    fn memo(&self) -> Option<Hash> {
+        self.inode.memo_hash(self.depth)
+    }
 }
 
 /// Hashes `top`, an inode at `depth` (0: a directory's root, whose
@@ -187,34 +194,27 @@ pub fn hash_subtree<H: Hold, R: Resolve<H> + ?Sized>(top: &Inode<H>, depth: u32,
         buf.clear();
         let mut encoded = Vec::with_capacity(level.len());
         for (k, node) in level.iter().enumerate() {
-            if memo(node).get().is_none() {
-                let flat = node.depth == 0 && hashed_flat(node.inode.len());
-                encode(node.inode, flat, &child_hashes(node.inode, flat, r)?, &mut buf);
+            if node.memo().is_none() {
+                encode(node.inode, node.flat(), &child_hashes(node.inode, node.flat(), r)?, &mut buf);
                 encoded.push((k, buf.len()));
             }
         }
         let inputs = encoded.iter().scan(0, |start, &(_, end)| Some(&buf[std::mem::replace(start, end)..end]));
         for (&(k, _), hash) in encoded.iter().zip(Hash::of_many(inputs)) {
             let node = &level[k];
-            let _ = memo(node).set(hash);
-            if node.depth == 0 && !hashed_flat(node.inode.len()) {
+            node.inode.remember_hash(node.depth, hash);
+            if node.depth == 0 && !node.flat() {
                 // A large directory's hash is its root's inode hash.
                 let _ = node.inode.hash.set(hash);
             }
         }
         for node in level {
-            if let (Some(via), Some(&hash)) = (node.via, memo(node).get()) {
+            if let (Some(via), Some(hash)) = (node.via, node.memo()) {
                 H::remember_hash(via, hash);
             }
         }
     }
     if depth == 0 { dir_hash(top, r) } else { inode_hash(top, r) }
-}
-
-/// The memo an inode's hash at its depth goes in: the directory hash for
-/// a root, the inode hash below.
-fn memo<'a, H: Hold>(node: &Unhashed<'a, H>) -> &'a OnceLock<Hash> {
-    if node.depth == 0 { &node.inode.dir_hash } else { &node.inode.hash }
 }
 
 /// Inodes [`hash_subtree`] hashes level by level at most: the levels of
@@ -235,7 +235,7 @@ fn gather<'a, H: Hold, R: Resolve<H> + ?Sized>(
     room: &mut usize,
     r: &R,
 ) -> Result<Option<usize>, R::Error> {
-    if let Some(&hash) = memo(&node).get() {
+    if let Some(hash) = node.memo() {
         if let Some(via) = node.via {
             H::remember_hash(via, hash);
         }
@@ -286,12 +286,19 @@ pub fn values_hash<'a>(
     entries: impl Iterator<Item = (&'a [u8], Kind, &'a Hash)>,
 ) -> Hash {
     buf.clear();
+    encode_entries(buf, root, count, entries);
+    Hash::of_bytes(buf)
+}
+
+/// Appends a values inode's entries (sorted by step, unique) as hashed:
+/// the flat node encoding of its directory for a root, its values
+/// encoding below.
+fn encode_entries<'a>(buf: &mut Vec<u8>, root: bool, count: usize, entries: impl Iterator<Item = (&'a [u8], Kind, &'a Hash)>) {
     if root {
         encode_node(buf, count, entries);
     } else {
         encode_values(buf, count, entries);
     }
-    Hash::of_bytes(buf)
 }
 
 /// The inode hash of a tree inode at `depth` of `len` entries from its

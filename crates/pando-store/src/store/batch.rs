@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 use std::thread::ScopedJoinHandle;
 
-use super::hashing::{Claims, is_subtree};
+use super::hashing::{Claims, is_subtree, position};
 use crate::crash_point;
 use crate::dict::{Dict, RawSteps};
 use crate::error::{Error, Result};
@@ -79,7 +79,7 @@ impl SharedHashing<'_> {
     /// take it. While the helper hashes it, this thread hashes the last
     /// subtrees nobody took, then waits.
     fn hashed(&mut self, inode: &Arc<Inode>, depth: u32, loader: &dyn Loader) -> Result<()> {
-        let Some(k) = self.claims.position(inode, self.next) else {
+        let Some(k) = position(self.subtrees, inode, self.next) else {
             hash_subtree(inode, depth, loader)?;
             return Ok(());
         };

@@ -195,7 +195,7 @@ impl Repo {
         // it, then the rest from the other end (see `HashingHelper`).
         let mut subtrees = Vec::new();
         let large = match root {
-            Ptr::Mem(inode, _) => hashing::is_large(inode, tree.shared_writes().map(|w| w.known_len())),
+            Ptr::Mem(inode, _) => hashing::is_large(inode, tree.logged_updates()),
             Ptr::Stored { .. } => false,
         };
         let helper = match root {

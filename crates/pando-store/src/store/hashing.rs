@@ -17,8 +17,8 @@
 //!   thread then hashes it.
 //! - The committing thread never waits for the helper to start; dropping
 //!   the helper stops it and waits only for the subtree or inode it is
-//!   hashing, and takes the root back, so that no inode stays shared after
-//!   the commit.
+//!   hashing, and takes the tree back (its root and subtrees), so that no
+//!   inode stays shared after the commit.
 //! - A commit's side job ([`Side`]: carrying the flat read cache over)
 //!   runs once, on the helper after its hashing or on the committing
 //!   thread if that takes it first; the commit returns only after it ran
@@ -125,15 +125,23 @@ impl Side {
 }
 
 /// A commit's tree as the hashing helper sees it: the committing thread
-/// takes the root back (and sets `stop`) when it has written the tree; the
-/// helper holds a read lock while it walks, and finds no root if it starts
+/// takes the tree back (and sets `stop`) when it has written it; the
+/// helper holds a read lock while it walks, and finds no tree if it starts
 /// late. Then the helper runs the side job, if the committing thread did
 /// not.
 struct Backward {
-    root: RwLock<Option<Arc<Inode>>>,
+    work: RwLock<Option<Work>>,
     stop: AtomicBool,
     side: Side,
-    subtrees: Claims,
+    claims: Claims,
+}
+
+/// What the helper hashes: the root, and the subtrees ([`subtrees`]) of a
+/// large commit, in the order the committing thread found them, which
+/// [`Claims`] counts in.
+struct Work {
+    root: Arc<Inode>,
+    subtrees: Vec<(Arc<Inode>, u32)>,
 }
 
 /// A subtree a commit hashes whole, level by level (see
@@ -189,77 +197,56 @@ pub(super) fn subtrees<'t>(inode: &'t Arc<Inode>, depth: u32, out: &mut Vec<(&'t
     }
 }
 
-/// Which of a commit's subtrees (see [`subtrees`]) a thread took to hash.
-/// The helper takes them from the first, just ahead of the committing
-/// thread's writing; the committing thread, when the next subtree it
-/// writes is not hashed yet, takes them from the last. So the helper
-/// hashes while the committing thread writes, and neither hashes a
-/// subtree the other took. (A subtree either thread meets otherwise than
-/// in the order listed, or a part of one the other is on, may be hashed
-/// by both: the same hashes, set once.) A helper that panics gives its
-/// subtree back and is gone: later commits hash on their own thread.
-pub(super) struct Claims {
-    /// Where each subtree's top inode is (to know it again).
-    tops: Vec<usize>,
-    taken: Vec<AtomicBool>,
-}
+/// Which of a commit's subtrees (see [`subtrees`]) a thread took to hash,
+/// by their place in the list. The helper takes them from the first, just
+/// ahead of the committing thread's writing; the committing thread, when
+/// the next subtree it writes is not hashed yet, takes them from the
+/// last. So the helper hashes while the committing thread writes, and
+/// neither hashes a subtree the other took. (A subtree either thread
+/// meets otherwise than in the order listed, or a part of one the other
+/// is on, may be hashed by both: the same hashes, set once.) A helper
+/// that panics gives its subtree back and is gone: later commits hash on
+/// their own thread.
+pub(super) struct Claims(Vec<AtomicBool>);
 
 impl Claims {
-    pub(super) fn new(subtrees: &[(&Arc<Inode>, u32)]) -> Claims {
-        Claims {
-            tops: subtrees.iter().map(|(inode, _)| Arc::as_ptr(inode) as usize).collect(),
-            taken: subtrees.iter().map(|_| AtomicBool::new(false)).collect(),
-        }
+    /// Claims on `count` subtrees, none taken.
+    fn new(count: usize) -> Claims {
+        Claims((0..count).map(|_| AtomicBool::new(false)).collect())
     }
 
     /// Takes subtree `k` to hash it: `false` if a thread did.
     pub(super) fn take(&self, k: usize) -> bool {
-        !self.taken[k].load(Ordering::Relaxed) && !self.taken[k].swap(true, Ordering::AcqRel)
+        !self.0[k].load(Ordering::Relaxed) && !self.0[k].swap(true, Ordering::AcqRel)
     }
 
     /// Gives subtree `k` back, not hashed.
-    pub(super) fn give_back(&self, k: usize) {
-        self.taken[k].store(false, Ordering::Release);
+    fn give_back(&self, k: usize) {
+        self.0[k].store(false, Ordering::Release);
     }
 
-    /// Where `inode` is among the subtrees, looking from `from` on.
-    pub(super) fn position(&self, inode: &Arc<Inode>, from: usize) -> Option<usize> {
-        let at = Arc::as_ptr(inode) as usize;
-        self.tops.get(from..)?.iter().position(|&top| top == at).map(|k| from + k)
-    }
-
-    pub(super) fn len(&self) -> usize {
-        self.tops.len()
-    }
-
-    pub(super) fn is_empty(&self) -> bool {
-        self.tops.is_empty()
+    fn is_empty(&self) -> bool {
+        self.0.is_empty()
     }
 }
 
+/// Where `inode` is among `subtrees` (a commit's, see [`subtrees`]),
+/// looking from `from` on: the place its claim has.
+pub(super) fn position(subtrees: &[(&Arc<Inode>, u32)], inode: &Arc<Inode>, from: usize) -> Option<usize> {
+    subtrees.get(from..)?.iter().position(|(top, _)| Arc::ptr_eq(top, inode)).map(|k| from + k)
+}
+
 /// The helper's part of hashing a commit's subtrees: from the first on,
-/// each one nobody took, until the commit stops it.
-fn hash_subtrees_forward(root: &Arc<Inode>, claims: &Claims, stop: &AtomicBool) {
-    if claims.is_empty() {
-        // Not a large commit (see `is_large`): no walk to find subtrees.
-        return;
-    }
-    // The subtrees not hashed yet: those the committing thread hashed
-    // before this thread started are not among them, so each is found
-    // among the claims by its top, from the last one found on.
-    let mut found = Vec::with_capacity(claims.len());
-    subtrees(root, 0, &mut found);
-    let mut next = 0;
-    for (inode, depth) in found {
+/// each one not hashed and nobody took, until the commit stops it.
+fn hash_subtrees_forward(subtrees: &[(Arc<Inode>, u32)], claims: &Claims, stop: &AtomicBool) {
+    for (k, (inode, depth)) in subtrees.iter().enumerate() {
         if stop.load(Ordering::Relaxed) {
             return;
         }
-        let Some(k) = claims.position(inode, next) else { continue };
-        next = k + 1;
-        if claims.take(k) {
+        if inode.memo_hash(*depth).is_none() && claims.take(k) {
             // Given back unless hashed: the committing thread waits for it.
             let mut taken = Taken { claims, k, hashed: false };
-            taken.hashed = hash_subtree(inode, depth, &NoLoader as &dyn Loader).is_ok();
+            taken.hashed = hash_subtree(inode, *depth, &NoLoader as &dyn Loader).is_ok();
         }
     }
 }
@@ -310,11 +297,12 @@ impl HashingHelper {
     /// it runs `side`, unless the committing thread did. `None` if no
     /// helper thread could be started.
     pub(super) fn start(root: &Arc<Inode>, subtrees: &[(&Arc<Inode>, u32)], side: &Side) -> Option<HashingHelper> {
+        let work = Work { root: root.clone(), subtrees: subtrees.iter().map(|&(inode, depth)| (inode.clone(), depth)).collect() };
         let shared = Arc::new(Backward {
-            root: RwLock::new(Some(root.clone())),
+            work: RwLock::new(Some(work)),
             stop: AtomicBool::new(false),
             side: side.clone(),
-            subtrees: Claims::new(subtrees),
+            claims: Claims::new(subtrees.len()),
         });
         helper_thread()?.send(shared.clone()).ok()?;
         Some(HashingHelper { shared })
@@ -334,9 +322,9 @@ fn helper_thread() -> Option<&'static mpsc::Sender<Arc<Backward>>> {
             let (send, receive) = mpsc::channel::<Arc<Backward>>();
             let walks = move || {
                 for walk in receive {
-                    if let Some(root) = walk.root.read().as_ref() {
-                        hash_subtrees_forward(root, &walk.subtrees, &walk.stop);
-                        hash_backward(root, 0, !walk.subtrees.is_empty(), &walk.stop);
+                    if let Some(work) = walk.work.read().as_ref() {
+                        hash_subtrees_forward(&work.subtrees, &walk.claims, &walk.stop);
+                        hash_backward(&work.root, 0, !walk.claims.is_empty(), &walk.stop);
                     }
                     walk.side.run();
                 }
@@ -349,17 +337,17 @@ fn helper_thread() -> Option<&'static mpsc::Sender<Arc<Backward>>> {
 impl HashingHelper {
     /// The claims on the subtrees the helper was started with.
     pub(super) fn claims(&self) -> &Claims {
-        &self.shared.subtrees
+        &self.shared.claims
     }
 }
 
 impl Drop for HashingHelper {
-    /// Stops the helper and takes the root back, so that no inode stays
-    /// shared once the commit is done.
+    /// Stops the helper and takes the tree back (its root and subtrees), so
+    /// that no inode stays shared once the commit is done.
     fn drop(&mut self) {
         self.shared.stop.store(true, Ordering::Relaxed);
         loop {
-            if let Some(mut taken) = self.shared.root.try_write() {
+            if let Some(mut taken) = self.shared.work.try_write() {
                 *taken = None;
                 break;
             }
@@ -510,9 +498,9 @@ mod tests {
     fn a_subtree_is_taken_once_and_given_back_unless_hashed() {
         let inodes: Vec<Arc<Inode>> = (0..3).map(|_| Inode::values(pando_core::dir::Values::new())).collect();
         let listed: Vec<(&Arc<Inode>, u32)> = inodes.iter().map(|inode| (inode, 1)).collect();
-        let claims = Claims::new(&listed);
-        assert_eq!(claims.position(&inodes[1], 0), Some(1));
-        assert_eq!(claims.position(&inodes[1], 2), None, "looked for from after it");
+        let claims = Claims::new(listed.len());
+        assert_eq!(position(&listed, &inodes[1], 0), Some(1));
+        assert_eq!(position(&listed, &inodes[1], 2), None, "looked for from after it");
         assert!(claims.take(1));
         assert!(!claims.take(1), "taken twice");
         drop(Taken { claims: &claims, k: 1, hashed: false });
@@ -524,7 +512,7 @@ mod tests {
 
     /// The helper hashes every subtree nobody took, also when the
     /// committing thread hashed the first ones before the helper started
-    /// (they are then not among the helper's own list), and none it took.
+    /// (it passes over those hashed), and none it took.
     #[test]
     fn the_helper_hashes_the_subtrees_nobody_took_even_after_a_late_start() {
         let mut tree = Tree::empty();
@@ -535,7 +523,7 @@ mod tests {
         let mut listed = Vec::new();
         subtrees(root, 0, &mut listed);
         assert_eq!(listed.len(), 32);
-        let claims = Claims::new(&listed);
+        let claims = Claims::new(listed.len());
         // The committing thread took and hashed the first two, and took the
         // third without hashing it yet.
         for k in 0..3 {
@@ -544,7 +532,8 @@ mod tests {
         for &(inode, depth) in &listed[..2] {
             hash_subtree(inode, depth, &NoLoader as &dyn Loader).unwrap();
         }
-        hash_subtrees_forward(root, &claims, &AtomicBool::new(false));
+        let work: Vec<(Arc<Inode>, u32)> = listed.iter().map(|&(inode, depth)| (inode.clone(), depth)).collect();
+        hash_subtrees_forward(&work, &claims, &AtomicBool::new(false));
         assert!(listed[2].0.memo_hash(listed[2].1).is_none(), "the helper hashed a subtree it did not take");
         for (k, &(inode, depth)) in listed.iter().enumerate().skip(3) {
             assert!(inode.memo_hash(depth).is_some(), "subtree {k} was left unhashed");

@@ -232,6 +232,12 @@ impl Tree {
         self.writes.clone()
     }
 
+    /// How many updates this tree made since it was taken from a commit:
+    /// `None` if it keeps no log, `Some(None)` if it stopped logging.
+    pub(crate) fn logged_updates(&self) -> Option<Option<usize>> {
+        self.writes.as_deref().map(Writes::known_len)
+    }
+
     /// Whether every pack record this tree refers to is held, known
     /// without asking the pack for each, at layout epoch `epoch`.
     pub(crate) fn refs_held_at(&self, epoch: u64) -> bool {
