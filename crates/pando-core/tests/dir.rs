@@ -277,6 +277,73 @@ fn prefetch_takes_any_range() {
     assert!(bytes.iter().enumerate().all(|(i, &b)| b == i as u8));
 }
 
+/// A hint names a values inode's block of entries (none when they lie
+/// inside it) or a tree inode's children (tagged), and leaves its two low
+/// bits to the holder; prefetching any value, stale or made up, changes
+/// nothing.
+#[test]
+fn hints_name_what_a_search_reads_first_and_any_prefetches_harmlessly() {
+    let mut root = Mem::empty();
+    dir::set(&mut root, 0, b"a", leaf(b"1"), &Nothing).unwrap();
+    assert_eq!(dir::hint(&root), 0, "one short entry: inside the inode");
+    for k in 0..40 {
+        dir::set(&mut root, 0, &step(k), leaf(&[k as u8]), &Nothing).unwrap();
+    }
+    let tree = dir::hint(&root);
+    assert_ne!(tree & dir::TREE_HINT, 0, "a tree inode's hint is tagged");
+    let Body::Tree(pointers) = &root.body else { panic!("41 entries make a tree inode") };
+    let (_, child) = pointers.iter().find(|(_, child)| child.len() > 1).expect("a values inode of two entries below");
+    let values = dir::hint(child);
+    assert_eq!(values & dir::TREE_HINT, 0, "a values inode's hint is untagged");
+    let Body::Values(entries) = &child.body else { unreachable!("found as a values inode") };
+    let halves = (values % 64) >> 3;
+    assert!((1..=7).contains(&halves) && halves * 128 >= entries.weight(), "its entries' block prefetched whole");
+    for hint in [tree, values] {
+        assert_ne!(hint, 0);
+        assert_eq!(hint & 3, 0, "the holder's bits");
+    }
+    let before = dir::dir_hash(&root, &Nothing).unwrap();
+    for hint in [0, 1, 2, usize::MAX, usize::MAX - 1, tree, values, 0x1000] {
+        for depth in [0, 1, 12] {
+            dir::prefetch_hint::<Mem>(hint, depth, Some(b"s1"));
+            dir::prefetch_hint::<Mem>(hint, depth, None);
+        }
+    }
+    assert_eq!(dir::dir_hash(&root, &Nothing).unwrap(), before);
+}
+
+/// A values inode's entries lie in one block beside it (or inside it):
+/// inserting in place, copying, removing and dropping keep each child
+/// exactly once, and the entries what the model says.
+#[test]
+fn a_values_block_holds_each_child_exactly_once() {
+    let value: Arc<[u8]> = Arc::from(&b"value"[..]);
+    let held = || Arc::strong_count(&value) - 1;
+    let mut root = Mem::empty();
+    dir::set(&mut root, 0, b"a", Child::Contents(value.clone()), &Nothing).unwrap();
+    assert_eq!((held(), dir::hint(&root)), (1, 0), "one entry: inside the inode");
+    for k in 0..20 {
+        dir::set(&mut root, 0, &step(k), Child::Contents(value.clone()), &Nothing).unwrap();
+    }
+    assert_eq!(held(), 21, "inserted in place, each child moved once");
+    let copy = root.clone();
+    dir::set(&mut root, 0, &step(20), Child::Contents(value.clone()), &Nothing).unwrap();
+    assert_eq!(held(), 21 + 22, "a shared inode is copied, the copy holds its own children");
+    assert!(dir::remove(&mut root, 0, &step(3), &Nothing).unwrap());
+    assert_eq!(held(), 21 + 21);
+    let body = root.body.clone();
+    assert_eq!(held(), 21 + 21 + 21);
+    drop(body);
+    drop(copy);
+    assert_eq!(held(), 21);
+    let mut model: BTreeMap<Vec<u8>, Vec<u8>> = (0..21).filter(|&k| k != 3).map(|k| (step(k), b"value".to_vec())).collect();
+    model.insert(b"a".to_vec(), b"value".to_vec());
+    assert_eq!(entries(&root), model.iter().map(|(k, v)| (k.clone(), v.clone())).collect::<Vec<_>>());
+    assert_eq!(dir::dir_hash(&root, &Nothing).unwrap(), reference(&model));
+    drop(root);
+    assert_eq!(held(), 0, "dropped with the inode");
+}
+
 /// A directory `top` of directories, each of contents: `dirs[d]` are the
 /// entries of directory `d`.
 type Nested = BTreeMap<u16, BTreeMap<u8, u8>>;

@@ -13,9 +13,12 @@
 //! layout is a function of the set of entries, so one shape serves memory,
 //! disk and hash.
 //!
-//! Nodes are compact: a values inode keeps its steps in one buffer and its
-//! children inline beside each step's end; a tree inode keeps only the
-//! children it has, found by a bitmap. Nothing per pointer is locked.
+//! Nodes are compact: a values inode keeps its steps' ends, its steps and
+//! its children in one block beside it (inside it, for one short entry);
+//! a tree inode keeps only the children it has, found by a bitmap. Nothing
+//! per pointer is locked. A pointer may carry a hint of where its inode's
+//! block or children lie ([`hint`]), so that an update asks for them with
+//! the inode, not one cache miss after it.
 //!
 //! What children are is the holder's choice ([`Hold`]): a store holds
 //! pointers that are in memory or on disk and contents that are values or
@@ -73,6 +76,14 @@ pub trait Hold: Sized {
     /// for it (the same kind of hash as [`Hold::known_hash`] gives), if the
     /// holder keeps one there; [`Hold::as_mem_mut`] must then forget it.
     fn remember_hash(_ptr: &Self::Ptr, _hash: Hash) {}
+    /// The [`hint`] a pointer to an inode in memory keeps of it, if it
+    /// keeps one (0: none): where to prefetch what a search of the inode
+    /// reads first, at the same time as the inode itself. It may be stale
+    /// (the inode changed since): a prefetch never faults. (The store
+    /// takes it in [`Hold::as_mem_mut`], as each update goes down.)
+    fn hint(_ptr: &Self::Ptr) -> usize {
+        0
+    }
     /// A shared empty values inode (cloning it allocates nothing).
     fn empty() -> Arc<Inode<Self>>;
     /// Readies an inode nothing else holds for an update in place (a

@@ -1,21 +1,40 @@
-//! The trie's nodes: values inodes (steps in one buffer, children inline),
-//! tree inodes (children found by a bitmap), copy-on-write updates
-//! ([`make_mut`]) and the canonical build.
+//! The trie's nodes: values inodes (their entries in one block, or inside
+//! them), tree inodes (children found by a bitmap), copy-on-write updates
+//! ([`make_mut`]), prefetch hints and the canonical build.
+//!
+//! Invariants:
+//! - A values inode's block owns its children as a `Vec` would: each is
+//!   moved in once, dropped once (with the block) or moved out once
+//!   (`Block::into_children`), and the block is freed with the layout it
+//!   was made with.
+//! - A hint is only ever prefetched, never read through: any value, stale
+//!   or made up, is harmless.
 
 use super::*;
 use crate::inode::index;
-use smallvec::SmallVec;
+use std::alloc::{Layout, alloc, dealloc, handle_alloc_error};
+use std::marker::PhantomData;
+use std::ptr::NonNull;
 
-/// The entries of a values inode: in one buffer, where each step ends
-/// (a `u32` per entry) then the steps end to end; the children in order
-/// in another. A search reads the ends (a cache line or two) and the
-/// steps it compares, never the children it passes. A small directory's
-/// buffers (up to [`NAMES_INLINE`] bytes of ends and steps, one child:
-/// most directories of a blockchain's state) lie inside the inode, so
-/// that reaching its entry costs no load beyond the inode's own.
-pub struct Values<H: Hold> {
-    names: SmallVec<[u8; NAMES_INLINE]>,
-    children: SmallVec<[Child<H>; 1]>,
+/// The entries of a values inode: where each step ends (a `u32` per
+/// entry), the steps end to end, then the children in order. A search
+/// reads the ends (a cache line or two), the steps it compares and the one
+/// child it finds. A small directory's entry
+/// (one child, its end and step within [`NAMES_INLINE`] bytes: most
+/// directories of a blockchain's state) lies inside the inode, so that
+/// reaching it costs no load beyond the inode's own; larger ones lie in
+/// one block beside it, ends and steps then children, so that one
+/// prefetch of the block ([`hint`]) asks for everything a search reads.
+pub struct Values<H: Hold>(Repr<H>);
+
+enum Repr<H: Hold> {
+    /// No entry (`child` none, `used` 0) or one.
+    Inline {
+        names: [u8; NAMES_INLINE],
+        used: u8,
+        child: Option<Child<H>>,
+    },
+    Block(Block<H>),
 }
 
 /// Bytes of a values inode's ends and steps held inside it.
@@ -23,27 +42,163 @@ pub const NAMES_INLINE: usize = 16;
 
 impl<H: Hold> Clone for Values<H> {
     fn clone(&self) -> Self {
-        Values { names: self.names.clone(), children: self.children.clone() }
+        match &self.0 {
+            Repr::Inline { names, used, child } => Values(Repr::Inline { names: *names, used: *used, child: child.clone() }),
+            Repr::Block(block) => Values(Repr::Block(Block::new(block.names(), block.children().to_vec()))),
+        }
     }
 }
 
 /// Bytes of a step's end in [`Values`]' buffer.
 const END: usize = std::mem::size_of::<u32>();
 
+/// The entries of a values inode too large to lie inside it, in one
+/// allocation: `names` bytes of ends and steps, then (aligned) `count`
+/// children.
+struct Block<H: Hold> {
+    start: NonNull<u8>,
+    count: u32,
+    names: u32,
+    /// Owns the children.
+    owns: PhantomData<Child<H>>,
+}
+
+// SAFETY: a block owns its children as a `Vec` would (no other pointer to
+// them exists, and shared access gives out only shared references).
+unsafe impl<H: Hold> Send for Block<H> where Child<H>: Send {}
+// SAFETY: as above: `&Block` gives only `&Child`.
+unsafe impl<H: Hold> Sync for Block<H> where Child<H>: Sync {}
+
+impl<H: Hold> Block<H> {
+    /// Where the children start, after `names` bytes of ends and steps.
+    fn children_at(names: usize) -> usize {
+        names.next_multiple_of(std::mem::align_of::<Child<H>>())
+    }
+
+    fn layout(count: usize, names: usize) -> Layout {
+        let size = Self::children_at(names) + count * std::mem::size_of::<Child<H>>();
+        Layout::from_size_align(size, std::mem::align_of::<Child<H>>()).expect("a values inode's block fits memory")
+    }
+
+    /// A block of `names` (ends then steps) and `children` (at least one),
+    /// moved in.
+    fn new(names: &[u8], mut children: Vec<Child<H>>) -> Block<H> {
+        assert!(!children.is_empty(), "a block holds at least one entry");
+        let count = children.len();
+        let layout = Self::layout(count, names.len());
+        // SAFETY: the layout's size is not zero (one child at least).
+        let Some(start) = NonNull::new(unsafe { alloc(layout) }) else { handle_alloc_error(layout) };
+        // SAFETY: the allocation holds `names` bytes at its start and
+        // `count` children from `children_at`, aligned for them; the
+        // children move from the vector, which forgets them (its length
+        // set to 0) and frees only its buffer.
+        unsafe {
+            std::ptr::copy_nonoverlapping(names.as_ptr(), start.as_ptr(), names.len());
+            let at = start.as_ptr().add(Self::children_at(names.len())).cast::<Child<H>>();
+            std::ptr::copy_nonoverlapping(children.as_ptr(), at, count);
+            children.set_len(0);
+        }
+        Block {
+            start,
+            count: u32::try_from(count).expect("at most 32 entries"),
+            names: u32::try_from(names.len()).expect("steps of a values inode fit u32"),
+            owns: PhantomData,
+        }
+    }
+
+    fn names(&self) -> &[u8] {
+        // SAFETY: the block's first `names` bytes, written by `new`.
+        unsafe { std::slice::from_raw_parts(self.start.as_ptr(), self.names as usize) }
+    }
+
+    fn children_ptr(&self) -> *mut Child<H> {
+        // SAFETY: within the allocation (see `layout`).
+        unsafe { self.start.as_ptr().add(Self::children_at(self.names as usize)).cast() }
+    }
+
+    fn children(&self) -> &[Child<H>] {
+        // SAFETY: `count` children, written by `new`, owned by the block.
+        unsafe { std::slice::from_raw_parts(self.children_ptr(), self.count as usize) }
+    }
+
+    fn children_mut(&mut self) -> &mut [Child<H>] {
+        // SAFETY: as `children`, borrowed mutably with the block.
+        unsafe { std::slice::from_raw_parts_mut(self.children_ptr(), self.count as usize) }
+    }
+
+    /// The allocation's start and size.
+    fn extent(&self) -> (*const u8, usize) {
+        (self.start.as_ptr(), Self::layout(self.count as usize, self.names as usize).size())
+    }
+
+    /// The children, moved out; the block is freed.
+    fn into_children(self) -> Vec<Child<H>> {
+        let this = std::mem::ManuallyDrop::new(self);
+        let count = this.count as usize;
+        let mut children = Vec::with_capacity(count + 1);
+        // SAFETY: the children move to the vector (its capacity suffices);
+        // the block, never dropped, neither drops nor reads them again, and
+        // its allocation is freed with the layout it was made with.
+        unsafe {
+            std::ptr::copy_nonoverlapping(this.children_ptr(), children.as_mut_ptr(), count);
+            children.set_len(count);
+            dealloc(this.start.as_ptr(), Self::layout(count, this.names as usize));
+        }
+        children
+    }
+}
+
+impl<H: Hold> Drop for Block<H> {
+    fn drop(&mut self) {
+        let layout = Self::layout(self.count as usize, self.names as usize);
+        // SAFETY: the block owns its children, dropped once here, and its
+        // allocation, made with `layout`.
+        unsafe {
+            std::ptr::drop_in_place(self.children_mut() as *mut [Child<H>]);
+            dealloc(self.start.as_ptr(), layout);
+        }
+    }
+}
+
 impl<H: Hold> Values<H> {
     pub fn new() -> Values<H> {
-        Values { names: SmallVec::new(), children: SmallVec::new() }
+        Values(Repr::Inline { names: [0; NAMES_INLINE], used: 0, child: None })
     }
 
-    /// Where the steps of entries `..i` end in the steps' part of the buffer.
-    fn end(&self, i: usize) -> usize {
-        let at = i * END;
-        u32::from_ne_bytes(self.names[at..at + END].try_into().expect("four bytes")) as usize
+    /// Entries from their ends and steps and their children: inside the
+    /// inode when they fit, in a block otherwise.
+    fn from_parts(names: &[u8], children: Vec<Child<H>>) -> Values<H> {
+        if children.len() <= 1 && names.len() <= NAMES_INLINE {
+            let mut inline = [0; NAMES_INLINE];
+            inline[..names.len()].copy_from_slice(names);
+            let used = u8::try_from(names.len()).expect("at most NAMES_INLINE bytes");
+            Values(Repr::Inline { names: inline, used, child: children.into_iter().next() })
+        } else {
+            Values(Repr::Block(Block::new(names, children)))
+        }
     }
 
-    /// The steps, end to end.
-    fn steps(&self) -> &[u8] {
-        &self.names[self.children.len() * END..]
+    /// The ends, then the steps.
+    fn names(&self) -> &[u8] {
+        match &self.0 {
+            Repr::Inline { names, used, .. } => &names[..usize::from(*used)],
+            Repr::Block(block) => block.names(),
+        }
+    }
+
+    fn children_slice(&self) -> &[Child<H>] {
+        match &self.0 {
+            Repr::Inline { child, .. } => child.as_slice(),
+            Repr::Block(block) => block.children(),
+        }
+    }
+
+    /// Where the block of entries lies and its size, when not inside.
+    pub(super) fn block(&self) -> Option<(*const u8, usize)> {
+        match &self.0 {
+            Repr::Inline { .. } => None,
+            Repr::Block(block) => Some(block.extent()),
+        }
     }
 
     /// Values of entries sorted by step and unique (at most 32: checked by
@@ -57,37 +212,41 @@ impl<H: Hold> Values<H> {
     }
 
     pub fn len(&self) -> usize {
-        self.children.len()
+        self.children_slice().len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.children.is_empty()
+        self.len() == 0
     }
 
     /// The step of entry `i`.
     pub fn step(&self, i: usize) -> &[u8] {
-        let start = if i == 0 { 0 } else { self.end(i - 1) };
-        &self.steps()[start..self.end(i)]
+        step_of(self.names(), self.len(), i)
     }
 
     pub fn child(&self, i: usize) -> &Child<H> {
-        &self.children[i]
+        &self.children_slice()[i]
     }
 
     pub fn child_mut(&mut self, i: usize) -> &mut Child<H> {
-        &mut self.children[i]
+        match &mut self.0 {
+            Repr::Inline { child, .. } => &mut child.as_mut_slice()[i],
+            Repr::Block(block) => &mut block.children_mut()[i],
+        }
     }
 
     /// Where `step` is, or where it would go.
     pub fn search(&self, step: &[u8]) -> Result<usize, usize> {
         // The binary search's loads depend on each other; asked for at
-        // once, the buffers' cache misses overlap instead.
-        prefetch(&self.names[..]);
-        prefetch(&self.children[..]);
-        let (mut low, mut high) = (0, self.children.len());
+        // once, the block's cache misses overlap instead.
+        if let Some((start, size)) = self.block() {
+            prefetch_bytes(start, size);
+        }
+        let (names, n) = (self.names(), self.len());
+        let (mut low, mut high) = (0, n);
         while low < high {
             let mid = (low + high) / 2;
-            match self.step(mid).cmp(step) {
+            match step_of(names, n, mid).cmp(step) {
                 std::cmp::Ordering::Less => low = mid + 1,
                 std::cmp::Ordering::Greater => high = mid,
                 std::cmp::Ordering::Equal => return Ok(mid),
@@ -97,17 +256,18 @@ impl<H: Hold> Values<H> {
     }
 
     pub fn iter(&self) -> impl ExactSizeIterator<Item = (&[u8], &Child<H>)> + Clone {
-        (0..self.children.len()).map(|i| (self.step(i), self.child(i)))
+        let (names, children) = (self.names(), self.children_slice());
+        children.iter().enumerate().map(move |(i, child)| (step_of(names, children.len(), i), child))
     }
 
     /// These entries' children, in order.
     pub fn children(&self) -> impl ExactSizeIterator<Item = &Child<H>> + Clone {
-        self.children.iter()
+        self.children_slice().iter()
     }
 
     /// These entries with `step` inserted at `at` (from [`Values::search`]).
     pub(super) fn inserted(&self, at: usize, step: &[u8], child: Child<H>) -> Values<H> {
-        let mut builder = ValuesBuilder::new(self.steps().len() + step.len(), self.len() + 1);
+        let mut builder = ValuesBuilder::new(self.names().len() + step.len(), self.len() + 1);
         let mut child = Some(child);
         for (i, (s, c)) in self.iter().enumerate() {
             if i == at {
@@ -122,14 +282,14 @@ impl<H: Hold> Values<H> {
     }
 
     /// Inserts `step` at `at` (from [`Values::search`]) in place: the
-    /// children move, none is cloned; the buffer is copied once, the ends
-    /// after `at` moved by the step's length on the way.
+    /// children move, none is cloned; the ends and steps are copied once,
+    /// the ends after `at` moved by the step's length on the way.
     pub(super) fn insert(&mut self, at: usize, step: &[u8], child: Child<H>) {
-        let n = self.children.len();
-        let start = if at == 0 { 0 } else { self.end(at - 1) };
+        let n = self.len();
+        let (ends, steps) = self.names().split_at(n * END);
+        let start = if at == 0 { 0 } else { end_of(ends, at - 1) };
         let grown = u32::try_from(step.len()).expect("steps of a values inode fit u32");
-        let (ends, steps) = self.names.split_at(n * END);
-        let mut names = SmallVec::with_capacity(self.names.len() + END + step.len());
+        let mut names = Vec::with_capacity(ends.len() + END + steps.len() + step.len());
         names.extend_from_slice(&ends[..at * END]);
         let end = u32::try_from(start + step.len()).expect("steps of a values inode fit u32");
         names.extend_from_slice(&end.to_ne_bytes());
@@ -140,14 +300,21 @@ impl<H: Hold> Values<H> {
         names.extend_from_slice(&steps[..start]);
         names.extend_from_slice(step);
         names.extend_from_slice(&steps[start..]);
-        self.children.reserve_exact(1);
-        self.children.insert(at, child);
-        self.names = names;
+        let mut children = match std::mem::take(self).0 {
+            Repr::Inline { child, .. } => {
+                let mut children = Vec::with_capacity(2);
+                children.extend(child);
+                children
+            }
+            Repr::Block(block) => block.into_children(),
+        };
+        children.insert(at, child);
+        *self = Values::from_parts(&names, children);
     }
 
     /// These entries without entry `at`.
     pub(super) fn removed(&self, at: usize) -> Values<H> {
-        let mut builder = ValuesBuilder::new(self.steps().len() - self.step(at).len(), self.len() - 1);
+        let mut builder = ValuesBuilder::new(self.names().len() - self.step(at).len(), self.len() - 1);
         for (i, (s, c)) in self.iter().enumerate() {
             if i != at {
                 builder.push(s, c.clone());
@@ -159,10 +326,21 @@ impl<H: Hold> Values<H> {
     /// Approximate bytes of memory held outside the inode, without what
     /// children point to.
     pub fn weight(&self) -> usize {
-        let names = if self.names.spilled() { self.names.capacity() } else { 0 };
-        let children = if self.children.spilled() { self.children.capacity() * std::mem::size_of::<Child<H>>() } else { 0 };
-        names + children
+        self.block().map_or(0, |(_, size)| size)
     }
+}
+
+/// Where the steps of entries `..=i` end in the steps' part of `names`
+/// (ends, then steps).
+fn end_of(names: &[u8], i: usize) -> usize {
+    let at = i * END;
+    u32::from_ne_bytes(names[at..at + END].try_into().expect("four bytes")) as usize
+}
+
+/// The step of entry `i` of the `n` entries whose ends and steps are `names`.
+fn step_of(names: &[u8], n: usize, i: usize) -> &[u8] {
+    let start = if i == 0 { 0 } else { end_of(names, i - 1) };
+    &names[n * END..][start..end_of(names, i)]
 }
 
 impl<H: Hold> Default for Values<H> {
@@ -241,18 +419,7 @@ impl<H: Hold> ValuesBuilder<H> {
         for (at, end) in names[..room].chunks_exact_mut(END).zip(&self.ends) {
             at.copy_from_slice(&end.to_ne_bytes());
         }
-        Values { names: held(names), children: held(self.children) }
-    }
-}
-
-/// A buffer as a values inode holds it: inside when it fits, otherwise
-/// on the heap with no room to spare.
-fn held<T, const N: usize>(mut items: Vec<T>) -> SmallVec<[T; N]> {
-    if items.len() <= N {
-        items.into_iter().collect()
-    } else {
-        items.shrink_to_fit();
-        SmallVec::from_vec(items)
+        Values::from_parts(&names, self.children)
     }
 }
 
@@ -449,8 +616,52 @@ impl<H: Hold> Inode<H> {
     }
 }
 
-/// Asks the processor to bring in the cache lines of `x` (the first eight
-/// at most), so that their misses overlap; a hint, which changes nothing.
+/// Where `inode` keeps, outside itself, what a search of it reads first:
+/// a values inode's block of entries (0 when they lie inside it), a tree
+/// inode's children. A holder keeps it in its pointers ([`Hold::hint`]),
+/// so that a walk can prefetch it together with the inode instead of
+/// after it: one cache miss less per level. Its two low bits are always 0
+/// (a holder may keep flags there); bit 2 tags a tree inode's children
+/// (an address, to 8 bytes); a values inode's block is a cache line's
+/// address, bits 3 to 5 half the lines to prefetch from it.
+pub fn hint<H: Hold>(inode: &Inode<H>) -> usize {
+    match &inode.body {
+        Body::Values(values) => values.block().map_or(0, |(start, size)| {
+            let lead = start as usize % LINE;
+            let halves = (lead + size).div_ceil(2 * LINE).min(HINT_HALVES);
+            (start as usize - lead) | (halves << 3)
+        }),
+        Body::Tree(pointers) => pointers.children.as_ptr() as usize | TREE_HINT,
+    }
+}
+
+/// [`hint`]'s tag of a tree inode's children.
+pub const TREE_HINT: usize = 4;
+/// [`hint`]'s most pairs of lines to prefetch.
+const HINT_HALVES: usize = 7;
+/// A cache line's bytes.
+const LINE: usize = 64;
+
+/// Prefetches what a [`hint`] names, for a search of its inode at `depth`
+/// for `step` (`None`: not known yet): the block of a values inode, the
+/// slot of a full tree inode where `step`'s child would be. Any value is
+/// harmless: a stale hint's prefetch is wasted, never wrong.
+#[inline(always)]
+pub fn prefetch_hint<H: Hold>(hint: usize, depth: u32, step: Option<&[u8]>) {
+    if hint == 0 {
+        return;
+    }
+    if hint & TREE_HINT == 0 {
+        prefetch_bytes((hint & !(LINE - 1)) as *const u8, ((hint >> 3) & HINT_HALVES) * 2 * LINE);
+    } else if let Some(step) = step {
+        let at = (hint & !7).wrapping_add(index(depth, step) * std::mem::size_of::<H::Ptr>());
+        prefetch_bytes(at as *const u8, std::mem::size_of::<H::Ptr>());
+    }
+}
+
+/// Asks the processor to bring in the cache lines of `x` (the first
+/// sixteen at most), so that their misses overlap; a hint, which changes
+/// nothing.
 #[inline(always)]
 pub fn prefetch<T: ?Sized>(x: &T) {
     prefetch_bytes(core::ptr::from_ref(x).cast(), core::mem::size_of_val(x));
@@ -470,10 +681,9 @@ fn prefetch_bytes(start: *const u8, len: usize) {
     #[cfg(target_arch = "x86_64")]
     {
         use core::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
-        const LINE: usize = 64;
         // From the line `start` lies in to the one holding its last byte.
         let lead = start as usize % LINE;
-        let lines = (lead + len).div_ceil(LINE).min(8);
+        let lines = (lead + len).div_ceil(LINE).min(16);
         let first = start.wrapping_sub(lead);
         for line in 0..lines {
             // SAFETY: a prefetch never faults, whatever the address.

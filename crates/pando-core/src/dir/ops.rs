@@ -294,23 +294,34 @@ enum Place {
 
 /// Where `step` is in `node`, an inode at `depth`, found before the update
 /// makes the inode updatable (thaws or copies it, the same entries either
-/// way). The inode below, when in memory, is asked for meanwhile
-/// ([`prefetch`]): its cache misses overlap that work.
+/// way). The inode below, when in memory, is asked for meanwhile, with
+/// what the pointer's [`hint`] names of it ([`prefetch_hint`]): their cache
+/// misses overlap that work and each other.
 fn place<H: Hold>(node: &Inode<H>, depth: u32, step: &[u8]) -> Place {
-    let (place, below) = match &node.body {
+    match &node.body {
         Body::Values(values) => match values.search(step) {
-            Ok(i) => (Place::Entry(i), if let Child::Dir(ptr) = values.child(i) { H::as_mem(ptr) } else { None }),
-            Err(at) => (Place::Gap(at), None),
+            Ok(i) => {
+                if let Child::Dir(ptr) = values.child(i)
+                    && let Some(below) = H::as_mem(ptr)
+                {
+                    prefetch_arc(below);
+                    prefetch_hint::<H>(H::hint(ptr), 0, None);
+                }
+                Place::Entry(i)
+            }
+            Err(at) => Place::Gap(at),
         },
         Body::Tree(pointers) => {
             let i = index(depth, step);
-            (Place::Child(i), pointers.get(i).and_then(H::as_mem))
+            if let Some(ptr) = pointers.get(i)
+                && let Some(below) = H::as_mem(ptr)
+            {
+                prefetch_arc(below);
+                prefetch_hint::<H>(H::hint(ptr), depth + 1, Some(step));
+            }
+            Place::Child(i)
         }
-    };
-    if let Some(below) = below {
-        prefetch_arc(below);
     }
-    place
 }
 
 /// What [`for_each`] calls on each entry: `false` stops the walk.

@@ -10,7 +10,9 @@
 //!   hash for a directory root, the inode hash for an inode below a root.
 //!   A [`Ptr::Mem`]'s [`HashMemo`], once set, is that same hash of the inode
 //!   it holds; [`Hold::as_mem_mut`], the only way to change the inode
-//!   through the pointer, forgets it.
+//!   through the pointer, forgets it. The prefetch hint beside it may be
+//!   stale (the inode changed in place or was copied since): it is only
+//!   ever prefetched, never read through.
 //! - A written inode changes in place only when nothing else holds it,
 //!   and then forgets where it was written ([`Hold::thaw`]); an update of
 //!   a shared one works on a copy. Either way the inode remembers what a
@@ -25,6 +27,7 @@
 use pando_core::Hash;
 use pando_core::dir::{self, Hold, Resolve};
 use pando_core::tezos::contents_hash;
+use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicU8, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock, OnceLock};
 
@@ -175,18 +178,18 @@ impl Ptr {
 
     /// A pointer to an inode in memory, its hash not yet known here.
     pub fn mem(inode: Arc<Inode>) -> Ptr {
-        Ptr::Mem(inode, HashMemo::default())
+        Ptr::Mem(inode, HashMemo::new(None, 0))
     }
 
     /// A pointer to an inode in memory whose hash is `hash`.
     pub fn mem_hashed(inode: Arc<Inode>, hash: Hash) -> Ptr {
-        Ptr::Mem(inode, HashMemo(OnceLock::from(hash)))
+        Ptr::Mem(inode, HashMemo::new(Some(hash), 0))
     }
 
     /// The inode in memory, when the pointer does not carry its hash yet.
     pub fn unhashed_mem(&self) -> Option<&Arc<Inode>> {
         match self {
-            Ptr::Mem(inode, memo) if memo.0.get().is_none() => Some(inode),
+            Ptr::Mem(inode, memo) if memo.get().is_none() => Some(inode),
             _ => None,
         }
     }
@@ -194,9 +197,95 @@ impl Ptr {
 
 /// The hash a memory pointer's inode has (see [`Ptr`]): set once hashed,
 /// and forgotten by [`Hold::as_mem_mut`], the only way to change the inode
-/// through the pointer.
-#[derive(Clone, Default)]
-pub struct HashMemo(OnceLock<Hash>);
+/// through the pointer. Beside it, in the same word as its state, the
+/// pointer keeps the inode's prefetch hint (`pando_core::dir::hint`), as
+/// of when an update last went through the pointer ([`Hold::as_mem_mut`]):
+/// so a pointer stays 48 bytes, and an entry 56, and reads and hashing
+/// never compute one.
+pub struct HashMemo {
+    /// [`SET`] once `hash` holds the hash, [`WRITING`] while a thread
+    /// writes it; the hint above them (whose two low bits are 0).
+    word: AtomicU64,
+    hash: UnsafeCell<Hash>,
+}
+
+// SAFETY: `hash` is written only by the one thread that moved the state
+// from neither flag to `WRITING`, and read only after `SET` is seen with
+// `Acquire`, which the writer publishes with `Release` once written. It is
+// written again only through `&mut` (after `HashMemo::forget`). So no read
+// races a write.
+unsafe impl Sync for HashMemo {}
+
+/// [`HashMemo`]'s state: the hash is there.
+const SET: u64 = 1;
+/// [`HashMemo`]'s state: a thread is writing the hash.
+const WRITING: u64 = 2;
+/// [`HashMemo`]'s bits that are not the hint (`dir::hint` keeps them 0).
+const STATE: u64 = SET | WRITING;
+
+impl HashMemo {
+    fn new(hash: Option<Hash>, hint: usize) -> HashMemo {
+        let state = if hash.is_some() { SET } else { 0 };
+        HashMemo { word: AtomicU64::new(pack_hint(hint) | state), hash: UnsafeCell::new(hash.unwrap_or_default()) }
+    }
+
+    fn get(&self) -> Option<Hash> {
+        // SAFETY: `SET` seen with `Acquire`: the hash is written, and stays
+        // until `forget`, which takes `&mut self` (see `Sync` above).
+        (self.word.load(Ordering::Acquire) & SET != 0).then(|| unsafe { *self.hash.get() })
+    }
+
+    /// Sets the hash, unless it is set; the hint stays. Once it
+    /// returns, [`HashMemo::get`] has the hash. (A thread setting it at
+    /// the same time hashed the same inode: the same hash. This one then
+    /// waits the few instructions until it is written.)
+    fn set(&self, hash: Hash) {
+        let mut spins = 0u32;
+        loop {
+            let word = self.word.load(Ordering::Acquire);
+            if word & SET != 0 {
+                return;
+            }
+            if word & WRITING == 0 {
+                if self.word.compare_exchange(word, word | WRITING, Ordering::Acquire, Ordering::Relaxed).is_ok() {
+                    // SAFETY: this thread moved the state to `WRITING`: no
+                    // other writes, and none reads before `SET` (see
+                    // `Sync` above).
+                    unsafe { *self.hash.get() = hash };
+                    self.word.store((word & !STATE) | SET, Ordering::Release);
+                    return;
+                }
+                continue;
+            }
+            spins += 1;
+            if spins < 64 {
+                std::hint::spin_loop();
+            } else {
+                std::thread::yield_now();
+            }
+        }
+    }
+
+    /// Forgets the hash, and keeps `hint` from now on.
+    fn forget(&mut self, hint: usize) {
+        *self.word.get_mut() = pack_hint(hint);
+    }
+
+    fn hint(&self) -> usize {
+        (self.word.load(Ordering::Relaxed) & !STATE) as usize
+    }
+}
+
+/// A hint (`dir::hint`) as [`HashMemo`] keeps it, beside its state.
+fn pack_hint(hint: usize) -> u64 {
+    hint as u64 & !STATE
+}
+
+impl Clone for HashMemo {
+    fn clone(&self) -> Self {
+        HashMemo::new(self.get(), self.hint())
+    }
+}
 
 /// What the store keeps beside each inode. Its marks are set once, by the
 /// writer; `patch_chain` and `kept_since` are read by the writer only.
@@ -334,7 +423,10 @@ impl Hold for Held {
         match ptr {
             Ptr::Mem(inode, memo) => {
                 // The inode may change: its hash is no longer known here.
-                memo.0.take();
+                // Its hint is taken as it is now: an update goes through
+                // here on its way down, so that the next one through this
+                // pointer has it.
+                memo.forget(dir::hint(inode));
                 Some(inode)
             }
             Ptr::Stored { .. } => None,
@@ -343,14 +435,21 @@ impl Hold for Held {
 
     fn known_hash(ptr: &Ptr) -> Option<Hash> {
         match ptr {
-            Ptr::Mem(_, memo) => memo.0.get().copied(),
+            Ptr::Mem(_, memo) => memo.get(),
             Ptr::Stored { hash, .. } => Some(*hash),
         }
     }
 
     fn remember_hash(ptr: &Ptr, hash: Hash) {
         if let Ptr::Mem(_, memo) = ptr {
-            let _ = memo.0.set(hash);
+            memo.set(hash);
+        }
+    }
+
+    fn hint(ptr: &Ptr) -> usize {
+        match ptr {
+            Ptr::Mem(_, memo) => memo.hint(),
+            Ptr::Stored { .. } => 0,
         }
     }
 
@@ -596,8 +695,54 @@ mod tests {
             pando_core::dir::set(&mut root, 0, step, value_child(&[i as u8; 8]), &NoLoader as &dyn Loader).unwrap();
         }
         let Body::Values(values) = &root.body else { unreachable!("three entries make a values inode") };
-        // Each entry: its child, then its step's end (4 bytes) among the
-        // steps' ends, then its step.
-        assert_eq!(values.weight(), 3 * (std::mem::size_of::<Child>() + 4) + b"balancecounterdelegate".len());
+        // One block beside the inode: the steps' ends (4 bytes each) and
+        // the steps, then the children (aligned).
+        let names = (3 * 4 + b"balancecounterdelegate".len()).next_multiple_of(std::mem::align_of::<Child>());
+        assert_eq!(values.weight(), names + 3 * std::mem::size_of::<Child>());
+    }
+
+    /// A pointer's memo: a hash set once (by one thread of two racing to
+    /// set it), read back, forgotten through `&mut`, cloned with its state;
+    /// and the hint beside it kept whole by all of these, replaced only
+    /// when the hash is forgotten.
+    #[test]
+    fn a_memo_holds_its_hash_once_and_its_hint_beside_it() {
+        let (a, b) = (Hash::of_bytes(b"a"), Hash::of_bytes(b"b"));
+        // No hint, a values inode's block (a line and its halves), a tree
+        // inode's children (tagged).
+        let hints = [0usize, 0x7f00_1234_5640 | 3 << 3, 0x7f00_1234_5678 | dir::TREE_HINT];
+        for (hint, next) in hints.into_iter().zip(hints.into_iter().rev()) {
+            let mut memo = HashMemo::new(None, hint);
+            assert_eq!((memo.get(), memo.hint()), (None, hint));
+            std::thread::scope(|s| {
+                for _ in 0..2 {
+                    s.spawn(|| {
+                        memo.set(a);
+                        assert_eq!(memo.get(), Some(a), "set when `set` returns, whichever thread wrote it");
+                    });
+                }
+            });
+            assert_eq!((memo.get(), memo.hint()), (Some(a), hint), "the hint kept beside the hash");
+            memo.set(b);
+            assert_eq!(memo.get(), Some(a), "set once");
+            assert_eq!((memo.clone().get(), memo.clone().hint()), (Some(a), hint));
+            memo.forget(next);
+            assert_eq!((memo.get(), memo.hint()), (None, next), "forgotten, with the hint it is given");
+            assert_eq!(memo.clone().get(), None);
+            memo.set(b);
+            assert_eq!((memo.get(), memo.hint()), (Some(b), next), "set again once forgotten");
+        }
+        // Many races: whoever loses waits for the winner's write.
+        for _ in 0..2000 {
+            let memo = HashMemo::new(None, 0);
+            std::thread::scope(|s| {
+                for _ in 0..2 {
+                    s.spawn(|| {
+                        memo.set(a);
+                        assert_eq!(memo.get(), Some(a));
+                    });
+                }
+            });
+        }
     }
 }
