@@ -679,14 +679,15 @@ mod tests {
     /// The memory of an entry and an inode, as ARCHITECTURE.md states it:
     /// an entry of a values inode is its step's bytes, a 4-byte end and a
     /// child of 56 bytes (a 32-byte hash and an offset for what is stored;
-    /// contents of up to 32 bytes in place); a directory of one entry whose
-    /// end and step fit 16 bytes holds them inside its inode.
+    /// contents of up to 32 bytes in place), in one block beside an inode
+    /// of at most 208 bytes; a directory of one entry whose end and step
+    /// fit 16 bytes holds them inside its inode.
     #[test]
     fn nodes_are_compact() {
         assert_eq!(std::mem::size_of::<Leaf>(), 48);
         assert_eq!(std::mem::size_of::<Ptr>(), 48);
         assert!(std::mem::size_of::<Child>() <= 56);
-        assert!(std::mem::size_of::<Inode>() <= 224);
+        assert!(std::mem::size_of::<Inode>() <= 208);
         let mut root = empty();
         pando_core::dir::set(&mut root, 0, b"balance", value_child(&[0; 8]), &NoLoader as &dyn Loader).unwrap();
         let Body::Values(values) = &root.body else { unreachable!("one entry makes a values inode") };
