@@ -278,32 +278,48 @@ fn prefetch_takes_any_range() {
 }
 
 /// A hint names a values inode's block of entries (none when they lie
-/// inside it) or a tree inode's children (tagged), and leaves its two low
-/// bits to the holder; prefetching any value, stale or made up, changes
-/// nothing.
+/// inside it): the lines it lies on; a full tree inode's children, tagged,
+/// to the byte; a tree inode with gaps, the lines of its children. It
+/// leaves its two low bits to the holder; prefetching any value, stale or
+/// made up, changes nothing.
 #[test]
 fn hints_name_what_a_search_reads_first_and_any_prefetches_harmlessly() {
+    // The lines of hint `hint` cover `[start, start + size)`.
+    let covers = |hint: usize, start: usize, size: usize| {
+        let halves = (hint % 64) >> 3;
+        assert_eq!((hint & dir::TREE_HINT, hint & 3), (0, 0), "lines, untagged");
+        assert!((1..=dir::HINT_HALVES).contains(&halves));
+        assert_eq!(hint & !63, start & !63, "from the line the start lies in");
+        assert!(start % 64 + size <= halves * 128 || halves == dir::HINT_HALVES, "to its end, or as far as a hint goes");
+    };
     let mut root = Mem::empty();
     dir::set(&mut root, 0, b"a", leaf(b"1"), &Nothing).unwrap();
     assert_eq!(dir::hint(&root), 0, "one short entry: inside the inode");
     for k in 0..40 {
         dir::set(&mut root, 0, &step(k), leaf(&[k as u8]), &Nothing).unwrap();
     }
-    let tree = dir::hint(&root);
-    assert_ne!(tree & dir::TREE_HINT, 0, "a tree inode's hint is tagged");
     let Body::Tree(pointers) = &root.body else { panic!("41 entries make a tree inode") };
+    assert!(pointers.count() < 32, "with gaps");
+    let first = std::ptr::from_ref(pointers.iter().next().expect("children").1) as usize;
+    let gaps = dir::hint(&root);
+    covers(gaps, first, pointers.weight());
     let (_, child) = pointers.iter().find(|(_, child)| child.len() > 1).expect("a values inode of two entries below");
-    let values = dir::hint(child);
-    assert_eq!(values & dir::TREE_HINT, 0, "a values inode's hint is untagged");
     let Body::Values(entries) = &child.body else { unreachable!("found as a values inode") };
-    let halves = (values % 64) >> 3;
-    assert!((1..=7).contains(&halves) && halves * 128 >= entries.weight(), "its entries' block prefetched whole");
-    for hint in [tree, values] {
-        assert_ne!(hint, 0);
-        assert_eq!(hint & 3, 0, "the holder's bits");
+    let values = dir::hint(child);
+    covers(values, entries.step(0).as_ptr() as usize - entries.len() * 4, entries.weight());
+
+    let mut full = Mem::empty();
+    for k in 0..600 {
+        dir::set(&mut full, 0, &step(k), leaf(&[1]), &Nothing).unwrap();
     }
+    let Body::Tree(pointers) = &full.body else { panic!("600 entries make a tree inode") };
+    assert_eq!(pointers.count(), 32, "every child present");
+    let tree = dir::hint(&full);
+    assert_eq!(tree & 7, dir::TREE_HINT, "a full tree inode's hint is tagged, its low bits the holder's");
+    assert_eq!(tree & !7, std::ptr::from_ref(pointers.iter().next().expect("children").1) as usize, "its children");
+
     let before = dir::dir_hash(&root, &Nothing).unwrap();
-    for hint in [0, 1, 2, usize::MAX, usize::MAX - 1, tree, values, 0x1000] {
+    for hint in [0, 1, 2, usize::MAX, usize::MAX - 1, tree, gaps, values, 0x1000] {
         for depth in [0, 1, 12] {
             dir::prefetch_hint::<Mem>(hint, depth, Some(b"s1"));
             dir::prefetch_hint::<Mem>(hint, depth, None);

@@ -80,10 +80,16 @@ pub trait Hold: Sized {
     /// keeps one (0: none): where to prefetch what a search of the inode
     /// reads first, at the same time as the inode itself. It may be stale
     /// (the inode changed since): a prefetch never faults. (The store
-    /// takes it in [`Hold::as_mem_mut`], as each update goes down.)
+    /// takes it in [`Hold::as_mem_mut`], as each update goes down, and
+    /// again in [`Hold::refresh_hint`].)
     fn hint(_ptr: &Self::Ptr) -> usize {
         0
     }
+    /// Takes the [`hint`] of the inode a pointer in memory holds again,
+    /// if the holder keeps one: an update calls it on its way back up,
+    /// after changing the inode (an entry added or removed rebuilds its
+    /// block, a shared inode is copied).
+    fn refresh_hint(_ptr: &mut Self::Ptr) {}
     /// A shared empty values inode (cloning it allocates nothing).
     fn empty() -> Arc<Inode<Self>>;
     /// Readies an inode nothing else holds for an update in place (a

@@ -24,7 +24,9 @@ use std::ptr::NonNull;
 /// directories of a blockchain's state) lies inside the inode, so that
 /// reaching it costs no load beyond the inode's own; larger ones lie in
 /// one block beside it, ends and steps then children, so that one
-/// prefetch of the block ([`hint`]) asks for everything a search reads.
+/// prefetch of the block ([`hint`]: its first 14 lines, all of a block of
+/// up to eight entries of 44-byte steps) asks for everything a search
+/// reads.
 pub struct Values<H: Hold>(Repr<H>);
 
 enum Repr<H: Hold> {
@@ -83,10 +85,13 @@ impl<H: Hold> Block<H> {
     /// A block of `names` (ends then steps) and `children` (at least one),
     /// moved in.
     fn new(names: &[u8], mut children: Vec<Child<H>>) -> Block<H> {
-        assert!(!children.is_empty(), "a block holds at least one entry");
         let count = children.len();
+        let (Ok(count32), Ok(names32)) = (u32::try_from(count), u32::try_from(names.len())) else {
+            panic!("a values inode's block over 4 GiB")
+        };
         let layout = Self::layout(count, names.len());
-        // SAFETY: the layout's size is not zero (one child at least).
+        assert!(count > 0 && layout.size() > 0, "a block holds at least one entry");
+        // SAFETY: the layout's size is not zero (checked above).
         let Some(start) = NonNull::new(unsafe { alloc(layout) }) else { handle_alloc_error(layout) };
         // SAFETY: the allocation holds `names` bytes at its start and
         // `count` children from `children_at`, aligned for them; the
@@ -98,12 +103,7 @@ impl<H: Hold> Block<H> {
             std::ptr::copy_nonoverlapping(children.as_ptr(), at, count);
             children.set_len(0);
         }
-        Block {
-            start,
-            count: u32::try_from(count).expect("at most 32 entries"),
-            names: u32::try_from(names.len()).expect("steps of a values inode fit u32"),
-            owns: PhantomData,
-        }
+        Block { start, count: count32, names: names32, owns: PhantomData }
     }
 
     fn names(&self) -> &[u8] {
@@ -193,6 +193,11 @@ impl<H: Hold> Values<H> {
         }
     }
 
+    /// Bytes of the steps, end to end.
+    fn steps_len(&self) -> usize {
+        self.names().len() - self.len() * END
+    }
+
     /// Where the block of entries lies and its size, when not inside.
     pub(super) fn block(&self) -> Option<(*const u8, usize)> {
         match &self.0 {
@@ -267,7 +272,7 @@ impl<H: Hold> Values<H> {
 
     /// These entries with `step` inserted at `at` (from [`Values::search`]).
     pub(super) fn inserted(&self, at: usize, step: &[u8], child: Child<H>) -> Values<H> {
-        let mut builder = ValuesBuilder::new(self.names().len() + step.len(), self.len() + 1);
+        let mut builder = ValuesBuilder::new(self.steps_len() + step.len(), self.len() + 1);
         let mut child = Some(child);
         for (i, (s, c)) in self.iter().enumerate() {
             if i == at {
@@ -314,7 +319,7 @@ impl<H: Hold> Values<H> {
 
     /// These entries without entry `at`.
     pub(super) fn removed(&self, at: usize) -> Values<H> {
-        let mut builder = ValuesBuilder::new(self.names().len() - self.step(at).len(), self.len() - 1);
+        let mut builder = ValuesBuilder::new(self.steps_len() - self.step(at).len(), self.len() - 1);
         for (i, (s, c)) in self.iter().enumerate() {
             if i != at {
                 builder.push(s, c.clone());
@@ -621,31 +626,35 @@ impl<H: Hold> Inode<H> {
 /// inode's children. A holder keeps it in its pointers ([`Hold::hint`]),
 /// so that a walk can prefetch it together with the inode instead of
 /// after it: one cache miss less per level. Its two low bits are always 0
-/// (a holder may keep flags there); bit 2 tags a tree inode's children
-/// (an address, to 8 bytes); a values inode's block is a cache line's
-/// address, bits 3 to 5 half the lines to prefetch from it.
+/// (a holder may keep flags there). A full tree inode's children (all 32:
+/// a step's child is at its index) are an address to 8 bytes, tagged by
+/// bit 2 ([`TREE_HINT`]); otherwise the hint names cache lines: the first
+/// one's address, and in bits 3 to 5 half how many to prefetch from it
+/// (at most [`HINT_HALVES`] pairs: the start of a larger block).
 pub fn hint<H: Hold>(inode: &Inode<H>) -> usize {
+    let lines = |start: *const u8, size: usize| {
+        let lead = start as usize % LINE;
+        let halves = (lead + size).div_ceil(2 * LINE).min(HINT_HALVES);
+        (start as usize - lead) | (halves << 3)
+    };
     match &inode.body {
-        Body::Values(values) => values.block().map_or(0, |(start, size)| {
-            let lead = start as usize % LINE;
-            let halves = (lead + size).div_ceil(2 * LINE).min(HINT_HALVES);
-            (start as usize - lead) | (halves << 3)
-        }),
-        Body::Tree(pointers) => pointers.children.as_ptr() as usize | TREE_HINT,
+        Body::Values(values) => values.block().map_or(0, |(start, size)| lines(start, size)),
+        Body::Tree(pointers) if pointers.count() == ENTRIES => (pointers.children.as_ptr() as usize & !7) | TREE_HINT,
+        Body::Tree(pointers) => lines(pointers.children.as_ptr().cast(), pointers.weight()),
     }
 }
 
 /// [`hint`]'s tag of a tree inode's children.
 pub const TREE_HINT: usize = 4;
 /// [`hint`]'s most pairs of lines to prefetch.
-const HINT_HALVES: usize = 7;
+pub const HINT_HALVES: usize = 7;
 /// A cache line's bytes.
 const LINE: usize = 64;
 
 /// Prefetches what a [`hint`] names, for a search of its inode at `depth`
-/// for `step` (`None`: not known yet): the block of a values inode, the
-/// slot of a full tree inode where `step`'s child would be. Any value is
-/// harmless: a stale hint's prefetch is wasted, never wrong.
+/// for `step` (`None`: not known yet): the slot of a full tree inode where
+/// `step`'s child is, or the lines named. Any value is harmless: a stale
+/// hint's prefetch is wasted, never wrong.
 #[inline(always)]
 pub fn prefetch_hint<H: Hold>(hint: usize, depth: u32, step: Option<&[u8]>) {
     if hint == 0 {

@@ -126,7 +126,9 @@ fn update_below<H: Hold, R: Resolve<H>>(
         Some(Child::Dir(ptr)) => {
             let sub = mem_mut(ptr, 0, &at(n + 1))?;
             update_below(sub, steps, n + 1, new, at)?;
-            sub.is_empty()
+            let emptied = sub.is_empty();
+            H::refresh_hint(ptr);
+            emptied
         }
         // A contents on the way, or nothing: a new directory goes there.
         _ => {
@@ -198,7 +200,11 @@ pub fn set<H: Hold, R: Resolve<H> + ?Sized>(
                     pointers.put(i, Some(H::mem(Inode::values(Values::from_sorted([(step, child)])))));
                     true
                 }
-                Some(ptr) => set(mem_mut(ptr, depth + 1, r)?, depth + 1, step, child, r)?,
+                Some(ptr) => {
+                    let added = set(mem_mut(ptr, depth + 1, r)?, depth + 1, step, child, r)?;
+                    H::refresh_hint(ptr);
+                    added
+                }
             };
             pointers.len += u64::from(added);
             Ok(added)
@@ -252,6 +258,8 @@ fn remove_present<H: Hold, R: Resolve<H> + ?Sized>(
     remove_present(current, depth + 1, step, r)?;
     if current.is_empty() {
         pointers.put(i, None);
+    } else if let Some(ptr) = pointers.get_mut(i) {
+        H::refresh_hint(ptr);
     }
     pointers.len -= 1;
     Ok(())

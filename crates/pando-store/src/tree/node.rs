@@ -211,9 +211,10 @@ pub struct HashMemo {
 
 // SAFETY: `hash` is written only by the one thread that moved the state
 // from neither flag to `WRITING`, and read only after `SET` is seen with
-// `Acquire`, which the writer publishes with `Release` once written. It is
-// written again only through `&mut` (after `HashMemo::forget`). So no read
-// races a write.
+// `Acquire`, which the writer publishes with `Release` once written. The
+// state goes back to neither flag only through `&mut` (`forget`), after
+// which `set` writes the hash again under `WRITING`. So no read races a
+// write.
 unsafe impl Sync for HashMemo {}
 
 /// [`HashMemo`]'s state: the hash is there.
@@ -269,6 +270,12 @@ impl HashMemo {
     /// Forgets the hash, and keeps `hint` from now on.
     fn forget(&mut self, hint: usize) {
         *self.word.get_mut() = pack_hint(hint);
+    }
+
+    /// Keeps `hint` from now on, the hash as it is.
+    fn take_hint(&mut self, hint: usize) {
+        let word = self.word.get_mut();
+        *word = (*word & STATE) | pack_hint(hint);
     }
 
     fn hint(&self) -> usize {
@@ -423,9 +430,9 @@ impl Hold for Held {
         match ptr {
             Ptr::Mem(inode, memo) => {
                 // The inode may change: its hash is no longer known here.
-                // Its hint is taken as it is now: an update goes through
-                // here on its way down, so that the next one through this
-                // pointer has it.
+                // Its hint is taken as it is now (an update goes through
+                // here on its way down; an update that rebuilds the
+                // inode takes it again on its way back up).
                 memo.forget(dir::hint(inode));
                 Some(inode)
             }
@@ -450,6 +457,12 @@ impl Hold for Held {
         match ptr {
             Ptr::Mem(_, memo) => memo.hint(),
             Ptr::Stored { .. } => 0,
+        }
+    }
+
+    fn refresh_hint(ptr: &mut Ptr) {
+        if let Ptr::Mem(inode, memo) = ptr {
+            memo.take_hint(dir::hint(inode));
         }
     }
 
@@ -700,6 +713,47 @@ mod tests {
         // the steps, then the children (aligned).
         let names = (3 * 4 + b"balancecounterdelegate".len()).next_multiple_of(std::mem::align_of::<Child>());
         assert_eq!(values.weight(), names + 3 * std::mem::size_of::<Child>());
+    }
+
+    /// A pointer takes its inode's hint as an update goes through it,
+    /// forgetting the hash it carried, and again on the update's way back
+    /// up: after inserts that rebuild the children's blocks and removals,
+    /// every pointer of a directory names where its inode's entries are
+    /// now; a pointer to a stored record keeps none.
+    #[test]
+    fn pointers_keep_their_inodes_hints_fresh_through_updates() {
+        let r = &NoLoader as &dyn Loader;
+        let step = |k: u32| format!("{k:08x}").into_bytes();
+        let fresh = |root: &Arc<Inode>| {
+            let Body::Tree(pointers) = &root.body else { panic!("a tree inode at the root") };
+            for (_, ptr) in pointers.iter() {
+                let inode = Held::as_mem(ptr).expect("in memory");
+                assert_ne!(dir::hint(inode), 0, "a block of entries beside each child");
+                assert_eq!(Held::hint(ptr), dir::hint(inode), "the pointer names where its inode's entries are now");
+            }
+        };
+        let mut root = empty();
+        for k in 0..200 {
+            dir::set(&mut root, 0, &step(k), value_child(&[1]), r).unwrap();
+        }
+        fresh(&root);
+        for k in 200..260 {
+            dir::set(&mut root, 0, &step(k), value_child(&[2]), r).unwrap();
+        }
+        fresh(&root);
+        for k in (0..260).step_by(9) {
+            assert!(dir::remove(&mut root, 0, &step(k), r).unwrap());
+        }
+        fresh(&root);
+
+        let hash = Hash::of_bytes(b"a");
+        let mut ptr = Ptr::mem_hashed(root.clone(), hash);
+        assert_eq!((Held::known_hash(&ptr), Held::hint(&ptr)), (Some(hash), 0), "a pointer made takes no hint");
+        Held::as_mem_mut(&mut ptr).expect("in memory");
+        assert_eq!((Held::known_hash(&ptr), Held::hint(&ptr)), (None, dir::hint(&root)), "taken on the way down");
+        let mut stored = Ptr::stored(4096, hash);
+        Held::refresh_hint(&mut stored);
+        assert_eq!((Held::known_hash(&stored), Held::hint(&stored)), (Some(hash), 0));
     }
 
     /// A pointer's memo: a hash set once (by one thread of two racing to
