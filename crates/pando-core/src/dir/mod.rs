@@ -38,10 +38,12 @@
 mod hash;
 mod node;
 mod ops;
+mod values;
 
 pub use hash::*;
 pub use node::*;
 pub use ops::*;
+pub use values::*;
 
 use std::sync::{Arc, OnceLock};
 

@@ -14,6 +14,7 @@
 //! - Boundary: the tree never touches a file; it reads through `node::Loader`.
 
 pub(crate) mod flat;
+mod memo;
 pub(crate) mod node;
 mod proof;
 mod staged;
