@@ -82,7 +82,7 @@ pub fn dir_hash<H: Hold, R: Resolve<H> + ?Sized>(root: &Inode<H>, r: &R) -> Resu
     } else {
         inode_hash(root, r)?
     };
-    let _ = root.dir_hash.set(hash);
+    root.remember_hash(0, hash);
     Ok(hash)
 }
 
@@ -203,10 +203,6 @@ pub fn hash_subtree<H: Hold, R: Resolve<H> + ?Sized>(top: &Inode<H>, depth: u32,
         for (&(k, _), hash) in encoded.iter().zip(Hash::of_many(inputs)) {
             let node = &level[k];
             node.inode.remember_hash(node.depth, hash);
-            if node.depth == 0 && !node.flat() {
-                // A large directory's hash is its root's inode hash.
-                let _ = node.inode.hash.set(hash);
-            }
         }
         for node in level {
             if let (Some(via), Some(hash)) = (node.via, node.memo()) {

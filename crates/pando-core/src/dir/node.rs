@@ -168,11 +168,17 @@ impl<H: Hold> Inode<H> {
         self.len() == 0
     }
 
-    /// Remembers a hash known from elsewhere (a pointer on disk): the
-    /// directory hash for a root (`depth == 0`), the inode hash below.
+    /// Remembers a hash computed or known from elsewhere (a pointer on
+    /// disk): the directory hash for a root (`depth == 0`), the inode hash
+    /// below. A root of more than [`STABLE_HASH`] entries is hashed as an
+    /// inode: its directory hash is its inode hash, remembered as both.
     pub fn remember_hash(&self, depth: u32, hash: Hash) {
-        let memo = if depth == 0 { &self.dir_hash } else { &self.hash };
-        let _ = memo.set(hash);
+        if depth > 0 || !hashed_flat(self.len()) {
+            let _ = self.hash.set(hash);
+        }
+        if depth == 0 {
+            let _ = self.dir_hash.set(hash);
+        }
     }
 
     /// The hash memoised for this inode at `depth`: the directory hash for
