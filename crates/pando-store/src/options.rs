@@ -82,10 +82,15 @@ pub struct Options {
     /// (irmin's `IrmRepBT` format), finished when the store is closed.
     pub record_trace: Option<std::path::PathBuf>,
     pub retention: Retention,
-    /// The collector's thread runs at the lowest processor priority (nice
-    /// 19, on Linux), yielding to the writer and its helper threads. On a
-    /// machine other work keeps busy, collections then take longer and the
-    /// disk grows meanwhile: `false` runs them at the writer's priority.
+    /// A collection's long stages (scanning, tracing, copying) run on a
+    /// thread of the lowest processor priority (nice 19, on Linux),
+    /// yielding to the writer and its helper threads; its short sections
+    /// under the writer lock run at the priority of the thread that
+    /// started it, so that a busy machine cannot starve them while the
+    /// writer waits. On a machine other work keeps busy, collections then
+    /// take longer and the disk grows meanwhile (the store warns when one
+    /// is due before the last finished): `false` runs them all at the
+    /// writer's priority.
     pub gc_low_priority: bool,
     /// A collection traces only the records written since the last one's
     /// boundary, keeping the older live records as they are, until those

@@ -28,6 +28,10 @@ pub const GC_PHASE: &str = "pando_gc_phase";
 /// Counter: collections finished, and failed.
 pub const GC_COLLECTIONS: &str = "pando_gc_collections_total";
 pub const GC_FAILURES: &str = "pando_gc_failures_total";
+/// Counter: collections the retention policy found due while the last one
+/// still ran (each running collection counted once): the collector is
+/// behind the writer, and the store holds more than its retention.
+pub const GC_OVERDUE: &str = "pando_gc_overdue_total";
 /// Histograms: a collection's duration, and the longest the writer waited for it.
 pub const GC_SECONDS: &str = "pando_gc_seconds";
 pub const GC_PAUSE_SECONDS: &str = "pando_gc_writer_pause_seconds";
@@ -110,6 +114,18 @@ pub(crate) fn gc_done(report: &crate::GcReport) {
     if let Some(error) = &report.relocation_error {
         tracing::warn!(error, "collection: a relocation step failed; the store stays at the step before");
     }
+}
+
+pub(crate) fn gc_overdue(running: u64, running_for: Duration, commits_since_last: u64, keep_last: u64) {
+    metrics::counter!(GC_OVERDUE).increment(1);
+    tracing::warn!(
+        running_generation = running,
+        running_s = running_for.as_secs_f64(),
+        commits_since_last,
+        keep_last,
+        "collections are behind the writer: one is due, the last is still running; the store holds more than its \
+         retention until it finishes (a busy machine, or a slow disk)"
+    );
 }
 
 pub(crate) fn gc_failed(error: &crate::Error) {

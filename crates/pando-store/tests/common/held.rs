@@ -30,7 +30,7 @@ struct Gate {
 
 impl Gate {
     fn pass(&self, what: Hold) {
-        if what != self.what || std::thread::current().name() != Some(self.thread) {
+        if what != self.what || !std::thread::current().name().is_some_and(|name| name.starts_with(self.thread)) {
             return;
         }
         if self.closed.load(Ordering::Acquire) {
@@ -43,7 +43,9 @@ impl Gate {
 }
 
 impl HeldStorage {
-    /// The `what` of the thread named `thread` wait until [`Self::release`].
+    /// The `what` of the threads whose names start with `thread` (a
+    /// collection's `pando-gc` and its `pando-gc-work`) wait until
+    /// [`Self::release`].
     pub fn new(thread: &'static str, what: Hold) -> HeldStorage {
         let gate = Gate { thread, what, closed: AtomicBool::new(true), stopped: AtomicUsize::new(0) };
         HeldStorage { inner: MemStorage::new(), gate: Arc::new(gate), chunks_created: AtomicUsize::new(0) }

@@ -25,6 +25,10 @@ const CATCH_UP_BYTES: u64 = 1 << 20;
 /// At most this many catch-up rounds (a writer faster than the collector
 /// would keep it catching up forever): the switch scans what remains.
 const CATCH_UP_ROUNDS: usize = 16;
+/// The switch lets go of the writer lock and catches up again at most this
+/// many times (the writer wrote much since the last round, or the last
+/// catch-up found more live records); then it scans what remains under it.
+const MAX_SWITCH_ATTEMPTS: usize = 8;
 
 /// A collection's liveness stage, ready for its switch.
 struct Prepared {
@@ -84,6 +88,23 @@ fn catch_up(repo: &Repo, prepared: &mut Prepared, end: u64) -> Result<()> {
     let placed = gc_plan::place(&found.ranges, &mut |o| repo.pack.whereabouts(o))?;
     prepared.runs = gc_plan::merge(std::mem::take(&mut prepared.runs), placed);
     prepared.mapping_stale = true;
+    Ok(())
+}
+
+/// Appends to the new index the commits of `since` (all those made since
+/// the collection started, in order) that it does not hold yet, and syncs
+/// it; with none to add, writes nothing.
+fn append_since(prepared: &mut Prepared, since: &[(Hash, u64)]) -> Result<()> {
+    let tail = &since[prepared.since_written.min(since.len())..];
+    if tail.is_empty() {
+        return Ok(());
+    }
+    let name = index_file::name(prepared.generation);
+    let at = prepared.index_entries * index_file::ENTRY_BYTES as u64;
+    prepared.index.write_all_at(&index_file::encode(tail), at).map_err(Error::io(&name, "write"))?;
+    prepared.index.sync().map_err(Error::io(&name, "sync"))?;
+    prepared.index_entries += tail.len() as u64;
+    prepared.since_written = since.len();
     Ok(())
 }
 
@@ -152,7 +173,8 @@ impl Work<'_> {
         collected: Vec<Hash>,
     ) -> Result<GcReport> {
         self.report.bytes_before = self.repo.pack.size_bytes();
-        let prepared = self.find_live(scan_end, roots, entries, collected)?;
+        let mut prepared = self.aside(move |work| work.find_live(scan_end, roots, entries, collected))?;
+        self.write_plan(&mut prepared)?;
         self.switch(prepared)?;
         // The collection has taken effect: a failed relocation step (or a
         // cancel at close) leaves the store at the previous step, and the
@@ -171,8 +193,30 @@ impl Work<'_> {
         Ok(std::mem::take(report))
     }
 
-    /// Stage 1 up to the switch: the live records below the boundary and
-    /// where they lie, the new index, catch-up rounds.
+    /// Runs `stage` on a thread of the lowest priority (unless the options
+    /// say otherwise) and waits for it. Such a stage takes no lock the
+    /// writer waits for, beyond a lookup's: the writer never waits for a
+    /// thread the machine's other work can starve.
+    fn aside<T: Send>(&mut self, stage: impl FnOnce(&mut Self) -> Result<T> + Send) -> Result<T> {
+        if !self.repo.options.gc_low_priority {
+            return stage(self);
+        }
+        std::thread::scope(|scope| {
+            let worker = std::thread::Builder::new()
+                .name("pando-gc-work".into())
+                .spawn_scoped(scope, || {
+                    super::lower_priority();
+                    stage(self)
+                })
+                .map_err(Error::io("pando-gc-work", "spawn thread"))?;
+            // Joined here, so a panic is this collection's error, not the scope's.
+            worker.join().unwrap_or_else(|_| Err(Error::GcFailed("the collector's worker thread panicked".into())))
+        })
+    }
+
+    /// Stage 1 up to the switch (a low-priority stage): the live records
+    /// below the boundary and where they lie, the new index's collected
+    /// and kept commits, catch-up rounds.
     fn find_live(&mut self, scan_end: u64, roots: Vec<u64>, entries: Vec<(Hash, u64)>, collected: Vec<Hash>) -> Result<Prepared> {
         let (repo, boundary) = (self.repo, self.boundary);
         // The layout below the first chunk: none is installed until this
@@ -234,20 +278,24 @@ impl Work<'_> {
             repo.check_cancel()?;
             catch_up(repo, &mut prepared, end)?;
         }
-        // The commits made so far go into the new index now, off the writer's path.
-        let since: Vec<(Hash, u64)> = repo.gc.since_start.lock().clone();
-        let at = prepared.index_entries * index_file::ENTRY_BYTES as u64;
-        prepared.index.write_all_at(&index_file::encode(&since), at).map_err(Error::io(&index_name, "write"))?;
-        prepared.index.sync().map_err(Error::io(&index_name, "sync"))?;
-        prepared.index_entries += since.len() as u64;
-        prepared.since_written = since.len();
+        Ok(prepared)
+    }
+
+    /// Makes the plan durable before the switch, off the writer's path but
+    /// at the collection's own priority (it takes the lock the writer
+    /// notes new commits under): the commits made so far join the new
+    /// index, and the mapping of the runs is written.
+    fn write_plan(&mut self, prepared: &mut Prepared) -> Result<()> {
+        let repo = self.repo;
+        let since = repo.gc.since_start.lock().clone();
+        append_since(prepared, &since)?;
         let mapping_name = mapping::file_name(self.generation);
         let file = self.create(&mapping_name)?;
         Self::write_whole(&*file, &mapping_name, &mapping::encode(&prepared.runs))?;
         prepared.mapping_stale = false;
         repo.storage.sync_dir().map_err(Error::io(repo.storage.describe(), "sync directory"))?;
         crash_point::reach("gc-planned");
-        Ok(prepared)
+        Ok(())
     }
 
     /// The liveness switch, under the writer lock: the last catch-up, then
@@ -264,38 +312,62 @@ impl Work<'_> {
         let mut install = repo.pack.resolve(layout(prepared.runs.clone()))?;
         let mut attempts = 0;
         let (mut writer, pause) = loop {
+            // Caught up at this thread's priority, without the writer lock,
+            // until less than `CATCH_UP_BYTES` is left to scan under it: on
+            // a busy machine the low-priority rounds fall behind the writer.
+            for _ in 0..CATCH_UP_ROUNDS {
+                let end = repo.pack.end();
+                if end - prepared.scanned_end < CATCH_UP_BYTES {
+                    break;
+                }
+                repo.check_cancel()?;
+                catch_up(repo, &mut prepared, end)?;
+            }
+            if prepared.mapping_stale {
+                install = Self::rewrite_mapping(repo, &mut prepared, &layout)?;
+            }
+            // What the writer would sync under the lock is mostly synced
+            // here: the commits made so far join the new index, and the
+            // pack's bytes reach the disk (the switch's own fsyncs then
+            // have little left to write).
+            let since = repo.gc.since_start.lock().clone();
+            append_since(&mut prepared, &since)?;
+            // A failed fsync of the pack is the writer's too: the store
+            // refuses further writes, as after its own.
+            repo.guard(repo.pack.sync())?;
             let mut writer = repo.writer.as_ref().expect("a collection runs on a writable store").lock();
             let pause = Instant::now();
             repo.check_writable()?;
             repo.check_cancel()?;
+            if repo.pack.end() - prepared.scanned_end >= CATCH_UP_BYTES && attempts < MAX_SWITCH_ATTEMPTS {
+                // The writer wrote much since: catch up again first.
+                drop(writer);
+                attempts += 1;
+                continue;
+            }
             // Everything committed so far becomes durable first.
             repo.flush_locked(&mut writer, false)?;
             let end = repo.pack.end();
             // The last catch-up: the records committed since the last round
             // (a failure here changes nothing durable: no poisoning).
             catch_up(repo, &mut prepared, end)?;
-            if !prepared.mapping_stale || attempts == 2 {
+            if !prepared.mapping_stale || attempts >= MAX_SWITCH_ATTEMPTS {
                 break (writer, pause);
             }
             // It found more live records: the mapping is rewritten without
             // holding the writer, then the switch tries again.
             drop(writer);
             attempts += 1;
-            install = Self::rewrite_mapping(repo, &mut prepared, &layout)?;
         };
         if prepared.mapping_stale {
             install = Self::rewrite_mapping(repo, &mut prepared, &layout)?;
         }
-        // The new index: what the worker wrote, then the commits made since.
+        // The new index: what was written before, then the commits made
+        // since. Failures up to the control write leave the store as it
+        // was: the new files are removed, the writer goes on.
         let since: Vec<(Hash, u64)> = std::mem::take(&mut *repo.gc.since_start.lock());
         repo.gc.running.store(false, Ordering::Release);
-        let since = &since[prepared.since_written.min(since.len())..];
-        let index_name = index_file::name(prepared.generation);
-        let at = prepared.index_entries * index_file::ENTRY_BYTES as u64;
-        // Failures up to the control write leave the store as it was: the
-        // new files are removed, the writer goes on.
-        prepared.index.write_all_at(&index_file::encode(since), at).map_err(Error::io(&index_name, "write"))?;
-        prepared.index.sync().map_err(Error::io(&index_name, "sync"))?;
+        append_since(&mut prepared, &since)?;
         crash_point::reach("gc-index-written");
 
         let mut next = writer.control.clone();
@@ -303,7 +375,7 @@ impl Work<'_> {
         next.index_generation = prepared.generation;
         next.first_chunk_start = prepared.boundary;
         next.flags = if archive { crate::format::control::FLAG_ARCHIVE } else { 0 };
-        next.index_entries = prepared.index_entries + since.len() as u64;
+        next.index_entries = prepared.index_entries;
         // The new index holds every commit: the checkpoint is complete.
         writer.unflushed_index.clear();
         repo.guard(repo.checkpoint_dict(&writer, &mut next))?;
@@ -378,14 +450,18 @@ impl Work<'_> {
         drop(current);
         self.progress.enter(GcPhase::Relocating, total);
         for group in groups {
-            self.relocation_step(&group.into_iter().collect())?;
+            let sources: BTreeSet<u64> = group.into_iter().collect();
+            let (generation, install, len) = self.aside(|work| work.write_segment(&sources))?;
+            self.relocation_step(generation, install, len)?;
         }
         Ok(())
     }
 
-    /// One relocation step: the runs of `sources` copied into a new
-    /// segment, then one durable control write.
-    fn relocation_step(&mut self, sources: &BTreeSet<u64>) -> Result<()> {
+    /// The first half of a relocation step (a low-priority stage): the
+    /// runs of `sources` copied into a new segment and its mapping, both
+    /// durable; returns the generation, the layout to install and the
+    /// segment's length.
+    fn write_segment(&mut self, sources: &BTreeSet<u64>) -> Result<(u64, Resolved, u64)> {
         let repo = self.repo;
         let generation = self.report.last_generation + 1;
         let current = repo.pack.collected().expect("relocation follows a switch");
@@ -420,7 +496,13 @@ impl Work<'_> {
             boundary: repo.pack.first_chunk_start(),
             archive: repo.options.retention.archive(),
         })?;
+        Ok((generation, install, len))
+    }
 
+    /// The second half of a relocation step: one durable control write,
+    /// under the writer lock, names the segment's generation.
+    fn relocation_step(&mut self, generation: u64, install: Resolved, len: u64) -> Result<()> {
+        let repo = self.repo;
         let mut writer = repo.writer.as_ref().expect("a collection runs on a writable store").lock();
         let pause = Instant::now();
         repo.check_writable()?;
