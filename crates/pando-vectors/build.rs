@@ -138,7 +138,8 @@ fn write_file(to: &Path, from: &mut dyn Read, source: &Path) -> Result<(), Strin
     if let Some(parent) = to.parent() {
         fs::create_dir_all(parent).map_err(|e| format!("cannot create {}: {e}", parent.display()))?;
     }
-    let mut file = fs::File::create_new(to).map_err(|e| format!("cannot create {} (from {}): {e}", to.display(), source.display()))?;
+    let mut file =
+        fs::File::create_new(to).map_err(|e| format!("cannot create {} (from {}): {e}", to.display(), source.display()))?;
     io::copy(from, &mut file).map_err(|e| format!("{} is damaged or unreadable: {e}", source.display()))?;
     Ok(())
 }
