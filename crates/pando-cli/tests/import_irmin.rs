@@ -1,5 +1,6 @@
 //! `pando import-irmin` as an operator runs it, on real irmin-pack stores
-//! written by irmin 3.7.2 (`../shared/vectors/irmin-stores/`).
+//! written by irmin 3.7.2 (the test vectors' `irmin-stores/`, read-only:
+//! a test that damages one works on a copy).
 
 use std::path::{Path, PathBuf};
 
@@ -8,18 +9,19 @@ mod common;
 use common::{failure, run as pando, stdout};
 
 fn vector(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/vectors/irmin-stores").join(name)
+    pando_vectors::path(&format!("irmin-stores/{name}"))
 }
 
 const HEAD: &str = "CoUyzCTwR5wfDFTEpq2392dS2tPRJm2nUz9En5SCfT5zGrUYDR4P";
 
-/// A writable copy of a vector store's files (its index aside).
+/// A writable copy of a vector store's files (its index aside): their
+/// bytes, not their read-only permissions.
 fn copy(name: &str, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
     for entry in std::fs::read_dir(vector(name)).unwrap() {
         let path = entry.unwrap().path();
         if path.is_file() {
-            std::fs::copy(&path, to.join(path.file_name().unwrap())).unwrap();
+            std::fs::write(to.join(path.file_name().unwrap()), std::fs::read(&path).unwrap()).unwrap();
         }
     }
 }

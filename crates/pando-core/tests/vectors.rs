@@ -1,18 +1,13 @@
-//! The published Tezos hash vectors, read from `../shared/vectors`, and the
+//! The published Tezos hash vectors (the repository's `tests/vectors/`), and the
 //! fixed vectors of irmin's `test/irmin-pack/test_hashes.ml`.
 
 use pando_core::reference::{Layout, RefTree, dir_hash_with};
 use pando_core::tezos::{CommitInfo, Kind, contents_hash};
 use pando_core::{Hash, ocaml_hash::ocaml_hash};
 use serde_json::Value;
-use std::path::PathBuf;
-
-fn vectors_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/vectors")
-}
 
 fn load(name: &str) -> Value {
-    let path = vectors_dir().join(name);
+    let path = pando_vectors::path(name);
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
     serde_json::from_str(&text).expect("vector file is JSON")
 }

@@ -12,7 +12,7 @@ use crate::entry::{self, EntryKind, Loc};
 use crate::{Context, Error};
 
 fn vector(name: &str) -> std::path::PathBuf {
-    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/vectors/irmin-stores").join(name)
+    pando_vectors::path("irmin-stores").join(name)
 }
 
 /// The files of vector store `name` (its index aside) in memory.

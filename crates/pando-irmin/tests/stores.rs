@@ -1,5 +1,5 @@
-//! Real irmin-pack stores written by irmin 3.7.2 (`../shared/vectors/
-//! irmin-stores/`, with sidecars naming their head commit, the commits
+//! Real irmin-pack stores written by irmin 3.7.2 (the test vectors'
+//! `irmin-stores/`, with sidecars naming their head commit, the commits
 //! present and sample values): found, checked and imported as irmin
 //! recorded them.
 
@@ -10,7 +10,7 @@ use pando_irmin::{Context, Error};
 use pando_store::{Options, Store};
 
 fn stores() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/vectors/irmin-stores")
+    pando_vectors::path("irmin-stores")
 }
 
 fn sidecar(name: &str) -> serde_json::Value {
@@ -131,14 +131,15 @@ fn imports_every_commit_with_its_history() {
     }
 }
 
-/// A copy of vector store `name` in `to`, its index included.
+/// A writable copy of vector store `name` in `to`, its index included (the
+/// files' bytes, not their read-only permissions).
 fn copy(name: &str, to: &Path) {
     for dir in ["", "index"] {
         std::fs::create_dir_all(to.join(dir)).unwrap();
         for entry in std::fs::read_dir(stores().join(name).join(dir)).unwrap() {
             let path = entry.unwrap().path();
             if path.is_file() {
-                std::fs::copy(&path, to.join(dir).join(path.file_name().unwrap())).unwrap();
+                std::fs::write(to.join(dir).join(path.file_name().unwrap()), std::fs::read(&path).unwrap()).unwrap();
             }
         }
     }

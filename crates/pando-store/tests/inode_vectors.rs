@@ -11,11 +11,10 @@ use pando_store::{Options, Store, Tree};
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng, rngs::SmallRng};
 use serde_json::Value;
-use std::path::PathBuf;
 use std::sync::Arc;
 
 fn vectors() -> Vec<Value> {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/vectors/tezos-inodes.json");
+    let path = pando_vectors::path("tezos-inodes.json");
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("cannot read {}: {e}", path.display()));
     serde_json::from_str::<Value>(&text).unwrap().as_array().unwrap().clone()
 }

@@ -1,20 +1,12 @@
 //! pando replays the 300-block trace written by irmin 3.7.2's own trace
-//! writer (`../shared/vectors/irmin-diff-a.repr`): every commit hash and
+//! writer (the test vector `irmin-diff-a.repr`): every commit hash and
 //! every recorded read result must come out the same.
 
 use pando_store::{Options, Store};
 use pando_trace::TraceReader;
 use pando_trace::replay::{Applied, Replayer};
+use pando_vectors::path as vector;
 use serde_json::Value;
-use std::path::PathBuf;
-
-/// A file of `../shared/vectors` (beside the checkout); a missing one is
-/// named in the failure.
-fn vector(name: &str) -> PathBuf {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared/vectors").join(name);
-    assert!(path.exists(), "missing {} (../shared/vectors is kept beside the checkout)", path.display());
-    path
-}
 
 #[test]
 fn irmin_trace_replays_bit_exact() {
