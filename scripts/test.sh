@@ -17,6 +17,10 @@ skip() {
 }
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
+# Tests never write into the checkout (a property test once saved its
+# failing seed into a tracked file): what git sees must not change.
+checkout() { git status --porcelain 2>/dev/null; git diff 2>/dev/null | cksum; }
+checkout_before=$(checkout)
 cargo test --workspace --locked "$@" 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
 if [ "$status" -eq 0 ]; then
@@ -24,6 +28,11 @@ if [ "$status" -eq 0 ]; then
   # switches under Shuttle's random schedules (its locks swapped in by a feature).
   cargo test -p pando-store --features shuttle --locked --lib shuttle 2>&1 | tee -a "$log"
   status=${PIPESTATUS[0]}
+fi
+if [ "$(checkout)" != "$checkout_before" ]; then
+  echo "error: the tests changed the checkout:" >&2
+  git status --short >&2
+  status=1
 fi
 # cargo's last line is the doc-test summary (often 0 tests): sum them all.
 passed=$(awk '/^test result:/ { for (i = 1; i <= NF; i++) if ($i ~ /^passed/) sum += $(i - 1) } END { print sum + 0 }' "$log")

@@ -19,6 +19,8 @@ use pando_core::proof::{ProofError, produce_tree_proof, verify_tree_proof};
 use pando_core::reference::RefTree;
 use pando_core::{Hash, Kind};
 use proptest::prelude::*;
+#[path = "support/seeds.rs"]
+mod seeds;
 
 type Path = Vec<Vec<u8>>;
 
@@ -445,7 +447,7 @@ fn arb_extender(child: impl Strategy<Value = InodeTree>) -> impl Strategy<Value 
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(128))]
+    #![proptest_config(seeds::config(128))]
 
     #[test]
     fn random_proof_trees_encode_at_octez_size(state in arb_tree(), before in arb_hash(), after in arb_hash()) {

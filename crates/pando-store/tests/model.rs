@@ -16,6 +16,8 @@ use pando_core::Hash;
 use pando_store::io::MemStorage;
 use pando_store::{Depth, Error, Kind, Options, Order, Store, SyncPolicy, Tree};
 use proptest::prelude::*;
+#[path = "../../pando-core/tests/support/seeds.rs"]
+mod seeds;
 use std::collections::HashSet;
 use std::sync::Arc;
 
@@ -410,7 +412,7 @@ fn check_fold(tree: &Tree, model: &Model) -> Result<(), TestCaseError> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: model_cases(), max_shrink_iters: 2000, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { max_shrink_iters: 2000, ..seeds::config(model_cases()) })]
 
     #[test]
     fn store_matches_model(ops in prop::collection::vec(op(), 1..40)) {

@@ -10,6 +10,8 @@ use pando_core::proof::{PartialTree, ProofError, verify_tree_proof};
 use pando_store::io::{MemStorage, Storage};
 use pando_store::{Error, Hash, Kind, Options, Store, SyncPolicy, Tree};
 use proptest::prelude::*;
+#[path = "../../pando-core/tests/support/seeds.rs"]
+mod seeds;
 use std::sync::{Arc, OnceLock};
 
 type Path = Vec<Vec<u8>>;
@@ -140,7 +142,7 @@ fn arb_ops() -> impl Strategy<Value = Vec<Op>> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(64))]
+    #![proptest_config(seeds::config(64))]
 
     #[test]
     fn store_proofs_answer_as_the_store_and_verify(ops in arb_ops()) {

@@ -11,6 +11,8 @@ use pando_store::io::MemStorage;
 use pando_store::snapshot::write_frames;
 use pando_store::{Error, Options, Store};
 use proptest::prelude::*;
+#[path = "../../pando-core/tests/support/seeds.rs"]
+mod seeds;
 use std::sync::Arc;
 
 fn mem_store() -> Store {
@@ -249,7 +251,7 @@ fn a_failed_import_leaves_an_empty_store_that_reopens() {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
+    #![proptest_config(seeds::config(24))]
 
     /// Random trees of random shapes round-trip to the reference hash.
     #[test]

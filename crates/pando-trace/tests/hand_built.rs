@@ -10,6 +10,8 @@ use pando_store::{Options, Store};
 use pando_trace::replay::{Applied, Replayer};
 use pando_trace::{TraceError, TraceReader, TraceWriter};
 use proptest::prelude::*;
+#[path = "../../pando-core/tests/support/seeds.rs"]
+mod seeds;
 
 fn key(steps: &[&str]) -> Vec<Vec<u8>> {
     steps.iter().map(|s| s.as_bytes().to_vec()).collect()
@@ -159,7 +161,7 @@ fn truncated_trace_replays_what_came_before_then_names_the_row() {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+    #![proptest_config(seeds::config(256))]
 
     #[test]
     fn random_bytes_never_panic(body: Vec<u8>) {
