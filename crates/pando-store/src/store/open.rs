@@ -79,7 +79,8 @@ fn survey(storage: &dyn Storage) -> Result<Found> {
         return Ok(Found::Store);
     }
     let names = storage.list().map_err(Error::io(storage.describe(), "list"))?;
-    let made_by_creation = [crate::pack::chunk_name(0), INDEX.to_string(), DICT.to_string(), CONTROL_TEMP.to_string(), LOCK.to_string()];
+    let made_by_creation =
+        [crate::pack::chunk_name(0), INDEX.to_string(), DICT.to_string(), CONTROL_TEMP.to_string(), LOCK.to_string()];
     Ok(if names.is_empty() {
         Found::Empty
     } else if names.iter().all(|name| made_by_creation.contains(name)) {
