@@ -261,6 +261,11 @@ enum Command {
         /// 0 traces them all every time.
         #[arg(long, default_value_t = pando_store::Options::default().gc_whole_trace_growth_percent)]
         whole_trace_growth: u64,
+        /// Add the trace's commits to a store that has commits already:
+        /// allowed only if the commit the trace's first block checks out
+        /// is in the store. Without it, a store with commits is refused.
+        #[arg(long)]
+        append: bool,
         /// Compare two reports side by side instead of replaying.
         #[arg(long, num_args = 2, value_names = ["A.json", "B.json"], conflicts_with_all = ["trace", "store"])]
         compare: Option<Vec<PathBuf>>,
@@ -434,6 +439,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             keep_last,
             gc_every,
             whole_trace_growth,
+            append,
             compare: None,
         } => {
             let sync = sync_policy(&sync)?;
@@ -454,6 +460,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 read_cache_mb,
                 retention,
                 whole_trace_growth,
+                append,
             })
         }
         Command::Trace { command: TraceCommand::Cat { file, limit } } => commands::trace::cat(&file, limit),

@@ -64,7 +64,7 @@ fn commands_on_a_small_store() {
 fn clean_errors() {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().to_str().unwrap();
-    assert!(failure(&pando(&["info", "-s", "/nonexistent/pando"])).contains("cannot open"));
+    assert!(failure(&pando(&["info", "-s", "/nonexistent/pando"])).contains("/nonexistent/pando: no such directory"));
     assert!(failure(&pando(&["info", "-s", p])).contains("not a pando store"));
     assert!(stdout(&pando(&["init", p])).contains("created"));
     assert!(failure(&pando(&["get", "a", "-s", p])).contains("no commits"));
@@ -287,5 +287,5 @@ fn check_finds_damage_and_names_where() {
     assert!(!damaged.status.success());
     let out = String::from_utf8(damaged.stdout).unwrap();
     assert!(out.contains("index:44: index entry checksum mismatch"), "{out}");
-    assert!(failure(&pando(&["check", "-s", "/nonexistent/pando"])).contains("cannot open"));
+    assert!(failure(&pando(&["check", "-s", "/nonexistent/pando"])).contains("/nonexistent/pando: no such directory"));
 }

@@ -121,12 +121,12 @@ fn wrong_store_paths_say_what_is_wrong_once() {
 
     let missing = dir.path().join("missing");
     let stderr = failure(&run(&["log", "-s", missing.to_str().unwrap()]));
-    assert_eq!(stderr.matches("No such file or directory").count(), 1, "{stderr}");
+    assert_eq!(stderr.matches("no such directory").count(), 1, "{stderr}");
 
     let file = dir.path().join("file");
     std::fs::write(&file, "text").unwrap();
     let stderr = failure(&run(&["info", "-s", file.to_str().unwrap()]));
-    assert!(stderr.contains("it is a file, not a directory"), "{stderr}");
+    assert!(stderr.contains("is a file, not a store directory"), "{stderr}");
 
     let foreign = dir.path().join("foreign");
     std::fs::create_dir(&foreign).unwrap();
@@ -150,8 +150,7 @@ fn wrong_store_paths_say_what_is_wrong_once() {
         .output()
         .unwrap();
     let stderr = failure(&output);
-    assert!(stderr.starts_with("Error: cannot open the store in"), "{stderr}");
-    assert!(stderr.contains("\nCaused by:\n    I/O error on"), "{stderr}");
+    assert!(stderr.starts_with(&format!("Error: {}: no such directory", missing.display())), "{stderr}");
     assert!(!stderr.contains("backtrace"), "{stderr}");
 }
 

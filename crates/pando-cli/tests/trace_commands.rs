@@ -37,9 +37,11 @@ fn generate_inspect_replay_and_compare() {
     let compare = ok(pando(&["replay", "--compare", "a/report.json", "b/report.json"], d));
     assert!(compare.contains("first") && compare.contains("second") && compare.contains("blocks/s"), "{compare}");
 
-    // Replaying the same trace again into the kept store: its commits exist.
+    // Replaying the same trace again into the kept store is refused: the
+    // store has commits, and only --append adds to them.
     let again = pando(&["replay", "t.repr", "--report", "c", "--store", "kept"], d);
-    assert!(again.status.success(), "{}", String::from_utf8_lossy(&again.stderr));
+    let stderr = String::from_utf8_lossy(&again.stderr);
+    assert!(!again.status.success() && stderr.contains("only with --append"), "{stderr}");
 }
 
 #[test]

@@ -22,6 +22,26 @@ pub enum Error {
     UnsupportedVersion { file: String, found: u32, supported: u32 },
     #[error("{dir} is not a pando store: {reason}")]
     NotAStore { dir: String, reason: String },
+    /// The store's path names a file: one message for every way in.
+    #[error("{dir} is a file, not a store directory")]
+    NotADirectory { dir: String },
+    /// An open of an existing store ([`crate::Create::Never`], or
+    /// read-only) found no directory at the path.
+    #[error("{dir}: no such directory, so no store there (nothing was created)")]
+    NoSuchDirectory { dir: String },
+    /// [`crate::Create::New`] found a store already there.
+    #[error("{dir} already holds a pando store; nothing was changed")]
+    StoreExists { dir: String },
+    /// The directory holds only what a creation that failed or was
+    /// interrupted made (`files`: the store's own files, no control file):
+    /// no commit was ever written there. An open that may create
+    /// ([`crate::Create::IfMissing`] or [`crate::Create::New`]) clears them
+    /// and creates the store; any other open says so and changes nothing.
+    #[error(
+        "{dir} holds the files of a store whose creation did not finish ({files}; no control file): \
+         no commit was ever written there; creating the store there (`pando init`) clears them"
+    )]
+    UnfinishedCreation { dir: String, files: String },
     #[error("unknown commit {0}")]
     UnknownCommit(Hash),
     #[error("the store is open read-only")]

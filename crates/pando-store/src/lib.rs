@@ -48,7 +48,7 @@ pub mod tree;
 pub use error::{Error, Result};
 pub use format::record::RecordKind;
 pub use inspect::{InspectOptions, Inspection};
-pub use options::{Options, Retention, SyncPolicy};
+pub use options::{Create, Options, Retention, SyncPolicy};
 pub use pando_core::{CommitInfo, Hash, Kind};
 pub use snapshot::SnapshotSummary;
 pub use store::{

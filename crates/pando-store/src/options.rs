@@ -54,8 +54,38 @@ impl Retention {
     }
 }
 
+/// Whether opening a store may create one.
+///
+/// The default is [`Create::IfMissing`], as `sqlite3_open` and redb's
+/// `Database::create` do: an embedder names its own data directory, and a
+/// node starting on an empty one expects a store there. What that default
+/// risks (a mistyped path that silently becomes a store) belongs to tools
+/// that take paths from people: they say [`Create::Never`] wherever they
+/// only mean to read or change an existing store, as every `pando` command
+/// but `init`, `replay`, `snapshot import` and `import-irmin` does. A
+/// read-only open never creates anything, whatever this says.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Create {
+    /// Open an existing store only: a missing directory, an empty one, or
+    /// one without a store is an error, and nothing is created or written
+    /// before the store is found.
+    Never,
+    /// Open the store in the directory, or create one if the directory is
+    /// absent or empty (the default).
+    #[default]
+    IfMissing,
+    /// Create a new store: the directory must be absent or empty; one that
+    /// already holds a store is an error ([`crate::Error::StoreExists`]).
+    New,
+}
+
 #[derive(Clone, Debug)]
 pub struct Options {
+    /// Whether opening may create the store (see [`Create`]); in every
+    /// mode, the leftovers of a creation that failed or was interrupted
+    /// (the store's own files, no control file) are cleared by a creating
+    /// open and named by any other ([`crate::Error::UnfinishedCreation`]).
+    pub create: Create,
     /// Bytes of decoded nodes kept in memory: three quarters for the
     /// writer's kept tree ([`Options::keep_bytes`]), a quarter for the
     /// cache of nodes read from disk.
@@ -118,6 +148,7 @@ impl Options {
 impl Default for Options {
     fn default() -> Self {
         Options {
+            create: Create::IfMissing,
             cache_bytes: 512 << 20,
             sync: SyncPolicy::EveryCommit,
             chunk_target_bytes: 128 << 20,

@@ -1,10 +1,9 @@
 //! `pando check`: the integrity check of a store (`Store::check`), with a
 //! progress bar, a summary and one line per problem.
 
-use anyhow::{Context, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 use pando_store::RecordCounts;
-use pando_store::{CheckPhase, CheckScope, Error, Options, Problem, Store};
+use pando_store::{CheckPhase, CheckScope, Create, Error, Options, Problem, Store};
 
 use super::{StoreArg, mb, resolve};
 
@@ -35,10 +34,7 @@ fn counts_json(counts: &RecordCounts) -> serde_json::Value {
 /// Checks the store; returns false if it found a problem. With `json`, one
 /// JSON document on standard output says what the text would.
 pub fn check(arg: &StoreArg, commit: Option<&str>, all: bool, max_problems: usize, json: bool) -> anyhow::Result<bool> {
-    if !arg.store.is_dir() {
-        bail!("cannot open the store in {}: no such directory", arg.store.display());
-    }
-    let store = match Store::open(&arg.store, Options { read_only: true, ..Options::default() }) {
+    let store = match Store::open(&arg.store, Options { read_only: true, create: Create::Never, ..Options::default() }) {
         Ok(store) => store,
         // Damage that opening finds is the check's first problem.
         Err(e @ (Error::Corrupt { .. } | Error::ChecksumMismatch { .. } | Error::Io { .. })) => {
@@ -52,7 +48,7 @@ pub fn check(arg: &StoreArg, commit: Option<&str>, all: bool, max_problems: usiz
             outln!("1 problem: the store does not open, nothing more is checked")?;
             return Ok(false);
         }
-        Err(e) => return Err(e).with_context(|| format!("cannot open the store in {}", arg.store.display())),
+        Err(e) => return Err(super::open_error(&arg.store, e)),
     };
     // A store without commits has only its files to check.
     let scope = if all || (commit.is_none() && store.last_commit()?.is_none()) {

@@ -5,7 +5,7 @@ use anyhow::{Context as _, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 use pando_core::Hash;
 use pando_irmin::{CommitRef, Context, WalkStats};
-use pando_store::{Options, Store};
+use pando_store::{Create, Options, Store};
 use std::path::Path;
 use std::time::Instant;
 
@@ -68,12 +68,12 @@ pub fn import_irmin(args: &ImportArgs<'_>) -> anyhow::Result<bool> {
     if args.check_only {
         return check_only(args, started);
     }
-    let mut context = Context::open(args.context)?;
     let Some(dir) = args.store else { bail!("a store directory is needed to import into (or --check-only)") };
     let existed = check_new_store(dir, "an irmin context")?;
+    let mut context = Context::open(args.context)?;
     let result = (|| {
-        let store =
-            Store::open(dir, Options::default()).with_context(|| format!("cannot create a store in {}", dir.display()))?;
+        let store = Store::open(dir, Options { create: Create::New, ..Options::default() })
+            .with_context(|| format!("cannot create a store in {}", dir.display()))?;
         if args.all {
             let bar = commits_bar(0);
             let history = context.import_all(&store, &mut |done, total, _| {

@@ -10,7 +10,7 @@ pub mod trace;
 
 use anyhow::{Context, bail};
 use pando_core::Hash;
-use pando_store::{Kind, Options, Store, Tree};
+use pando_store::{Create, Kind, Options, Store, Tree};
 use std::path::{Path, PathBuf};
 
 /// Bytes as (decimal) megabytes, for printing.
@@ -36,9 +36,35 @@ pub struct AtCommit {
     pub commit: Option<String>,
 }
 
+/// The error of opening the store in `dir`: one line for a path that is
+/// wrong (a file, no directory, no store, an unfinished creation: the
+/// message names the path and says it all), the store's error under
+/// `cannot open the store in DIR` for anything else.
+pub fn open_error(dir: &Path, error: pando_store::Error) -> anyhow::Error {
+    use pando_store::Error;
+    match error {
+        Error::NotADirectory { .. }
+        | Error::NoSuchDirectory { .. }
+        | Error::NotAStore { .. }
+        | Error::StoreExists { .. }
+        | Error::UnfinishedCreation { .. } => error.into(),
+        _ => anyhow::Error::new(error).context(format!("cannot open the store in {}", dir.display())),
+    }
+}
+
+/// The message for `dir` when it is a file, as the store's open says it,
+/// for the commands that look at a path before opening it.
+pub fn refuse_a_file(dir: &Path) -> anyhow::Result<()> {
+    if dir.is_file() {
+        return Err(pando_store::Error::NotADirectory { dir: dir.display().to_string() }.into());
+    }
+    Ok(())
+}
+
+/// Opens an existing store to read it; never creates or writes anything.
 fn open_read_only(store: &StoreArg) -> anyhow::Result<Store> {
-    Store::open(&store.store, Options { read_only: true, ..Options::default() })
-        .with_context(|| format!("cannot open the store in {}", store.store.display()))
+    Store::open(&store.store, Options { read_only: true, create: Create::Never, ..Options::default() })
+        .map_err(|e| open_error(&store.store, e))
 }
 
 /// Resolves `--commit` to a hash: a hash, a branch name, or the last commit.
@@ -81,10 +107,13 @@ fn hex(bytes: &[u8]) -> String {
 }
 
 pub fn init(dir: &Path) -> anyhow::Result<()> {
-    if let Ok(store) = Store::open(dir, Options { read_only: true, ..Options::default() }) {
+    if let Ok(store) = Store::open(dir, Options { read_only: true, create: Create::Never, ..Options::default() }) {
         bail!("{} already holds a pando store ({} commits); nothing was changed", dir.display(), store.commit_count());
     }
-    let store = Store::open(dir, Options::default()).with_context(|| format!("cannot create a store in {}", dir.display()))?;
+    let store = Store::open(dir, Options { create: Create::New, ..Options::default() }).map_err(|e| match e {
+        pando_store::Error::Io { .. } => anyhow::Error::new(e).context(format!("cannot create a store in {}", dir.display())),
+        other => open_error(dir, other),
+    })?;
     store.close()?;
     outln!("created an empty store in {}", dir.display())?;
     Ok(())
@@ -174,8 +203,8 @@ pub fn gc(arg: &StoreArg, keep_last: u64, archive: bool) -> anyhow::Result<()> {
     } else {
         Options::default().retention
     };
-    let store = Store::open(&arg.store, Options { retention, ..Options::default() })
-        .with_context(|| format!("cannot open the store in {}", arg.store.display()))?;
+    let store = Store::open(&arg.store, Options { retention, create: Create::Never, ..Options::default() })
+        .map_err(|e| open_error(&arg.store, e))?;
     let last = store.last_commit()?.context("the store has no commits")?;
     let keep_from = store.ancestor(&last, keep_last)?;
     let before = store.pack_bytes();

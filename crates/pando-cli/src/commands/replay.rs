@@ -3,7 +3,7 @@
 use anyhow::{Context, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 use pando_core::trace::RowRef;
-use pando_store::{Options, Store, SyncPolicy};
+use pando_store::{Create, Options, Store, SyncPolicy};
 use pando_trace::TraceReader;
 use pando_trace::replay::{Applied, ReplayError, Replayer};
 use pando_trace::report::{self, Report};
@@ -31,10 +31,18 @@ pub struct ReplayArgs {
     pub retention: pando_store::Retention,
     /// `Options::gc_whole_trace_growth_percent`.
     pub whole_trace_growth: u64,
+    /// Into a store with commits, if the trace starts from one of them.
+    pub append: bool,
 }
 
 pub fn replay(args: &ReplayArgs) -> anyhow::Result<()> {
     let interrupted = on_interrupt()?;
+    // Refused before a trace is generated or anything written.
+    if let Some(dir) = &args.store {
+        may_replay_into(dir, args.trace.as_deref(), args.append)?;
+    } else if args.append {
+        bail!("--append adds to a store named by --store or PANDO_STORE; none was given");
+    }
     let scratch = tempfile::Builder::new().prefix("pando-replay-").tempdir()?;
     // Blocks to replay, when known: `--blocks`, or a generated preset's.
     let mut total_blocks = args.blocks;
@@ -53,6 +61,7 @@ pub fn replay(args: &ReplayArgs) -> anyhow::Result<()> {
         None => scratch.path().join("store"),
     };
     let options = Options {
+        create: Create::IfMissing,
         sync: args.sync,
         cache_bytes: args.cache_mb << 20,
         read_cache_bytes: args.read_cache_mb << 20,
@@ -60,7 +69,11 @@ pub fn replay(args: &ReplayArgs) -> anyhow::Result<()> {
         gc_whole_trace_growth_percent: args.whole_trace_growth,
         ..Options::default()
     };
-    let store = Store::open(&store_dir, options).with_context(|| format!("cannot open the store in {}", store_dir.display()))?;
+    let store = Store::open(&store_dir, options).map_err(|e| super::open_error(&store_dir, e))?;
+    if !args.append && store.commit_count() > 0 {
+        // Commits made since the check above, by another process.
+        bail!("{} holds {} commits now; nothing was replayed", store_dir.display(), store.commit_count());
+    }
 
     let mut reader = TraceReader::open(&trace)?;
     // In blocks when their number is known; otherwise in the share of the
@@ -185,6 +198,60 @@ pub fn replay(args: &ReplayArgs) -> anyhow::Result<()> {
         bail!("the replay disagrees with the trace (see the checks above)");
     }
     Ok(())
+}
+
+/// Refuses a replay into the store in `dir` that it was not asked to
+/// make: into a store with commits without `append`, or with `append`
+/// when the commit the trace's first block checks out is not in it.
+/// Looks with a read-only open, so that a refused replay changes nothing;
+/// an absent or empty directory is left to the replay's own open.
+fn may_replay_into(dir: &Path, trace: Option<&Path>, append: bool) -> anyhow::Result<()> {
+    let options = Options { read_only: true, create: Create::Never, cache_bytes: 16 << 20, ..Options::default() };
+    let store = match Store::open(dir, options) {
+        Ok(store) => store,
+        Err(e @ pando_store::Error::NotADirectory { .. }) => return Err(e.into()),
+        Err(_) if !append => return Ok(()),
+        Err(e) => return Err(super::open_error(dir, e).context("--append adds to an existing store")),
+    };
+    let Some(last) = store.last_commit()? else {
+        return if append {
+            Err(anyhow::anyhow!("--append adds to a store with commits; {} has none", dir.display()))
+        } else {
+            Ok(())
+        };
+    };
+    let held = format!("{} holds {} commits (the last {last})", dir.display(), store.commit_count());
+    if !append {
+        bail!(
+            "{held}; a replay adds its commits to a store with commits only with --append, \
+             which first checks that the commit the trace's first block checks out is in the store; nothing was replayed"
+        );
+    }
+    let Some(trace) = trace else {
+        bail!(
+            "{held}; --append needs a trace file that starts from one of its commits (a generated trace starts from an empty tree)"
+        );
+    };
+    let first = pando_trace::replay::first_checkout(&mut TraceReader::open(trace)?)
+        .with_context(|| format!("cannot read the first block of {}", trace.display()))?;
+    match first {
+        None => bail!(
+            "{held}; the trace {} starts from an empty tree, not from a commit of the store: nothing to append to",
+            trace.display()
+        ),
+        Some(name) => match pando_trace::replay::recorded_hash(&name) {
+            Some(hash) if store.exists(&hash) => Ok(()),
+            Some(hash) => bail!(
+                "the trace {} starts from commit {hash} (its first block checks it out), which is not in the store: {held}; nothing was replayed",
+                trace.display()
+            ),
+            None => bail!(
+                "the trace {} starts from {:?} (its first block checks it out), which names no commit hash, so no commit of the store: {held}; nothing was replayed",
+                trace.display(),
+                String::from_utf8_lossy(&name)
+            ),
+        },
+    }
 }
 
 /// The kind of the I/O error a store write failed with, if that is why

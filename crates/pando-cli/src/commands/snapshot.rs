@@ -3,7 +3,7 @@
 
 use anyhow::{Context, bail};
 use indicatif::{ProgressBar, ProgressStyle};
-use pando_store::{Options, SnapshotSummary, Store};
+use pando_store::{Create, Options, SnapshotSummary, Store};
 use std::io::{BufReader, BufWriter, Write};
 use std::path::Path;
 use std::time::Instant;
@@ -48,9 +48,8 @@ fn print_summary(summary: &SnapshotSummary, seconds: f64) -> std::io::Result<()>
 pub fn export(at: &AtCommit, file: &Path) -> anyhow::Result<()> {
     // The walk reads each inode once: a small cache is enough, and keeps
     // the memory of an export small whatever the tree.
-    let options = Options { read_only: true, cache_bytes: 16 << 20, ..Options::default() };
-    let store = Store::open(&at.store.store, options)
-        .with_context(|| format!("cannot open the store in {}", at.store.store.display()))?;
+    let options = Options { read_only: true, create: Create::Never, cache_bytes: 16 << 20, ..Options::default() };
+    let store = Store::open(&at.store.store, options).map_err(|e| super::open_error(&at.store.store, e))?;
     let commit = resolve(&store, at.commit.as_deref())?;
     let partial = file.with_extension("partial");
     let started = Instant::now();
@@ -87,6 +86,7 @@ pub fn export(at: &AtCommit, file: &Path) -> anyhow::Result<()> {
 /// Checks that `dir` is absent or empty, to import `what` into; returns
 /// whether it exists.
 pub(super) fn check_new_store(dir: &Path, what: &str) -> anyhow::Result<bool> {
+    super::refuse_a_file(dir)?;
     let existed = dir.exists();
     if existed && std::fs::read_dir(dir).with_context(|| format!("cannot read {}", dir.display()))?.next().is_some() {
         bail!("{} is not empty: {what} is imported into a new store", dir.display());
@@ -119,8 +119,8 @@ pub fn import(file: &Path, dir: &Path) -> anyhow::Result<()> {
     );
     let started = Instant::now();
     let result = (|| {
-        let store =
-            Store::open(dir, Options::default()).with_context(|| format!("cannot create a store in {}", dir.display()))?;
+        let store = Store::open(dir, Options { create: Create::New, ..Options::default() })
+            .with_context(|| format!("cannot create a store in {}", dir.display()))?;
         let summary = store.import_snapshot(&mut bar.wrap_read(BufReader::with_capacity(1 << 20, input)))?;
         bar.finish_and_clear();
         store.close()?;

@@ -9,7 +9,9 @@
 //!
 //! Faults: the Nth mutating operation (write, sync, truncate, rename,
 //! directory sync) fails with EIO, ENOSPC, or writes only a prefix then
-//! fails; reads can fail with EIO; bits can be flipped at rest.
+//! fails; reads can fail with EIO; bits can be flipped at rest; from the
+//! Nth on, every mutating operation fails (`die_at`: a process that died
+//! there, whose clean-up never ran).
 //!
 //! Invariant: everything is deterministic for a given seed and plan.
 
@@ -75,6 +77,8 @@ struct FaultyFile {
 struct Shared {
     plan: Mutex<FaultPlan>,
     mutating_ops: Mutex<u64>,
+    /// Every mutating operation from this index on fails (`die_at`).
+    dies_at: Mutex<Option<u64>>,
     reads: Mutex<u64>,
     injected: Mutex<Vec<String>>,
 }
@@ -87,6 +91,7 @@ impl Shared {
         *ops += 1;
         let fault = match self.plan.lock().fail_op {
             Some((at, kind)) if at == index => Some(kind),
+            _ if self.dies_at.lock().is_some_and(|at| index >= at) => Some(FaultKind::Eio),
             _ => None,
         };
         if let Some(kind) = fault {
@@ -176,6 +181,7 @@ impl FaultyStorage {
             shared: Arc::new(Shared {
                 plan: Mutex::new(FaultPlan::default()),
                 mutating_ops: Mutex::new(0),
+                dies_at: Mutex::new(None),
                 reads: Mutex::new(0),
                 injected: Mutex::new(Vec::new()),
             }),
@@ -187,6 +193,15 @@ impl FaultyStorage {
         *self.shared.plan.lock() = plan;
         *self.shared.mutating_ops.lock() = 0;
         *self.shared.reads.lock() = 0;
+    }
+
+    /// From the mutating operation with index `op` on (counted as the
+    /// plan's), every one fails with EIO and does nothing, as if the
+    /// process had died just before it: no clean-up after a failure
+    /// reaches the storage, and [`FaultyStorage::crash`] then shows what a
+    /// reboot finds. `None` ends it.
+    pub fn die_at(&self, op: Option<u64>) {
+        *self.shared.dies_at.lock() = op;
     }
 
     /// Number of mutating operations since the plan was set.

@@ -1,11 +1,13 @@
 //! Real files in a directory: positional reads and writes, `fdatasync`, and
-//! fsync of the directory after creates, renames and removes.
+//! fsync of the directory after creates, renames and removes. A store's
+//! directory is made only when asked (`for_store`), and what was made for
+//! a creation that failed is removed again (`remove_made`).
 
 use super::{File, IoCounters, IoKind, IoTimes, Storage};
 use std::fs;
 use std::io;
 use std::os::unix::fs::FileExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// A store directory on a real file system.
@@ -29,6 +31,36 @@ impl FsStorage {
         Ok(FsStorage { dir, counters: Arc::default(), read_only: false })
     }
 
+    /// Uses the store directory `dir`. If it is absent and `create`, makes
+    /// it and any missing parent, and also returns the topmost directory
+    /// made, for [`FsStorage::remove_made`] to remove again should the
+    /// store's creation fail.
+    pub(crate) fn for_store(dir: &Path, create: bool) -> Result<(FsStorage, Option<PathBuf>), StoreDirError> {
+        let storage = || FsStorage { dir: dir.to_path_buf(), counters: Arc::default(), read_only: false };
+        match fs::metadata(dir) {
+            Ok(metadata) if metadata.is_dir() => Ok((storage(), None)),
+            Ok(_) => Err(StoreDirError::File),
+            Err(e) if e.kind() == io::ErrorKind::NotFound && create => {
+                let top = dir.ancestors().take_while(|d| !d.as_os_str().is_empty() && !d.exists()).last().map(Path::to_path_buf);
+                fs::create_dir_all(dir).map_err(StoreDirError::Io)?;
+                Ok((storage(), top))
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Err(StoreDirError::Missing),
+            Err(e) => Err(StoreDirError::Io(e)),
+        }
+    }
+
+    /// Removes the directories [`FsStorage::for_store`] made, from the
+    /// store's up to `top`, each only if empty (best effort: what it
+    /// cannot remove stays).
+    pub(crate) fn remove_made(&self, top: &Path) {
+        for dir in self.dir.ancestors() {
+            if fs::remove_dir(dir).is_err() || dir == top {
+                break;
+            }
+        }
+    }
+
     /// Uses the existing directory `dir` for reading only (another
     /// program's files): every file is opened read-only, and creating,
     /// removing, renaming, locking or syncing is refused.
@@ -48,6 +80,16 @@ impl FsStorage {
         assert!(!name.contains('/') && !name.is_empty(), "store file names are flat");
         self.dir.join(name)
     }
+}
+
+/// Why a store's directory cannot be used.
+#[derive(Debug)]
+pub(crate) enum StoreDirError {
+    /// Absent, and not to be created.
+    Missing,
+    /// The path names a file.
+    File,
+    Io(io::Error),
 }
 
 struct FsFile(fs::File, Arc<IoCounters>);

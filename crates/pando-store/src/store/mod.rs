@@ -224,12 +224,26 @@ pub struct StoreStats {
 // Every public method is documented: an embedder reads these first.
 #[deny(missing_docs)]
 impl Store {
-    /// Opens the store in `dir`, creating it if the directory is empty or
-    /// missing (unless read-only).
+    /// Opens the store in `dir`; creates it there, and `dir` if missing,
+    /// as [`Options::create`] allows (by default when `dir` is absent or
+    /// empty; never when read-only). A creation that fails removes what it
+    /// made, `dir` included.
     pub fn open(dir: impl AsRef<Path>, options: Options) -> Result<Store> {
+        use crate::io::fs::StoreDirError;
         let dir = dir.as_ref();
-        let storage = FsStorage::new(dir, !options.read_only).map_err(Error::io(dir.display().to_string(), "open directory"))?;
-        Store::open_storage(Arc::new(storage), options)
+        let shown = || dir.display().to_string();
+        let creates = !options.read_only && options.create != crate::Create::Never;
+        let (storage, made) = FsStorage::for_store(dir, creates).map_err(|e| match e {
+            StoreDirError::Missing => Error::NoSuchDirectory { dir: shown() },
+            StoreDirError::File => Error::NotADirectory { dir: shown() },
+            StoreDirError::Io(error) => Error::Io { file: shown(), op: "open directory", error },
+        })?;
+        let storage = Arc::new(storage);
+        let opened = Store::open_storage(storage.clone(), options);
+        if let (Err(_), Some(top)) = (&opened, made) {
+            storage.remove_made(&top);
+        }
+        opened
     }
 
     /// Opens a store on any [`Storage`].

@@ -1,5 +1,15 @@
 //! Creating and opening a store, and recovery after a crash.
 //!
+//! Creation is explicit (`Options::create`): an open that may not create
+//! writes nothing to a directory without a store, not even the lock file.
+//! A creation makes the chunk, index and dictionary files, then the
+//! control file under a temporary name, renamed once synced: until that
+//! rename the directory is not a store. Invariants: a creation that fails
+//! removes every file it made; what a crash during one leaves (only the
+//! files a creation makes, no control file) is never taken for a foreign
+//! directory: a creating open clears it and creates the store, any other
+//! open names it (`Error::UnfinishedCreation`) and changes nothing.
+//!
 //! Recovery needs no log replay beyond the last checkpoint: the control file
 //! names a durable end of the pack; a writable open extends it over the
 //! whole batches found after it (`Pack::open`: commits whose pack fsync
@@ -23,7 +33,7 @@ use crate::format::control::{self, Control, SlotError};
 use crate::format::node::CommitRecord;
 use crate::format::record::RecordKind;
 use crate::io::{File, Storage, read_all};
-use crate::options::Options;
+use crate::options::{Create, Options};
 use crate::pack::Pack;
 use crate::record::Recorder;
 use crate::tree::flat::FlatCache;
@@ -51,35 +61,71 @@ fn some_names(names: &[String]) -> String {
     }
 }
 
-/// Opens (or creates) the store in `storage`.
+/// What a directory holds, as far as opening it is concerned.
+enum Found {
+    /// A store: its control file.
+    Store,
+    /// No file at all.
+    Empty,
+    /// Only files a creation makes, without the control file that ends it:
+    /// what a creation that failed or was interrupted left.
+    Unfinished(Vec<String>),
+    /// Files that are not a store's (the names, but the lock's).
+    Foreign(Vec<String>),
+}
+
+fn survey(storage: &dyn Storage) -> Result<Found> {
+    if storage.exists(CONTROL).map_err(Error::io(CONTROL, "stat"))? {
+        return Ok(Found::Store);
+    }
+    let names = storage.list().map_err(Error::io(storage.describe(), "list"))?;
+    let made_by_creation =
+        [crate::pack::chunk_name(0), INDEX.to_string(), DICT.to_string(), CONTROL_TEMP.to_string(), LOCK.to_string()];
+    Ok(if names.is_empty() {
+        Found::Empty
+    } else if names.iter().all(|name| made_by_creation.contains(name)) {
+        Found::Unfinished(names)
+    } else {
+        Found::Foreign(names.into_iter().filter(|name| name != LOCK).collect())
+    })
+}
+
+/// The error of opening what `found` describes with `options`, if it is
+/// refused; `Ok` if the open goes on (a creating open creates unless
+/// `found` is a store).
+fn refusal(found: &Found, options: &Options, dir: String) -> Result<()> {
+    let creates = !options.read_only && options.create != Create::Never;
+    let not_a_store = |reason: String| Err(Error::NotAStore { dir: dir.clone(), reason });
+    match found {
+        Found::Store if options.create == Create::New && !options.read_only => Err(Error::StoreExists { dir }),
+        Found::Store => Ok(()),
+        Found::Foreign(names) if creates => not_a_store(format!(
+            "it has no `{CONTROL}` file and is not empty (it holds {}), so no store is created there",
+            some_names(names)
+        )),
+        Found::Foreign(names) => not_a_store(format!("it has no `{CONTROL}` file (it holds {})", some_names(names))),
+        Found::Empty | Found::Unfinished(_) if creates => Ok(()),
+        Found::Empty => not_a_store("the directory is empty (`pando init` creates a store)".to_string()),
+        Found::Unfinished(names) => Err(Error::UnfinishedCreation { dir, files: some_names(names) }),
+    }
+}
+
+/// Opens the store in `storage`, creating it if `options.create` allows
+/// and the directory is empty or holds an unfinished creation's files.
+/// Nothing is written (not even the lock file) before the open is known
+/// to be allowed.
 pub fn open(storage: Arc<dyn Storage>, options: Options) -> Result<Repo> {
     let started = std::time::Instant::now();
-    let has_control = storage.exists(CONTROL).map_err(Error::io(CONTROL, "stat"))?;
+    refusal(&survey(&*storage)?, &options, storage.describe())?;
     let lock = if options.read_only { None } else { Some(storage.lock(LOCK).map_err(Error::io(LOCK, "lock"))?) };
-    if !has_control {
-        let others: Vec<String> =
-            storage.list().map_err(Error::io(storage.describe(), "list"))?.into_iter().filter(|name| name != LOCK).collect();
-        let not_a_store = |reason: String| Error::NotAStore { dir: storage.describe(), reason };
-        if options.read_only {
-            return Err(not_a_store(if others.is_empty() {
-                "the directory is empty (`pando init` creates a store)".to_string()
-            } else {
-                format!("it has no `{CONTROL}` file (it holds {})", some_names(&others))
-            }));
+    if lock.is_some() && options.create != Create::Never {
+        // Again under the lock: another process may have created the store
+        // meanwhile (the lock file is now there, among the leftovers).
+        let found = survey(&*storage)?;
+        refusal(&found, &options, storage.describe())?;
+        if let Found::Empty | Found::Unfinished(_) = found {
+            create_over(&*storage, &options, &found)?;
         }
-        // What a crash during creation leaves behind is cleared; anything
-        // else means the directory holds something that is not ours.
-        let leftovers = [crate::pack::chunk_name(0), INDEX.to_string(), DICT.to_string(), CONTROL_TEMP.to_string()];
-        if !others.iter().all(|name| leftovers.contains(name)) {
-            return Err(not_a_store(format!(
-                "it has no `{CONTROL}` file and is not empty (it holds {}), so no store is created there",
-                some_names(&others)
-            )));
-        }
-        for name in &others {
-            storage.remove(name).map_err(Error::io(name.as_str(), "remove"))?;
-        }
-        create(&*storage, &options)?;
     }
     let control_file = open_file(&*storage, CONTROL, false)?;
     let control_bytes = read_all(&*control_file).map_err(Error::io(CONTROL, "read"))?;
@@ -260,6 +306,33 @@ pub(super) fn scan_commits(
         }
         Ok(())
     })
+}
+
+/// Clears what an unfinished creation left (`found`) and creates the
+/// store. If any step fails, every file a creation makes is removed again
+/// (best effort: the first failure is the error), so that a failed
+/// creation leaves nothing behind; what a crash leaves instead is
+/// `Found::Unfinished`, which the next creating open clears the same way.
+fn create_over(storage: &dyn Storage, options: &Options, found: &Found) -> Result<()> {
+    let result = (|| {
+        if let Found::Unfinished(names) = found {
+            for name in names.iter().filter(|name| *name != LOCK) {
+                storage.remove(name).map_err(Error::io(name.as_str(), "remove"))?;
+            }
+        }
+        create(storage, options)
+    })();
+    if result.is_err() {
+        // The control file too: a rename whose directory sync failed may
+        // not last, and the caller is told the creation failed.
+        for name in [CONTROL, CONTROL_TEMP, INDEX, DICT, &crate::pack::chunk_name(0), LOCK] {
+            if storage.exists(name).unwrap_or(true) {
+                let _ = storage.remove(name);
+            }
+        }
+        let _ = storage.sync_dir();
+    }
+    result
 }
 
 fn create(storage: &dyn Storage, options: &Options) -> Result<()> {

@@ -103,6 +103,22 @@ pub fn recorded_hash(trace_hash: &[u8]) -> Option<Hash> {
     std::str::from_utf8(trace_hash).ok().and_then(|text| Hash::from_base58(text).ok())
 }
 
+/// The name of the commit the trace's first block checks out, read from
+/// `reader` up to that block's commit: `None` if the block starts from the
+/// empty tree (context 0) instead, as a trace from genesis does. A replay
+/// into a store with commits (`pando replay --append`) starts only from a
+/// commit the store holds.
+pub fn first_checkout(reader: &mut crate::TraceReader) -> Result<Option<Vec<u8>>, crate::file::TraceError> {
+    while let Some(row) = reader.next_row_ref() {
+        match row? {
+            RowRef::Checkout { hash, .. } => return Ok(Some(hash.value().to_vec())),
+            RowRef::Commit { .. } => return Ok(None),
+            _ => {}
+        }
+    }
+    Ok(None)
+}
+
 /// True if `trace_hash` has the shape of a base58 commit hash (`Co` and 50
 /// more characters) whether or not its check passes: a damaged one is a
 /// mismatch, not an opaque name to skip.
