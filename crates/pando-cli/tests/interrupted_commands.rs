@@ -342,3 +342,24 @@ fn gen_does_not_warn_about_its_own_scratch_store() {
     assert!(!stderr.contains("WARN") && !stderr.contains("slow commit"), "{stderr}");
     assert!(stderr.starts_with("generated "), "{stderr}");
 }
+
+#[test]
+fn an_interrupted_import_irmin_removes_its_store_and_a_retry_works() {
+    let context = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/vectors/irmin-stores/a-always");
+    let c = context.to_str().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("new");
+    // Every commit, each synced: long enough to be stopped midway.
+    let child = pando()
+        .args(["import-irmin", c, target.to_str().unwrap(), "--all"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for("the new store", || std::fs::read_dir(&target).is_ok_and(|mut files| files.next().is_some()));
+    let stderr = failure(&stop(child, libc::SIGTERM));
+    assert!(stderr.contains("interrupted") && stderr.contains("was left as it was"), "{stderr}");
+    assert!(!target.exists());
+    let text = stdout(&run(&["import-irmin", c, target.to_str().unwrap()]));
+    assert!(text.contains("imported commit"), "{text}");
+}
