@@ -262,9 +262,9 @@ enum Command {
         /// 0 traces them all every time.
         #[arg(long, default_value_t = pando_store::Options::default().gc_whole_trace_growth_percent)]
         whole_trace_growth: u64,
-        /// Replay a trace that ends inside a block (rows after its last
-        /// commit, as a cut file has) up to its last whole block: without
-        /// it, that is an error naming the block.
+        /// Replay a trace that ends inside a block (a tree changed after its
+        /// last commit, as in a cut file) up to its last whole block:
+        /// without it, that is an error naming the block.
         #[arg(long)]
         ignore_partial_tail: bool,
         /// Compare two reports side by side instead of replaying.
@@ -300,16 +300,16 @@ enum TraceCommand {
         /// Print at most this many rows.
         #[arg(short = 'n', long)]
         limit: Option<u64>,
-        /// Accept a trace that ends inside a block (rows after its last
-        /// commit, as a cut file has): without it, that is an error.
+        /// Accept a trace that ends inside a block (a tree changed after its
+        /// last commit, as in a cut file): without it, that is an error.
         #[arg(long)]
         ignore_partial_tail: bool,
     },
     /// Summarise a trace: blocks, operations by kind, path prefixes, value sizes.
     Stats {
         file: PathBuf,
-        /// Accept a trace that ends inside a block (rows after its last
-        /// commit, as a cut file has): without it, that is an error.
+        /// Accept a trace that ends inside a block (a tree changed after its
+        /// last commit, as in a cut file): without it, that is an error.
         #[arg(long)]
         ignore_partial_tail: bool,
     },

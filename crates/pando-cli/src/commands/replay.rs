@@ -212,9 +212,10 @@ fn store_io_kind(error: &anyhow::Error) -> Option<ErrorKind> {
     }
 }
 
-/// A flag that SIGINT or SIGTERM sets, so that a replay stops between rows
-/// and removes its temporary directory; a second signal ends the process
-/// at once.
+/// A flag that SIGINT or SIGTERM sets, so that a command stops between
+/// rows or writes and removes what it made (a replay's temporary
+/// directory, a temporary file, a store it created); a second signal ends
+/// the process at once, leaving them.
 pub fn on_interrupt() -> anyhow::Result<Arc<AtomicBool>> {
     let flag = Arc::new(AtomicBool::new(false));
     for signal in [SIGINT, SIGTERM] {
