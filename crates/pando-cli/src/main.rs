@@ -31,6 +31,7 @@ macro_rules! errln {
 }
 
 mod commands;
+mod progress;
 
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
@@ -266,6 +267,11 @@ enum Command {
         /// is in the store. Without it, a store with commits is refused.
         #[arg(long)]
         append: bool,
+        /// Replay a trace that ends inside a block (a tree changed after its
+        /// last commit, as in a cut file) up to its last whole block:
+        /// without it, that is an error naming the block.
+        #[arg(long)]
+        ignore_partial_tail: bool,
         /// Compare two reports side by side instead of replaying.
         #[arg(long, num_args = 2, value_names = ["A.json", "B.json"], conflicts_with_all = ["trace", "store"])]
         compare: Option<Vec<PathBuf>>,
@@ -299,9 +305,19 @@ enum TraceCommand {
         /// Print at most this many rows.
         #[arg(short = 'n', long)]
         limit: Option<u64>,
+        /// Accept a trace that ends inside a block (a tree changed after its
+        /// last commit, as in a cut file): without it, that is an error.
+        #[arg(long)]
+        ignore_partial_tail: bool,
     },
     /// Summarise a trace: blocks, operations by kind, path prefixes, value sizes.
-    Stats { file: PathBuf },
+    Stats {
+        file: PathBuf,
+        /// Accept a trace that ends inside a block (a tree changed after its
+        /// last commit, as in a cut file): without it, that is an error.
+        #[arg(long)]
+        ignore_partial_tail: bool,
+    },
 }
 
 fn sync_policy(text: &str) -> anyhow::Result<pando_store::SyncPolicy> {
@@ -342,7 +358,8 @@ fn logs() {
         tracing_subscriber::EnvFilter::try_from_env("PANDO_LOG").unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
     use std::io::IsTerminal as _;
     let colours = std::io::stderr().is_terminal();
-    tracing_subscriber::fmt().with_env_filter(filter).with_ansi(colours).with_writer(std::io::stderr).init();
+    // Through the progress bar shown, if any, so that a line never lands in the bar's.
+    tracing_subscriber::fmt().with_env_filter(filter).with_ansi(colours).with_writer(progress::Logs).init();
 }
 
 fn main() -> std::process::ExitCode {
@@ -422,7 +439,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Gen { preset, seed, output } => {
             let preset = commands::trace::preset(&preset)?;
             let output = output.unwrap_or_else(|| PathBuf::from(format!("{}-{seed}.repr", preset.name)));
-            commands::trace::generate(preset, seed, &output, false, None)
+            let interrupted = commands::replay::on_interrupt()?;
+            commands::trace::generate(preset, seed, &output, false, Some(&interrupted))
         }
         Command::Replay { compare: Some(files), .. } => commands::replay::compare(&files[0], &files[1]),
         Command::Replay {
@@ -440,6 +458,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             gc_every,
             whole_trace_growth,
             append,
+            ignore_partial_tail,
             compare: None,
         } => {
             let sync = sync_policy(&sync)?;
@@ -461,9 +480,14 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 retention,
                 whole_trace_growth,
                 append,
+                ignore_partial_tail,
             })
         }
-        Command::Trace { command: TraceCommand::Cat { file, limit } } => commands::trace::cat(&file, limit),
-        Command::Trace { command: TraceCommand::Stats { file } } => commands::trace::stats(&file),
+        Command::Trace { command: TraceCommand::Cat { file, limit, ignore_partial_tail } } => {
+            commands::trace::cat(&file, limit, ignore_partial_tail)
+        }
+        Command::Trace { command: TraceCommand::Stats { file, ignore_partial_tail } } => {
+            commands::trace::stats(&file, ignore_partial_tail)
+        }
     }
 }

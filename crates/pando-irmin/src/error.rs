@@ -36,6 +36,9 @@ pub enum Error {
     /// The pando store refused the import.
     #[error("pando store: {0}")]
     Store(#[from] pando_store::Error),
+    /// The flag given to [`crate::Context::stop_when`] was set.
+    #[error("interrupted")]
+    Interrupted,
 }
 
 impl Error {

@@ -40,7 +40,8 @@ mod walk;
 
 use std::io::{Read, Write};
 use std::path::Path;
-use std::sync::mpsc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, mpsc};
 
 use pando_core::Hash;
 use pando_store::Store;
@@ -73,6 +74,8 @@ pub struct Context {
     /// Inodes already checked, by offset and position (bounded), when
     /// checking many commits.
     checked: Option<walk::Checked>,
+    /// Once set, a walk or an import stops with [`Error::Interrupted`].
+    stop: Option<Arc<AtomicBool>>,
 }
 
 /// What an import brought in.
@@ -126,7 +129,15 @@ impl Context {
         let control = Control::decode(&bytes)?;
         let space = Space::open(storage, &control)?;
         let dict = Dict::open(storage, control.dict_end)?;
-        Ok(Context { control, space, dict, index: None, checked: None })
+        Ok(Context { control, space, dict, index: None, checked: None, stop: None })
+    }
+
+    /// Stops the walks and imports that follow with [`Error::Interrupted`]
+    /// once `flag` is set (by a signal handler, say), within a few
+    /// thousand objects: an import then fails as on damage, and its
+    /// store keeps nothing.
+    pub fn stop_when(&mut self, flag: Arc<AtomicBool>) {
+        self.stop = Some(flag);
     }
 
     /// The control file's fields.
@@ -227,6 +238,7 @@ impl Context {
         let origin = Self::origin(commit.offset);
         let mut walker = walk::Walker::new(&mut self.space, &self.dict, progress);
         walker.checked = self.checked.as_mut();
+        walker.stop = self.stop.as_deref();
         let checked = walker.commit(commit.offset, &origin)?;
         Ok((checked, walker.stats))
     }
@@ -243,12 +255,14 @@ impl Context {
         let origin = Self::origin(commit.offset);
         let (tx, rx) = mpsc::sync_channel::<Vec<u8>>(8);
         let mut reader = PipeReader { rx, buf: Vec::new(), pos: 0 };
+        let stop = self.stop.as_deref();
         let (walked, imported) = std::thread::scope(|scope| {
             let importer = scope.spawn(move || store.import_snapshot(&mut reader));
             let mut writer = PipeWriter { tx: Some(tx) };
             let walked = pando_store::snapshot::write_frames(&mut writer, |frames| {
                 let mut walker = walk::Walker::new(&mut self.space, &self.dict, progress);
                 walker.out = Some(frames);
+                walker.stop = stop;
                 let checked = walker.commit(commit.offset, &origin);
                 Ok(checked.map(|c| (c, walker.stats)))
             });
@@ -282,8 +296,12 @@ impl Context {
         let mut imported_at = std::collections::HashMap::new();
         imported_at.insert(first.hash, first.offset);
         let mut last = first.hash;
+        let stop = self.stop.clone();
         let mut differ = history::Differ { space: &mut self.space, dict: &self.dict, stats: DiffStats::default() };
         for (done, commit) in commits.iter().enumerate().skip(1) {
+            if stop.as_ref().is_some_and(|flag| flag.load(Ordering::Relaxed)) {
+                return Err(Error::Interrupted);
+            }
             let (entry, body, parents) = walk::commit_fields(differ.space, commit.offset, &Self::origin(commit.offset))?;
             let base = parents.iter().find(|p| imported_at.contains_key(*p)).copied().unwrap_or(last);
             let at = imported_at[&base];

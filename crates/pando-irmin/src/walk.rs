@@ -27,11 +27,13 @@ use pando_core::dir::{MAX_DEPTH, tree_hash, values_hash};
 use pando_core::inode::{self, ENTRIES, hashed_flat};
 use pando_core::varint::write_u64;
 use pando_core::{CommitInfo, Hash, Kind};
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use pando_store::snapshot::{ENTRY_CONTENTS, ENTRY_DIR, FrameWriter, TAG_TREE, TAG_VALUES};
 
 use crate::dict::Dict;
 use crate::entry::{self, Address, CommitBody, Entry, EntryKind, InodeBody, Loc};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::space::Space;
 
 /// Deepest nesting of directories followed (Tezos paths are far shorter);
@@ -102,6 +104,9 @@ pub struct Walker<'a> {
     pub stats: WalkStats,
     /// Called every few thousand objects.
     pub progress: &'a mut dyn FnMut(&WalkStats, u64),
+    /// Checked as often as `progress` is called: once set, the walk stops
+    /// with [`Error::Interrupted`].
+    pub stop: Option<&'a AtomicBool>,
     ticks: u32,
     /// The bytes of the hash being computed.
     buf: Vec<u8>,
@@ -125,21 +130,35 @@ struct Done {
 
 impl<'a> Walker<'a> {
     pub fn new(space: &'a mut Space, dict: &'a Dict, progress: &'a mut dyn FnMut(&WalkStats, u64)) -> Walker<'a> {
-        Walker { space, dict, out: None, checked: None, stats: WalkStats::default(), progress, ticks: 0, buf: Vec::new() }
+        Walker {
+            space,
+            dict,
+            out: None,
+            checked: None,
+            stats: WalkStats::default(),
+            progress,
+            stop: None,
+            ticks: 0,
+            buf: Vec::new(),
+        }
     }
 
     fn read(&mut self, offset: u64, from: &Loc) -> Result<Entry> {
         let entry = entry::read(self.space, offset, from)?;
-        self.count(&entry);
+        self.count(&entry)?;
         Ok(entry)
     }
 
-    fn count(&mut self, entry: &Entry) {
+    fn count(&mut self, entry: &Entry) -> Result<()> {
         self.stats.entry_bytes += entry.size;
         self.ticks += 1;
         if self.ticks.is_multiple_of(4096) {
             (self.progress)(&self.stats, self.space.bytes_read);
+            if self.stop.is_some_and(|stop| stop.load(Ordering::Relaxed)) {
+                return Err(Error::Interrupted);
+            }
         }
+        Ok(())
     }
 
     fn emit(&mut self, bytes: &[&[u8]]) {
@@ -166,7 +185,7 @@ impl<'a> Walker<'a> {
     /// Walks and checks the commit at `offset` and its whole tree.
     pub fn commit(&mut self, offset: u64, from: &Loc) -> Result<CheckedCommit> {
         let (entry, body, parents) = commit_fields(self.space, offset, from)?;
-        self.count(&entry);
+        self.count(&entry)?;
         if self.out.is_some() {
             let mut sorted = parents.clone();
             sorted.sort();
@@ -246,7 +265,7 @@ impl<'a> Walker<'a> {
                     let hash = match kind {
                         Kind::Contents => {
                             let contents = entry.contents(self.space, address)?;
-                            self.count(&contents);
+                            self.count(&contents)?;
                             self.stats.contents += 1;
                             self.stats.contents_bytes += contents.body.len() as u64;
                             self.emit(&[&[ENTRY_CONTENTS]]);

@@ -91,6 +91,11 @@ pub struct Options {
     /// cache of nodes read from disk.
     pub cache_bytes: u64,
     pub sync: SyncPolicy,
+    /// A commit that takes at least this long is logged as a warning (one
+    /// an operator may act on: a slow disk, a cache too small); `None`
+    /// never warns, for a store whose commits are a tool's own (the trace
+    /// generator's scratch store). Default [`crate::telemetry::SLOW_COMMIT`].
+    pub slow_commit_warning: Option<std::time::Duration>,
     /// A new pack chunk starts once the current one holds this many bytes.
     pub chunk_target_bytes: u64,
     /// A commit's records are appended to the pack in pieces of about this
@@ -151,6 +156,7 @@ impl Default for Options {
             create: Create::IfMissing,
             cache_bytes: 512 << 20,
             sync: SyncPolicy::EveryCommit,
+            slow_commit_warning: Some(crate::telemetry::SLOW_COMMIT),
             chunk_target_bytes: 128 << 20,
             commit_spill_bytes: 16 << 20,
             stage_bytes: 4096,

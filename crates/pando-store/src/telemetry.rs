@@ -36,7 +36,8 @@ pub const GC_OVERDUE: &str = "pando_gc_overdue_total";
 pub const GC_SECONDS: &str = "pando_gc_seconds";
 pub const GC_PAUSE_SECONDS: &str = "pando_gc_writer_pause_seconds";
 
-/// A commit slower than this is logged as a warning.
+/// A commit slower than this is logged as a warning, by default
+/// (`Options::slow_commit_warning`).
 pub const SLOW_COMMIT: Duration = Duration::from_millis(500);
 
 /// What one commit did, for the metrics.
@@ -46,6 +47,8 @@ pub(crate) struct CommitDone {
     pub pack_bytes: u64,
     pub cache_hits: u64,
     pub cache_misses: u64,
+    /// `Options::slow_commit_warning`.
+    pub warn_after: Option<Duration>,
 }
 
 pub(crate) fn commit_done(commit: &pando_core::Hash, done: &CommitDone) {
@@ -55,7 +58,7 @@ pub(crate) fn commit_done(commit: &pando_core::Hash, done: &CommitDone) {
     metrics::gauge!(PACK_BYTES).set(done.pack_bytes as f64);
     metrics::counter!(CACHE_HITS).absolute(done.cache_hits);
     metrics::counter!(CACHE_MISSES).absolute(done.cache_misses);
-    if done.took >= SLOW_COMMIT {
+    if done.warn_after.is_some_and(|after| done.took >= after) {
         tracing::warn!(%commit, ms = done.took.as_millis() as u64, bytes = done.bytes_written, "slow commit");
     } else {
         tracing::debug!(%commit, us = done.took.as_micros() as u64, bytes = done.bytes_written, "commit");
@@ -84,6 +87,13 @@ pub(crate) fn cut_tail(file: &str, durable: u64, found: u64) {
 
 pub(crate) fn poisoned(first: &str) {
     tracing::error!(first, "a write failed: the store refuses further writes until it is reopened");
+}
+
+/// A snapshot import failed: the caller has its error (often the
+/// snapshot's damage, not a failed write), so only the debug log says
+/// that the store now refuses writes.
+pub(crate) fn import_failed(first: &str) {
+    tracing::debug!(first, "snapshot import failed: the store refuses further writes until it is reopened");
 }
 
 pub(crate) fn gc_started(generation: u64, keep_offset: u64, boundary: u64) {

@@ -4,6 +4,15 @@
 //! - The reader yields rows in order and, on a truncated or damaged file,
 //!   returns every row before the damage and then an error naming the row
 //!   number and its byte offset.
+//! - A trace whose rows after the last commit update a tree (an add, a
+//!   remove or a copy that no commit follows: a block cut short, as an
+//!   interrupted writer leaves it) ends with [`TraceError::PartialTail`]
+//!   naming the block, after its rows, unless the reader was told to
+//!   accept such a tail ([`TraceReader::accept_partial_tail`]): the end of
+//!   a file cut on a row boundary is otherwise indistinguishable from a
+//!   whole one. A tail of checkouts and reads only is a clean end: a
+//!   recorded session ends so (its last checkout), and nothing of it
+//!   would be stored.
 //! - A thread of the reader's own reads the file ahead, a few blocks at
 //!   most; the rows are decoded where they lie in the block that holds
 //!   them, so a row's bytes are copied once, from the file into a block
@@ -31,6 +40,13 @@ pub enum TraceError {
     BadHeader { path: PathBuf, reason: String },
     #[error("{path}: row {row} at byte {offset}: {reason}")]
     BadRow { path: PathBuf, row: u64, offset: u64, reason: String },
+    /// The file ends inside block `block` (counted from 0, as reports
+    /// count them; `block` whole blocks come before it): its `rows` rows,
+    /// from row `row` at byte `offset`, update a tree and no commit follows.
+    #[error(
+        "{path}: the trace ends inside block {block}, after {block} whole blocks: its {rows} rows from row {row} (byte {offset}) update a tree and no commit follows; the file was cut short"
+    )]
+    PartialTail { path: PathBuf, block: u64, rows: u64, row: u64, offset: u64 },
 }
 
 /// Bytes read from the file into a block at a time.
@@ -54,6 +70,14 @@ pub struct TraceReader {
     offset: u64,
     rows: u64,
     failed: bool,
+    /// Commit rows read: the blocks whole so far.
+    commits: u64,
+    /// Rows read since the last commit, the row number and byte offset of
+    /// the first of them, and whether any of them updates a tree.
+    tail_rows: u64,
+    tail_start: (u64, u64),
+    tail_updates: bool,
+    accept_partial_tail: bool,
     /// The window: `window[start..end]` is the file from `offset` on.
     window: Vec<u8>,
     start: usize,
@@ -98,8 +122,22 @@ impl TraceReader {
             .name("pando-trace-read".into())
             .spawn(move || read_ahead(file, send_block, give_back))
             .map_err(|error| TraceError::Io { path: path.clone(), error })?;
-        let mut reader =
-            TraceReader { path, blocks, emptied, offset: 0, rows: 0, failed: false, window: Vec::new(), start: 0, end: 0 };
+        let mut reader = TraceReader {
+            path,
+            blocks,
+            emptied,
+            offset: 0,
+            rows: 0,
+            failed: false,
+            commits: 0,
+            tail_rows: 0,
+            tail_start: (0, 0),
+            tail_updates: false,
+            accept_partial_tail: false,
+            window: Vec::new(),
+            start: 0,
+            end: 0,
+        };
         let bad = |reader: &TraceReader, reason: String| TraceError::BadHeader { path: reader.path.clone(), reason };
         reader.fill(12 + 10).map_err(|error| TraceError::Io { path: reader.path.clone(), error })?;
         let Some(head) = reader.window[reader.start..reader.end].get(..12) else {
@@ -151,6 +189,18 @@ impl TraceReader {
         Ok(())
     }
 
+    /// Accepts a trace that ends inside a block: its last rows, after the
+    /// last commit, are returned and the end is a clean one, instead of
+    /// [`TraceError::PartialTail`] when they update a tree.
+    pub fn accept_partial_tail(&mut self, accept: bool) {
+        self.accept_partial_tail = accept;
+    }
+
+    /// Whole blocks read so far (commit rows).
+    pub fn blocks_read(&self) -> u64 {
+        self.commits
+    }
+
     /// Rows read so far.
     pub fn rows_read(&self) -> u64 {
         self.rows
@@ -191,11 +241,27 @@ impl TraceReader {
             }
             None => {
                 self.failed = true;
+                if self.tail_updates && !self.accept_partial_tail {
+                    let (row, offset) = self.tail_start;
+                    let path = self.path.clone();
+                    return Some(Err(TraceError::PartialTail { path, block: self.commits, rows: self.tail_rows, row, offset }));
+                }
                 return None;
             }
         };
         match RowRef::decode(&self.window[start..start + len]) {
             Ok(row) => {
+                if matches!(row, RowRef::Commit { .. }) {
+                    self.commits += 1;
+                    self.tail_rows = 0;
+                    self.tail_updates = false;
+                } else {
+                    if self.tail_rows == 0 {
+                        self.tail_start = (self.rows, self.offset);
+                    }
+                    self.tail_rows += 1;
+                    self.tail_updates |= matches!(row, RowRef::Add { .. } | RowRef::Remove { .. } | RowRef::Copy { .. });
+                }
                 self.offset += (start + len - self.start) as u64;
                 self.rows += 1;
                 self.start = start + len;

@@ -2,14 +2,16 @@
 //! or bring its commits into a new pando store.
 
 use anyhow::{Context as _, bail};
-use indicatif::{ProgressBar, ProgressStyle};
+use indicatif::ProgressBar;
 use pando_core::Hash;
 use pando_irmin::{CommitRef, Context, WalkStats};
 use pando_store::{Create, Options, Store};
 use std::path::Path;
+use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use super::mb;
+use super::replay::on_interrupt;
 use super::snapshot::{check_new_store, remove_new_store};
 
 /// What to do with the context.
@@ -24,9 +26,7 @@ pub struct ImportArgs<'a> {
 }
 
 fn bytes_bar() -> ProgressBar {
-    let bar = ProgressBar::new_spinner();
-    bar.set_style(ProgressStyle::with_template("{spinner} [{elapsed_precise}] {msg}").expect("valid progress template"));
-    bar
+    crate::progress::spinner("{spinner} [{elapsed_precise}] {msg}")
 }
 
 fn walk_message(stats: &WalkStats, bytes_read: u64, started: Instant) -> String {
@@ -42,12 +42,7 @@ fn walk_message(stats: &WalkStats, bytes_read: u64, started: Instant) -> String 
 }
 
 fn commits_bar(total: usize) -> ProgressBar {
-    let bar = ProgressBar::new(total as u64);
-    bar.set_style(
-        ProgressStyle::with_template("{spinner} [{elapsed_precise}] {wide_bar} {pos}/{len} commits ETA {eta}")
-            .expect("valid progress template"),
-    );
-    bar
+    crate::progress::bar(total as u64, "{spinner} [{elapsed_precise}] {wide_bar} {pos}/{len} commits ETA {eta}")
 }
 
 /// Finds the commit to check or import, saying which when none was named.
@@ -70,7 +65,11 @@ pub fn import_irmin(args: &ImportArgs<'_>) -> anyhow::Result<bool> {
     }
     let Some(dir) = args.store else { bail!("a store directory is needed to import into (or --check-only)") };
     let existed = check_new_store(dir, "an irmin context")?;
+    let interrupted = on_interrupt()?;
     let mut context = Context::open(args.context)?;
+    // A signal stops the walk within a few thousand objects, so that the
+    // store it made is removed below.
+    context.stop_when(interrupted.clone());
     let result = (|| {
         let store = Store::open(dir, Options { create: Create::New, ..Options::default() })
             .with_context(|| format!("cannot create a store in {}", dir.display()))?;
@@ -129,6 +128,9 @@ pub fn import_irmin(args: &ImportArgs<'_>) -> anyhow::Result<bool> {
     })();
     if let Err(e) = result {
         remove_new_store(dir, existed);
+        if interrupted.load(Ordering::Relaxed) {
+            bail!("interrupted: {} was left as it was", dir.display());
+        }
         return Err(e.context(format!("import from {} failed; {} was left as it was", args.context.display(), dir.display())));
     }
     Ok(true)

@@ -1,7 +1,7 @@
 //! `pando replay`: replay a trace into a store and report on it.
 
 use anyhow::{Context, bail};
-use indicatif::{ProgressBar, ProgressStyle};
+use indicatif::ProgressBar;
 use pando_core::trace::RowRef;
 use pando_store::{Create, Options, Store, SyncPolicy};
 use pando_trace::TraceReader;
@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use super::atomic::NewFile;
 use super::trace as trace_cmd;
 
 /// What `pando replay` was asked to do.
@@ -33,6 +34,8 @@ pub struct ReplayArgs {
     pub whole_trace_growth: u64,
     /// Into a store with commits, if the trace starts from one of them.
     pub append: bool,
+    /// Replay a trace that ends inside a block up to its last whole block.
+    pub ignore_partial_tail: bool,
 }
 
 pub fn replay(args: &ReplayArgs) -> anyhow::Result<()> {
@@ -63,6 +66,9 @@ pub fn replay(args: &ReplayArgs) -> anyhow::Result<()> {
     let options = Options {
         create: Create::IfMissing,
         sync: args.sync,
+        // A temporary store's commits are the tool's own, measured in the
+        // report: a slow one is nothing an operator can act on.
+        slow_commit_warning: if args.store.is_some() { Options::default().slow_commit_warning } else { None },
         cache_bytes: args.cache_mb << 20,
         read_cache_bytes: args.read_cache_mb << 20,
         retention: args.retention,
@@ -75,7 +81,7 @@ pub fn replay(args: &ReplayArgs) -> anyhow::Result<()> {
         bail!("{} holds {} commits now; nothing was replayed", store_dir.display(), store.commit_count());
     }
 
-    let mut reader = TraceReader::open(&trace)?;
+    let mut reader = trace_cmd::open(&trace, args.ignore_partial_tail)?;
     // In blocks when their number is known; otherwise in the share of the
     // trace read, which is all a trace file tells before it is read.
     let (progress, in_blocks) = match total_blocks {
@@ -87,13 +93,16 @@ pub fn replay(args: &ReplayArgs) -> anyhow::Result<()> {
     } else {
         "{spinner} [{elapsed_precise}] {wide_bar} {percent:>3}% of the trace {msg} ETA {eta}"
     };
-    progress.set_style(ProgressStyle::with_template(template).expect("valid progress template"));
+    progress.set_style(crate::progress::style(template));
+    crate::progress::show(&progress);
     let position = |blocks: u64, offset: u64| if in_blocks { blocks } else { offset };
     // The spinner and the clock move inside a long block (a genesis of
     // millions of writes) too.
     progress.enable_steady_tick(std::time::Duration::from_millis(250));
     let mut replayer = Replayer::new(&store);
     let mut failure = None;
+    // True once a signal stopped the replay (the report says it is partial).
+    let mut stopped_by_signal = false;
     let mut blocks = 0u64;
     let mut block_rows = 0u64;
     let mut gc = GcWatch::default();
@@ -104,12 +113,13 @@ pub fn replay(args: &ReplayArgs) -> anyhow::Result<()> {
         let Some(row) = reader.next_row_ref() else { break };
         if interrupted.load(Ordering::Relaxed) {
             failure = Some(anyhow::anyhow!("interrupted"));
+            stopped_by_signal = true;
             break;
         }
         let row = match row {
             Ok(row) => row,
             Err(e) => {
-                failure = Some(anyhow::Error::from(e));
+                failure = Some(trace_cmd::partial_tail_hint(e.into()));
                 break;
             }
         };
@@ -173,6 +183,10 @@ pub fn replay(args: &ReplayArgs) -> anyhow::Result<()> {
     let mut report =
         Report::build(&label, &trace.display().to_string(), &store_shown, &replayer.metrics, &replayer.checks, replayer.rows());
     report.gc = gc.events;
+    report.interrupted = stopped_by_signal;
+    report.stopped_early = failure
+        .as_ref()
+        .map(|e| if stopped_by_signal { "by a signal (SIGINT or SIGTERM)".to_string() } else { format!("by an error: {e:#}") });
     // The kernel's high-water mark also sees a peak inside a block (a
     // genesis commit), which samples between blocks miss.
     report.peak_rss_bytes = report.peak_rss_bytes.max(pando_trace::replay::metrics::peak_rss_bytes("self"));
@@ -266,9 +280,10 @@ fn store_io_kind(error: &anyhow::Error) -> Option<ErrorKind> {
     }
 }
 
-/// A flag that SIGINT or SIGTERM sets, so that a replay stops between rows
-/// and removes its temporary directory; a second signal ends the process
-/// at once.
+/// A flag that SIGINT or SIGTERM sets, so that a command stops between
+/// rows or writes and removes what it made (a replay's temporary
+/// directory, a temporary file, a store it created); a second signal ends
+/// the process at once, leaving them.
 pub fn on_interrupt() -> anyhow::Result<Arc<AtomicBool>> {
     let flag = Arc::new(AtomicBool::new(false));
     for signal in [SIGINT, SIGTERM] {
@@ -310,12 +325,20 @@ impl GcWatch {
     }
 }
 
+/// Writes `bytes` to `path` whole or not at all.
+fn write_whole(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    use std::io::Write as _;
+    let new = NewFile::create(path)?;
+    new.file().write_all(bytes).with_context(|| format!("cannot write {}", path.display()))?;
+    new.persist()
+}
+
 fn write_report(dir: &Path, report: &Report) -> anyhow::Result<()> {
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let json = dir.join("report.json");
-    std::fs::write(&json, serde_json::to_vec_pretty(report)?).with_context(|| format!("cannot write {}", json.display()))?;
+    write_whole(&json, &serde_json::to_vec_pretty(report)?)?;
     let html = dir.join("report.html");
-    std::fs::write(&html, report::html::render(report)).with_context(|| format!("cannot write {}", html.display()))?;
+    write_whole(&html, report::html::render(report).as_bytes())?;
     outln!("\nreport: {} and {}", json.display(), html.display())?;
     Ok(())
 }
@@ -339,6 +362,9 @@ pub fn compare(first: &Path, second: &Path) -> anyhow::Result<()> {
     let (mut a, mut b) = (read_report(first)?, read_report(second)?);
     a.label = format!("{} ({})", a.label, first.display());
     b.label = format!("{} ({})", b.label, second.display());
+    for warning in report::compare::warnings(&a, &b) {
+        errln!("warning: {warning}");
+    }
     out!("{}", report::compare::render(&a, &b))?;
     Ok(())
 }

@@ -2,28 +2,53 @@
 //! as a file, to bootstrap a store elsewhere.
 
 use anyhow::{Context, bail};
-use indicatif::{ProgressBar, ProgressStyle};
+use indicatif::ProgressBar;
 use pando_store::{Create, Options, SnapshotSummary, Store};
-use std::io::{BufReader, BufWriter, Write};
+use std::io::{BufReader, BufWriter, Read, Write};
 use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
+use super::atomic::NewFile;
+use super::replay::on_interrupt;
 use super::{AtCommit, mb, resolve};
+use crate::progress;
 
-/// A writer that moves a progress bar by the bytes it takes.
+/// A writer that moves a progress bar by the bytes it takes, and fails
+/// once `interrupted` is set (SIGINT, SIGTERM).
 struct Counted<W> {
     inner: W,
     bar: ProgressBar,
+    interrupted: Arc<AtomicBool>,
 }
 
 impl<W: Write> Write for Counted<W> {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if self.interrupted.load(Ordering::Relaxed) {
+            return Err(std::io::Error::other("interrupted"));
+        }
         let n = self.inner.write(buf)?;
         self.bar.inc(n as u64);
         Ok(n)
     }
     fn flush(&mut self) -> std::io::Result<()> {
         self.inner.flush()
+    }
+}
+
+/// A reader that fails once `interrupted` is set (SIGINT, SIGTERM).
+struct Interruptible<R> {
+    inner: R,
+    interrupted: Arc<AtomicBool>,
+}
+
+impl<R: Read> Read for Interruptible<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if self.interrupted.load(Ordering::Relaxed) {
+            return Err(std::io::Error::other("interrupted"));
+        }
+        self.inner.read(buf)
     }
 }
 
@@ -43,41 +68,29 @@ fn print_summary(summary: &SnapshotSummary, seconds: f64) -> std::io::Result<()>
     )
 }
 
-/// Writes the tree of the commit to `file` (first as `file.partial`, renamed
-/// once complete, so a failed export leaves no snapshot behind).
+/// Writes the tree of the commit to `file`, whole or not at all (under a
+/// temporary name beside it until complete): a failed or interrupted
+/// export leaves no snapshot behind, and `file` as it was.
 pub fn export(at: &AtCommit, file: &Path) -> anyhow::Result<()> {
+    let interrupted = on_interrupt()?;
     // The walk reads each inode once: a small cache is enough, and keeps
     // the memory of an export small whatever the tree.
     let options = Options { read_only: true, create: Create::Never, cache_bytes: 16 << 20, ..Options::default() };
     let store = Store::open(&at.store.store, options).map_err(|e| super::open_error(&at.store.store, e))?;
     let commit = resolve(&store, at.commit.as_deref())?;
-    let partial = file.with_extension("partial");
     let started = Instant::now();
-    let result = (|| {
-        let out = std::fs::File::create(&partial).with_context(|| format!("cannot create {}", partial.display()))?;
-        let bar = ProgressBar::new_spinner();
-        bar.set_style(
-            ProgressStyle::with_template("{spinner} [{elapsed_precise}] exporting: {bytes} written ({bytes_per_sec})")
-                .expect("valid progress template"),
-        );
-        let mut out = Counted { inner: BufWriter::with_capacity(1 << 20, out), bar };
-        let summary = store.export_snapshot(&commit, &mut out)?;
-        out.bar.finish_and_clear();
-        out.inner
-            .into_inner()
-            .map_err(|e| e.into_error())?
-            .sync_all()
-            .with_context(|| format!("cannot sync {}", partial.display()))?;
-        std::fs::rename(&partial, file).with_context(|| format!("cannot rename {} to {}", partial.display(), file.display()))?;
-        anyhow::Ok(summary)
-    })();
+    let new = NewFile::create(file)?;
+    let bar = progress::spinner("{spinner} [{elapsed_precise}] exporting: {bytes} written ({bytes_per_sec})");
+    let mut out = Counted { inner: BufWriter::with_capacity(1 << 20, new.file()), bar, interrupted: interrupted.clone() };
+    let result = store.export_snapshot(&commit, &mut out);
+    out.bar.finish_and_clear();
     let summary = match result {
-        Ok(summary) => summary,
-        Err(e) => {
-            let _ = std::fs::remove_file(&partial);
-            return Err(e);
-        }
+        Err(_) if interrupted.load(Ordering::Relaxed) => bail!("interrupted: {} was not written", file.display()),
+        result => result?,
     };
+    out.inner.flush().with_context(|| format!("cannot write {}", new.path().display()))?;
+    drop(out);
+    new.persist()?;
     outln!("exported commit {commit} to {}", file.display())?;
     print_summary(&summary, started.elapsed().as_secs_f64())?;
     Ok(())
@@ -109,19 +122,18 @@ pub(super) fn remove_new_store(dir: &Path, existed: bool) {
 /// Builds a new store in `dir` (absent or empty) from `file`; on failure,
 /// removes what it created.
 pub fn import(file: &Path, dir: &Path) -> anyhow::Result<()> {
+    let interrupted = on_interrupt()?;
     let existed = check_new_store(dir, "a snapshot")?;
     let input = std::fs::File::open(file).with_context(|| format!("cannot open {}", file.display()))?;
     let length = input.metadata().map(|m| m.len()).unwrap_or(0);
-    let bar = ProgressBar::new(length);
-    bar.set_style(
-        ProgressStyle::with_template("{spinner} [{elapsed_precise}] importing {wide_bar} {bytes}/{total_bytes} ETA {eta}")
-            .expect("valid progress template"),
-    );
+    let bar = progress::bar(length, "{spinner} [{elapsed_precise}] importing {wide_bar} {bytes}/{total_bytes} ETA {eta}");
     let started = Instant::now();
     let result = (|| {
         let store = Store::open(dir, Options { create: Create::New, ..Options::default() })
             .with_context(|| format!("cannot create a store in {}", dir.display()))?;
-        let summary = store.import_snapshot(&mut bar.wrap_read(BufReader::with_capacity(1 << 20, input)))?;
+        let mut input =
+            Interruptible { inner: bar.wrap_read(BufReader::with_capacity(1 << 20, input)), interrupted: interrupted.clone() };
+        let summary = store.import_snapshot(&mut input)?;
         bar.finish_and_clear();
         store.close()?;
         anyhow::Ok(summary)
@@ -129,7 +141,11 @@ pub fn import(file: &Path, dir: &Path) -> anyhow::Result<()> {
     let summary = match result {
         Ok(summary) => summary,
         Err(e) => {
+            bar.finish_and_clear();
             remove_new_store(dir, existed);
+            if interrupted.load(Ordering::Relaxed) {
+                bail!("interrupted: {} was left as it was", dir.display());
+            }
             return Err(e.context(format!("import of {} failed; {} was left as it was", file.display(), dir.display())));
         }
     };

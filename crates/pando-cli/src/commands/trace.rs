@@ -1,25 +1,29 @@
 //! `pando gen`, `pando trace cat` and `pando trace stats`.
 
 use anyhow::Context;
-use indicatif::{ProgressBar, ProgressStyle};
 use pando_core::trace::{Key, Row, Scope};
 use pando_store::{Options, Store, SyncPolicy};
 use pando_trace::generate::{Generator, Preset, run_with_hashes};
 use pando_trace::stats::TraceStats;
-use pando_trace::{TraceReader, TraceWriter};
+use pando_trace::{TraceError, TraceReader, TraceWriter};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
+
+use super::atomic::NewFile;
+use crate::progress;
 
 pub fn preset(name: &str) -> anyhow::Result<&'static Preset> {
     Preset::named(name).with_context(|| format!("unknown preset {name:?} (tiny, small, medium, large)"))
 }
 
-/// Writes the trace of `preset` and `seed` to `output`; stops with an error
+/// Writes the trace of `preset` and `seed` to `output`, whole or not at
+/// all (under a temporary name until it is complete); stops with an error
 /// once `interrupted` is set.
 pub fn generate(preset: &Preset, seed: u64, output: &Path, quiet: bool, interrupted: Option<&AtomicBool>) -> anyhow::Result<()> {
     let start = Instant::now();
-    let mut writer = TraceWriter::create(output)?;
+    let new = NewFile::create(output)?;
+    let mut writer = TraceWriter::create(new.path())?;
     // Each block goes through a scratch store beside the output, so that
     // every commit row carries its real hash; the store is removed after.
     let beside = output.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
@@ -27,18 +31,17 @@ pub fn generate(preset: &Preset, seed: u64, output: &Path, quiet: bool, interrup
         .prefix(".pando-gen-")
         .tempdir_in(beside)
         .with_context(|| format!("cannot create a scratch store in {}", beside.display()))?;
-    let store = Store::open(scratch.path(), Options { sync: SyncPolicy::Never, ..Options::default() })?;
-    let bar = ProgressBar::new(preset.blocks);
-    bar.set_style(
-        ProgressStyle::with_template("{spinner} [{elapsed_precise}] generating {wide_bar} {pos}/{len} blocks ETA {eta}")
-            .expect("valid progress template"),
-    );
+    // Its commits are the generator's own, not the user's: a slow one (the
+    // genesis of a large preset) is nothing an operator can act on.
+    let options = Options { sync: SyncPolicy::Never, slow_commit_warning: None, ..Options::default() };
+    let store = Store::open(scratch.path(), options)?;
+    let bar = progress::bar(preset.blocks, "{spinner} [{elapsed_precise}] generating {wide_bar} {pos}/{len} blocks ETA {eta}");
     // The spinner and the clock move inside a long block (a genesis of
     // millions of writes) too.
     bar.enable_steady_tick(std::time::Duration::from_millis(250));
     let summary = run_with_hashes(&mut Generator::new(preset, seed), &store, &mut |row| {
         if interrupted.is_some_and(|flag| flag.load(Ordering::Relaxed)) {
-            anyhow::bail!("interrupted");
+            anyhow::bail!("interrupted: {} was not written", output.display());
         }
         if matches!(row, Row::Commit { .. }) {
             bar.inc(1);
@@ -47,6 +50,7 @@ pub fn generate(preset: &Preset, seed: u64, output: &Path, quiet: bool, interrup
     })?;
     bar.finish_and_clear();
     writer.finish()?;
+    new.persist()?;
     drop(store);
     drop(scratch);
     if !quiet {
@@ -125,15 +129,39 @@ pub fn row_line(row: &Row) -> String {
     }
 }
 
-pub fn cat(path: &Path, limit: Option<u64>) -> anyhow::Result<()> {
+/// Opens a trace; one that ends inside a block is an error at its end
+/// unless `ignore_partial_tail`.
+pub fn open(path: &Path, ignore_partial_tail: bool) -> anyhow::Result<TraceReader> {
+    let mut reader = TraceReader::open(path)?;
+    reader.accept_partial_tail(ignore_partial_tail);
+    Ok(reader)
+}
+
+/// The hint added to an error of a trace that ends inside a block.
+pub fn partial_tail_hint(error: anyhow::Error) -> anyhow::Error {
+    if matches!(error.downcast_ref::<TraceError>(), Some(TraceError::PartialTail { .. })) {
+        error.context("the trace is cut short (--ignore-partial-tail takes the whole blocks before its end)")
+    } else {
+        error
+    }
+}
+
+pub fn cat(path: &Path, limit: Option<u64>, ignore_partial_tail: bool) -> anyhow::Result<()> {
     use std::io::Write;
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
-    for (i, row) in TraceReader::open(path)?.enumerate() {
+    for (i, row) in open(path, ignore_partial_tail)?.enumerate() {
         if limit.is_some_and(|l| i as u64 >= l) {
             break;
         }
-        let row = row?;
+        let row = match row {
+            Ok(row) => row,
+            Err(e) => {
+                // The rows before the error are shown first.
+                let _ = out.flush();
+                return Err(partial_tail_hint(e.into()));
+            }
+        };
         if writeln!(out, "{}", row_line(&row)).is_err() {
             // The reader went away (a pipe closed): stop quietly.
             return Ok(());
@@ -142,9 +170,9 @@ pub fn cat(path: &Path, limit: Option<u64>) -> anyhow::Result<()> {
     Ok(())
 }
 
-pub fn stats(path: &Path) -> anyhow::Result<()> {
+pub fn stats(path: &Path, ignore_partial_tail: bool) -> anyhow::Result<()> {
     let mut stats = TraceStats::default();
-    let mut reader = TraceReader::open(path)?;
+    let mut reader = open(path, ignore_partial_tail)?;
     let mut error = None;
     for row in &mut reader {
         match row {
@@ -158,7 +186,7 @@ pub fn stats(path: &Path) -> anyhow::Result<()> {
     out!("{}", stats.render())?;
     match error {
         // What came before the damage is summarised, then the error is reported.
-        Some(e) => Err(e.into()),
+        Some(e) => Err(partial_tail_hint(e.into())),
         None => Ok(()),
     }
 }

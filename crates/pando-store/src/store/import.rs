@@ -131,7 +131,9 @@ impl Repo {
             return Err(Error::Invalid("a snapshot is imported into an empty store".into()));
         }
         let result = self.import_locked(input);
-        let (summary, commit_at) = self.guard(result)?;
+        // Poisoned, as after any failed write, but not logged as one: the
+        // caller has the cause, most often the snapshot's own damage.
+        let (summary, commit_at) = self.poison_on_error(result, crate::telemetry::import_failed)?;
         note_commit(&mut writer, summary.commit, commit_at);
         self.flush_locked(&mut writer, true)?;
         self.publish_commit(summary.commit, commit_at);

@@ -491,6 +491,7 @@ impl Store {
                 pack_bytes: self.repo.pack.size_bytes(),
                 cache_hits,
                 cache_misses,
+                warn_after: self.repo.options.slow_commit_warning,
             },
         );
         self.repo.apply_retention(hash)?;
@@ -674,6 +675,12 @@ impl Repo {
     /// Runs a write step; any failure poisons the store (fail-stop), and
     /// later writes name this first failure.
     fn guard<T>(&self, result: Result<T>) -> Result<T> {
+        self.poison_on_error(result, crate::telemetry::poisoned)
+    }
+
+    /// Poisons the store on `result`'s error, as `guard` does, and has
+    /// `log` say so the first time.
+    fn poison_on_error<T>(&self, result: Result<T>, log: fn(&str)) -> Result<T> {
         if let Err(e) = &result {
             let mut first = false;
             let message = self.poisoned.get_or_init(|| {
@@ -681,7 +688,7 @@ impl Repo {
                 e.to_string()
             });
             if first {
-                crate::telemetry::poisoned(message);
+                log(message);
             }
         }
         result

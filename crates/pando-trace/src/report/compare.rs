@@ -8,11 +8,26 @@ fn ratio(a: f64, b: f64) -> String {
     if a == 0.0 { "-".into() } else { format!("{:.2}x", b / a) }
 }
 
+/// Warnings for `a` and `b` compared: one for each run that stopped
+/// before the end of its trace (its figures are not the whole trace's).
+pub fn warnings(a: &Report, b: &Report) -> Vec<String> {
+    [("A", a), ("B", b)]
+        .into_iter()
+        .filter_map(|(name, report)| {
+            report.partial_note().map(|note| format!("{name} is a partial run ({note}): its figures are not the whole trace's"))
+        })
+        .collect()
+}
+
 /// `a` and `b` side by side; the columns are headed A and B, and a legend
-/// above gives each run's label.
+/// above gives each run's label (with a partial run's note).
 pub fn render(a: &Report, b: &Report) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "A: {}\nB: {}\n", a.label, b.label);
+    let legend = |report: &Report| match report.partial_note() {
+        Some(note) => format!("{} ({note})", report.label),
+        None => report.label.clone(),
+    };
+    let _ = writeln!(out, "A: {}\nB: {}\n", legend(a), legend(b));
     let _ = writeln!(out, "{:<28} {:>16} {:>16} {:>8}", "", "A", "B", "B/A");
     let mut row = |name: &str, x: f64, y: f64, digits: usize| {
         let _ = writeln!(out, "{name:<28} {x:>16.digits$} {y:>16.digits$} {:>8}", ratio(x, y));

@@ -106,11 +106,11 @@ pub fn render(report: &Report) -> String {
     let c = &report.commit_ms;
     format!(
         r#"<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><title>pando replay: {label}</title>
+<html lang="en"><head><meta charset="utf-8"><title>pando replay{partial}: {label}</title>
 <style>
 {style}</style></head><body>
-<h1 id="title">pando replay: {label}</h1>
-<p class="sub">trace {trace} · store {store} · pando {version} · {cores} cores, {memory} memory</p>
+<h1 id="title">pando replay{partial}: {label}</h1>
+{stopped}<p class="sub">trace {trace} · store {store} · pando {version} · {cores} cores, {memory} memory</p>
 <table>
 <tr><th>blocks</th><td>{blocks}</td><th>blocks/s</th><td>{bps:.1}</td><th>operations/s</th><td>{ops:.0}</td></tr>
 <tr><th>total</th><td>{total:.1} s</td><th>worst block</th><td>{worst:.1} ms (#{worst_block})</td><th>block p99 / p99.9</th><td>{bp99:.2} / {bp999:.2} ms</td></tr>
@@ -128,6 +128,11 @@ pub fn render(report: &Report) -> String {
 </body></html>
 "#,
         label = escape(&report.label),
+        partial = report.partial_note().map_or_else(String::new, |note| format!(" ({note})")),
+        stopped = report.stopped_early.as_ref().map_or_else(String::new, |why| format!(
+            "<p class=\"bad\">Stopped {}: the figures are those of the blocks replayed, not of the whole trace.</p>\n",
+            escape(why)
+        )),
         trace = escape(&report.trace),
         store = escape(&report.store),
         version = report.pando_version,

@@ -124,6 +124,15 @@ pub struct Report {
     /// Garbage collections that ran during the replay.
     #[serde(default)]
     pub gc: Vec<GcEvent>,
+    /// True if a signal (SIGINT, SIGTERM) stopped the replay before the
+    /// end of its trace: only `blocks` blocks were replayed.
+    #[serde(default)]
+    pub interrupted: bool,
+    /// Why the replay stopped before the end of its trace (an interrupt,
+    /// an error); `None` for a whole run. A partial run's figures are not
+    /// those of the whole trace.
+    #[serde(default)]
+    pub stopped_early: Option<String>,
 }
 
 /// A garbage collection during a replay, as the report shows it.
@@ -228,7 +237,16 @@ impl Report {
             checks: checks.clone(),
             samples,
             gc: Vec::new(),
+            interrupted: false,
+            stopped_early: None,
         }
+    }
+
+    /// How a partial run is named in a title ("interrupted after 57
+    /// blocks"); `None` for a whole run.
+    pub fn partial_note(&self) -> Option<String> {
+        let why = if self.interrupted { "interrupted" } else { "stopped by an error" };
+        (self.interrupted || self.stopped_early.is_some()).then(|| format!("partial: {why} after {} blocks", self.blocks))
     }
 }
 

@@ -7,10 +7,20 @@ use super::{Report, human_bytes};
 pub fn render(report: &Report) -> String {
     let mut out = String::new();
     let w = &mut out;
-    let _ = writeln!(w, "pando {} replay: {}", report.pando_version, report.label);
+    match report.partial_note() {
+        Some(note) => {
+            let _ = writeln!(w, "pando {} replay ({note}): {}", report.pando_version, report.label);
+        }
+        None => {
+            let _ = writeln!(w, "pando {} replay: {}", report.pando_version, report.label);
+        }
+    }
     let _ = writeln!(w, "  trace   {}", report.trace);
     let _ = writeln!(w, "  store   {}", report.store);
     let _ = writeln!(w, "  machine {} cores, {} memory", report.machine.cores, human_bytes(report.machine.memory_bytes as f64));
+    if let Some(why) = &report.stopped_early {
+        let _ = writeln!(w, "  stopped {why}: the figures below are those of the blocks replayed, not of the whole trace");
+    }
     let _ = writeln!(w);
     let _ = writeln!(
         w,

@@ -1,0 +1,73 @@
+//! Files a command writes whole or not at all.
+//!
+//! A new file is written under a temporary name beside its final one
+//! (`.NAME.XXXXXX.partial`, in the same directory so that the rename is
+//! atomic), synced, renamed over the final name, and the directory synced
+//! after.
+//!
+//! Invariant: the final name holds what it held before or the whole new
+//! file, never a part: a `NewFile` dropped before `persist` (an error, or
+//! a signal the command turned into one) removes its temporary file, and
+//! the final name is not touched.
+
+use anyhow::{Context, bail};
+use std::fs::File;
+use std::path::{Path, PathBuf};
+
+/// The directory `path` is in (`.` for a bare name).
+fn parent(path: &Path) -> &Path {
+    path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."))
+}
+
+/// Syncs a directory, so that a rename or creation in it is durable.
+fn sync_dir(dir: &Path) -> anyhow::Result<()> {
+    File::open(dir).and_then(|d| d.sync_all()).with_context(|| format!("cannot sync the directory {}", dir.display()))
+}
+
+/// A file being written, renamed to its final name by `persist`.
+pub struct NewFile {
+    temp: tempfile::NamedTempFile,
+    target: PathBuf,
+}
+
+impl NewFile {
+    /// A temporary file beside `target`, which is not touched until
+    /// `persist`.
+    pub fn create(target: &Path) -> anyhow::Result<NewFile> {
+        let Some(name) = target.file_name() else { bail!("{} is not a file name", target.display()) };
+        if target.is_dir() {
+            bail!("{} is a directory", target.display());
+        }
+        let dir = parent(target);
+        let prefix = format!(".{}.", name.to_string_lossy());
+        let mut builder = tempfile::Builder::new();
+        builder.prefix(&prefix).suffix(".partial");
+        #[cfg(unix)]
+        {
+            // Read and write for all, less the umask, as `File::create` gives.
+            use std::os::unix::fs::PermissionsExt as _;
+            builder.permissions(std::fs::Permissions::from_mode(0o666));
+        }
+        let temp = builder.tempfile_in(dir).with_context(|| format!("cannot create a file in {}", dir.display()))?;
+        Ok(NewFile { temp, target: target.to_path_buf() })
+    }
+
+    /// Where the file is written until `persist`.
+    pub fn path(&self) -> &Path {
+        self.temp.path()
+    }
+
+    /// The temporary file, open for writing.
+    pub fn file(&self) -> &File {
+        self.temp.as_file()
+    }
+
+    /// Syncs the file, renames it to its final name and syncs the directory.
+    pub fn persist(self) -> anyhow::Result<()> {
+        let NewFile { temp, target } = self;
+        temp.as_file().sync_all().with_context(|| format!("cannot sync {}", temp.path().display()))?;
+        let shown = temp.path().display().to_string();
+        temp.persist(&target).map_err(|e| e.error).with_context(|| format!("cannot rename {shown} to {}", target.display()))?;
+        sync_dir(parent(&target))
+    }
+}
