@@ -133,6 +133,11 @@ enum Command {
         /// Every file, every record, every commit.
         #[arg(long)]
         all: bool,
+        /// Rebuild a damaged index or dictionary from the pack (and rewrite
+        /// a damaged control slot), verifying every hash, then check all;
+        /// refuses, changing nothing, what it cannot rebuild.
+        #[arg(long, conflicts_with_all = ["commit", "all", "json"])]
+        repair: bool,
         /// Stop after reporting this many problems.
         #[arg(long, default_value_t = 100)]
         max_problems: usize,
@@ -411,7 +416,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Ls { path, at, offset, length, hashes } => commands::ls(&at, &path, offset, length, hashes),
         Command::Log { at, count, json } => commands::log(&at, count, json),
-        Command::Check { store, commit, all, max_problems, json } => {
+        Command::Check { store, repair: true, .. } => commands::repair::repair(&store),
+        Command::Check { store, commit, all, max_problems, json, repair: false } => {
             if !commands::check::check(&store, commit.as_deref(), all, max_problems, json)? {
                 std::process::exit(1);
             }

@@ -64,6 +64,9 @@ pub enum Error {
     Collected { offset: u64 },
     #[error("commit {0} was garbage-collected")]
     CollectedCommit(Hash),
+    /// `Store::repair` refuses: what it cannot rebuild and why.
+    #[error("cannot repair the store: {0}")]
+    CannotRepair(String),
     #[error("a garbage collection is already running")]
     GcRunning,
     #[error("the last garbage collection failed (the store is as it was before it): {0}")]

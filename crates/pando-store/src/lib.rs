@@ -52,7 +52,7 @@ pub use options::{Create, Options, Retention, SyncPolicy};
 pub use pando_core::{CommitInfo, Hash, Kind};
 pub use snapshot::SnapshotSummary;
 pub use store::{
-    CheckPhase, CheckProgress, CheckReport, CheckScope, Commit, GcPhase, GcReport, GcStatus, Problem, RecordCounts, Store,
-    StoreStats,
+    CheckPhase, CheckProgress, CheckReport, CheckScope, Commit, GcPhase, GcReport, GcStatus, Problem, REPAIR_HINT, RecordCounts,
+    RepairReport, Store, StoreStats,
 };
 pub use tree::{Depth, Order, Tree};

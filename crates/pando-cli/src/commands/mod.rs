@@ -4,6 +4,7 @@ pub mod atomic;
 pub mod check;
 pub mod irmin;
 pub mod proof;
+pub mod repair;
 pub mod replay;
 pub mod snapshot;
 pub mod stats;

@@ -106,7 +106,7 @@ fn scan_region(file: &dyn File, name: &str, mut pos: u64, end: u64, f: &mut Regi
 /// whose control slot did not reach the disk. Sound because no chunk byte
 /// past the end was ever written by anyone but this pack's writer (an open
 /// truncates there and syncs before appending; a new chunk starts empty).
-fn whole_batches_end(storage: &dyn Storage, names: &[String], first_start: u64, durable_end: u64) -> Result<u64> {
+pub(crate) fn whole_batches_end(storage: &dyn Storage, names: &[String], first_start: u64, durable_end: u64) -> Result<u64> {
     let mut starts: Vec<u64> = names.iter().filter_map(|name| parse_chunk_name(name)).filter(|&s| s >= first_start).collect();
     starts.sort_unstable();
     let Some(first) = starts.iter().rposition(|&start| start <= durable_end) else { return Ok(durable_end) };

@@ -24,11 +24,13 @@ mod import;
 mod index_file;
 mod inspect;
 mod open;
+mod repair;
 mod source;
 mod syncer;
 
 pub use check::{CheckPhase, CheckProgress, CheckReport, CheckScope, Problem, RecordCounts};
 pub use gc::{GcPhase, GcReport, GcStatus};
+pub use repair::{REPAIR_HINT, RepairReport};
 
 use pando_core::{CommitInfo, Hash};
 use parking_lot::{Mutex, RwLock};

@@ -153,7 +153,7 @@ pub fn open(storage: Arc<dyn Storage>, options: Options) -> Result<Repo> {
     let dict_file = open_file(&*storage, DICT, false)?;
     let index_file = open_file(&*storage, &index_file::name(control.index_generation), false)?;
     let Loaded { index, dict, unflushed: unflushed_index, commits, last_commit } =
-        load_commits(&pack, &control, slot_end, &*index_file, &*dict_file, writable)?;
+        load_commits(&pack, &control, slot_end, &*index_file, &*dict_file, writable).map_err(super::repair::with_hint)?;
     (control.commits, control.last_commit) = (commits, last_commit);
     let recovered_bytes = control.durable_end - slot_end;
 
@@ -414,7 +414,7 @@ pub(super) fn load_mapping(storage: &dyn Storage, generation: u64, boundary: u64
     crate::format::mapping::decode(&bytes, boundary).map_err(|(at, reason)| Error::corrupt(&name, at, reason))
 }
 
-fn slot_error(first: SlotError, second: SlotError) -> Error {
+pub(super) fn slot_error(first: SlotError, second: SlotError) -> Error {
     for slot in [&first, &second] {
         if let SlotError::UnsupportedVersion(found) = slot {
             return Error::UnsupportedVersion { file: CONTROL.into(), found: *found, supported: FORMAT_VERSION };
