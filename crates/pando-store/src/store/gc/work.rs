@@ -289,6 +289,10 @@ impl Work<'_> {
         let repo = self.repo;
         let since = repo.gc.since_start.lock().clone();
         append_since(prepared, &since)?;
+        // The entries `find_live` wrote are durable too, with no commit
+        // made since (the fault test's collection of a quiet store).
+        let index_name = index_file::name(self.generation);
+        prepared.index.sync().map_err(Error::io(&index_name, "sync"))?;
         let mapping_name = mapping::file_name(self.generation);
         let file = self.create(&mapping_name)?;
         Self::write_whole(&*file, &mapping_name, &mapping::encode(&prepared.runs))?;
