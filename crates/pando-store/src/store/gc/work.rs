@@ -91,6 +91,21 @@ fn catch_up(repo: &Repo, prepared: &mut Prepared, end: u64) -> Result<()> {
     Ok(())
 }
 
+/// Catch-up rounds until less than `CATCH_UP_BYTES` remain to scan, at
+/// most `CATCH_UP_ROUNDS` of them (a writer faster than the collector
+/// would keep it catching up forever).
+fn catch_up_rounds(repo: &Repo, prepared: &mut Prepared) -> Result<()> {
+    for _ in 0..CATCH_UP_ROUNDS {
+        let end = repo.pack.end();
+        if end - prepared.scanned_end < CATCH_UP_BYTES {
+            break;
+        }
+        repo.check_cancel()?;
+        catch_up(repo, prepared, end)?;
+    }
+    Ok(())
+}
+
 /// Appends to the new index the commits of `since` (all those made since
 /// the collection started, in order) that it does not hold yet, and syncs
 /// it; with none to add, writes nothing.
@@ -270,14 +285,7 @@ impl Work<'_> {
         };
         // 4. Catch up with the writer until little is left for the switch.
         self.progress.enter(GcPhase::CatchingUp, 0);
-        for _ in 0..CATCH_UP_ROUNDS {
-            let end = repo.pack.end();
-            if end - prepared.scanned_end < CATCH_UP_BYTES {
-                break;
-            }
-            repo.check_cancel()?;
-            catch_up(repo, &mut prepared, end)?;
-        }
+        catch_up_rounds(repo, &mut prepared)?;
         Ok(prepared)
     }
 
@@ -319,14 +327,7 @@ impl Work<'_> {
             // Caught up at this thread's priority, without the writer lock,
             // until less than `CATCH_UP_BYTES` is left to scan under it: on
             // a busy machine the low-priority rounds fall behind the writer.
-            for _ in 0..CATCH_UP_ROUNDS {
-                let end = repo.pack.end();
-                if end - prepared.scanned_end < CATCH_UP_BYTES {
-                    break;
-                }
-                repo.check_cancel()?;
-                catch_up(repo, &mut prepared, end)?;
-            }
+            catch_up_rounds(repo, &mut prepared)?;
             if prepared.mapping_stale {
                 install = Self::rewrite_mapping(repo, &mut prepared, &layout)?;
             }
