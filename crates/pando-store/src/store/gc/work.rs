@@ -106,21 +106,32 @@ fn catch_up_rounds(repo: &Repo, prepared: &mut Prepared) -> Result<()> {
     Ok(())
 }
 
-/// Appends to the new index the commits of `since` (all those made since
-/// the collection started, in order) that it does not hold yet, and syncs
-/// it; with none to add, writes nothing.
-fn append_since(prepared: &mut Prepared, since: &[(Hash, u64)]) -> Result<()> {
-    let tail = &since[prepared.since_written.min(since.len())..];
+/// The commits made since the collection started that the new index does
+/// not hold yet (`since_start` only grows while a collection runs: the
+/// index holds its first `since_written`).
+fn unwritten_since(repo: &Repo, prepared: &Prepared) -> Vec<(Hash, u64)> {
+    let since = repo.gc.since_start.lock();
+    since[prepared.since_written.min(since.len())..].to_vec()
+}
+
+/// Appends `tail`, the next commits of `since_start`, to the new index
+/// (unsynced); returns whether there were any.
+fn append_since(prepared: &mut Prepared, tail: &[(Hash, u64)]) -> Result<bool> {
     if tail.is_empty() {
-        return Ok(());
+        return Ok(false);
     }
-    let name = index_file::name(prepared.generation);
     let at = prepared.index_entries * index_file::ENTRY_BYTES as u64;
-    prepared.index.write_all_at(&index_file::encode(tail), at).map_err(Error::io(&name, "write"))?;
-    prepared.index.sync().map_err(Error::io(&name, "sync"))?;
+    prepared
+        .index
+        .write_all_at(&index_file::encode(tail), at)
+        .map_err(Error::io(index_file::name(prepared.generation), "write"))?;
     prepared.index_entries += tail.len() as u64;
-    prepared.since_written = since.len();
-    Ok(())
+    prepared.since_written += tail.len();
+    Ok(true)
+}
+
+fn sync_index(prepared: &Prepared) -> Result<()> {
+    prepared.index.sync().map_err(Error::io(index_file::name(prepared.generation), "sync"))
 }
 
 /// Reads the record at `offset` through `window` (the trace visits records
@@ -295,12 +306,11 @@ impl Work<'_> {
     /// index, and the mapping of the runs is written.
     fn write_plan(&mut self, prepared: &mut Prepared) -> Result<()> {
         let repo = self.repo;
-        let since = repo.gc.since_start.lock().clone();
-        append_since(prepared, &since)?;
-        // The entries `find_live` wrote are durable too, with no commit
-        // made since (the fault test's collection of a quiet store).
-        let index_name = index_file::name(self.generation);
-        prepared.index.sync().map_err(Error::io(&index_name, "sync"))?;
+        let tail = unwritten_since(repo, prepared);
+        append_since(prepared, &tail)?;
+        // With the entries `find_live` wrote, whether or not a commit came
+        // since (the fault test's collection of a quiet store).
+        sync_index(prepared)?;
         let mapping_name = mapping::file_name(self.generation);
         let file = self.create(&mapping_name)?;
         Self::write_whole(&*file, &mapping_name, &mapping::encode(&prepared.runs))?;
@@ -335,8 +345,10 @@ impl Work<'_> {
             // here: the commits made so far join the new index, and the
             // pack's bytes reach the disk (the switch's own fsyncs then
             // have little left to write).
-            let since = repo.gc.since_start.lock().clone();
-            append_since(&mut prepared, &since)?;
+            let tail = unwritten_since(repo, &prepared);
+            if append_since(&mut prepared, &tail)? {
+                sync_index(&prepared)?;
+            }
             // A failed fsync of the pack is the writer's too: the store
             // refuses further writes, as after its own.
             repo.guard(repo.pack.sync())?;
@@ -372,7 +384,10 @@ impl Work<'_> {
         // was: the new files are removed, the writer goes on.
         let since: Vec<(Hash, u64)> = std::mem::take(&mut *repo.gc.since_start.lock());
         repo.gc.running.store(false, Ordering::Release);
-        append_since(&mut prepared, &since)?;
+        let tail = &since[prepared.since_written.min(since.len())..];
+        if append_since(&mut prepared, tail)? {
+            sync_index(&prepared)?;
+        }
         crash_point::reach("gc-index-written");
 
         let mut next = writer.control.clone();
