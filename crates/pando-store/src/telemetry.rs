@@ -126,12 +126,14 @@ pub(crate) fn gc_done(report: &crate::GcReport) {
     }
 }
 
-pub(crate) fn gc_overdue(running: u64, running_for: Duration, commits_since_last: u64, keep_last: u64) {
+/// A collection came due `gc_every` commits after the running one
+/// started, `running_for` ago.
+pub(crate) fn gc_overdue(running: u64, running_for: Duration, gc_every: u64, keep_last: u64) {
     metrics::counter!(GC_OVERDUE).increment(1);
     tracing::warn!(
         running_generation = running,
         running_s = running_for.as_secs_f64(),
-        commits_since_last,
+        gc_every,
         keep_last,
         "collections are behind the writer: one is due, the last is still running; the store holds more than its \
          retention until it finishes (a busy machine, or a slow disk)"

@@ -305,7 +305,11 @@ impl Repo {
                 let archive = repo.options.retention.archive();
                 let (mut entries, mut collected, mut roots) = (Vec::new(), Vec::new(), Vec::new());
                 // A copy, so that the writer's index updates wait only for it.
-                let snapshot: Vec<(Hash, u64)> = repo.index.read().iter().map(|(h, o)| (*h, *o)).collect();
+                let mut snapshot: Vec<(Hash, u64)> = repo.index.read().iter().map(|(h, o)| (*h, *o)).collect();
+                // In the order of the pack (collected commits last, by
+                // hash), not of the map's hashing: the new index file is
+                // then the same bytes for the same store, run after run.
+                snapshot.sort_unstable_by_key(|&(hash, offset)| (offset, hash));
                 for &(hash, offset) in &snapshot {
                     if offset != index_file::COLLECTED && offset >= scan_end {
                         continue;
@@ -458,7 +462,7 @@ impl Repo {
             // Said once per running collection: the first time one is due
             // while it runs.
             if self.gc.overdue_noted.swap(generation, Ordering::Relaxed) != generation {
-                crate::telemetry::gc_overdue(generation, started.elapsed(), since, commits);
+                crate::telemetry::gc_overdue(generation, started.elapsed(), every, commits);
             }
             if since.is_multiple_of(every.max(1)) {
                 // Due while one runs: a chunk starts here all the same, so
