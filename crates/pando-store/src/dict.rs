@@ -160,19 +160,25 @@ pub fn decode_file(bytes: &[u8], expected: u64) -> Result<Vec<Step>, (usize, Str
     let mut pos = 0;
     let mut steps = Vec::new();
     while pos < bytes.len() {
-        let at = pos;
-        let step: Step = read_bytes(bytes, &mut pos).map_err(|e| (at, e))?.into();
-        let crc = bytes.get(pos..pos + 4).ok_or((pos, "truncated entry checksum".to_string()))?;
-        if crc32c::crc32c(&bytes[at..pos]) != u32::from_le_bytes(crc.try_into().expect("4 bytes")) {
-            return Err((at, "dictionary entry checksum mismatch".to_string()));
-        }
-        pos += 4;
-        steps.push(step);
+        steps.push(read_file_entry(bytes, &mut pos)?);
     }
     if steps.len() as u64 != expected {
         return Err((pos, format!("{} entries, the control file says {expected}", steps.len())));
     }
     Ok(steps)
+}
+
+/// Reads the dictionary file's entry at `pos` (see `encode_file_entries`)
+/// and moves `pos` past it; an error names the byte where it fails.
+pub fn read_file_entry(bytes: &[u8], pos: &mut usize) -> Result<Step, (usize, String)> {
+    let at = *pos;
+    let step: Step = read_bytes(bytes, pos).map_err(|e| (at, e))?.into();
+    let crc = bytes.get(*pos..*pos + 4).ok_or((*pos, "truncated entry checksum".to_string()))?;
+    if crc32c::crc32c(&bytes[at..*pos]) != u32::from_le_bytes(crc.try_into().expect("4 bytes")) {
+        return Err((at, "dictionary entry checksum mismatch".to_string()));
+    }
+    *pos += 4;
+    Ok(step)
 }
 
 /// Reads `LEB128 len ‖ bytes`, refusing lengths past the input.

@@ -223,6 +223,19 @@ pub struct StoreStats {
     pub collected_commits: u64,
 }
 
+/// The store directory `dir` (made, with the topmost directory made, if
+/// absent and `create`), or the one error every way into a store gives
+/// for a path that is a file or missing.
+pub(crate) fn store_dir(dir: &Path, create: bool) -> Result<(FsStorage, Option<std::path::PathBuf>)> {
+    use crate::io::fs::StoreDirError;
+    let shown = || dir.display().to_string();
+    FsStorage::for_store(dir, create).map_err(|e| match e {
+        StoreDirError::Missing => Error::NoSuchDirectory { dir: shown() },
+        StoreDirError::File => Error::NotADirectory { dir: shown() },
+        StoreDirError::Io(error) => Error::Io { file: shown(), op: "open directory", error },
+    })
+}
+
 // Every public method is documented: an embedder reads these first.
 #[deny(missing_docs)]
 impl Store {
@@ -231,15 +244,8 @@ impl Store {
     /// empty; never when read-only). A creation that fails removes what it
     /// made, `dir` included.
     pub fn open(dir: impl AsRef<Path>, options: Options) -> Result<Store> {
-        use crate::io::fs::StoreDirError;
-        let dir = dir.as_ref();
-        let shown = || dir.display().to_string();
         let creates = !options.read_only && options.create != crate::Create::Never;
-        let (storage, made) = FsStorage::for_store(dir, creates).map_err(|e| match e {
-            StoreDirError::Missing => Error::NoSuchDirectory { dir: shown() },
-            StoreDirError::File => Error::NotADirectory { dir: shown() },
-            StoreDirError::Io(error) => Error::Io { file: shown(), op: "open directory", error },
-        })?;
+        let (storage, made) = store_dir(dir.as_ref(), creates)?;
         let storage = Arc::new(storage);
         let opened = Store::open_storage(storage.clone(), options);
         if let (Err(_), Some(top)) = (&opened, made) {

@@ -74,13 +74,17 @@ enum Found {
     Foreign(Vec<String>),
 }
 
+/// The files a creation makes before the control file that ends it.
+fn creation_files() -> [String; 5] {
+    [crate::pack::chunk_name(0), INDEX.to_string(), DICT.to_string(), CONTROL_TEMP.to_string(), LOCK.to_string()]
+}
+
 fn survey(storage: &dyn Storage) -> Result<Found> {
     if storage.exists(CONTROL).map_err(Error::io(CONTROL, "stat"))? {
         return Ok(Found::Store);
     }
     let names = storage.list().map_err(Error::io(storage.describe(), "list"))?;
-    let made_by_creation =
-        [crate::pack::chunk_name(0), INDEX.to_string(), DICT.to_string(), CONTROL_TEMP.to_string(), LOCK.to_string()];
+    let made_by_creation = creation_files();
     Ok(if names.is_empty() {
         Found::Empty
     } else if names.iter().all(|name| made_by_creation.contains(name)) {
@@ -268,6 +272,28 @@ pub(super) fn load_commits(
     Ok(Loaded { index, dict, unflushed, commits, last_commit })
 }
 
+/// What a record names that the index or the dictionary keeps.
+pub(super) enum Named {
+    /// A commit: its hash, computed from the record.
+    Commit(Hash),
+    /// Dictionary entries: the first one's id, and their steps.
+    Dict(u64, Vec<crate::tree::node::Step>),
+}
+
+/// Decodes the record at `offset` if it is a commit or a dictionary
+/// record (at open, and when a repair rebuilds the index and dictionary).
+pub(super) fn named(offset: u64, kind: RecordKind, payload: &[u8]) -> Result<Option<Named>> {
+    let corrupt = |reason| Error::corrupt("pack", offset, reason);
+    Ok(match kind {
+        RecordKind::Commit => Some(Named::Commit(CommitRecord::decode(payload, offset).map_err(corrupt)?.info().hash())),
+        RecordKind::Dict => {
+            let (first_id, steps) = dict::decode_record(payload).map_err(corrupt)?;
+            Some(Named::Dict(first_id, steps))
+        }
+        _ => None,
+    })
+}
+
 /// Adds the commit and dictionary records between `from` and `to` to
 /// `index` (and `found`) and `dict`.
 pub(super) fn scan_commits(
@@ -279,15 +305,12 @@ pub(super) fn scan_commits(
     found: &mut Vec<(Hash, u64)>,
 ) -> Result<()> {
     pack.scan(from, to, &mut |offset, kind, payload| {
-        match kind {
-            RecordKind::Commit => {
-                let record = CommitRecord::decode(payload, offset).map_err(|reason| Error::corrupt("pack", offset, reason))?;
-                let hash = record.info().hash();
+        match named(offset, kind, payload)? {
+            Some(Named::Commit(hash)) => {
                 index.insert(hash, offset);
                 found.push((hash, offset));
             }
-            RecordKind::Dict => {
-                let (first_id, steps) = dict::decode_record(payload).map_err(|reason| Error::corrupt("pack", offset, reason))?;
+            Some(Named::Dict(first_id, steps)) => {
                 if first_id != dict.len() as u64 {
                     return Err(Error::corrupt(
                         "pack",
@@ -302,7 +325,7 @@ pub(super) fn scan_commits(
                     dict.push(step);
                 }
             }
-            _ => {}
+            None => {}
         }
         Ok(())
     })
@@ -325,7 +348,8 @@ fn create_over(storage: &dyn Storage, options: &Options, found: &Found) -> Resul
     if result.is_err() {
         // The control file too: a rename whose directory sync failed may
         // not last, and the caller is told the creation failed.
-        for name in [CONTROL, CONTROL_TEMP, INDEX, DICT, &crate::pack::chunk_name(0), LOCK] {
+        // The control file first: without it what remains is leftovers.
+        for name in std::iter::once(CONTROL).chain(creation_files().iter().map(String::as_str)) {
             if storage.exists(name).unwrap_or(true) {
                 let _ = storage.remove(name);
             }

@@ -46,14 +46,13 @@ use std::path::Path;
 use std::sync::Arc;
 
 use super::check::{CheckProgress, CheckReport, CheckScope};
-use super::open::{self, CONTROL, DICT, LOCK};
+use super::open::{self, CONTROL, DICT, LOCK, Named};
 use super::{Store, index_file};
 use crate::dict;
 use crate::error::{Error, Result};
 use crate::format::control::{self, Control, HINT_OFFSET, SLOT_SIZE, SlotError};
-use crate::format::node::CommitRecord;
-use crate::format::record::{self, RecordKind};
-use crate::io::{File, FsStorage, Storage, read_all};
+use crate::format::record;
+use crate::io::{File, Storage, read_all};
 use crate::options::Options;
 use crate::pack::Pack;
 use crate::tree::node::Step;
@@ -101,8 +100,7 @@ impl Store {
     /// rebuild: a damaged pack record, a control file without a valid
     /// synced slot, a dictionary entry no record defines any more.
     pub fn repair(dir: impl AsRef<Path>, options: Options, progress: &mut dyn FnMut(CheckProgress)) -> Result<RepairReport> {
-        let dir = dir.as_ref();
-        let storage = FsStorage::new(dir, false).map_err(Error::io(dir.display().to_string(), "open directory"))?;
+        let (storage, _) = super::store_dir(dir.as_ref(), false)?;
         Store::repair_storage(Arc::new(storage), options, progress)
     }
 
@@ -306,18 +304,12 @@ fn scan(pack: &Pack, durable_end: u64) -> Result<Found> {
         }
         let mut at = region.start;
         let scanned = pack.scan(region.start, end, &mut |offset, kind, payload| {
-            match kind {
-                RecordKind::Commit => {
-                    let record =
-                        CommitRecord::decode(payload, offset).map_err(|reason| Error::corrupt("pack", offset, reason))?;
-                    found.commits.insert(offset, record.info().hash());
+            match open::named(offset, kind, payload)? {
+                Some(Named::Commit(hash)) => {
+                    found.commits.insert(offset, hash);
                 }
-                RecordKind::Dict => {
-                    let (first_id, steps) =
-                        dict::decode_record(payload).map_err(|reason| Error::corrupt("pack", offset, reason))?;
-                    found.dicts.push((offset, first_id, steps));
-                }
-                _ => {}
+                Some(Named::Dict(first_id, steps)) => found.dicts.push((offset, first_id, steps)),
+                None => {}
             }
             at = offset + record::header_len(payload.len() as u64) as u64 + payload.len() as u64 + 4;
             Ok(())
@@ -470,14 +462,10 @@ fn rebuild_dict(storage: &dyn Storage, control: &Control, found: &Found, finding
     let mut from_file: Vec<Step> = Vec::new();
     let mut pos = 0;
     while from_file.len() < expected && pos < recorded.len() {
-        let at = pos;
-        let Ok(step) = dict::read_bytes(recorded, &mut pos) else { break };
-        let Some(crc) = recorded.get(pos..pos + 4) else { break };
-        if crc32c::crc32c(&recorded[at..pos]) != u32::from_le_bytes(crc.try_into().expect("4 bytes")) {
-            break;
-        }
-        pos += 4;
-        from_file.push(step.into());
+        let mut next = pos;
+        let Ok(step) = dict::read_file_entry(recorded, &mut next) else { break };
+        pos = next;
+        from_file.push(step);
     }
     if from_file.len() < expected {
         findings.push(format!("dict: entries from id {} on are damaged or missing (the file's byte {pos})", from_file.len()));
