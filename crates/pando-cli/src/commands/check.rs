@@ -1,9 +1,8 @@
 //! `pando check`: the integrity check of a store (`Store::check`), with a
 //! progress bar, a summary and one line per problem.
 
-use indicatif::{ProgressBar, ProgressStyle};
 use pando_store::RecordCounts;
-use pando_store::{CheckPhase, CheckScope, Create, Error, Options, Problem, Store};
+use pando_store::{CheckPhase, CheckProgress, CheckScope, Create, Error, Options, Problem, Store};
 
 use super::{StoreArg, mb, resolve};
 
@@ -61,20 +60,7 @@ pub fn check(arg: &StoreArg, commit: Option<&str>, all: bool, max_problems: usiz
         CheckScope::All => outln!("checking every file and all {} commits of {}", store.commit_count(), store.describe())?,
         CheckScope::Commit(hash) => outln!("checking commit {hash} of {}", store.describe())?,
     }
-    let bar = ProgressBar::new(0);
-    bar.set_style(
-        ProgressStyle::with_template("{spinner} [{elapsed_precise}] {msg:5} {wide_bar} {percent:>3}% ETA {eta}")
-            .expect("valid progress template"),
-    );
-    let report = store.check(scope, max_problems, &mut |p| {
-        bar.set_message(match p.phase {
-            CheckPhase::Scan => "scan",
-            CheckPhase::Walk => "walk",
-        });
-        bar.set_length(p.total);
-        bar.set_position(p.done);
-    })?;
-    bar.finish_and_clear();
+    let report = with_progress(|progress| store.check(scope, max_problems, progress))?;
     let seconds = report.duration.as_secs_f64();
     if json {
         let value = serde_json::json!({
@@ -130,4 +116,20 @@ pub fn check(arg: &StoreArg, commit: Option<&str>, all: bool, max_problems: usiz
         n => outln!("{n} problems")?,
     }
     Ok(report.is_clean())
+}
+
+/// Runs `check` (a check or a repair) with a progress bar that follows it
+/// (logs go around it), cleared once it returns.
+pub fn with_progress<T>(check: impl FnOnce(&mut dyn FnMut(CheckProgress)) -> T) -> T {
+    let bar = crate::progress::bar(0, "{spinner} [{elapsed_precise}] {msg:5} {wide_bar} {percent:>3}% ETA {eta}");
+    let result = check(&mut |p| {
+        bar.set_message(match p.phase {
+            CheckPhase::Scan => "scan",
+            CheckPhase::Walk => "walk",
+        });
+        bar.set_length(p.total);
+        bar.set_position(p.done);
+    });
+    bar.finish_and_clear();
+    result
 }

@@ -43,6 +43,12 @@ pub struct AtCommit {
 /// message names the path and says it all), the store's error under
 /// `cannot open the store in DIR` for anything else.
 pub fn open_error(dir: &Path, error: pando_store::Error) -> anyhow::Error {
+    failed_on(dir, "open", error)
+}
+
+/// `error` of the `action` ("open", "repair") of the store in `dir`, as
+/// `open_error` words it.
+pub fn failed_on(dir: &Path, action: &str, error: pando_store::Error) -> anyhow::Error {
     use pando_store::Error;
     match error {
         Error::NotADirectory { .. }
@@ -50,7 +56,7 @@ pub fn open_error(dir: &Path, error: pando_store::Error) -> anyhow::Error {
         | Error::NotAStore { .. }
         | Error::StoreExists { .. }
         | Error::UnfinishedCreation { .. } => error.into(),
-        _ => anyhow::Error::new(error).context(format!("cannot open the store in {}", dir.display())),
+        _ => anyhow::Error::new(error).context(format!("cannot {action} the store in {}", dir.display())),
     }
 }
 

@@ -2,33 +2,15 @@
 //! pack (`Store::repair`), checks the result, and says what it found and
 //! did. It refuses, changing nothing, what it cannot rebuild.
 
-use anyhow::{Context, bail};
-use indicatif::{ProgressBar, ProgressStyle};
-use pando_store::{CheckPhase, Options, Store};
+use pando_store::{Options, Store};
 
 use super::StoreArg;
 
 /// Repairs the store; an error if it cannot.
 pub fn repair(arg: &StoreArg) -> anyhow::Result<()> {
-    if !arg.store.is_dir() {
-        bail!("cannot repair the store in {}: no such directory", arg.store.display());
-    }
     outln!("repairing {}", arg.store.display())?;
-    let bar = ProgressBar::new(0);
-    bar.set_style(
-        ProgressStyle::with_template("{spinner} [{elapsed_precise}] {msg:5} {wide_bar} {percent:>3}% ETA {eta}")
-            .expect("valid progress template"),
-    );
-    let report = Store::repair(&arg.store, Options::default(), &mut |p| {
-        bar.set_message(match p.phase {
-            CheckPhase::Scan => "scan",
-            CheckPhase::Walk => "walk",
-        });
-        bar.set_length(p.total);
-        bar.set_position(p.done);
-    });
-    bar.finish_and_clear();
-    let report = report.with_context(|| format!("cannot repair the store in {}", arg.store.display()))?;
+    let report = super::check::with_progress(|progress| Store::repair(&arg.store, Options::default(), progress));
+    let report = report.map_err(|e| super::failed_on(&arg.store, "repair", e))?;
     for finding in &report.findings {
         outln!("{finding}")?;
     }
