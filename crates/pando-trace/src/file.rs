@@ -196,11 +196,6 @@ impl TraceReader {
         self.accept_partial_tail = accept;
     }
 
-    /// Whole blocks read so far (commit rows).
-    pub fn blocks_read(&self) -> u64 {
-        self.commits
-    }
-
     /// Rows read so far.
     pub fn rows_read(&self) -> u64 {
         self.rows

@@ -7,14 +7,8 @@ use super::{Report, human_bytes};
 pub fn render(report: &Report) -> String {
     let mut out = String::new();
     let w = &mut out;
-    match report.partial_note() {
-        Some(note) => {
-            let _ = writeln!(w, "pando {} replay ({note}): {}", report.pando_version, report.label);
-        }
-        None => {
-            let _ = writeln!(w, "pando {} replay: {}", report.pando_version, report.label);
-        }
-    }
+    let partial = report.partial_note().map_or_else(String::new, |note| format!(" ({note})"));
+    let _ = writeln!(w, "pando {} replay{partial}: {}", report.pando_version, report.label);
     let _ = writeln!(w, "  trace   {}", report.trace);
     let _ = writeln!(w, "  store   {}", report.store);
     let _ = writeln!(w, "  machine {} cores, {} memory", report.machine.cores, human_bytes(report.machine.memory_bytes as f64));
