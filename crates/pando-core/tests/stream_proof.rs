@@ -6,12 +6,23 @@
 //! shows each path's value as the `BTreeMap` model has it; both encodings
 //! round-trip; a stream missing an element, with one too many, with two
 //! swapped or against another root is a precise error; mutated bytes never
-//! panic. The element order is irmin 3.7.2's as read in its sources (see
-//! `pando_core::proof::stream`): one element per object loaded the first
-//! time its hash is met; a directory of 33 to 256 entries followed by its
-//! inodes in pre-order; a chain of single-child inodes as one extender.
-//! No irmin run produced these streams: the order is checked against the
-//! rules read there, not against irmin's bytes.
+//! panic.
+//!
+//! What the order is checked against: irmin's sources at tag 3.7.2, read
+//! (not run): `src/irmin/proof.ml` (`Env`: `add_node_from_store` pushes a
+//! node before what its `head` loads, `add_recnode_from_store` and
+//! `add_contents_from_store` push on first sight of a hash,
+//! `post_processing` folds single-child chains into extenders;
+//! `find_pnode`/`find_recpnode`/`find_contents` consume in the same
+//! order), `src/irmin/tree.ml` (`find` walks `sub` then `findv`, loading
+//! the value last; `produce_stream`/`verify_stream`), and
+//! `src/irmin-pack/inode.ml` (`Val.head` lists a root of at most 256
+//! entries through `seq`, pre-order by index; `Proof.of_proof` rebuilds
+//! such a root with its inodes blinded). The tests below pin those rules:
+//! one element per hash, the 33-256 directory's node then its inodes, a
+//! larger directory's root inode then the inodes on the index path, a
+//! chain as one extender. No irmin run produced these streams, so they are
+//! not compared with irmin's bytes.
 
 use std::collections::BTreeMap;
 
