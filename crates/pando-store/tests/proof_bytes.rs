@@ -231,3 +231,34 @@ proptest! {
         }
     }
 }
+
+/// Directories nested as deep as the decoders accept become a store tree,
+/// hashed and read, on a 1 MiB stack in both encodings.
+#[test]
+fn the_deepest_accepted_proof_becomes_a_tree_on_a_small_stack() {
+    use pando_core::proof::types::{KindedHash, Tree as Shown, TreeProof};
+    fn nested(levels: usize) -> Shown {
+        let mut t = Shown::Value(b"leaf".to_vec());
+        for _ in 0..levels {
+            t = Shown::Node(vec![(b"a".to_vec(), t)]);
+        }
+        t
+    }
+    let deepest = pando_core::proof::encoding::MAX_NESTING - 1;
+    let handle = std::thread::Builder::new()
+        .stack_size(1 << 20)
+        .spawn(move || {
+            let state = nested(deepest);
+            let root = pando_core::proof::convert::entry_of_tree(&state).unwrap();
+            let hash = PartialTree::of_entry(root).hash().unwrap();
+            let proof = TreeProof { version: 0, before: KindedHash::Node(hash), after: KindedHash::Node(hash), state };
+            for encoding in [Encoding::V1, Encoding::V2] {
+                let bytes = encoding.encode_tree_proof(&proof).unwrap();
+                let proven = verify_tree_proof(encoding, &bytes, &hash).unwrap();
+                assert_eq!(proven.tree.hash().unwrap(), hash);
+                assert_eq!(proven.tree.length(&["a"]).unwrap(), 1);
+            }
+        })
+        .unwrap();
+    handle.join().unwrap();
+}
