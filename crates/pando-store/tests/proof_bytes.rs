@@ -262,3 +262,39 @@ fn the_deepest_accepted_proof_becomes_a_tree_on_a_small_stack() {
         .unwrap();
     handle.join().unwrap();
 }
+
+/// A directory whose 300 names all collide at depths 0 and 1: its root
+/// inode and the one below have a single child, so the stream folds them
+/// into one extender; from the committed store as from memory.
+#[test]
+fn colliding_names_stream_an_extender_from_the_store() {
+    use pando_core::inode::index;
+    let names: Vec<Vec<u8>> =
+        (0u32..).map(|i| format!("c{i}").into_bytes()).filter(|s| index(0, s) == 0 && index(1, s) == 0).take(300).collect();
+    let options = Options { sync: SyncPolicy::Never, ..Options::default() };
+    let store = Store::open_storage(Arc::new(MemStorage::new()), options).unwrap();
+    let mut tree = store.empty_tree();
+    let mut memory = PartialTree::of_entry(Entry::empty_dir());
+    for (i, name) in names.iter().enumerate() {
+        let path = [b"d".to_vec(), name.clone()];
+        tree.add_mut(&path, &[i as u8]).unwrap();
+        memory.add(&path, &[i as u8]).unwrap();
+    }
+    let commit = store.commit(&tree, &[], 1, "Tezos", "collisions").unwrap();
+    let root = tree.hash().unwrap();
+    let paths: Vec<Path> = vec![vec![b"d".to_vec(), names[7].clone()], vec![b"d".to_vec(), names[250].clone()], p(&["d", "zz"])];
+    for encoding in [Encoding::V1, Encoding::V2] {
+        let bytes = store.produce_stream_proof(&commit, &paths, encoding).unwrap();
+        let proof = encoding.decode_stream_proof(&bytes).unwrap();
+        assert_eq!(proof, produce_stream_of_entry(memory.root(), &paths).unwrap());
+        assert!(proof.state.iter().any(|e| matches!(e, Elt::InodeExtender(x) if x.segment == [0, 0])));
+        let proven = verify_stream_proof(encoding, &bytes, &root, &paths).unwrap();
+        assert_eq!(proven.tree.find(&paths[0]).unwrap(), Some(vec![7]));
+        assert_eq!(proven.tree.find(&paths[1]).unwrap(), Some(vec![250]));
+        assert_eq!(proven.tree.hash().unwrap(), root);
+        // A tree proof of the same reads shows the chain as an extender too.
+        let bytes = store.produce_tree_proof_of_paths(&commit, &paths, encoding).unwrap();
+        let proven = verify_tree_proof(encoding, &bytes, &root).unwrap();
+        assert_eq!(proven.tree.find(&paths[1]).unwrap(), Some(vec![250]));
+    }
+}
