@@ -262,6 +262,8 @@ let init ?patch_context ?(readonly = false) ?index_log_size:_ dir =
 
 let index t = t.index
 
+let pando_index index = index.pando
+
 let close index =
   if index.closed then Lwt.return_unit
   else
@@ -660,8 +662,13 @@ let find_predecessor_ops_metadata_hash = find_hash_at predecessor_ops_metadata_h
 
 let compute_testchain_genesis block = Blake2b.digest ~size:32 block
 
+(* Octez's [Chain_id.of_block_hash]: the first 4 bytes of the Blake2b of
+   the block hash (mainnet's chain id, NetXdQprcVkpaWU, is that of its
+   genesis block). *)
+let chain_id_of_block_hash block = Bytes.sub (Blake2b.digest ~size:32 block) 0 4
+
 let compute_testchain_chain_id block =
-  Blake2b.digest ~size:4 (compute_testchain_genesis block)
+  chain_id_of_block_hash (compute_testchain_genesis block)
 
 (* Octez's [Operation_list_list_hash.empty]: the hash of no bytes. *)
 let empty_operations_hash = Blake2b.digest ~size:32 Bytes.empty

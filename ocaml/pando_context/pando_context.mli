@@ -217,6 +217,10 @@ val init :
 val index : t -> index
 (** The index a context belongs to. *)
 
+val pando_index : index -> Pando.index
+(** The binding's index, for what {!Pando} offers beyond [CONTEXT]
+    (producing proofs, base58 hashes). *)
+
 val close : index -> unit Lwt.t
 (** Waits for a running collection, makes everything durable and closes
     the store. Closing a closed index does nothing. Later uses of the
@@ -466,7 +470,9 @@ val find_predecessor_ops_metadata_hash : t -> bytes option Lwt.t
 val compute_testchain_chain_id : bytes -> bytes
 (** The 4-byte chain id of the test chain forked at this block:
     [Chain_id.of_block_hash] of {!compute_testchain_genesis}, as Octez's
-    contexts compute it. *)
+    contexts compute it ([Chain_id.of_block_hash b] is the first 4 bytes
+    of the Blake2b of [b]: mainnet's NetXdQprcVkpaWU is that of its
+    genesis block). *)
 
 val compute_testchain_genesis : bytes -> bytes
 (** The test chain's genesis block hash: the Blake2b (32 bytes) of the
