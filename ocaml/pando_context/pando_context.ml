@@ -727,8 +727,10 @@ type proof_error =
 
 (* The [before] and [after] kinded hashes of an encoded proof:
    V1 is [int16 version, kind, hash, kind, hash, ...]; V2 (compact) puts
-   both kinds in a first tag byte (before's in bit 1, after's in bit 0),
-   then [int16 version, hash, hash, ...]. A kind is 0 (value) or 1 (node). *)
+   both kinds in a first tag byte, then [int16 version, hash, hash, ...].
+   Data_encoding's Compact joins the tags of an object's fields from the
+   lowest bit up: before's kind is bit 0, after's bit 1. A kind is 0
+   (value) or 1 (node). *)
 let proof_header encoding proof =
   let r = Reader.v "proof" proof in
   match (encoding : Proof.encoding) with
@@ -746,7 +748,7 @@ let proof_header encoding proof =
       let _version = Reader.fixed r 2 in
       let before = Reader.fixed r 32 in
       let after = Reader.fixed r 32 in
-      ((tag lsr 1, before), (tag land 1, after))
+      ((tag land 1, before), ((tag lsr 1) land 1, after))
 
 let kind_code p = match Pando.tree_kind p with Pando.Value -> 0 | Pando.Tree -> 1
 
@@ -760,7 +762,7 @@ let classify msg : proof_error =
   else if contains "too short" then `Stream_too_short msg
   else `Proof_mismatch msg
 
-let run_verified ~after proved f =
+let run_verified ~classify ~after proved f =
   Lwt.catch
     (fun () ->
       Lwt.bind (f (fresh proved)) (fun (tree, result) ->
@@ -781,7 +783,7 @@ let verify_tree_proof ?(encoding = Proof.V2) proof f =
   | (_, before), after -> (
       match Pando.verify_tree_proof encoding proof before with
       | exception Pando.Error msg -> Lwt.return (Error (`Proof_mismatch msg))
-      | proved -> run_verified ~after proved f)
+      | proved -> run_verified ~classify:(fun m -> `Proof_mismatch m) ~after proved f)
 
 let verify_stream_proof ?(encoding = Proof.V2) ?(paths = []) proof f =
   match proof_header encoding proof with
@@ -789,7 +791,7 @@ let verify_stream_proof ?(encoding = Proof.V2) ?(paths = []) proof f =
   | (_, before), after -> (
       match Pando.verify_stream_proof encoding proof before paths with
       | exception Pando.Error msg -> Lwt.return (Error (classify msg))
-      | proved -> run_verified ~after proved f)
+      | proved -> run_verified ~classify ~after proved f)
 
 let merkle_hash p : Proof.merkle_node =
   let kind = match Pando.tree_kind p with Pando.Value -> Proof.Contents | Pando.Tree -> Proof.Node in
