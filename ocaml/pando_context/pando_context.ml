@@ -216,8 +216,9 @@ type key = string list
 
 type value = bytes
 
-(* [in_store]: read from a stored context and not changed since. *)
-type tree = {p : Pando.tree; in_store : bool}
+(* A tree of the store ([in_store]: read from a stored context and not
+   changed since), or a tree proved by a proof (see Proved). *)
+type tree = S of {p : Pando.tree; in_store : bool} | P of Proved.tree
 
 type node_key = bytes
 
@@ -239,11 +240,31 @@ let wrap_ctx index ctx = {ctx; index; stored = None}
 
 let changed t ctx = {ctx; index = t.index; stored = None}
 
-let tree_of t p = {p; in_store = t.stored <> None}
+let tree_of t p = S {p; in_store = t.stored <> None}
 
-let sub tree p = {p; in_store = tree.in_store}
+let fresh p = S {p; in_store = false}
 
-let fresh p = {p; in_store = false}
+(* A proved tree as a store tree, made with [ctx]: all of it must be in
+   the proof. *)
+let rec pando_of_proved ctx path (t : Proved.tree) =
+  match t with
+  | Value v -> Pando.tree_of_value ctx v
+  | Blinded_value _ | Blinded_node _ -> Proved.blinded path
+  | Node _ | Inode _ | Extender _ ->
+      List.fold_left
+        (fun acc (s, c) -> Pando.tree_add_tree acc [s] (pando_of_proved ctx (path @ [s]) c))
+        (Pando.tree_empty ctx)
+        (Proved.entries path t)
+
+(* A store tree as a proved tree (directories of at most 256 entries). *)
+let rec proved_of_pando p : Proved.tree =
+  match Pando.tree_kind p with
+  | Pando.Value -> Value (Option.value (Pando.tree_to_value p) ~default:Bytes.empty)
+  | Pando.Tree ->
+      let l = Pando.tree_list p None None [] in
+      if Array.length l > 256 then
+        raise (Pando.Error "pando cannot put a directory of more than 256 entries into a proved tree") ;
+      Node (Array.to_list (Array.map (fun (s, c) -> (s, proved_of_pando c)) l))
 
 (* Runs [f x] as a promise: its exception fails the promise. *)
 let lwt1 f x = match f x with v -> Lwt.return v | exception e -> Lwt.fail e
@@ -345,7 +366,11 @@ let add t key v =
   | exception e -> Lwt.fail e
 
 let add_tree t key tree =
-  match Pando.add_tree t.ctx (data_key key) tree.p with
+  match
+    match tree with
+    | S {p; _} -> Pando.add_tree t.ctx (data_key key) p
+    | P proved -> Pando.add_tree t.ctx (data_key key) (pando_of_proved t.ctx [] proved)
+  with
   | ctx -> Lwt.return (changed t ctx)
   | exception e -> Lwt.fail e
 
@@ -404,94 +429,237 @@ let fold ?depth t key ~order ~init ~f =
   | p -> fold_pando (tree_of t) ?depth p (data_key key) ~order ~init ~f
   | exception e -> Lwt.fail e
 
+(* Proved trees answer in OCaml (Proved); their failures fail the promise. *)
+let proved_find_tree t key =
+  match Proved.find_tree t key with
+  | v -> v
+  | exception (Not_found | Invalid_argument _) -> None
+
+let sorted_page ?offset ?length l =
+  let l = match offset with Some o when o > 0 -> List.filteri (fun i _ -> i >= o) l | _ -> l in
+  match length with Some n -> List.filteri (fun i _ -> i < n) l | None -> l
+
+(* Folds over a proved tree as the walker does: a directory before its
+   entries (sorted), keys relative, [depth] filtering. *)
+let fold_proved ?depth t key ~init ~f =
+  let keep d =
+    match depth with
+    | None -> true
+    | Some (`Eq n) -> d = n
+    | Some (`Le n) -> d <= n
+    | Some (`Lt n) -> d < n
+    | Some (`Ge n) -> d >= n
+    | Some (`Gt n) -> d > n
+  in
+  let deeper d =
+    match depth with
+    | None | Some (`Ge _) | Some (`Gt _) -> true
+    | Some (`Eq n) | Some (`Le n) -> d < n
+    | Some (`Lt n) -> d + 1 < n
+  in
+  let rec visit d rel (t : Proved.tree) acc =
+    let acc =
+      if keep d && not (rel = [] && Proved.is_contents t) then
+        Lwt.bind acc (fun acc -> f (List.rev rel) (P t) acc)
+      else acc
+    in
+    if Proved.is_contents t || not (deeper d) then acc
+    else
+      List.fold_left
+        (fun acc (s, c) -> visit (d + 1) (s :: rel) c acc)
+        acc
+        (Proved.entries (key @ List.rev rel) t)
+  in
+  match proved_find_tree t key with
+  | None -> Lwt.return init
+  | Some sub -> ( try visit 0 [] sub (Lwt.return init) with e -> Lwt.fail e)
+
+(* A context to make store trees with when none is at hand: the most
+   recently opened index's. *)
+let any_context () =
+  match !open_indexes with
+  | [] -> invalid_arg "Pando_context: no open index to make a tree with"
+  | index :: _ -> Pando.context_init index.pando
+
 module Tree = struct
   let mem tree key =
-    match Pando.tree_mem tree.p key with v -> Lwt.return v | exception e -> Lwt.fail e
+    match tree with
+    | S {p; _} -> (
+        match Pando.tree_mem p key with v -> Lwt.return v | exception e -> Lwt.fail e)
+    | P t -> (
+        match proved_find_tree t key with
+        | Some c -> Lwt.return (Proved.is_contents c)
+        | None -> Lwt.return false
+        | exception e -> Lwt.fail e)
 
   let mem_tree tree key =
-    match Pando.tree_mem_tree tree.p key with
-    | v -> Lwt.return v
-    | exception e -> Lwt.fail e
+    match tree with
+    | S {p; _} -> (
+        match Pando.tree_mem_tree p key with v -> Lwt.return v | exception e -> Lwt.fail e)
+    | P t -> (
+        match proved_find_tree t key with
+        | Some _ -> Lwt.return true
+        | None -> Lwt.return false
+        | exception e -> Lwt.fail e)
 
   let find tree key =
-    match Pando.tree_find tree.p key with v -> Lwt.return v | exception e -> Lwt.fail e
+    match tree with
+    | S {p; _} -> (
+        match Pando.tree_find p key with v -> Lwt.return v | exception e -> Lwt.fail e)
+    | P t -> (
+        match proved_find_tree t key with
+        | Some c -> lwt1 (Proved.value key) c
+        | None -> Lwt.return_none
+        | exception e -> Lwt.fail e)
 
   let find_tree tree key =
-    match Pando.tree_find_tree tree.p key with
-    | None -> Lwt.return_none
-    | Some p -> Lwt.return_some (sub tree p)
-    | exception e -> Lwt.fail e
+    match tree with
+    | S {p; in_store} -> (
+        match Pando.tree_find_tree p key with
+        | None -> Lwt.return_none
+        | Some p -> Lwt.return_some (S {p; in_store})
+        | exception e -> Lwt.fail e)
+    | P t -> (
+        match proved_find_tree t key with
+        | Some c -> Lwt.return_some (P c)
+        | None -> Lwt.return_none
+        | exception e -> Lwt.fail e)
 
   let list tree ?offset ?length key =
-    match Pando.tree_list tree.p offset length key with
-    | arr -> Lwt.return (entries (sub tree) arr)
-    | exception e -> Lwt.fail e
+    match tree with
+    | S {p; in_store} -> (
+        match Pando.tree_list p offset length key with
+        | arr -> Lwt.return (entries (fun p -> S {p; in_store}) arr)
+        | exception e -> Lwt.fail e)
+    | P t -> (
+        match proved_find_tree t key with
+        | None -> Lwt.return []
+        | Some d -> (
+            match Proved.entries key d with
+            | l -> Lwt.return (List.map (fun (s, c) -> (s, P c)) (sorted_page ?offset ?length l))
+            | exception e -> Lwt.fail e)
+        | exception e -> Lwt.fail e)
 
   let length tree key =
-    match Pando.tree_length tree.p key with
-    | v -> Lwt.return v
-    | exception e -> Lwt.fail e
+    match tree with
+    | S {p; _} -> (
+        match Pando.tree_length p key with v -> Lwt.return v | exception e -> Lwt.fail e)
+    | P t -> (
+        match proved_find_tree t key with
+        | None -> Lwt.return 0
+        | Some d -> lwt1 (Proved.length key) d
+        | exception e -> Lwt.fail e)
 
   let add tree key v =
-    match Pando.tree_add tree.p key v with
-    | p -> Lwt.return (fresh p)
-    | exception e -> Lwt.fail e
+    match tree with
+    | S {p; _} -> (
+        match Pando.tree_add p key v with
+        | p -> Lwt.return (fresh p)
+        | exception e -> Lwt.fail e)
+    | P t -> (
+        match Proved.add t key (Proved.Value v) with
+        | t -> Lwt.return (P t)
+        | exception e -> Lwt.fail e)
 
-  let add_tree tree key t =
-    match Pando.tree_add_tree tree.p key t.p with
-    | p -> Lwt.return (fresh p)
-    | exception e -> Lwt.fail e
+  let is_empty_proved (t : Proved.tree) = match t with Node [] -> true | _ -> false
+
+  let add_tree tree key sub =
+    match (tree, sub) with
+    | S {p; _}, S {p = q; _} -> (
+        match Pando.tree_add_tree p key q with
+        | p -> Lwt.return (fresh p)
+        | exception e -> Lwt.fail e)
+    | S {p; _}, P q -> (
+        match Pando.tree_add_tree p key (pando_of_proved (any_context ()) [] q) with
+        | p -> Lwt.return (fresh p)
+        | exception e -> Lwt.fail e)
+    | P t, _ -> (
+        match
+          let q = match sub with P q -> q | S {p; _} -> proved_of_pando p in
+          if is_empty_proved q then Proved.remove t key else Proved.add t key q
+        with
+        | t -> Lwt.return (P t)
+        | exception e -> Lwt.fail e)
 
   let remove tree key =
-    match Pando.tree_remove tree.p key with
-    | p -> Lwt.return (fresh p)
-    | exception e -> Lwt.fail e
+    match tree with
+    | S {p; _} -> (
+        match Pando.tree_remove p key with
+        | p -> Lwt.return (fresh p)
+        | exception e -> Lwt.fail e)
+    | P t -> (
+        match Proved.remove t key with t -> Lwt.return (P t) | exception e -> Lwt.fail e)
 
   let fold ?depth tree key ~order ~init ~f =
-    fold_pando (sub tree) ?depth tree.p key ~order ~init ~f
+    match tree with
+    | S {p; in_store} -> fold_pando (fun p -> S {p; in_store}) ?depth p key ~order ~init ~f
+    | P t -> fold_proved ?depth t key ~init ~f
 
   let config _ = Config.tezos
 
   let empty t = fresh (Pando.tree_empty t.ctx)
 
-  let is_empty tree = Pando.tree_is_empty tree.p
+  let is_empty = function S {p; _} -> Pando.tree_is_empty p | P t -> is_empty_proved t
 
-  let kind tree = match Pando.tree_kind tree.p with Pando.Value -> `Value | Pando.Tree -> `Tree
+  let kind = function
+    | S {p; _} -> ( match Pando.tree_kind p with Pando.Value -> `Value | Pando.Tree -> `Tree)
+    | P t -> if Proved.is_contents t then `Value else `Tree
 
-  let to_value tree = lwt1 Pando.tree_to_value tree.p
+  let to_value = function
+    | S {p; _} -> lwt1 Pando.tree_to_value p
+    | P t -> lwt1 (Proved.value []) t
 
   let of_value t v =
     match Pando.tree_of_value t.ctx v with
     | p -> Lwt.return (fresh p)
     | exception e -> Lwt.fail e
 
-  let hash tree = Pando.tree_hash tree.p
+  let hash = function S {p; _} -> Pando.tree_hash p | P t -> Proved.hash t
 
-  let equal a b = a == b || Pando.tree_equal a.p b.p
+  let equal a b =
+    a == b
+    || match (a, b) with S {p; _}, S {p = q; _} -> Pando.tree_equal p q | _ -> Bytes.equal (hash a) (hash b)
 
-  let clear ?depth tree = Pando.tree_clear depth tree.p
+  let clear ?depth = function S {p; _} -> Pando.tree_clear depth p | P _ -> ()
 
   let hex b = String.concat "" (List.init (Bytes.length b) (fun i -> Printf.sprintf "%02x" (Bytes.get_uint8 b i)))
 
-  let rec pp_pando ppf p =
+  type raw = [`Tree of raw String_map.t | `Value of value]
+
+  let rec raw_of_pando p : raw =
     match Pando.tree_kind p with
     | Pando.Value -> (
-        match Pando.tree_to_value p with
-        | Some v -> Format.fprintf ppf "0x%s" (hex v)
-        | None -> Format.pp_print_string ppf "?")
+        match Pando.tree_to_value p with Some v -> `Value v | None -> `Value Bytes.empty)
     | Pando.Tree ->
-        let entries = Pando.tree_list p None None [] in
+        `Tree
+          (Array.fold_left
+             (fun m (s, c) -> String_map.add s (raw_of_pando c) m)
+             String_map.empty
+             (Pando.tree_list p None None []))
+
+  let rec raw_of_proved path (t : Proved.tree) : raw =
+    if Proved.is_contents t then `Value (Option.get (Proved.value path t))
+    else
+      `Tree
+        (List.fold_left
+           (fun m (s, c) -> String_map.add s (raw_of_proved (path @ [s]) c) m)
+           String_map.empty (Proved.entries path t))
+
+  let raw_of = function S {p; _} -> raw_of_pando p | P t -> raw_of_proved [] t
+
+  let rec pp_raw ppf (raw : raw) =
+    match raw with
+    | `Value v -> Format.fprintf ppf "0x%s" (hex v)
+    | `Tree m ->
         Format.fprintf ppf "@[<hv 1>{" ;
-        Array.iteri
+        List.iteri
           (fun i (s, c) ->
             if i > 0 then Format.fprintf ppf ";@ " ;
-            Format.fprintf ppf "@[<hv 2>%s:@ %a@]" s pp_pando c)
-          entries ;
+            Format.fprintf ppf "@[<hv 2>%s:@ %a@]" s pp_raw c)
+          (String_map.bindings m) ;
         Format.fprintf ppf "}@]"
 
-  let pp ppf tree = pp_pando ppf tree.p
-
-  type raw = [`Tree of raw String_map.t | `Value of value]
+  let pp ppf tree = pp_raw ppf (raw_of tree)
 
   let encode_raw (raw : raw) =
     let rec go buf (raw : raw) =
@@ -541,24 +709,13 @@ module Tree = struct
 
   let raw_encoding = (encode_raw, decode_raw)
 
-  let rec raw_of_pando p : raw =
-    match Pando.tree_kind p with
-    | Pando.Value -> (
-        match Pando.tree_to_value p with Some v -> `Value v | None -> `Value Bytes.empty)
-    | Pando.Tree ->
-        `Tree
-          (Array.fold_left
-             (fun m (s, c) -> String_map.add s (raw_of_pando c) m)
-             String_map.empty
-             (Pando.tree_list p None None []))
-
-  let to_raw tree = lwt1 raw_of_pando tree.p
+  let to_raw tree = lwt1 raw_of tree
 
   let of_raw raw =
     match !open_indexes with
     | [] -> invalid_arg "Pando_context.Tree.of_raw: no open index"
-    | index :: _ ->
-        let ctx = Pando.context_init index.pando in
+    | _ ->
+        let ctx = any_context () in
         let rec build (raw : raw) =
           match raw with
           | `Value v -> Pando.tree_of_value ctx v
@@ -570,27 +727,31 @@ module Tree = struct
         fresh (build raw)
 
   let unshallow tree =
-    match Pando.make_tree_walker tree.p None [] Pando.Undefined with
-    | walker ->
-        let rec force () =
-          match Pando.tree_walker_next walker with
-          | None -> ()
-          | Some (_, p) ->
-              (match Pando.tree_kind p with
-              | Pando.Value -> ignore (Pando.tree_to_value p)
-              | Pando.Tree -> ()) ;
-              force ()
-        in
-        (match force () with () -> Lwt.return tree | exception e -> Lwt.fail e)
-    | exception e -> Lwt.fail e
+    match tree with
+    | P _ -> Lwt.return tree
+    | S {p; _} -> (
+        match Pando.make_tree_walker p None [] Pando.Undefined with
+        | walker ->
+            let rec force () =
+              match Pando.tree_walker_next walker with
+              | None -> ()
+              | Some (_, p) ->
+                  (match Pando.tree_kind p with
+                  | Pando.Value -> ignore (Pando.tree_to_value p)
+                  | Pando.Tree -> ()) ;
+                  force ()
+            in
+            (match force () with () -> Lwt.return tree | exception e -> Lwt.fail e)
+        | exception e -> Lwt.fail e)
 
   let is_shallow _ = false
 
   let kinded_key tree : kinded_key option =
-    if not tree.in_store then None
-    else
-      let h = Pando.tree_hash tree.p in
-      match Pando.tree_kind tree.p with Pando.Value -> Some (`Value h) | Pando.Tree -> Some (`Node h)
+    match tree with
+    | S {p; in_store = true} -> (
+        let h = Pando.tree_hash p in
+        match Pando.tree_kind p with Pando.Value -> Some (`Value h) | Pando.Tree -> Some (`Node h))
+    | S _ | P _ -> None
 end
 
 (* --------------------------------------------------- predefined fields *)
@@ -725,73 +886,47 @@ let set_hash_version t v =
 type proof_error =
   [`Proof_mismatch of string | `Stream_too_long of string | `Stream_too_short of string]
 
-(* The [before] and [after] kinded hashes of an encoded proof:
-   V1 is [int16 version, kind, hash, kind, hash, ...]; V2 (compact) puts
-   both kinds in a first tag byte, then [int16 version, hash, hash, ...].
-   Data_encoding's Compact joins the tags of an object's fields from the
-   lowest bit up: before's kind is bit 0, after's bit 1. A kind is 0
-   (value) or 1 (node). *)
-let proof_header encoding proof =
-  let r = Reader.v "proof" proof in
+let verify_tree_proof ?(encoding = Proof.V1) proof f =
   match (encoding : Proof.encoding) with
-  | V1 ->
-      let _version = Reader.fixed r 2 in
-      let bk = Reader.u8 r in
-      let before = Reader.fixed r 32 in
-      let ak = Reader.u8 r in
-      let after = Reader.fixed r 32 in
-      if bk > 1 || ak > 1 then Reader.bad r "kinded hash tag" ;
-      ((bk, before), (ak, after))
   | V2 ->
-      let tag = Reader.u8 r in
-      if tag > 3 then Reader.bad r "header tag" ;
-      let _version = Reader.fixed r 2 in
-      let before = Reader.fixed r 32 in
-      let after = Reader.fixed r 32 in
-      ((tag land 1, before), ((tag lsr 1) land 1, after))
-
-let kind_code p = match Pando.tree_kind p with Pando.Value -> 0 | Pando.Tree -> 1
-
-let classify msg : proof_error =
-  let contains s =
-    let n = String.length s and m = String.length msg in
-    let rec at i = i + n <= m && (String.sub msg i n = s || at (i + 1)) in
-    at 0
-  in
-  if contains "too long" then `Stream_too_long msg
-  else if contains "too short" then `Stream_too_short msg
-  else `Proof_mismatch msg
-
-let run_verified ~classify ~after proved f =
-  Lwt.catch
-    (fun () ->
-      Lwt.bind (f (fresh proved)) (fun (tree, result) ->
-          let ak, ah = after in
-          let h = Pando.tree_hash tree.p in
-          if Bytes.equal h ah && kind_code tree.p = ak then Lwt.return (Ok (tree, result))
-          else
-            Lwt.return
-              (Error
-                 (`Proof_mismatch
-                   (Printf.sprintf "the computation ends on %s, not on the proof's after %s"
-                      (Pando.Hash.to_b58check h) (Pando.Hash.to_b58check ah))))))
-    (function Pando.Error msg -> Lwt.return (Error (classify msg)) | e -> Lwt.fail e)
-
-let verify_tree_proof ?(encoding = Proof.V2) proof f =
-  match proof_header encoding proof with
-  | exception Pando.Error msg -> Lwt.return (Error (`Proof_mismatch msg))
-  | (_, before), after -> (
-      match Pando.verify_tree_proof encoding proof before with
+      Lwt.return
+        (Error (`Proof_mismatch "pando decodes tree proofs in Merkle_proof_encoding.V1.Tree32 only"))
+  | V1 -> (
+      match Proved.decode proof with
       | exception Pando.Error msg -> Lwt.return (Error (`Proof_mismatch msg))
-      | proved -> run_verified ~classify:(fun m -> `Proof_mismatch m) ~after proved f)
+      | {version; before = bk, bh; after = ak, ah; state} ->
+          if version <> 0 then
+            Lwt.return
+              (Error (`Proof_mismatch (Printf.sprintf "proof version %d is not a tree proof of the 32-ary context (0)" version)))
+          else
+            let h = Proved.hash state in
+            if not (Bytes.equal h bh && Proved.kind_code state = bk) then
+              Lwt.return
+                (Error
+                   (`Proof_mismatch
+                     (Printf.sprintf "the proof's tree hashes to %s, not to its before %s"
+                        (Pando.Hash.to_b58check h) (Pando.Hash.to_b58check bh))))
+            else
+              Lwt.catch
+                (fun () ->
+                  Lwt.bind (f (P state)) (fun (tree, result) ->
+                      let h = Tree.hash tree in
+                      let k = match Tree.kind tree with `Value -> 0 | `Tree -> 1 in
+                      if Bytes.equal h ah && k = ak then Lwt.return (Ok (tree, result))
+                      else
+                        Lwt.return
+                          (Error
+                             (`Proof_mismatch
+                               (Printf.sprintf "the computation ends on %s, not on the proof's after %s"
+                                  (Pando.Hash.to_b58check h) (Pando.Hash.to_b58check ah))))))
+                (function Pando.Error msg -> Lwt.return (Error (`Proof_mismatch msg)) | e -> Lwt.fail e))
 
-let verify_stream_proof ?(encoding = Proof.V2) ?(paths = []) proof f =
-  match proof_header encoding proof with
-  | exception Pando.Error msg -> Lwt.return (Error (`Proof_mismatch msg))
-  | (_, before), after -> (
-      match Pando.verify_stream_proof encoding proof before paths with
-      | exception Pando.Error msg -> Lwt.return (Error (classify msg))
-      | proved -> run_verified ~classify ~after proved f)
+let verify_stream_proof ?encoding:_ (_ : Proof.stream Proof.t) (_ : tree -> (tree * 'a) Lwt.t) :
+    (tree * 'a, proof_error) result Lwt.t =
+  Lwt.return
+    (Error
+       (`Proof_mismatch
+         "pando cannot verify stream proofs: its binding has no stream proof verifier (nor producer)"))
 
 let merkle_hash p : Proof.merkle_node =
   let kind = match Pando.tree_kind p with Pando.Value -> Proof.Contents | Pando.Tree -> Proof.Node in
@@ -842,7 +977,7 @@ let merkle_tree t leaf_kind key =
   | Some data -> lwt1 (go data) key
   | exception e -> Lwt.fail e
 
-let merkle_tree_v2 ?(encoding = Proof.V2) t leaf_kind key =
+let merkle_tree_v2 ?(encoding = Proof.V1) t leaf_kind key =
   match t.stored with
   | None -> Lwt.fail (Invalid_argument "On-disk context.tree has no kinded_key")
   | Some commit -> (

@@ -63,7 +63,8 @@ type value = bytes
 (** The contents of a leaf. *)
 
 type tree
-(** A tree or a value, in memory or backed by the store. *)
+(** A tree or a value: of the store (in memory or read from it), or the
+    tree of a proof given to {!verify_tree_proof}'s callback. *)
 
 type node_key = bytes
 (** The 32-byte hash of a directory stored in the index. *)
@@ -391,9 +392,10 @@ module Tree : sig
   (** Whether two trees have the same hash. *)
 
   val clear : ?depth:int -> tree -> unit
-  (** Drops the cached, already stored parts of the tree below [depth] (all
-      if not given); they are read again when needed. Contents and hash do
-      not change. *)
+  (** irmin's cache clearing: a pando tree keeps nothing of what it read
+      (its reads go through the store's bounded cache), so this only checks
+      that the index is open ({!Pando.Error} otherwise); contents and hash
+      do not change. Nothing for a tree proved by a proof. *)
 
   val pp : Format.formatter -> tree -> unit
   (** Prints the whole tree, reading it from the store: directories as
@@ -508,17 +510,22 @@ val verify_tree_proof :
     | `Stream_too_short of string ] )
   result
   Lwt.t
-(** [verify_tree_proof proof f] decodes [proof] (in [encoding], by default
-    [V2], the encoding of Octez's RPCs), checks that its tree hashes to
-    the proof's [before] hash, runs [f] on that tree, and checks that the
-    tree [f] returns hashes to the proof's [after] hash. [Error
-    (`Proof_mismatch msg)] when the proof does not decode, a hash differs,
-    or [f] reads a part the proof blinds ({!Pando.Error} raised inside
-    [f]); other exceptions of [f] fail the promise. *)
+(** [verify_tree_proof proof f] decodes [proof] (in
+    [Merkle_proof_encoding.V1.Tree32], the default and the only encoding
+    decoded: [~encoding:V2] is [Error]), checks that it is a tree proof
+    (version 0) whose tree hashes to the proof's [before] hash, runs [f]
+    on that tree, and checks that the tree [f] returns hashes to the
+    proof's [after] hash. The tree given to [f] answers every {!Tree}
+    function; reading a part the proof blinds fails with {!Pando.Error}
+    (which [verify_tree_proof] turns into [Error (`Proof_mismatch msg)]),
+    and so does changing a directory of more than 256 entries (an inode)
+    in it: pando verifies proofs in OCaml, because its binding has no
+    verifier, and changes only flat directories there. [Error
+    (`Proof_mismatch msg)] too when the proof does not decode or a hash
+    differs; other exceptions of [f] fail the promise. *)
 
 val verify_stream_proof :
   ?encoding:Proof.encoding ->
-  ?paths:key list ->
   Proof.stream Proof.t ->
   (tree -> (tree * 'a) Lwt.t) ->
   ( tree * 'a,
@@ -527,16 +534,9 @@ val verify_stream_proof :
     | `Stream_too_short of string ] )
   result
   Lwt.t
-(** [verify_stream_proof ~paths proof f] replays the reads of [paths]
-    (raw keys from the root, in the order the producer read them; none by
-    default) on the stream, checks it hashes to the proof's [before] hash
-    and is consumed exactly, runs [f] on the tree those reads rebuilt, and
-    checks the result against the proof's [after] hash. Errors as
-    {!verify_tree_proof}; a stream with elements left over after the reads
-    is [`Stream_too_long], one that ends before them [`Stream_too_short].
-    pando's binding verifies a stream against a list of paths, not
-    against the reads [f] makes: without [paths], only a proof of no reads
-    verifies. *)
+(** Always [Error (`Proof_mismatch msg)], [f] not called: pando's binding
+    neither produces nor verifies stream proofs yet, so no stream proof is
+    accepted. *)
 
 val merkle_tree : t -> Proof.merkle_leaf_kind -> key -> Proof.merkle_tree Lwt.t
 (** The light mode's Merkle tree of [data/key], as Octez's disk context
@@ -551,8 +551,8 @@ val merkle_tree_v2 :
   Proof.merkle_leaf_kind ->
   key ->
   Proof.tree Proof.t Lwt.t
-(** The tree proof (by default in [V2] encoding, as Octez's
-    [merkle_tree_v2] RPC sends it) of the raw [key] in the commit the
+(** The tree proof (by default in [V1] encoding, the one pando's binding
+    writes; Octez's [merkle_tree_v2] RPC sends [V2]) of the raw [key] in the commit the
     context was checked out as: with [Raw_context], of every value under
     [key] (its whole subtree); with [Hole], of [key] itself. Fails with
     [Invalid_argument] if the context was changed since its checkout or

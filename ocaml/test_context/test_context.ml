@@ -62,7 +62,9 @@ let b = Bytes.of_string
    Ps9mPmXaRzmzk35gbAYNCAw6UXdE2qoABTHbN2oEEc1qM7CwT9P, time
    2018-06-30T16:07:32Z, and its block header's context hash
    CoV8SQumiVU9saiu3FVNeDNewJaJH8yWdsGF3WLdsRr2P9S7MzCj (block 0 of
-   mainnet). Bytes decoded from base58check with Python. *)
+   mainnet). The node's patch_context runs the genesis protocol's init,
+   which sets data/version to "genesis". Bytes decoded from base58check
+   with Python. *)
 let mainnet_protocol = of_hex "38ecdef0cd08640f318a9b055f6b0d0c9ae030913a871d9b9d86fb846317da21"
 
 let mainnet_genesis_time = 1530374852L
@@ -76,9 +78,13 @@ let mainnet_chain_id = of_hex "7a06a770"
 
 let protocol_a = Bytes.make 32 'a'
 
+let keys_of l = List.map fst l
+
+let genesis_patch ctx = Lwt.map (fun c -> Ok c) (C.add ctx ["version"] (b "genesis"))
+
 let test_genesis () =
   let dir = fresh_dir () in
-  let index = run (C.init dir) in
+  let index = run (C.init ~patch_context:genesis_patch dir) in
   check "mainnet protocol is 32 bytes" (Bytes.length mainnet_protocol = 32) ;
   (match
      run (C.commit_genesis index ~chain_id:mainnet_chain_id ~time:mainnet_genesis_time ~protocol:mainnet_protocol)
@@ -98,8 +104,7 @@ let test_genesis () =
           check "genesis parents" (parents = [])
       | None -> check "genesis commit_info" false) ;
       check "unknown commit_info" (run (C.commit_info index (Bytes.make 32 '\000')) = None) ;
-      (* The data is empty at genesis. *)
-      check "genesis data empty" (run (C.list ctx []) = [])
+      check "genesis data" (keys_of (run (C.list ctx [])) = ["version"])
   | Error _ -> check "commit_genesis" false) ;
   (* patch_context runs before protocol and test chain. *)
   let dir2 = fresh_dir () in
@@ -165,7 +170,6 @@ let sample index =
   let ctx = run (C.add ctx ["c"; "d"; "e"] (b "4")) in
   run (C.add_protocol ctx protocol_a)
 
-let keys_of l = List.map fst l
 
 let test_reads_and_writes () =
   let dir = fresh_dir () in
@@ -456,63 +460,109 @@ let test_fields () =
   check "block header size" (Bytes.length (C.Block_header.to_bytes forked) = 132) ;
   run (C.close index)
 
+let expect_ok name = function
+  | Ok v -> Some v
+  | Error (`Proof_mismatch m | `Stream_too_long m | `Stream_too_short m) ->
+      Printf.printf "  %s: %s\n" name m ;
+      check name false ;
+      None
+
+let expect_mismatch name = function
+  | Error (`Proof_mismatch _) -> check name true
+  | Ok _ | Error _ -> check name false
+
+(* The proof with its after hash replaced (V1: bytes 36 to 67). *)
+let with_after proof after =
+  let p = Bytes.copy proof in
+  Bytes.blit after 0 p 36 32 ;
+  p
+
 let test_proofs () =
   let dir = fresh_dir () in
   let index = run (C.init dir) in
   let ctx = sample index in
+  (* A directory of 1,000 entries: its proofs have inodes. *)
+  let ctx =
+    List.fold_left (fun c i -> run (C.add c ["big"; Printf.sprintf "k%04d" i] (b (string_of_int i)))) ctx (List.init 1000 Fun.id)
+  in
   let h = run (C.commit ~time:1L ctx) in
   let co = run (C.checkout_exn index h) in
-  List.iter
-    (fun (encoding, name) ->
-      let proof = Pando.produce_tree_proof (C.pando_index (C.index co)) h [["data"; "a"; "x"]; ["data"; "b"]] encoding in
-      (match
-         run
-           (C.verify_tree_proof ~encoding proof (fun tree ->
-                Lwt.map (fun v -> (tree, v)) (C.Tree.find tree ["data"; "a"; "x"])))
-       with
-      | Ok (_, v) -> check (name ^ " tree proof verifies, callback reads") (v = Some (b "1"))
-      | Error (`Proof_mismatch m | `Stream_too_long m | `Stream_too_short m) ->
-          Printf.printf "  %s: %s\n" name m ;
-          check (name ^ " tree proof verifies") false) ;
-      (* A callback reaching a blinded part: Proof_mismatch. *)
-      (match
-         run
-           (C.verify_tree_proof ~encoding proof (fun tree ->
-                Lwt.map (fun v -> (tree, v)) (C.Tree.find tree ["data"; "c"; "d"; "e"])))
-       with
-      | Error (`Proof_mismatch _) -> check (name ^ " blinded read") true
-      | Ok _ | Error _ -> check (name ^ " blinded read") false) ;
-      (* A callback changing the tree: after hash differs. *)
-      (match
-         run (C.verify_tree_proof ~encoding proof (fun tree -> Lwt.map (fun t -> (t, ())) (C.Tree.add tree ["data"; "b"] (b "9"))))
-       with
-      | Error (`Proof_mismatch _) -> check (name ^ " after mismatch") true
-      | Ok _ | Error _ -> check (name ^ " after mismatch") false) ;
-      (* A damaged proof. *)
-      let damaged = Bytes.copy proof in
-      Bytes.set_uint8 damaged (Bytes.length damaged - 1) (Bytes.get_uint8 damaged (Bytes.length damaged - 1) lxor 1) ;
-      (match run (C.verify_tree_proof ~encoding damaged (fun t -> Lwt.return (t, ()))) with
-      | Error (`Proof_mismatch _) -> check (name ^ " damaged proof") true
-      | Ok _ | Error _ -> check (name ^ " damaged proof") false) ;
-      (match run (C.verify_tree_proof ~encoding (b "xx") (fun t -> Lwt.return (t, ()))) with
-      | Error (`Proof_mismatch _) -> check (name ^ " truncated proof") true
-      | Ok _ | Error _ -> check (name ^ " truncated proof") false) ;
-      (* Stream proofs, with the paths read. *)
-      let paths = [["data"; "a"; "x"]; ["data"; "b"]] in
-      let stream = Pando.produce_stream_proof (C.pando_index (C.index co)) h paths encoding in
-      (match
-         run
-           (C.verify_stream_proof ~encoding ~paths stream (fun tree ->
-                Lwt.map (fun v -> (tree, v)) (C.Tree.find tree ["data"; "b"])))
-       with
-      | Ok (_, v) -> check (name ^ " stream proof verifies") (v = Some (b "3"))
-      | Error (`Proof_mismatch m | `Stream_too_long m | `Stream_too_short m) ->
-          Printf.printf "  %s stream: %s\n" name m ;
-          check (name ^ " stream proof verifies") false) ;
-      (match run (C.verify_stream_proof ~encoding ~paths:[["data"; "a"; "x"]] stream (fun t -> Lwt.return (t, ()))) with
-      | Error _ -> check (name ^ " stream proof with fewer reads") true
-      | Ok _ -> check (name ^ " stream proof with fewer reads") false))
-    [(Pando.V1, "V1"); (Pando.V2, "V2")] ;
+  let pindex = C.pando_index index in
+  let proof = Pando.produce_tree_proof pindex h [["data"; "a"; "x"]; ["data"; "b"]; ["data"; "big"; "k0500"]] Pando.V1 in
+  (match
+     expect_ok "tree proof verifies, callback reads"
+       (run
+          (C.verify_tree_proof proof (fun tree ->
+               Lwt.bind (C.Tree.find tree ["data"; "a"; "x"]) (fun x ->
+                   Lwt.bind (C.Tree.find tree ["data"; "big"; "k0500"]) (fun k ->
+                       Lwt.bind (C.Tree.length tree ["data"; "big"]) (fun n ->
+                           Lwt.return (tree, (x, k, n))))))))
+   with
+  | Some (_, (x, k, n)) ->
+      check "proved value" (x = Some (b "1")) ;
+      check "proved value in an inode" (k = Some (b "500")) ;
+      check "proved length of an inode" (n = 1000)
+  | None -> ()) ;
+  (* Reads the proof shows as absent, and kinds. *)
+  (match
+     expect_ok "absent paths"
+       (run
+          (C.verify_tree_proof proof (fun tree ->
+               Lwt.bind (C.Tree.mem tree ["data"; "zzz"]) (fun m ->
+                   Lwt.bind (C.Tree.mem_tree tree ["data"; "a"]) (fun mt ->
+                       Lwt.bind (C.Tree.list tree ["data"]) (fun l -> Lwt.return (tree, (m, mt, List.map fst l))))))))
+   with
+  | Some (_, (m, mt, l)) ->
+      check "absent in proof" (not m) ;
+      check "mem_tree in proof" mt ;
+      check "list in proof" (l = ["a"; "b"; "big"; "c"])
+  | None -> ()) ;
+  (* A read of a blinded part, a changed tree, damaged bytes. *)
+  expect_mismatch "blinded read"
+    (run (C.verify_tree_proof proof (fun tree -> Lwt.map (fun v -> (tree, v)) (C.Tree.find tree ["data"; "c"; "d"; "e"])))) ;
+  expect_mismatch "blinded inode read"
+    (run (C.verify_tree_proof proof (fun tree -> Lwt.map (fun v -> (tree, v)) (C.Tree.find tree ["data"; "big"; "k0001"])))) ;
+  expect_mismatch "after mismatch"
+    (run (C.verify_tree_proof proof (fun tree -> Lwt.map (fun t -> (t, ())) (C.Tree.add tree ["data"; "b"] (b "9"))))) ;
+  let damaged = Bytes.copy proof in
+  Bytes.set_uint8 damaged (Bytes.length damaged - 1) (Bytes.get_uint8 damaged (Bytes.length damaged - 1) lxor 1) ;
+  expect_mismatch "damaged proof" (run (C.verify_tree_proof damaged (fun t -> Lwt.return (t, ())))) ;
+  expect_mismatch "truncated proof" (run (C.verify_tree_proof (b "xx") (fun t -> Lwt.return (t, ())))) ;
+  expect_mismatch "V2 not decoded" (run (C.verify_tree_proof ~encoding:C.Proof.V2 proof (fun t -> Lwt.return (t, ())))) ;
+  raises "callback's own exception" (fun e -> e = Exit) (fun () -> C.verify_tree_proof proof (fun _ -> Lwt.fail Exit)) ;
+  (* A write in a flat directory: the after hash is the one pando
+     computes for the same write on the stored tree. *)
+  let stored = Option.get (Pando.checkout pindex h) in
+  let written = Pando.tree_remove (Pando.tree_add (Pando.get_tree stored) ["data"; "a"; "x"] (b "new")) ["data"; "b"] in
+  let proof_w = with_after proof (Pando.tree_hash written) in
+  (match
+     expect_ok "write replayed on the proof"
+       (run
+          (C.verify_tree_proof proof_w (fun tree ->
+               Lwt.bind (C.Tree.add tree ["data"; "a"; "x"] (b "new")) (fun t ->
+                   Lwt.map (fun t -> (t, ())) (C.Tree.remove t ["data"; "b"])))))
+   with
+  | Some (t, ()) -> check "written tree's hash" (Bytes.equal (C.Tree.hash t) (Pando.tree_hash written))
+  | None -> ()) ;
+  let in_inode = Pando.tree_add (Pando.get_tree stored) ["data"; "big"; "k0500"] (b "new") in
+  expect_mismatch "write in an inode (not supported)"
+    (run
+       (C.verify_tree_proof (with_after proof (Pando.tree_hash in_inode)) (fun tree ->
+            Lwt.map (fun t -> (t, ())) (C.Tree.add tree ["data"; "big"; "k0500"] (b "new"))))) ;
+  (* Folding over a proved tree. *)
+  let proof_c = Pando.produce_tree_proof pindex h [["data"; "c"; "d"; "e"]; ["data"; "a"; "x"]; ["data"; "a"; "y"]] Pando.V1 in
+  (match
+     expect_ok "fold on a proved tree"
+       (run
+          (C.verify_tree_proof proof_c (fun tree ->
+               Lwt.map (fun l -> (tree, List.rev l))
+                 (C.Tree.fold tree ["data"; "c"] ~order:`Sorted ~init:[] ~f:(fun k _ acc ->
+                      Lwt.return (String.concat "/" k :: acc))))))
+   with
+  | Some (_, l) -> check "fold on a proved tree" (l = [""; "d"; "d/e"])
+  | None -> ()) ;
+  (* Stream proofs: none verifies (the binding has no stream proofs). *)
+  expect_mismatch "stream proof refused" (run (C.verify_stream_proof proof (fun t -> Lwt.return (t, ())))) ;
   (* merkle_tree_v2: a proof the verifier accepts, with the data. *)
   let proof = run (C.merkle_tree_v2 co C.Proof.Raw_context ["data"; "a"]) in
   (match
@@ -537,7 +587,7 @@ let test_proofs () =
       | Some (C.Proof.Hash (C.Proof.Contents, _)), Some (C.Proof.Hash (C.Proof.Contents, _)) ->
           check "merkle_tree Hole leaf" true
       | _ -> check "merkle_tree Hole leaf" false) ;
-      check "merkle_tree keys" (List.map fst (C.String_map.bindings mt) = ["a"; "b"; "c"])
+      check "merkle_tree keys" (List.map fst (C.String_map.bindings mt) = ["a"; "b"; "big"; "c"])
   | _ -> check "merkle_tree shape" false) ;
   let mt = run (C.merkle_tree co C.Proof.Raw_context ["c"; "d"]) in
   (match C.String_map.find_opt "c" mt with
