@@ -561,6 +561,29 @@ let test_proofs () =
    with
   | Some (_, l) -> check "fold on a proved tree" (l = [""; "d"; "d/e"])
   | None -> ()) ;
+  (* Trees move between a proof and the store when the proof shows them
+     whole: a proved subtree added to a context, a store tree into a
+     proved one. *)
+  (match
+     expect_ok "proved subtree out of the callback"
+       (run (C.verify_tree_proof proof_c (fun tree -> Lwt.map (fun c -> (tree, c)) (C.Tree.find_tree tree ["data"; "c"]))))
+   with
+  | Some (_, Some c) ->
+      let ctx2 = run (C.add_tree co ["copied"] c) in
+      check "proved subtree added to a context" (run (C.find ctx2 ["copied"; "d"; "e"]) = Some (b "4")) ;
+      check "same hash in the store" (C.Tree.equal c (Option.get (run (C.find_tree ctx2 ["copied"]))))
+  | Some (_, None) | None -> check "proved subtree" false) ;
+  let small = run (C.Tree.add (C.Tree.empty co) ["s"] (b "v")) in
+  let stored = Option.get (Pando.checkout pindex h) in
+  let expected = Pando.tree_add_tree (Pando.get_tree stored) ["data"; "a"; "z"] (Pando.tree_add (Pando.tree_empty stored) ["s"] (b "v")) in
+  (match
+     expect_ok "store tree added to a proved tree"
+       (run
+          (C.verify_tree_proof (with_after proof (Pando.tree_hash expected)) (fun tree ->
+               Lwt.map (fun t -> (t, ())) (C.Tree.add_tree tree ["data"; "a"; "z"] small))))
+   with
+  | Some _ -> ()
+  | None -> ()) ;
   (* Stream proofs: none verifies (the binding has no stream proofs). *)
   expect_mismatch "stream proof refused" (run (C.verify_stream_proof proof (fun t -> Lwt.return (t, ())))) ;
   (* merkle_tree_v2: a proof the verifier accepts, with the data. *)
