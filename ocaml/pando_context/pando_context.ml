@@ -271,9 +271,12 @@ let lwt1 f x = match f x with v -> Lwt.return v | exception e -> Lwt.fail e
 
 (* ------------------------------------------------------------- opening *)
 
-let init ?patch_context ?(readonly = false) ?index_log_size:_ dir =
+let init ?patch_context ?(readonly = false) ?index_log_size:_ ?sync_policy dir =
   match
-    if readonly then Pando.index_open_readonly dir else Pando.index_init dir
+    match (readonly, sync_policy) with
+    | true, _ -> Pando.index_open_readonly dir
+    | false, None -> Pando.index_init dir
+    | false, Some policy -> Pando.index_init_with policy dir
   with
   | pando ->
       let index = {pando; readonly; patch_context; closed = false} in

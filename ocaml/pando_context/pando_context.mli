@@ -206,6 +206,7 @@ val init :
   ?patch_context:(t -> (t, error) result Lwt.t) ->
   ?readonly:bool ->
   ?index_log_size:int ->
+  ?sync_policy:Pando.sync_policy ->
   string ->
   index Lwt.t
 (** [init dir] opens the store in [dir], creating it if [dir] is missing or
@@ -213,7 +214,9 @@ val init :
     writer in another process, and fails if there is no store. The
     [patch_context] runs on the genesis context in {!commit_genesis}.
     [index_log_size] is accepted for Octez's signature and ignored: pando
-    has no index log. *)
+    has no index log. [sync_policy] (a writer's) says when commits reach
+    the disk: {!Pando.Every_commit} by default; {!Pando.No_sync} is what
+    irmin-pack does in Octez. *)
 
 val index : t -> index
 (** The index a context belongs to. *)

@@ -680,6 +680,14 @@ let test_store_life () =
   raises "find on a context of a closed index" is_pando_error (fun () -> C.find !ctx ["n"]) ;
   raises "commit on a closed index" is_pando_error (fun () -> C.commit ~time:13L !ctx) ;
   check "gc not allowed once closed" (not (C.is_gc_allowed index)) ;
+  (* A writer with another sync policy, and the store reopened. *)
+  let dir2 = fresh_dir () in
+  let w = run (C.init ~sync_policy:Pando.No_sync dir2) in
+  let hw = run (C.commit ~time:1L (run (C.add (C.empty w) ["k"] (b "v")))) in
+  run (C.close w) ;
+  let w = run (C.init ~sync_policy:Pando.Pipelined dir2) in
+  check "commit kept after close (No_sync)" (run (C.find (run (C.checkout_exn w hw)) ["k"]) = Some (b "v")) ;
+  run (C.close w) ;
   raises "open a missing store read-only" is_pando_error (fun () -> C.init ~readonly:true (fresh_dir ())) ;
   raises "of_raw with no open index" (function Invalid_argument _ -> true | _ -> false) (fun () ->
       Lwt.return (C.Tree.of_raw (`Value (b "x"))))
