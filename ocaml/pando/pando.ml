@@ -95,3 +95,8 @@ module Hash = struct
   external to_b58check : bytes -> string = "pando_hash_to_b58check"
   external of_b58check : string -> bytes = "pando_hash_of_b58check"
 end
+
+module Internal = struct
+  external find_in_rust : context -> string list -> int -> float
+    = "pando_find_in_rust"
+end

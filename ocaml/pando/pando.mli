@@ -247,3 +247,12 @@ module Hash : sig
   val of_b58check : string -> bytes
   (** The 32 bytes of a [Co...] hash; raises {!Error} if it is not one. *)
 end
+
+(** {2 For the binding's own benchmark} *)
+
+module Internal : sig
+  val find_in_rust : context -> string list -> int -> float
+  (** [find_in_rust ctx path n] makes [n] calls of {!find}'s Rust
+      function from Rust and returns the seconds they took: the same work
+      without the binding, for [ocaml/bench]. *)
+end

@@ -151,6 +151,29 @@ let readonly_and_gc index dir ctx =
   check "proof not empty" (Bytes.length proof > 64);
   last
 
+(* A damaged store: every byte of the pack files (.pack) flipped but
+   the first and last 8. Reading
+   it raises an error that names the file and the offset. *)
+let damaged dir last =
+  Array.iter
+    (fun name ->
+      if Filename.check_suffix name ".pack" then (
+        let path = Filename.concat dir name in
+        let ic = open_in_bin path in
+        let data = Bytes.of_string (really_input_string ic (in_channel_length ic)) in
+        close_in ic;
+        for i = 8 to Bytes.length data - 9 do
+          Bytes.set data i (Char.chr (Char.code (Bytes.get data i) lxor 0x55))
+        done;
+        let oc = open_out_bin path in
+        output_bytes oc data;
+        close_out oc))
+    (Sys.readdir dir);
+  raises "damaged store" (fun m -> contains ~sub:".pack" m && contains ~sub:"offset" m) (fun () ->
+      let index = Pando.index_open_readonly dir in
+      let ctx = Pando.checkout index last in
+      ignore (Option.map (fun ctx -> Pando.find ctx [ "n" ]) ctx))
+
 let () =
   let dir = temp_dir () in
   let index = Pando.index_init dir in
@@ -171,5 +194,6 @@ let () =
   check_eq "reopened" show_opt (Some (b "1"))
     (Pando.find (Option.get (Pando.checkout index last)) [ "n" ]);
   Pando.close index;
+  damaged dir last;
   remove_dir dir;
   finish "test_pando"

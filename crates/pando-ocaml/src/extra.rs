@@ -17,7 +17,7 @@ use ocaml::{Int, Pointer, Value};
 use pando_store::{Create, Hash, Options, Store, SyncPolicy};
 
 use crate::context::open_writer;
-use crate::{Index, Out, Shared, TreeValue, bytes_value, guard, hash_of, paths, raise, text, unlocked};
+use crate::{Context, Index, Out, Shared, TreeValue, bytes_value, guard, hash_of, paths, raise, text, unlocked};
 
 #[ocaml::func]
 #[ocaml::sig("string -> index")]
@@ -200,4 +200,22 @@ pub fn pando_hash_to_b58check(hash: &[u8]) -> Out<String> {
 pub fn pando_hash_of_b58check(text_form: String) -> Out<Value> {
     let hash = raise(Hash::from_base58(&text_form).map_err(text))?;
     Ok(bytes_value(gc, hash.as_bytes()))
+}
+
+/// `Pando.Internal.find_in_rust ctx path n`: seconds taken by `n` calls
+/// of `find` on the context's tree made from Rust, for the benchmark that
+/// measures what a call through the binding adds (`ocaml/bench`).
+#[ocaml::func]
+#[ocaml::sig("context -> string list -> int -> float")]
+pub fn pando_find_in_rust(ctx: &Context, path: Value, n: Int) -> Out<f64> {
+    // SAFETY: `path` is a `string list`; the loop allocates nothing in OCaml.
+    raise(unsafe {
+        crate::context::read_at(ctx.tree(), &path, |tree, path| {
+            let started = std::time::Instant::now();
+            for _ in 0..n.max(0) {
+                std::hint::black_box(tree.find(std::hint::black_box(path)).map_err(text)?);
+            }
+            Ok(started.elapsed().as_secs_f64())
+        })
+    })
 }
