@@ -91,6 +91,26 @@ external produce_tree_proof :
   index -> bytes -> string list list -> proof_encoding -> bytes
   = "pando_produce_tree_proof"
 
+external verify_tree_proof : proof_encoding -> bytes -> bytes -> tree
+  = "pando_verify_tree_proof"
+
+external produce_stream_proof :
+  index -> bytes -> string list list -> proof_encoding -> bytes
+  = "pando_produce_stream_proof"
+
+external verify_stream_proof :
+  proof_encoding -> bytes -> bytes -> string list list -> tree
+  = "pando_verify_stream_proof"
+
+external proof_hashes_raw : proof_encoding -> bool -> bytes -> bytes * bytes
+  = "pando_proof_hashes"
+
+let tree_proof_hashes encoding proof = proof_hashes_raw encoding false proof
+let stream_proof_hashes encoding proof = proof_hashes_raw encoding true proof
+
+external empty_tree : unit -> tree = "pando_empty_tree"
+external set_branch : index -> string -> bytes -> unit = "pando_set_branch"
+
 module Hash = struct
   external to_b58check : bytes -> string = "pando_hash_to_b58check"
   external of_b58check : string -> bytes = "pando_hash_of_b58check"

@@ -235,8 +235,44 @@ type proof_encoding = V1 | V2
 
 val produce_tree_proof : index -> bytes -> string list list -> proof_encoding -> bytes
 (** [produce_tree_proof index commit paths encoding]: the encoded tree
-    proof of what each of [paths] holds in the tree of [commit]: its
-    value, its directory's entries, or its absence. *)
+    proof of reading each of [paths] in the tree of [commit] (irmin's
+    [Tree.find]: the directories on the way and the value at the end are
+    revealed; a directory at the end shows only its hash). *)
+
+val verify_tree_proof : proof_encoding -> bytes -> bytes -> tree
+(** [verify_tree_proof encoding proof root] decodes [proof], checks that
+    its tree hashes to [root] (the hash of a commit's tree, as
+    {!tree_hash} gives it, not the commit hash) and returns that tree.
+    Reading a part the proof blinds raises {!Error} naming it; the tree
+    can be updated in memory but not added to a store's tree. *)
+
+val produce_stream_proof : index -> bytes -> string list list -> proof_encoding -> bytes
+(** The encoded stream proof of reading each of [paths] (as
+    {!produce_tree_proof}) in the tree of [commit]: what the reads visit,
+    in irmin's order. *)
+
+val verify_stream_proof : proof_encoding -> bytes -> bytes -> string list list -> tree
+(** [verify_stream_proof encoding proof root paths] replays the reads of
+    [paths] on the stream, checking each element against the hash it
+    must have from [root], and returns the tree of what they read. A
+    missing, extra or altered element raises {!Error}. *)
+
+val tree_proof_hashes : proof_encoding -> bytes -> bytes * bytes
+(** The [before] and [after] hashes an encoded tree proof states (what
+    Octez's [verify_tree_proof] checks its tree and its computation's
+    result against), without checking them. *)
+
+val stream_proof_hashes : proof_encoding -> bytes -> bytes * bytes
+(** The same of an encoded stream proof. *)
+
+(** {2 Other} *)
+
+val empty_tree : unit -> tree
+(** An empty tree, belonging to no index. *)
+
+val set_branch : index -> string -> bytes -> unit
+(** [set_branch index name commit] points the branch [name] at [commit]
+    (durable when it returns). *)
 
 (** {2 Hashes} *)
 
