@@ -216,9 +216,9 @@ type key = string list
 
 type value = bytes
 
-(* A tree of the store ([in_store]: read from a stored context and not
-   changed since), or a tree proved by a proof (see Proved). *)
-type tree = S of {p : Pando.tree; in_store : bool} | P of Proved.tree
+(* A tree of the binding: of the store ([in_store]: read from a stored
+   context and not changed since), in memory, or of a verified proof. *)
+type tree = S of {p : Pando.tree; in_store : bool}
 
 type node_key = bytes
 
@@ -230,10 +230,6 @@ type depth = [`Eq of int | `Le of int | `Lt of int | `Ge of int | `Gt of int]
 
 let name = "pando"
 
-(* Indexes open now, the latest first: [Tree.of_raw] makes its trees with
-   the first one's empty context. *)
-let open_indexes : index list ref = ref []
-
 let data_key key = "data" :: key
 
 let wrap_ctx index ctx = {ctx; index; stored = None}
@@ -244,27 +240,26 @@ let tree_of t p = S {p; in_store = t.stored <> None}
 
 let fresh p = S {p; in_store = false}
 
-(* A proved tree as a store tree, made with [ctx]: all of it must be in
-   the proof. *)
-let rec pando_of_proved ctx path (t : Proved.tree) =
-  match t with
-  | Value v -> Pando.tree_of_value ctx v
-  | Blinded_value _ | Blinded_node _ -> Proved.blinded path
-  | Node _ | Inode _ | Extender _ ->
-      List.fold_left
-        (fun acc (s, c) -> Pando.tree_add_tree acc [s] (pando_of_proved ctx (path @ [s]) c))
-        (Pando.tree_empty ctx)
-        (Proved.entries path t)
+(* The binding refuses to graft a tree of one source into a tree of
+   another (a verified proof's tree into a store's, or the reverse:
+   [Error::ForeignTree]); such a tree is grafted as a copy in memory, which
+   reads all of it (a part a proof blinds raises Pando.Error). *)
+let foreign msg =
+  let sub = "belongs to another store instance" in
+  let n = String.length sub and m = String.length msg in
+  let rec at i = i + n <= m && (String.sub msg i n = sub || at (i + 1)) in
+  at 0
 
-(* A store tree as a proved tree (directories of at most 256 entries). *)
-let rec proved_of_pando p : Proved.tree =
+let rec copy p =
   match Pando.tree_kind p with
-  | Pando.Value -> Value (Option.value (Pando.tree_to_value p) ~default:Bytes.empty)
+  | Pando.Value -> Pando.tree_add (Pando.empty_tree ()) [] (Option.value (Pando.tree_to_value p) ~default:Bytes.empty)
   | Pando.Tree ->
-      let l = Pando.tree_list p None None [] in
-      if Array.length l > 256 then
-        raise (Pando.Error "pando cannot put a directory of more than 256 entries into a proved tree") ;
-      Node (Array.to_list (Array.map (fun (s, c) -> (s, proved_of_pando c)) l))
+      Array.fold_left
+        (fun acc (s, c) -> Pando.tree_add_tree acc [s] (copy c))
+        (Pando.empty_tree ()) (Pando.tree_list p None None [])
+
+let graft add target key p =
+  try add target key p with Pando.Error msg when foreign msg -> add target key (copy p)
 
 (* Runs [f x] as a promise: its exception fails the promise. *)
 let lwt1 f x = match f x with v -> Lwt.return v | exception e -> Lwt.fail e
@@ -279,9 +274,7 @@ let init ?patch_context ?(readonly = false) ?index_log_size:_ ?sync_policy dir =
     | false, Some policy -> Pando.index_init_with policy dir
   with
   | pando ->
-      let index = {pando; readonly; patch_context; closed = false} in
-      open_indexes := index :: !open_indexes ;
-      Lwt.return index
+      Lwt.return {pando; readonly; patch_context; closed = false}
   | exception e -> Lwt.fail e
 
 let index t = t.index
@@ -294,7 +287,6 @@ let close index =
     match Pando.close index.pando with
     | () ->
         index.closed <- true ;
-        open_indexes := List.filter (fun i -> i != index) !open_indexes ;
         Lwt.return_unit
     | exception e -> Lwt.fail e
 
@@ -370,9 +362,8 @@ let add t key v =
 
 let add_tree t key tree =
   match
-    match tree with
-    | S {p; _} -> Pando.add_tree t.ctx (data_key key) p
-    | P proved -> Pando.add_tree t.ctx (data_key key) (pando_of_proved t.ctx [] proved)
+    let (S {p; _}) = tree in
+    graft Pando.add_tree t.ctx (data_key key) p
   with
   | ctx -> Lwt.return (changed t ctx)
   | exception e -> Lwt.fail e
@@ -432,198 +423,62 @@ let fold ?depth t key ~order ~init ~f =
   | p -> fold_pando (tree_of t) ?depth p (data_key key) ~order ~init ~f
   | exception e -> Lwt.fail e
 
-(* Proved trees answer in OCaml (Proved); their failures fail the promise. *)
-let proved_find_tree t key =
-  match Proved.find_tree t key with
-  | v -> v
-  | exception (Not_found | Invalid_argument _) -> None
-
-let sorted_page ?offset ?length l =
-  let l = match offset with Some o when o > 0 -> List.filteri (fun i _ -> i >= o) l | _ -> l in
-  match length with Some n -> List.filteri (fun i _ -> i < n) l | None -> l
-
-(* Folds over a proved tree as the walker does: a directory before its
-   entries (sorted), keys relative, [depth] filtering. *)
-let fold_proved ?depth t key ~init ~f =
-  let keep d =
-    match depth with
-    | None -> true
-    | Some (`Eq n) -> d = n
-    | Some (`Le n) -> d <= n
-    | Some (`Lt n) -> d < n
-    | Some (`Ge n) -> d >= n
-    | Some (`Gt n) -> d > n
-  in
-  let deeper d =
-    match depth with
-    | None | Some (`Ge _) | Some (`Gt _) -> true
-    | Some (`Eq n) | Some (`Le n) -> d < n
-    | Some (`Lt n) -> d + 1 < n
-  in
-  let rec visit d rel (t : Proved.tree) acc =
-    let acc =
-      if keep d && not (rel = [] && Proved.is_contents t) then
-        Lwt.bind acc (fun acc -> f (List.rev rel) (P t) acc)
-      else acc
-    in
-    if Proved.is_contents t || not (deeper d) then acc
-    else
-      List.fold_left
-        (fun acc (s, c) -> visit (d + 1) (s :: rel) c acc)
-        acc
-        (Proved.entries (key @ List.rev rel) t)
-  in
-  match proved_find_tree t key with
-  | None -> Lwt.return init
-  | Some sub -> ( try visit 0 [] sub (Lwt.return init) with e -> Lwt.fail e)
-
-(* A context to make store trees with when none is at hand: the most
-   recently opened index's. *)
-let any_context () =
-  match !open_indexes with
-  | [] -> invalid_arg "Pando_context: no open index to make a tree with"
-  | index :: _ -> Pando.context_init index.pando
-
 module Tree = struct
-  let mem tree key =
-    match tree with
-    | S {p; _} -> (
-        match Pando.tree_mem p key with v -> Lwt.return v | exception e -> Lwt.fail e)
-    | P t -> (
-        match proved_find_tree t key with
-        | Some c -> Lwt.return (Proved.is_contents c)
-        | None -> Lwt.return false
-        | exception e -> Lwt.fail e)
+  let mem (S {p; _}) key = match Pando.tree_mem p key with v -> Lwt.return v | exception e -> Lwt.fail e
 
-  let mem_tree tree key =
-    match tree with
-    | S {p; _} -> (
-        match Pando.tree_mem_tree p key with v -> Lwt.return v | exception e -> Lwt.fail e)
-    | P t -> (
-        match proved_find_tree t key with
-        | Some _ -> Lwt.return true
-        | None -> Lwt.return false
-        | exception e -> Lwt.fail e)
+  let mem_tree (S {p; _}) key =
+    match Pando.tree_mem_tree p key with v -> Lwt.return v | exception e -> Lwt.fail e
 
-  let find tree key =
-    match tree with
-    | S {p; _} -> (
-        match Pando.tree_find p key with v -> Lwt.return v | exception e -> Lwt.fail e)
-    | P t -> (
-        match proved_find_tree t key with
-        | Some c -> lwt1 (Proved.value key) c
-        | None -> Lwt.return_none
-        | exception e -> Lwt.fail e)
+  let find (S {p; _}) key = match Pando.tree_find p key with v -> Lwt.return v | exception e -> Lwt.fail e
 
-  let find_tree tree key =
-    match tree with
-    | S {p; in_store} -> (
-        match Pando.tree_find_tree p key with
-        | None -> Lwt.return_none
-        | Some p -> Lwt.return_some (S {p; in_store})
-        | exception e -> Lwt.fail e)
-    | P t -> (
-        match proved_find_tree t key with
-        | Some c -> Lwt.return_some (P c)
-        | None -> Lwt.return_none
-        | exception e -> Lwt.fail e)
+  let find_tree (S {p; in_store}) key =
+    match Pando.tree_find_tree p key with
+    | None -> Lwt.return_none
+    | Some p -> Lwt.return_some (S {p; in_store})
+    | exception e -> Lwt.fail e
 
-  let list tree ?offset ?length key =
-    match tree with
-    | S {p; in_store} -> (
-        match Pando.tree_list p offset length key with
-        | arr -> Lwt.return (entries (fun p -> S {p; in_store}) arr)
-        | exception e -> Lwt.fail e)
-    | P t -> (
-        match proved_find_tree t key with
-        | None -> Lwt.return []
-        | Some d -> (
-            match Proved.entries key d with
-            | l -> Lwt.return (List.map (fun (s, c) -> (s, P c)) (sorted_page ?offset ?length l))
-            | exception e -> Lwt.fail e)
-        | exception e -> Lwt.fail e)
+  let list (S {p; in_store}) ?offset ?length key =
+    match Pando.tree_list p offset length key with
+    | arr -> Lwt.return (entries (fun p -> S {p; in_store}) arr)
+    | exception e -> Lwt.fail e
 
-  let length tree key =
-    match tree with
-    | S {p; _} -> (
-        match Pando.tree_length p key with v -> Lwt.return v | exception e -> Lwt.fail e)
-    | P t -> (
-        match proved_find_tree t key with
-        | None -> Lwt.return 0
-        | Some d -> lwt1 (Proved.length key) d
-        | exception e -> Lwt.fail e)
+  let length (S {p; _}) key =
+    match Pando.tree_length p key with v -> Lwt.return v | exception e -> Lwt.fail e
 
-  let add tree key v =
-    match tree with
-    | S {p; _} -> (
-        match Pando.tree_add p key v with
-        | p -> Lwt.return (fresh p)
-        | exception e -> Lwt.fail e)
-    | P t -> (
-        match Proved.add t key (Proved.Value v) with
-        | t -> Lwt.return (P t)
-        | exception e -> Lwt.fail e)
+  let add (S {p; _}) key v =
+    match Pando.tree_add p key v with p -> Lwt.return (fresh p) | exception e -> Lwt.fail e
 
-  let is_empty_proved (t : Proved.tree) = match t with Node [] -> true | _ -> false
+  let add_tree (S {p; _}) key (S {p = q; _}) =
+    match graft Pando.tree_add_tree p key q with
+    | p -> Lwt.return (fresh p)
+    | exception e -> Lwt.fail e
 
-  let add_tree tree key sub =
-    match (tree, sub) with
-    | S {p; _}, S {p = q; _} -> (
-        match Pando.tree_add_tree p key q with
-        | p -> Lwt.return (fresh p)
-        | exception e -> Lwt.fail e)
-    | S {p; _}, P q -> (
-        match Pando.tree_add_tree p key (pando_of_proved (any_context ()) [] q) with
-        | p -> Lwt.return (fresh p)
-        | exception e -> Lwt.fail e)
-    | P t, _ -> (
-        match
-          let q = match sub with P q -> q | S {p; _} -> proved_of_pando p in
-          if is_empty_proved q then Proved.remove t key else Proved.add t key q
-        with
-        | t -> Lwt.return (P t)
-        | exception e -> Lwt.fail e)
+  let remove (S {p; _}) key =
+    match Pando.tree_remove p key with p -> Lwt.return (fresh p) | exception e -> Lwt.fail e
 
-  let remove tree key =
-    match tree with
-    | S {p; _} -> (
-        match Pando.tree_remove p key with
-        | p -> Lwt.return (fresh p)
-        | exception e -> Lwt.fail e)
-    | P t -> (
-        match Proved.remove t key with t -> Lwt.return (P t) | exception e -> Lwt.fail e)
-
-  let fold ?depth tree key ~order ~init ~f =
-    match tree with
-    | S {p; in_store} -> fold_pando (fun p -> S {p; in_store}) ?depth p key ~order ~init ~f
-    | P t -> fold_proved ?depth t key ~init ~f
+  let fold ?depth (S {p; in_store}) key ~order ~init ~f =
+    fold_pando (fun p -> S {p; in_store}) ?depth p key ~order ~init ~f
 
   let config _ = Config.tezos
 
-  let empty t = fresh (Pando.tree_empty t.ctx)
+  let empty _ = fresh (Pando.empty_tree ())
 
-  let is_empty = function S {p; _} -> Pando.tree_is_empty p | P t -> is_empty_proved t
+  let is_empty (S {p; _}) = Pando.tree_is_empty p
 
-  let kind = function
-    | S {p; _} -> ( match Pando.tree_kind p with Pando.Value -> `Value | Pando.Tree -> `Tree)
-    | P t -> if Proved.is_contents t then `Value else `Tree
+  let kind (S {p; _}) = match Pando.tree_kind p with Pando.Value -> `Value | Pando.Tree -> `Tree
 
-  let to_value = function
-    | S {p; _} -> lwt1 Pando.tree_to_value p
-    | P t -> lwt1 (Proved.value []) t
+  let to_value (S {p; _}) = lwt1 Pando.tree_to_value p
 
   let of_value t v =
     match Pando.tree_of_value t.ctx v with
     | p -> Lwt.return (fresh p)
     | exception e -> Lwt.fail e
 
-  let hash = function S {p; _} -> Pando.tree_hash p | P t -> Proved.hash t
+  let hash (S {p; _}) = Pando.tree_hash p
 
-  let equal a b =
-    a == b
-    || match (a, b) with S {p; _}, S {p = q; _} -> Pando.tree_equal p q | _ -> Bytes.equal (hash a) (hash b)
+  let equal (S {p; _} as a) (S {p = q; _} as b) = a == b || Pando.tree_equal p q
 
-  let clear ?depth = function S {p; _} -> Pando.tree_clear depth p | P _ -> ()
+  let clear ?depth (S {p; _}) = Pando.tree_clear depth p
 
   let hex b = String.concat "" (List.init (Bytes.length b) (fun i -> Printf.sprintf "%02x" (Bytes.get_uint8 b i)))
 
@@ -640,15 +495,7 @@ module Tree = struct
              String_map.empty
              (Pando.tree_list p None None []))
 
-  let rec raw_of_proved path (t : Proved.tree) : raw =
-    if Proved.is_contents t then `Value (Option.get (Proved.value path t))
-    else
-      `Tree
-        (List.fold_left
-           (fun m (s, c) -> String_map.add s (raw_of_proved (path @ [s]) c) m)
-           String_map.empty (Proved.entries path t))
-
-  let raw_of = function S {p; _} -> raw_of_pando p | P t -> raw_of_proved [] t
+  let raw_of (S {p; _}) = raw_of_pando p
 
   let rec pp_raw ppf (raw : raw) =
     match raw with
@@ -715,37 +562,28 @@ module Tree = struct
   let to_raw tree = lwt1 raw_of tree
 
   let of_raw raw =
-    match !open_indexes with
-    | [] -> invalid_arg "Pando_context.Tree.of_raw: no open index"
-    | _ ->
-        let ctx = any_context () in
-        let rec build (raw : raw) =
-          match raw with
-          | `Value v -> Pando.tree_of_value ctx v
-          | `Tree m ->
-              String_map.fold
-                (fun s r acc -> Pando.tree_add_tree acc [s] (build r))
-                m (Pando.tree_empty ctx)
-        in
-        fresh (build raw)
+    let rec build (raw : raw) =
+      match raw with
+      | `Value v -> Pando.tree_add (Pando.empty_tree ()) [] v
+      | `Tree m ->
+          String_map.fold (fun s r acc -> Pando.tree_add_tree acc [s] (build r)) m (Pando.empty_tree ())
+    in
+    fresh (build raw)
 
-  let unshallow tree =
-    match tree with
-    | P _ -> Lwt.return tree
-    | S {p; _} -> (
-        match Pando.make_tree_walker p None [] Pando.Undefined with
-        | walker ->
-            let rec force () =
-              match Pando.tree_walker_next walker with
-              | None -> ()
-              | Some (_, p) ->
-                  (match Pando.tree_kind p with
-                  | Pando.Value -> ignore (Pando.tree_to_value p)
-                  | Pando.Tree -> ()) ;
-                  force ()
-            in
-            (match force () with () -> Lwt.return tree | exception e -> Lwt.fail e)
-        | exception e -> Lwt.fail e)
+  let unshallow (S {p; _} as tree) =
+    match Pando.make_tree_walker p None [] Pando.Undefined with
+    | walker ->
+        let rec force () =
+          match Pando.tree_walker_next walker with
+          | None -> ()
+          | Some (_, p) ->
+              (match Pando.tree_kind p with
+              | Pando.Value -> ignore (Pando.tree_to_value p)
+              | Pando.Tree -> ()) ;
+              force ()
+        in
+        (match force () with () -> Lwt.return tree | exception e -> Lwt.fail e)
+    | exception e -> Lwt.fail e
 
   let is_shallow _ = false
 
@@ -754,7 +592,7 @@ module Tree = struct
     | S {p; in_store = true} -> (
         let h = Pando.tree_hash p in
         match Pando.tree_kind p with Pando.Value -> Some (`Value h) | Pando.Tree -> Some (`Node h))
-    | S _ | P _ -> None
+    | S _ -> None
 end
 
 (* --------------------------------------------------- predefined fields *)
@@ -837,12 +675,20 @@ let compute_testchain_chain_id block =
 (* Octez's [Operation_list_list_hash.empty]: the hash of no bytes. *)
 let empty_operations_hash = Blake2b.digest ~size:32 Bytes.empty
 
+(* Octez's [get_branch]: the chain id in base58check ([Chain_id.pp]). *)
+let branch_of_chain_id chain_id =
+  check_len "chain_id" 4 chain_id ;
+  Base58.chain_id chain_id
+
 let commit_test_chain_genesis t (forked : Block_header.t) =
   let message = Printf.sprintf "Forking testchain at level %ld." forked.shell.level in
   Lwt.bind (commit ~time:forked.shell.timestamp ~message t) (fun context ->
       match Block_header.hash forked with
       | forked_block ->
           let genesis = compute_testchain_genesis forked_block in
+          (* Octez names the branch after [compute_testchain_chain_id] of
+             the genesis hash (which hashes it once more). *)
+          Pando.set_branch t.index.pando (branch_of_chain_id (compute_testchain_chain_id genesis)) context ;
           Lwt.return
             {
               Block_header.shell =
@@ -858,10 +704,11 @@ let commit_test_chain_genesis t (forked : Block_header.t) =
             }
       | exception e -> Lwt.fail e)
 
-let commit_genesis index ~chain_id:_ ~time ~protocol =
+let commit_genesis index ~chain_id ~time ~protocol =
   let ( let* ) = Lwt.bind in
   Lwt.catch
     (fun () ->
+      let branch = branch_of_chain_id chain_id in
       let ctx = empty index in
       let* patched =
         match index.patch_context with
@@ -874,6 +721,7 @@ let commit_genesis index ~chain_id:_ ~time ~protocol =
           let* ctx = add_protocol ctx protocol in
           let* ctx = add_test_chain ctx Test_chain_status.Not_running in
           let* h = commit ~time ~message:"Genesis" ctx in
+          Pando.set_branch index.pando branch h ;
           Lwt.return (Ok h))
     (function Pando.Error msg -> Lwt.return (Error (`Pando_error msg)) | e -> Lwt.fail e)
 
@@ -889,47 +737,74 @@ let set_hash_version t v =
 type proof_error =
   [`Proof_mismatch of string | `Stream_too_long of string | `Stream_too_short of string]
 
-let verify_tree_proof ?(encoding = Proof.V1) proof f =
-  match (encoding : Proof.encoding) with
-  | V2 ->
-      Lwt.return
-        (Error (`Proof_mismatch "pando decodes tree proofs in Merkle_proof_encoding.V1.Tree32 only"))
-  | V1 -> (
-      match Proved.decode proof with
-      | exception Pando.Error msg -> Lwt.return (Error (`Proof_mismatch msg))
-      | {version; before = bk, bh; after = ak, ah; state} ->
-          if version <> 0 then
-            Lwt.return
-              (Error (`Proof_mismatch (Printf.sprintf "proof version %d is not a tree proof of the 32-ary context (0)" version)))
+let contains ~sub msg =
+  let n = String.length sub and m = String.length msg in
+  let rec at i = i + n <= m && (String.sub msg i n = sub || at (i + 1)) in
+  at 0
+
+(* Octez's error for the binding's message: the stream verifier's "the
+   stream ends where the reads need ..." and "N stream elements are left
+   after the reads" are its two stream errors; everything else (a
+   malformed proof, a hash that differs, a blinded read) is a mismatch. *)
+let proof_error msg : proof_error =
+  if contains ~sub:"the stream ends where" msg then `Stream_too_short msg
+  else if contains ~sub:"stream elements are left" msg then `Stream_too_long msg
+  else `Proof_mismatch msg
+
+(* Whether the proof's [after] is a node's hash (1) or a value's (0): in V1
+   the tag of the second kinded hash (byte 35, after the 2-byte version and
+   the 33-byte [before]); in V2 bit 1 of the first byte. Read once the
+   binding has decoded the proof, so the byte is there. *)
+let after_kind (encoding : Proof.encoding) proof =
+  match encoding with
+  | V1 -> Bytes.get_uint8 proof 35
+  | V2 -> (Bytes.get_uint8 proof 0 lsr 1) land 1
+
+(* Runs [f] on the verified tree and checks the tree it returns against
+   the proof's [after], kind and hash. *)
+let run_on_proof encoding proof after p f =
+  Lwt.catch
+    (fun () ->
+      Lwt.bind (f (S {p; in_store = false})) (fun (tree, result) ->
+          let h = Tree.hash tree in
+          let k = match Tree.kind tree with `Value -> 0 | `Tree -> 1 in
+          if Bytes.equal h after && k = after_kind encoding proof then Lwt.return (Ok (tree, result))
           else
-            let h = Proved.hash state in
-            if not (Bytes.equal h bh && Proved.kind_code state = bk) then
-              Lwt.return
-                (Error
-                   (`Proof_mismatch
-                     (Printf.sprintf "the proof's tree hashes to %s, not to its before %s"
-                        (Pando.Hash.to_b58check h) (Pando.Hash.to_b58check bh))))
-            else
-              Lwt.catch
-                (fun () ->
-                  Lwt.bind (f (P state)) (fun (tree, result) ->
-                      let h = Tree.hash tree in
-                      let k = match Tree.kind tree with `Value -> 0 | `Tree -> 1 in
-                      if Bytes.equal h ah && k = ak then Lwt.return (Ok (tree, result))
-                      else
-                        Lwt.return
-                          (Error
-                             (`Proof_mismatch
-                               (Printf.sprintf "the computation ends on %s, not on the proof's after %s"
-                                  (Pando.Hash.to_b58check h) (Pando.Hash.to_b58check ah))))))
-                (function Pando.Error msg -> Lwt.return (Error (`Proof_mismatch msg)) | e -> Lwt.fail e))
+            Lwt.return
+              (Error
+                 (`Proof_mismatch
+                   (Printf.sprintf "the computation ends on the %s %s, not on the proof's after %s %s"
+                      (if k = 0 then "value" else "directory")
+                      (Pando.Hash.to_b58check h)
+                      (if after_kind encoding proof = 0 then "value" else "directory")
+                      (Pando.Hash.to_b58check after))))))
+    (function Pando.Error msg -> Lwt.return (Error (proof_error msg)) | e -> Lwt.fail e)
+
+let verify_tree_proof ?(encoding = Proof.V1) proof f =
+  match
+    let before, after = Pando.tree_proof_hashes encoding proof in
+    (Pando.verify_tree_proof encoding proof before, after)
+  with
+  | exception Pando.Error msg -> Lwt.return (Error (`Proof_mismatch msg))
+  | p, after -> run_on_proof encoding proof after p f
 
 let verify_stream_proof ?encoding:_ (_ : Proof.stream Proof.t) (_ : tree -> (tree * 'a) Lwt.t) :
     (tree * 'a, proof_error) result Lwt.t =
   Lwt.return
     (Error
        (`Proof_mismatch
-         "pando cannot verify stream proofs: its binding has no stream proof verifier (nor producer)"))
+         "pando cannot verify a stream proof against a callback: the binding's verifier \
+          (Pando.verify_stream_proof) needs every path read up front and refuses a stream with \
+          elements left, so no read can be answered from the checked stream before the callback's \
+          later reads are known; see verify_stream_proof_of_paths"))
+
+let verify_stream_proof_of_paths ?(encoding = Proof.V1) proof paths f =
+  match
+    let before, after = Pando.stream_proof_hashes encoding proof in
+    (Pando.verify_stream_proof encoding proof before paths, after)
+  with
+  | exception Pando.Error msg -> Lwt.return (Error (proof_error msg))
+  | p, after -> run_on_proof encoding proof after p f
 
 let merkle_hash p : Proof.merkle_node =
   let kind = match Pando.tree_kind p with Pando.Value -> Proof.Contents | Pando.Tree -> Proof.Node in
@@ -980,7 +855,7 @@ let merkle_tree t leaf_kind key =
   | Some data -> lwt1 (go data) key
   | exception e -> Lwt.fail e
 
-let merkle_tree_v2 ?(encoding = Proof.V1) t leaf_kind key =
+let merkle_tree_v2 ?(encoding = Proof.V2) t leaf_kind key =
   match t.stored with
   | None -> Lwt.fail (Invalid_argument "On-disk context.tree has no kinded_key")
   | Some commit -> (

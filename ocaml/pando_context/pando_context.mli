@@ -64,7 +64,12 @@ type value = bytes
 
 type tree
 (** A tree or a value: of the store (in memory or read from it), or the
-    tree of a proof given to {!verify_tree_proof}'s callback. *)
+    tree of a verified proof given to {!verify_tree_proof}'s callback
+    (reading a part the proof blinds fails with {!Pando.Error}). A tree of
+    one kind added into a tree of the other (a proof's subtree into a
+    context, a store's tree into a proof's) is added as a copy in memory,
+    read whole: the binding keeps a proof's blinded parts out of the
+    store. *)
 
 type node_key = bytes
 (** The 32-byte hash of a directory stored in the index. *)
@@ -162,7 +167,17 @@ end
 (** Octez's [Proof_types], with proofs as their binary encoding. *)
 module Proof : sig
   type encoding = Pando.proof_encoding = V1 | V2
-  (** [Merkle_proof_encoding.V1.Tree32] or [V2.Tree32]. *)
+  (** [Merkle_proof_encoding.V1.Tree32] or [V2.Tree32]. The bytes do not
+      say which: both start with the version and the two hashes (V1:
+      [int16] version, then each hash tagged [00] value or [01] node; V2:
+      one byte whose bits 0 and 1 say whether [before] and [after] are
+      nodes, then the version and the bare hashes); nothing in them names
+      the encoding. Octez never guesses either: its [CONTEXT] passes
+      a decoded [Proof.t], and the encoding is chosen by the code that
+      decoded it (a protocol's [Context.Proof_encoding.V1] or [V2], light
+      mode's RPC [V2]). Here the caller says it with [?encoding]; the
+      bytes are [Data_encoding.Binary.to_bytes] of Octez's value in that
+      encoding's [tree_proof_encoding] or [stream_proof_encoding]. *)
 
   type tree
   (** Marks a tree proof. *)
@@ -265,8 +280,9 @@ val commit_genesis :
 (** The genesis commit, as Octez makes it: an empty context, then
     [patch_context] if {!init} had one, then ["protocol"] set to [protocol]
     and ["test_chain"] to [Not_running], committed at [time] with message
-    ["Genesis"]. Octez also names a branch after [chain_id]; pando has no
-    branches, so [chain_id] is not used. *)
+    ["Genesis"]; then, as Octez, points the branch named after [chain_id]
+    (4 bytes; the branch is its base58check, [NetXdQprcVkpaWU] for
+    mainnet's) at the commit. *)
 
 val commit_info : index -> bytes -> Pando.commit_info option Lwt.t
 (** The date, author, message and parents of a commit; [None] if the store
@@ -374,7 +390,7 @@ module Tree : sig
   (** As {!val-config}. *)
 
   val empty : t -> tree
-  (** An empty tree (the context is not read). *)
+  (** An empty tree ({!Pando.empty_tree}: the context is not used). *)
 
   val is_empty : tree -> bool
   (** Whether the tree is the empty directory. *)
@@ -398,7 +414,8 @@ module Tree : sig
   (** irmin's cache clearing: a pando tree keeps nothing of what it read
       (its reads go through the store's bounded cache), so this only checks
       that the index is open ({!Pando.Error} otherwise); contents and hash
-      do not change. Nothing for a tree proved by a proof. *)
+      do not change. Nothing for a tree of no index (a proof's, or
+      made in memory). *)
 
   val pp : Format.formatter -> tree -> unit
   (** Prints the whole tree, reading it from the store: directories as
@@ -416,9 +433,7 @@ module Tree : sig
   (** The whole tree, read from the store. *)
 
   val of_raw : raw -> tree
-  (** The tree of a raw tree. Needs an open index (the most recently opened
-      one is used to make the empty tree): raises [Invalid_argument] if
-      none is open. *)
+  (** The tree of a raw tree, in memory (no index needed). *)
 
   val unshallow : tree -> tree Lwt.t
   (** Reads every part of the tree from the store and returns it: later
@@ -489,8 +504,9 @@ val commit_test_chain_genesis : t -> Block_header.t -> Block_header.t Lwt.t
     chain's genesis header as Octez builds it: the forked header with
     [proto_level + 1], the genesis hash as predecessor, no validation
     pass, the empty operations hash, the new commit as context, and no
-    protocol data. (Octez also names a branch after the test chain; pando
-    has no branches.) *)
+    protocol data; then, as Octez, points the branch named after the test
+    chain's id ({!compute_testchain_chain_id} of the genesis hash, in
+    base58check) at the commit. *)
 
 (** {1 Hash versions} *)
 
@@ -513,17 +529,15 @@ val verify_tree_proof :
     | `Stream_too_short of string ] )
   result
   Lwt.t
-(** [verify_tree_proof proof f] decodes [proof] (in
-    [Merkle_proof_encoding.V1.Tree32], the default and the only encoding
-    decoded: [~encoding:V2] is [Error]), checks that it is a tree proof
-    (version 0) whose tree hashes to the proof's [before] hash, runs [f]
-    on that tree, and checks that the tree [f] returns hashes to the
-    proof's [after] hash. The tree given to [f] answers every {!Tree}
-    function; reading a part the proof blinds fails with {!Pando.Error}
-    (which [verify_tree_proof] turns into [Error (`Proof_mismatch msg)]),
-    and so does changing a directory of more than 256 entries (an inode)
-    in it: pando verifies proofs in OCaml, because its binding has no
-    verifier, and changes only flat directories there. [Error
+(** [verify_tree_proof proof f] checks the tree proof [proof] in
+    [encoding] (default [V1]; see {!Proof.encoding}) with the binding's
+    verifier ({!Pando.verify_tree_proof}): that it is a tree proof of the
+    32-ary context (version 0) whose tree hashes, with its kind, to the
+    proof's [before]. It runs [f] on that tree and checks that the tree [f]
+    returns has the proof's [after] kind and hash. The tree given to [f]
+    answers every {!Tree} function, writes included (in inodes too);
+    reading a part the proof blinds fails with {!Pando.Error}, which
+    [verify_tree_proof] turns into [Error (`Proof_mismatch msg)]. [Error
     (`Proof_mismatch msg)] too when the proof does not decode or a hash
     differs; other exceptions of [f] fail the promise. *)
 
@@ -537,9 +551,42 @@ val verify_stream_proof :
     | `Stream_too_short of string ] )
   result
   Lwt.t
-(** Always [Error (`Proof_mismatch msg)], [f] not called: pando's binding
-    neither produces nor verifies stream proofs yet, so no stream proof is
-    accepted. *)
+(** Always [Error (`Proof_mismatch msg)], [f] not called. A stream proof
+    is checked by answering each read of [f] from the next elements of the
+    stream, but the binding's only stream verifier,
+    {!Pando.verify_stream_proof}, takes the whole list of paths read up
+    front and refuses a stream with elements left after them: called on
+    the reads made so far it fails (elements are left for the later
+    reads) instead of answering the last one, and the later reads depend
+    on that answer. Answering [f] from anything but the checked stream
+    (running it first on a recording tree) could give it wrong answers, so
+    no stream proof is accepted here. {!verify_stream_proof_of_paths}
+    checks one whose reads are known in advance. *)
+
+val verify_stream_proof_of_paths :
+  ?encoding:Proof.encoding ->
+  Proof.stream Proof.t ->
+  key list ->
+  (tree -> (tree * 'a) Lwt.t) ->
+  ( tree * 'a,
+    [ `Proof_mismatch of string
+    | `Stream_too_long of string
+    | `Stream_too_short of string ] )
+  result
+  Lwt.t
+(** Not in [CONTEXT]. [verify_stream_proof_of_paths proof paths f] checks
+    the stream proof [proof] (in [encoding], default [V1]) by replaying
+    irmin's [find] of each raw key of [paths] in order against the proof's
+    [before] ({!Pando.verify_stream_proof}): each element must be the next
+    one those reads load and have the hash it must have; then runs [f] on
+    the tree of what they loaded (the rest blinded, as in
+    {!verify_tree_proof}) and checks the tree [f] returns against the
+    proof's [after], kind and hash. [Error (`Stream_too_short msg)] when
+    the stream ends before the reads do, [Error (`Stream_too_long msg)]
+    when elements are left after them, [Error (`Proof_mismatch msg)] for
+    any other difference. [f]'s own reads are not matched against
+    [paths]: every answer comes from the checked elements, and a read of
+    what they do not show fails. *)
 
 val merkle_tree : t -> Proof.merkle_leaf_kind -> key -> Proof.merkle_tree Lwt.t
 (** The light mode's Merkle tree of [data/key], as Octez's disk context
@@ -554,9 +601,9 @@ val merkle_tree_v2 :
   Proof.merkle_leaf_kind ->
   key ->
   Proof.tree Proof.t Lwt.t
-(** The tree proof (by default in [V1] encoding, the one pando's binding
-    writes; Octez's [merkle_tree_v2] RPC sends [V2]) of the raw [key] in the commit the
-    context was checked out as: with [Raw_context], of every value under
+(** The tree proof (by default in [V2], the encoding of Octez's
+    [merkle_tree_v2] RPC; [V1] on request) of the raw [key] in the commit
+    the context was checked out as: with [Raw_context], of every value under
     [key] (its whole subtree); with [Hole], of [key] itself. Fails with
     [Invalid_argument] if the context was changed since its checkout or
     commit (Octez's: "context.tree has no kinded_key"). *)

@@ -80,6 +80,26 @@ let protocol_a = Bytes.make 32 'a'
 
 let keys_of l = List.map fst l
 
+let read_file path =
+  let ic = open_in_bin path in
+  Fun.protect ~finally:(fun () -> close_in ic) (fun () -> really_input_string ic (in_channel_length ic))
+
+let find_sub s sub =
+  let n = String.length sub in
+  let rec at i = if i + n > String.length s then None else if String.sub s i n = sub then Some i else at (i + 1) in
+  at 0
+
+(* The branch pando's store holds for [commit] (its file "branches":
+   "PANDOBR1", count, then each name with its length on one byte and the
+   32-byte commit hash). *)
+let branch_of dir commit =
+  let s = read_file (Filename.concat dir "branches") in
+  match find_sub s (Bytes.to_string commit) with
+  | None -> None
+  | Some i ->
+      let rec name_start j = if j < 12 then None else if Char.code s.[j] = i - j - 1 then Some (j + 1) else name_start (j - 1) in
+      Option.map (fun j -> String.sub s j (i - j)) (name_start (i - 1))
+
 let genesis_patch ctx = Lwt.map (fun c -> Ok c) (C.add ctx ["version"] (b "genesis"))
 
 let test_genesis () =
@@ -93,6 +113,7 @@ let test_genesis () =
       check_bytes "mainnet genesis context hash" mainnet_genesis_context h ;
       check "mainnet genesis hash in b58" (Pando.Hash.to_b58check h = "CoV8SQumiVU9saiu3FVNeDNewJaJH8yWdsGF3WLdsRr2P9S7MzCj") ;
       check "genesis exists" (run (C.exists index h)) ;
+      check "genesis branch named after mainnet's chain id" (branch_of dir h = Some "NetXdQprcVkpaWU") ;
       let ctx = run (C.checkout_exn index h) in
       check_bytes "genesis protocol" mainnet_protocol (run (C.get_protocol ctx)) ;
       check "genesis test chain" (run (C.get_test_chain ctx) = C.Test_chain_status.Not_running) ;
@@ -451,6 +472,11 @@ let test_fields () =
   (* LLoZS2LW3rEi7KYU4ouBQtorua37aWWCtpDmv1n2x3xoKi6sVXLWp, the operations
      hash of a block without operations. *)
   check_bytes "empty operations hash" (of_hex "0e5751c026e543b2e8ab2eb06099daa1d1e5df47778f7787faab45cdf12fe3a8") genesis.shell.operations_hash ;
+  (match branch_of dir genesis.shell.context with
+  | Some name ->
+      check "test chain branch is a chain id in base58check" (String.length name = 15 && String.sub name 0 3 = "Net") ;
+      check "test chain branch is not mainnet's" (name <> "NetXdQprcVkpaWU")
+  | None -> check "test chain branch" false) ;
   (match run (C.commit_info index genesis.shell.context) with
   | Some i ->
       check "test chain commit message" (i.Pando.message = "Forking testchain at level 42.") ;
@@ -458,7 +484,16 @@ let test_fields () =
   | None -> check "test chain genesis commit" false) ;
   (* Block header encoding: 4 + 1 + 32 + 8 + 1 + 32 + (4 + 5 + 8) + 32 + 5 *)
   check "block header size" (Bytes.length (C.Block_header.to_bytes forked) = 132) ;
-  run (C.close index)
+  let co = run (C.checkout_exn index (run (C.commit ~time:6L (run (C.add ctx ["k"] (b "v")))))) in
+  let in_store = Option.get (run (C.find_tree co [])) in
+  run (C.close index) ;
+  (* Trees in memory need no index: made with every index closed. *)
+  let raw = `Tree (C.String_map.of_seq (List.to_seq [("a", `Value (b "1")); ("d", `Tree (C.String_map.singleton "e" (`Value (b "2"))))])) in
+  let t = C.Tree.of_raw raw in
+  check "of_raw with no index open" (run (C.Tree.find t ["d"; "e"]) = Some (b "2")) ;
+  check "of_raw round trip" (run (C.Tree.to_raw t) = raw) ;
+  check "Tree.empty with its context's index closed" (C.Tree.is_empty (C.Tree.empty ctx)) ;
+  raises "store tree after close" is_pando_error (fun () -> C.Tree.to_raw in_store)
 
 let expect_ok name = function
   | Ok v -> Some v
@@ -471,11 +506,202 @@ let expect_mismatch name = function
   | Error (`Proof_mismatch _) -> check name true
   | Ok _ | Error _ -> check name false
 
-(* The proof with its after hash replaced (V1: bytes 36 to 67). *)
-let with_after proof after =
+let expect_error name pred
+    (r : (_, [`Proof_mismatch of string | `Stream_too_long of string | `Stream_too_short of string]) result) =
+  match r with
+  | Error e when pred e -> check name true
+  | Error (`Proof_mismatch m | `Stream_too_long m | `Stream_too_short m) ->
+      Printf.printf "  %s: other error %s\n" name m ;
+      check name false
+  | Ok _ -> check name false
+
+let enc_name = function C.Proof.V1 -> "V1" | C.Proof.V2 -> "V2"
+
+(* Where the after hash starts: V1 after the version (2) and the tagged
+   before (33), and its tag; V2 after the kinds byte, version and before. *)
+let after_at = function C.Proof.V1 -> 36 | C.Proof.V2 -> 35
+
+(* The proof with its after hash replaced. *)
+let with_after enc proof after =
   let p = Bytes.copy proof in
-  Bytes.blit after 0 p 36 32 ;
+  Bytes.blit after 0 p (after_at enc) 32 ;
   p
+
+(* The proof with its after stated as a value's hash (it is a node's). *)
+let after_as_value enc proof =
+  let p = Bytes.copy proof in
+  (match enc with
+  | C.Proof.V1 -> Bytes.set_uint8 p 35 0
+  | C.Proof.V2 -> Bytes.set_uint8 p 0 (Bytes.get_uint8 p 0 land lnot 2)) ;
+  p
+
+let tree_proofs enc index h =
+  let co = run (C.checkout_exn index h) in
+  let pindex = C.pando_index index in
+  let name s = enc_name enc ^ " " ^ s in
+  let verify p f = C.verify_tree_proof ~encoding:enc p f in
+  let proof = Pando.produce_tree_proof pindex h [["data"; "a"; "x"]; ["data"; "b"]; ["data"; "big"; "k0500"]] enc in
+  (match
+     expect_ok (name "tree proof verifies, callback reads")
+       (run
+          (verify proof (fun tree ->
+               Lwt.bind (C.Tree.find tree ["data"; "a"; "x"]) (fun x ->
+                   Lwt.bind (C.Tree.find tree ["data"; "big"; "k0500"]) (fun k ->
+                       Lwt.bind (C.Tree.length tree ["data"; "big"]) (fun n ->
+                           Lwt.return (tree, (x, k, n))))))))
+   with
+  | Some (_, (x, k, n)) ->
+      check (name "proved value") (x = Some (b "1")) ;
+      check (name "proved value in an inode") (k = Some (b "500")) ;
+      check (name "proved length of an inode") (n = 1000)
+  | None -> ()) ;
+  (* Reads the proof shows as absent, and kinds. *)
+  (match
+     expect_ok (name "absent paths")
+       (run
+          (verify proof (fun tree ->
+               Lwt.bind (C.Tree.mem tree ["data"; "zzz"]) (fun m ->
+                   Lwt.bind (C.Tree.mem_tree tree ["data"; "a"]) (fun mt ->
+                       Lwt.bind (C.Tree.list tree ["data"]) (fun l -> Lwt.return (tree, (m, mt, List.map fst l))))))))
+   with
+  | Some (_, (m, mt, l)) ->
+      check (name "absent in proof") (not m) ;
+      check (name "mem_tree in proof") mt ;
+      check (name "list in proof") (l = ["a"; "b"; "big"; "c"])
+  | None -> ()) ;
+  (* A read of a blinded part, a changed tree, damaged bytes. *)
+  expect_mismatch (name "blinded read")
+    (run (verify proof (fun tree -> Lwt.map (fun v -> (tree, v)) (C.Tree.find tree ["data"; "c"; "d"; "e"])))) ;
+  expect_mismatch (name "blinded inode read")
+    (run (verify proof (fun tree -> Lwt.map (fun v -> (tree, v)) (C.Tree.find tree ["data"; "big"; "k0001"])))) ;
+  expect_mismatch (name "after mismatch")
+    (run (verify proof (fun tree -> Lwt.map (fun t -> (t, ())) (C.Tree.add tree ["data"; "b"] (b "9"))))) ;
+  expect_ok (name "unchanged tree matches after") (run (verify proof (fun t -> Lwt.return (t, ())))) |> ignore ;
+  expect_mismatch (name "after of the wrong kind") (run (verify (after_as_value enc proof) (fun t -> Lwt.return (t, ())))) ;
+  let damaged = Bytes.copy proof in
+  Bytes.set_uint8 damaged (Bytes.length damaged - 1) (Bytes.get_uint8 damaged (Bytes.length damaged - 1) lxor 1) ;
+  expect_mismatch (name "damaged proof") (run (verify damaged (fun t -> Lwt.return (t, ())))) ;
+  let before = Bytes.copy proof in
+  let at = after_at enc - 33 in
+  Bytes.set_uint8 before at (Bytes.get_uint8 before at lxor 1) ;
+  expect_mismatch (name "before of another tree") (run (verify before (fun t -> Lwt.return (t, ())))) ;
+  expect_mismatch (name "truncated proof") (run (verify (b "xx") (fun t -> Lwt.return (t, ())))) ;
+  let other = match enc with C.Proof.V1 -> C.Proof.V2 | C.Proof.V2 -> C.Proof.V1 in
+  expect_mismatch (name "read in the other encoding")
+    (run (C.verify_tree_proof ~encoding:other proof (fun t -> Lwt.return (t, ())))) ;
+  raises (name "callback's own exception") (fun e -> e = Exit) (fun () -> verify proof (fun _ -> Lwt.fail Exit)) ;
+  (* Writes, in a flat directory and in an inode: the after hash is the
+     one pando computes for the same writes on the stored tree. *)
+  let stored = Option.get (Pando.checkout pindex h) in
+  let written = Pando.tree_remove (Pando.tree_add (Pando.get_tree stored) ["data"; "a"; "x"] (b "new")) ["data"; "b"] in
+  (match
+     expect_ok (name "write replayed on the proof")
+       (run
+          (verify (with_after enc proof (Pando.tree_hash written)) (fun tree ->
+               Lwt.bind (C.Tree.add tree ["data"; "a"; "x"] (b "new")) (fun t ->
+                   Lwt.map (fun t -> (t, ())) (C.Tree.remove t ["data"; "b"])))))
+   with
+  | Some (t, ()) -> check (name "written tree's hash") (Bytes.equal (C.Tree.hash t) (Pando.tree_hash written))
+  | None -> ()) ;
+  let in_inode = Pando.tree_add (Pando.get_tree stored) ["data"; "big"; "k0500"] (b "new") in
+  ignore
+    (expect_ok (name "write in an inode")
+       (run
+          (verify (with_after enc proof (Pando.tree_hash in_inode)) (fun tree ->
+               Lwt.map (fun t -> (t, ())) (C.Tree.add tree ["data"; "big"; "k0500"] (b "new")))))) ;
+  (* Folding over a proved tree. *)
+  let proof_c = Pando.produce_tree_proof pindex h [["data"; "c"; "d"; "e"]; ["data"; "a"; "x"]; ["data"; "a"; "y"]] enc in
+  (match
+     expect_ok (name "fold on a proved tree")
+       (run
+          (verify proof_c (fun tree ->
+               Lwt.map (fun l -> (tree, List.rev l))
+                 (C.Tree.fold tree ["data"; "c"] ~order:`Sorted ~init:[] ~f:(fun k _ acc ->
+                      Lwt.return (String.concat "/" k :: acc))))))
+   with
+  | Some (_, l) -> check (name "fold on a proved tree") (l = [""; "d"; "d/e"])
+  | None -> ()) ;
+  (* Trees move between a proof and the store (as copies) when the proof
+     shows them whole: a proved subtree added to a context, a store tree
+     into a proved one; one with a blinded part does not. *)
+  (match
+     expect_ok (name "proved subtree out of the callback")
+       (run (verify proof_c (fun tree -> Lwt.map (fun c -> (tree, c)) (C.Tree.find_tree tree ["data"; "c"]))))
+   with
+  | Some (_, Some c) ->
+      let ctx2 = run (C.add_tree co ["copied"] c) in
+      check (name "proved subtree added to a context") (run (C.find ctx2 ["copied"; "d"; "e"]) = Some (b "4")) ;
+      check (name "same hash in the store") (C.Tree.equal c (Option.get (run (C.find_tree ctx2 ["copied"])))) ;
+      let t2 = run (C.Tree.add_tree (Option.get (run (C.find_tree co []))) ["copied"] c) in
+      check (name "proved subtree added to a store tree") (run (C.Tree.find t2 ["copied"; "d"; "e"]) = Some (b "4"))
+  | Some (_, None) | None -> check (name "proved subtree") false) ;
+  (match run (verify proof_c (fun tree -> Lwt.return (tree, ()))) with
+  | Ok (tree, ()) ->
+      raises (name "blinded subtree not added to a context") is_pando_error (fun () -> C.add_tree co ["copied"] tree)
+  | Error _ -> check (name "proof_c") false) ;
+  let small = run (C.Tree.add (C.Tree.empty co) ["s"] (b "v")) in
+  let expected = Pando.tree_add_tree (Pando.get_tree stored) ["data"; "a"; "z"] (Pando.tree_add (Pando.empty_tree ()) ["s"] (b "v")) in
+  ignore
+    (expect_ok (name "memory tree added to a proved tree")
+       (run
+          (verify (with_after enc proof (Pando.tree_hash expected)) (fun tree ->
+               Lwt.map (fun t -> (t, ())) (C.Tree.add_tree tree ["data"; "a"; "z"] small))))) ;
+  let store_sub = Option.get (run (C.find_tree co ["c"])) in
+  let expected = Pando.tree_add_tree (Pando.get_tree stored) ["data"; "a"; "z"] (Option.get (Pando.find_tree stored ["data"; "c"])) in
+  ignore
+    (expect_ok (name "store tree added to a proved tree")
+       (run
+          (verify (with_after enc proof (Pando.tree_hash expected)) (fun tree ->
+               Lwt.map (fun t -> (t, ())) (C.Tree.add_tree tree ["data"; "a"; "z"] store_sub)))))
+
+(* Stream proofs: refused with a callback alone; checked against the
+   paths read with verify_stream_proof_of_paths. *)
+let stream_proofs enc index h =
+  let pindex = C.pando_index index in
+  let name s = enc_name enc ^ " " ^ s in
+  let paths = [["data"; "a"; "x"]; ["data"; "big"; "k0500"]; ["data"; "zzz"]] in
+  let proof = Pando.produce_stream_proof pindex h paths enc in
+  let called = ref false in
+  expect_mismatch (name "stream proof refused with a callback alone")
+    (run (C.verify_stream_proof ~encoding:enc proof (fun t -> called := true ; Lwt.return (t, ())))) ;
+  check (name "callback not called") (not !called) ;
+  let verify paths f = C.verify_stream_proof_of_paths ~encoding:enc proof paths f in
+  (match
+     expect_ok (name "stream proof of paths")
+       (run
+          (verify paths (fun tree ->
+               Lwt.bind (C.Tree.find tree ["data"; "a"; "x"]) (fun x ->
+                   Lwt.bind (C.Tree.find tree ["data"; "big"; "k0500"]) (fun k ->
+                       Lwt.bind (C.Tree.mem tree ["data"; "zzz"]) (fun m -> Lwt.return (tree, (x, k, m))))))))
+   with
+  | Some (_, (x, k, m)) ->
+      check (name "streamed value") (x = Some (b "1")) ;
+      check (name "streamed value in an inode") (k = Some (b "500")) ;
+      check (name "streamed absence") (not m)
+  | None -> ()) ;
+  expect_mismatch (name "stream: read beyond the stream")
+    (run (verify paths (fun tree -> Lwt.map (fun v -> (tree, v)) (C.Tree.find tree ["data"; "b"])))) ;
+  expect_error (name "stream: fewer paths (too long)")
+    (function `Stream_too_long _ -> true | _ -> false)
+    (run (verify [["data"; "a"; "x"]] (fun t -> Lwt.return (t, ())))) ;
+  expect_error (name "stream: more paths (too short)")
+    (function `Stream_too_short _ -> true | _ -> false)
+    (run (verify (paths @ [["data"; "b"]]) (fun t -> Lwt.return (t, ())))) ;
+  expect_mismatch (name "stream: other order")
+    (run (verify (List.rev paths) (fun t -> Lwt.return (t, ())))) ;
+  expect_mismatch (name "stream: after mismatch")
+    (run (verify paths (fun tree -> Lwt.map (fun t -> (t, ())) (C.Tree.add tree ["data"; "a"; "x"] (b "9"))))) ;
+  (* The binding's stream verifier checks the reads' tree against after:
+     a proof whose after is a write's is refused whatever the callback. *)
+  let stored = Option.get (Pando.checkout pindex h) in
+  let written = Pando.tree_add (Pando.get_tree stored) ["data"; "a"; "x"] (b "9") in
+  expect_mismatch (name "stream: after of a write refused")
+    (run
+       (C.verify_stream_proof_of_paths ~encoding:enc (with_after enc proof (Pando.tree_hash written)) paths (fun tree ->
+            Lwt.map (fun t -> (t, ())) (C.Tree.add tree ["data"; "a"; "x"] (b "9"))))) ;
+  let damaged = Bytes.copy proof in
+  Bytes.set_uint8 damaged (Bytes.length damaged - 1) (Bytes.get_uint8 damaged (Bytes.length damaged - 1) lxor 1) ;
+  expect_mismatch (name "stream: damaged") (run (C.verify_stream_proof_of_paths ~encoding:enc damaged paths (fun t -> Lwt.return (t, ()))))
 
 let test_proofs () =
   let dir = fresh_dir () in
@@ -487,116 +713,23 @@ let test_proofs () =
   in
   let h = run (C.commit ~time:1L ctx) in
   let co = run (C.checkout_exn index h) in
-  let pindex = C.pando_index index in
-  let proof = Pando.produce_tree_proof pindex h [["data"; "a"; "x"]; ["data"; "b"]; ["data"; "big"; "k0500"]] Pando.V1 in
-  (match
-     expect_ok "tree proof verifies, callback reads"
-       (run
-          (C.verify_tree_proof proof (fun tree ->
-               Lwt.bind (C.Tree.find tree ["data"; "a"; "x"]) (fun x ->
-                   Lwt.bind (C.Tree.find tree ["data"; "big"; "k0500"]) (fun k ->
-                       Lwt.bind (C.Tree.length tree ["data"; "big"]) (fun n ->
-                           Lwt.return (tree, (x, k, n))))))))
-   with
-  | Some (_, (x, k, n)) ->
-      check "proved value" (x = Some (b "1")) ;
-      check "proved value in an inode" (k = Some (b "500")) ;
-      check "proved length of an inode" (n = 1000)
-  | None -> ()) ;
-  (* Reads the proof shows as absent, and kinds. *)
-  (match
-     expect_ok "absent paths"
-       (run
-          (C.verify_tree_proof proof (fun tree ->
-               Lwt.bind (C.Tree.mem tree ["data"; "zzz"]) (fun m ->
-                   Lwt.bind (C.Tree.mem_tree tree ["data"; "a"]) (fun mt ->
-                       Lwt.bind (C.Tree.list tree ["data"]) (fun l -> Lwt.return (tree, (m, mt, List.map fst l))))))))
-   with
-  | Some (_, (m, mt, l)) ->
-      check "absent in proof" (not m) ;
-      check "mem_tree in proof" mt ;
-      check "list in proof" (l = ["a"; "b"; "big"; "c"])
-  | None -> ()) ;
-  (* A read of a blinded part, a changed tree, damaged bytes. *)
-  expect_mismatch "blinded read"
-    (run (C.verify_tree_proof proof (fun tree -> Lwt.map (fun v -> (tree, v)) (C.Tree.find tree ["data"; "c"; "d"; "e"])))) ;
-  expect_mismatch "blinded inode read"
-    (run (C.verify_tree_proof proof (fun tree -> Lwt.map (fun v -> (tree, v)) (C.Tree.find tree ["data"; "big"; "k0001"])))) ;
-  expect_mismatch "after mismatch"
-    (run (C.verify_tree_proof proof (fun tree -> Lwt.map (fun t -> (t, ())) (C.Tree.add tree ["data"; "b"] (b "9"))))) ;
-  let damaged = Bytes.copy proof in
-  Bytes.set_uint8 damaged (Bytes.length damaged - 1) (Bytes.get_uint8 damaged (Bytes.length damaged - 1) lxor 1) ;
-  expect_mismatch "damaged proof" (run (C.verify_tree_proof damaged (fun t -> Lwt.return (t, ())))) ;
-  expect_mismatch "truncated proof" (run (C.verify_tree_proof (b "xx") (fun t -> Lwt.return (t, ())))) ;
-  expect_mismatch "V2 not decoded" (run (C.verify_tree_proof ~encoding:C.Proof.V2 proof (fun t -> Lwt.return (t, ())))) ;
-  raises "callback's own exception" (fun e -> e = Exit) (fun () -> C.verify_tree_proof proof (fun _ -> Lwt.fail Exit)) ;
-  (* A write in a flat directory: the after hash is the one pando
-     computes for the same write on the stored tree. *)
-  let stored = Option.get (Pando.checkout pindex h) in
-  let written = Pando.tree_remove (Pando.tree_add (Pando.get_tree stored) ["data"; "a"; "x"] (b "new")) ["data"; "b"] in
-  let proof_w = with_after proof (Pando.tree_hash written) in
-  (match
-     expect_ok "write replayed on the proof"
-       (run
-          (C.verify_tree_proof proof_w (fun tree ->
-               Lwt.bind (C.Tree.add tree ["data"; "a"; "x"] (b "new")) (fun t ->
-                   Lwt.map (fun t -> (t, ())) (C.Tree.remove t ["data"; "b"])))))
-   with
-  | Some (t, ()) -> check "written tree's hash" (Bytes.equal (C.Tree.hash t) (Pando.tree_hash written))
-  | None -> ()) ;
-  let in_inode = Pando.tree_add (Pando.get_tree stored) ["data"; "big"; "k0500"] (b "new") in
-  expect_mismatch "write in an inode (not supported)"
-    (run
-       (C.verify_tree_proof (with_after proof (Pando.tree_hash in_inode)) (fun tree ->
-            Lwt.map (fun t -> (t, ())) (C.Tree.add tree ["data"; "big"; "k0500"] (b "new"))))) ;
-  (* Folding over a proved tree. *)
-  let proof_c = Pando.produce_tree_proof pindex h [["data"; "c"; "d"; "e"]; ["data"; "a"; "x"]; ["data"; "a"; "y"]] Pando.V1 in
-  (match
-     expect_ok "fold on a proved tree"
-       (run
-          (C.verify_tree_proof proof_c (fun tree ->
-               Lwt.map (fun l -> (tree, List.rev l))
-                 (C.Tree.fold tree ["data"; "c"] ~order:`Sorted ~init:[] ~f:(fun k _ acc ->
-                      Lwt.return (String.concat "/" k :: acc))))))
-   with
-  | Some (_, l) -> check "fold on a proved tree" (l = [""; "d"; "d/e"])
-  | None -> ()) ;
-  (* Trees move between a proof and the store when the proof shows them
-     whole: a proved subtree added to a context, a store tree into a
-     proved one. *)
-  (match
-     expect_ok "proved subtree out of the callback"
-       (run (C.verify_tree_proof proof_c (fun tree -> Lwt.map (fun c -> (tree, c)) (C.Tree.find_tree tree ["data"; "c"]))))
-   with
-  | Some (_, Some c) ->
-      let ctx2 = run (C.add_tree co ["copied"] c) in
-      check "proved subtree added to a context" (run (C.find ctx2 ["copied"; "d"; "e"]) = Some (b "4")) ;
-      check "same hash in the store" (C.Tree.equal c (Option.get (run (C.find_tree ctx2 ["copied"]))))
-  | Some (_, None) | None -> check "proved subtree" false) ;
-  let small = run (C.Tree.add (C.Tree.empty co) ["s"] (b "v")) in
-  let stored = Option.get (Pando.checkout pindex h) in
-  let expected = Pando.tree_add_tree (Pando.get_tree stored) ["data"; "a"; "z"] (Pando.tree_add (Pando.tree_empty stored) ["s"] (b "v")) in
-  (match
-     expect_ok "store tree added to a proved tree"
-       (run
-          (C.verify_tree_proof (with_after proof (Pando.tree_hash expected)) (fun tree ->
-               Lwt.map (fun t -> (t, ())) (C.Tree.add_tree tree ["data"; "a"; "z"] small))))
-   with
-  | Some _ -> ()
-  | None -> ()) ;
-  (* Stream proofs: none verifies (the binding has no stream proofs). *)
-  expect_mismatch "stream proof refused" (run (C.verify_stream_proof proof (fun t -> Lwt.return (t, ())))) ;
+  List.iter (fun enc -> tree_proofs enc index h ; stream_proofs enc index h) [C.Proof.V1; C.Proof.V2] ;
   (* merkle_tree_v2: a proof the verifier accepts, with the data. *)
   let proof = run (C.merkle_tree_v2 co C.Proof.Raw_context ["data"; "a"]) in
   (match
-     run (C.verify_tree_proof proof (fun tree -> Lwt.map (fun r -> (tree, r)) (C.Tree.to_raw (Option.get (run (C.Tree.find_tree tree ["data"; "a"]))))))
+     run (C.verify_tree_proof ~encoding:C.Proof.V2 proof (fun tree -> Lwt.map (fun r -> (tree, r)) (C.Tree.to_raw (Option.get (run (C.Tree.find_tree tree ["data"; "a"]))))))
    with
   | Ok (_, `Tree m) -> check "merkle_tree_v2 Raw_context shows the subtree" (C.String_map.cardinal m = 2)
   | Ok _ | Error _ -> check "merkle_tree_v2 Raw_context" false) ;
   let hole = run (C.merkle_tree_v2 co C.Proof.Hole ["data"; "b"]) in
-  (match run (C.verify_tree_proof hole (fun tree -> Lwt.map (fun m -> (tree, m)) (C.Tree.mem_tree tree ["data"; "b"]))) with
+  (match run (C.verify_tree_proof ~encoding:C.Proof.V2 hole (fun tree -> Lwt.map (fun m -> (tree, m)) (C.Tree.mem_tree tree ["data"; "b"]))) with
   | Ok (_, true) -> check "merkle_tree_v2 Hole" true
   | Ok _ | Error _ -> check "merkle_tree_v2 Hole" false) ;
+  expect_mismatch "merkle_tree_v2 is V2 by default" (run (C.verify_tree_proof ~encoding:C.Proof.V1 hole (fun t -> Lwt.return (t, ())))) ;
+  let hole1 = run (C.merkle_tree_v2 ~encoding:C.Proof.V1 co C.Proof.Hole ["data"; "b"]) in
+  (match run (C.verify_tree_proof hole1 (fun tree -> Lwt.map (fun m -> (tree, m)) (C.Tree.mem_tree tree ["data"; "b"]))) with
+  | Ok (_, true) -> check "merkle_tree_v2 ~encoding:V1" true
+  | Ok _ | Error _ -> check "merkle_tree_v2 ~encoding:V1" false) ;
   let changed = run (C.add co ["z"] (b "z")) in
   raises "merkle_tree_v2 on a changed context" (function Invalid_argument _ -> true | _ -> false) (fun () ->
       C.merkle_tree_v2 changed C.Proof.Hole ["data"]) ;
@@ -689,8 +822,7 @@ let test_store_life () =
   check "commit kept after close (No_sync)" (run (C.find (run (C.checkout_exn w hw)) ["k"]) = Some (b "v")) ;
   run (C.close w) ;
   raises "open a missing store read-only" is_pando_error (fun () -> C.init ~readonly:true (fresh_dir ())) ;
-  raises "of_raw with no open index" (function Invalid_argument _ -> true | _ -> false) (fun () ->
-      Lwt.return (C.Tree.of_raw (`Value (b "x"))))
+  check "of_raw of a value with no open index" (run (C.Tree.to_value (C.Tree.of_raw (`Value (b "x")))) = Some (b "x"))
 
 let () =
   let tests =
