@@ -217,8 +217,22 @@ type key = string list
 type value = bytes
 
 (* A tree of the binding: of the store ([in_store]: read from a stored
-   context and not changed since), in memory, or of a verified proof. *)
-type tree = S of {p : Pando.tree; in_store : bool}
+   context and not changed since), in memory, or of a verified proof; or
+   the subtree at [prefix] of a stream proof being checked (Stream). *)
+type tree = S of {p : Pando.tree; in_store : bool} | Q of {st : stream; prefix : string list}
+
+(* A stream proof being checked against a callback's reads, each answered
+   from the shortest prefix of the stream that the reads so far consume
+   exactly (see Stream). *)
+and stream = {
+  enc : Pando.proof_encoding;
+  proof : bytes;
+  before : bytes;
+  mutable reads : string list list;  (** the paths read, latest first *)
+  mutable consumed : int;  (** bytes of elements the reads consume *)
+  mutable seen : Pando.tree option;  (** the tree of the reads so far *)
+  mutable final : Pando.tree option;  (** the whole stream's, once checked *)
+}
 
 type node_key = bytes
 
@@ -244,11 +258,12 @@ let fresh p = S {p; in_store = false}
    another (a verified proof's tree into a store's, or the reverse:
    [Error::ForeignTree]); such a tree is grafted as a copy in memory, which
    reads all of it (a part a proof blinds raises Pando.Error). *)
-let foreign msg =
-  let sub = "belongs to another store instance" in
+let contains ~sub msg =
   let n = String.length sub and m = String.length msg in
   let rec at i = i + n <= m && (String.sub msg i n = sub || at (i + 1)) in
   at 0
+
+let foreign msg = contains ~sub:"belongs to another store instance" msg
 
 let rec copy p =
   match Pando.tree_kind p with
@@ -260,6 +275,114 @@ let rec copy p =
 
 let graft add target key p =
   try add target key p with Pando.Error msg when foreign msg -> add target key (copy p)
+
+(* Checking a stream proof against reads not known in advance. The
+   binding's verifier (Pando.verify_stream_proof) replays a whole list of
+   paths (irmin's [find] of each) and refuses elements left after them, so
+   a read is answered by verifying the reads so far, this one included,
+   against the shortest prefix of the stream they consume exactly: the
+   proof with its element list cut after [n] bytes (its [u30] size field,
+   the same in V1 and V2, set to [n]). Every element of that prefix is
+   checked in order against the hash it must have from [before], so the
+   answer is the tree's; a cut inside an element does not decode or does
+   not verify. When the callback returns, its reads are verified against
+   the whole stream, which refuses any element left. *)
+module Stream = struct
+  (* Where the size of the element list is: after the version and the two
+     kinded hashes (V1: 2 + 33 + 33; V2: 1 + 2 + 32 + 32). *)
+  let size_at = function Pando.V1 -> 68 | Pando.V2 -> 67
+
+  let cut st n =
+    let at = size_at st.enc + 4 in
+    let b = Bytes.create (at + n) in
+    Bytes.blit st.proof 0 b 0 at ;
+    Bytes.set_int32_be b (at - 4) (Int32.of_int n) ;
+    Bytes.blit st.proof at b at n ;
+    b
+
+  let make enc proof =
+    let before, _ = Pando.stream_proof_hashes enc proof in
+    let at = size_at enc + 4 in
+    if Bytes.length proof < at || Int32.to_int (Bytes.get_int32_be proof (at - 4)) <> Bytes.length proof - at then
+      raise (Pando.Error "malformed stream proof: its size field is not its length") ;
+    {enc; proof; before; reads = []; consumed = 0; seen = None; final = None}
+
+  (* The tree of the reads so far and [path], from the stream. *)
+  let read st path =
+    match st.final with
+    | Some t -> t
+    | None ->
+        let paths = List.rev (path :: st.reads) in
+        let body = Bytes.length st.proof - (size_at st.enc + 4) in
+        let whole = try Ok (Pando.verify_stream_proof st.enc st.proof st.before paths) with Pando.Error m -> Error m in
+        let t, consumed =
+          match whole with
+          | Ok t -> (t, body)
+          | Error msg when not (contains ~sub:"stream elements are left" msg) -> raise (Pando.Error msg)
+          | Error msg ->
+              (* Elements are left for later reads: find the prefix these
+                 reads consume, from where the last ones stopped. *)
+              let rec scan n =
+                if n > body then raise (Pando.Error msg)
+                else
+                  match Pando.verify_stream_proof st.enc (cut st n) st.before paths with
+                  | t -> (t, n)
+                  | exception Pando.Error _ -> scan (n + 1)
+              in
+              scan st.consumed
+        in
+        st.reads <- path :: st.reads ;
+        st.consumed <- consumed ;
+        st.seen <- Some t ;
+        t
+
+  (* The verified tree at [prefix], read before: its kind and hash are in
+     its parent's entry, so nothing more is read. *)
+  let at st prefix =
+    let t = match (st.final, st.seen) with Some t, _ | None, Some t -> t | None, None -> raise Not_found in
+    match Pando.tree_find_tree t prefix with Some t -> t | None -> raise Not_found
+
+  (* The whole stream checked against every read made, none left. *)
+  let finish st =
+    match st.final with
+    | Some t -> t
+    | None ->
+        let t = Pando.verify_stream_proof st.enc st.proof st.before (List.rev st.reads) in
+        st.final <- Some t ;
+        t
+
+  let unsupported () =
+    raise
+      (Pando.Error
+         "while pando checks a stream proof, its tree answers find, find_tree, mem, mem_tree, to_value, kind, \
+          hash, equal and is_empty only: other reads and writes load the stream in an order the binding's \
+          verifier does not replay")
+end
+
+(* The binding's tree of a tree: a streamed one only once its proof is
+   checked whole. *)
+let pando_of = function
+  | S {p; _} -> p
+  | Q {st = {final = Some _; _} as st; prefix} -> Stream.at st prefix
+  | Q _ -> Stream.unsupported ()
+
+(* The binding's tree of a tree, for its kind and hash: a streamed
+   subtree's are in its parent's entry, read already, so nothing more is
+   read from the stream. *)
+let pando_of_read = function
+  | Q {st; prefix} -> (
+      match Stream.at st prefix with
+      | t -> t
+      | exception Not_found -> raise (Pando.Error "a streamed tree not read yet"))
+  | tree -> pando_of tree
+
+let in_store_of = function S {in_store; _} -> in_store | Q _ -> false
+
+(* A read on a streamed tree: [f] on the tree of the reads verified so
+   far, this one included. *)
+let streamed st prefix key f =
+  let path = prefix @ key in
+  match f (Stream.read st path) path with v -> Lwt.return v | exception e -> Lwt.fail e
 
 (* Runs [f x] as a promise: its exception fails the promise. *)
 let lwt1 f x = match f x with v -> Lwt.return v | exception e -> Lwt.fail e
@@ -362,8 +485,7 @@ let add t key v =
 
 let add_tree t key tree =
   match
-    let (S {p; _}) = tree in
-    graft Pando.add_tree t.ctx (data_key key) p
+    graft Pando.add_tree t.ctx (data_key key) (pando_of tree)
   with
   | ctx -> Lwt.return (changed t ctx)
   | exception e -> Lwt.fail e
@@ -424,61 +546,96 @@ let fold ?depth t key ~order ~init ~f =
   | exception e -> Lwt.fail e
 
 module Tree = struct
-  let mem (S {p; _}) key = match Pando.tree_mem p key with v -> Lwt.return v | exception e -> Lwt.fail e
+  let mem tree key =
+    match tree with
+    | Q {st; prefix} -> streamed st prefix key Pando.tree_mem
+    | S {p; _} -> ( match Pando.tree_mem p key with v -> Lwt.return v | exception e -> Lwt.fail e)
 
-  let mem_tree (S {p; _}) key =
-    match Pando.tree_mem_tree p key with v -> Lwt.return v | exception e -> Lwt.fail e
+  let mem_tree tree key =
+    match tree with
+    | Q {st; prefix} -> streamed st prefix key Pando.tree_mem_tree
+    | S {p; _} -> ( match Pando.tree_mem_tree p key with v -> Lwt.return v | exception e -> Lwt.fail e)
 
-  let find (S {p; _}) key = match Pando.tree_find p key with v -> Lwt.return v | exception e -> Lwt.fail e
+  let find tree key =
+    match tree with
+    | Q {st; prefix} -> streamed st prefix key Pando.tree_find
+    | S {p; _} -> ( match Pando.tree_find p key with v -> Lwt.return v | exception e -> Lwt.fail e)
 
-  let find_tree (S {p; in_store}) key =
-    match Pando.tree_find_tree p key with
-    | None -> Lwt.return_none
-    | Some p -> Lwt.return_some (S {p; in_store})
+  let find_tree tree key =
+    match tree with
+    | Q {st; prefix} ->
+        streamed st prefix key (fun t path ->
+            Option.map (fun _ -> Q {st; prefix = path}) (Pando.tree_find_tree t path))
+    | S {p; in_store} -> (
+        match Pando.tree_find_tree p key with
+        | None -> Lwt.return_none
+        | Some p -> Lwt.return_some (S {p; in_store})
+        | exception e -> Lwt.fail e)
+
+  let list tree ?offset ?length key =
+    match pando_of tree with
     | exception e -> Lwt.fail e
+    | p -> (
+        let in_store = in_store_of tree in
+        match Pando.tree_list p offset length key with
+        | arr -> Lwt.return (entries (fun p -> S {p; in_store}) arr)
+        | exception e -> Lwt.fail e)
 
-  let list (S {p; in_store}) ?offset ?length key =
-    match Pando.tree_list p offset length key with
-    | arr -> Lwt.return (entries (fun p -> S {p; in_store}) arr)
-    | exception e -> Lwt.fail e
+  let length tree key =
+    match Pando.tree_length (pando_of tree) key with v -> Lwt.return v | exception e -> Lwt.fail e
 
-  let length (S {p; _}) key =
-    match Pando.tree_length p key with v -> Lwt.return v | exception e -> Lwt.fail e
+  let add tree key v =
+    match Pando.tree_add (pando_of tree) key v with p -> Lwt.return (fresh p) | exception e -> Lwt.fail e
 
-  let add (S {p; _}) key v =
-    match Pando.tree_add p key v with p -> Lwt.return (fresh p) | exception e -> Lwt.fail e
-
-  let add_tree (S {p; _}) key (S {p = q; _}) =
-    match graft Pando.tree_add_tree p key q with
+  let add_tree tree key sub =
+    match graft Pando.tree_add_tree (pando_of tree) key (pando_of sub) with
     | p -> Lwt.return (fresh p)
     | exception e -> Lwt.fail e
 
-  let remove (S {p; _}) key =
-    match Pando.tree_remove p key with p -> Lwt.return (fresh p) | exception e -> Lwt.fail e
+  let remove tree key =
+    match Pando.tree_remove (pando_of tree) key with p -> Lwt.return (fresh p) | exception e -> Lwt.fail e
 
-  let fold ?depth (S {p; in_store}) key ~order ~init ~f =
-    fold_pando (fun p -> S {p; in_store}) ?depth p key ~order ~init ~f
+  let fold ?depth tree key ~order ~init ~f =
+    match pando_of tree with
+    | exception e -> Lwt.fail e
+    | p ->
+        let in_store = in_store_of tree in
+        fold_pando (fun p -> S {p; in_store}) ?depth p key ~order ~init ~f
 
   let config _ = Config.tezos
 
   let empty _ = fresh (Pando.empty_tree ())
 
-  let is_empty (S {p; _}) = Pando.tree_is_empty p
+  (* A streamed tree's kind and hash: its root's are the proof's [before]
+     (V1: the tag at byte 2; V2: bit 0 of byte 0); a subtree's are in the
+     entry of its parent, read already. *)
+  let kind tree =
+    match tree with
+    | Q {st = {final = None; _} as st; prefix = []} ->
+        let node = match st.enc with Pando.V1 -> Bytes.get_uint8 st.proof 2 | Pando.V2 -> Bytes.get_uint8 st.proof 0 land 1 in
+        if node = 1 then `Tree else `Value
+    | tree -> ( match Pando.tree_kind (pando_of_read tree) with Pando.Value -> `Value | Pando.Tree -> `Tree)
 
-  let kind (S {p; _}) = match Pando.tree_kind p with Pando.Value -> `Value | Pando.Tree -> `Tree
-
-  let to_value (S {p; _}) = lwt1 Pando.tree_to_value p
+  let to_value tree =
+    match tree with
+    | Q {st; prefix} -> streamed st prefix [] Pando.tree_find
+    | S {p; _} -> lwt1 Pando.tree_to_value p
 
   let of_value t v =
     match Pando.tree_of_value t.ctx v with
     | p -> Lwt.return (fresh p)
     | exception e -> Lwt.fail e
 
-  let hash (S {p; _}) = Pando.tree_hash p
+  let hash tree =
+    match tree with
+    | Q {st = {final = None; _} as st; prefix = []} -> st.before
+    | tree -> Pando.tree_hash (pando_of_read tree)
 
-  let equal (S {p; _} as a) (S {p = q; _} as b) = a == b || Pando.tree_equal p q
+  let equal a b = a == b || Bytes.equal (hash a) (hash b)
 
-  let clear ?depth (S {p; _}) = Pando.tree_clear depth p
+  let is_empty tree = Bytes.equal (hash tree) (Pando.tree_hash (Pando.empty_tree ()))
+
+  let clear ?depth tree = Pando.tree_clear depth (pando_of tree)
 
   let hex b = String.concat "" (List.init (Bytes.length b) (fun i -> Printf.sprintf "%02x" (Bytes.get_uint8 b i)))
 
@@ -495,7 +652,7 @@ module Tree = struct
              String_map.empty
              (Pando.tree_list p None None []))
 
-  let raw_of (S {p; _}) = raw_of_pando p
+  let raw_of tree = raw_of_pando (pando_of tree)
 
   let rec pp_raw ppf (raw : raw) =
     match raw with
@@ -570,8 +727,8 @@ module Tree = struct
     in
     fresh (build raw)
 
-  let unshallow (S {p; _} as tree) =
-    match Pando.make_tree_walker p None [] Pando.Undefined with
+  let unshallow tree =
+    match Pando.make_tree_walker (pando_of tree) None [] Pando.Undefined with
     | walker ->
         let rec force () =
           match Pando.tree_walker_next walker with
@@ -592,7 +749,7 @@ module Tree = struct
     | S {p; in_store = true} -> (
         let h = Pando.tree_hash p in
         match Pando.tree_kind p with Pando.Value -> Some (`Value h) | Pando.Tree -> Some (`Node h))
-    | S _ -> None
+    | S _ | Q _ -> None
 end
 
 (* --------------------------------------------------- predefined fields *)
@@ -737,11 +894,6 @@ let set_hash_version t v =
 type proof_error =
   [`Proof_mismatch of string | `Stream_too_long of string | `Stream_too_short of string]
 
-let contains ~sub msg =
-  let n = String.length sub and m = String.length msg in
-  let rec at i = i + n <= m && (String.sub msg i n = sub || at (i + 1)) in
-  at 0
-
 (* Octez's error for the binding's message: the stream verifier's "the
    stream ends where the reads need ..." and "N stream elements are left
    after the reads" are its two stream errors; everything else (a
@@ -760,12 +912,14 @@ let after_kind (encoding : Proof.encoding) proof =
   | V1 -> Bytes.get_uint8 proof 35
   | V2 -> (Bytes.get_uint8 proof 0 lsr 1) land 1
 
-(* Runs [f] on the verified tree and checks the tree it returns against
-   the proof's [after], kind and hash. *)
-let run_on_proof encoding proof after p f =
+(* Runs [f] on the proof's tree, then [finish] (what checks the proof
+   once [f] is done), and checks the tree [f] returns against the proof's
+   [after], kind and hash. *)
+let run_on_proof encoding proof after tree ~finish f =
   Lwt.catch
     (fun () ->
-      Lwt.bind (f (S {p; in_store = false})) (fun (tree, result) ->
+      Lwt.bind (f tree) (fun (tree, result) ->
+          finish () ;
           let h = Tree.hash tree in
           let k = match Tree.kind tree with `Value -> 0 | `Tree -> 1 in
           if Bytes.equal h after && k = after_kind encoding proof then Lwt.return (Ok (tree, result))
@@ -786,25 +940,14 @@ let verify_tree_proof ?(encoding = Proof.V1) proof f =
     (Pando.verify_tree_proof encoding proof before, after)
   with
   | exception Pando.Error msg -> Lwt.return (Error (`Proof_mismatch msg))
-  | p, after -> run_on_proof encoding proof after p f
+  | p, after -> run_on_proof encoding proof after (S {p; in_store = false}) ~finish:ignore f
 
-let verify_stream_proof ?encoding:_ (_ : Proof.stream Proof.t) (_ : tree -> (tree * 'a) Lwt.t) :
-    (tree * 'a, proof_error) result Lwt.t =
-  Lwt.return
-    (Error
-       (`Proof_mismatch
-         "pando cannot verify a stream proof against a callback: the binding's verifier \
-          (Pando.verify_stream_proof) needs every path read up front and refuses a stream with \
-          elements left, so no read can be answered from the checked stream before the callback's \
-          later reads are known; see verify_stream_proof_of_paths"))
-
-let verify_stream_proof_of_paths ?(encoding = Proof.V1) proof paths f =
-  match
-    let before, after = Pando.stream_proof_hashes encoding proof in
-    (Pando.verify_stream_proof encoding proof before paths, after)
-  with
-  | exception Pando.Error msg -> Lwt.return (Error (proof_error msg))
-  | p, after -> run_on_proof encoding proof after p f
+let verify_stream_proof ?(encoding = Proof.V1) proof f =
+  match Stream.make encoding proof with
+  | exception Pando.Error msg -> Lwt.return (Error (`Proof_mismatch msg))
+  | st ->
+      let _, after = Pando.stream_proof_hashes encoding proof in
+      run_on_proof encoding proof after (Q {st; prefix = []}) ~finish:(fun () -> ignore (Stream.finish st)) f
 
 let merkle_hash p : Proof.merkle_node =
   let kind = match Pando.tree_kind p with Pando.Value -> Proof.Contents | Pando.Tree -> Proof.Node in

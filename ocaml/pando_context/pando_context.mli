@@ -65,7 +65,9 @@ type value = bytes
 type tree
 (** A tree or a value: of the store (in memory or read from it), or the
     tree of a verified proof given to {!verify_tree_proof}'s callback
-    (reading a part the proof blinds fails with {!Pando.Error}). A tree of
+    (reading a part the proof blinds fails with {!Pando.Error}), or the
+    tree of a stream proof given to {!verify_stream_proof}'s callback (see
+    there what it answers). A tree of
     one kind added into a tree of the other (a proof's subtree into a
     context, a store's tree into a proof's) is added as a copy in memory,
     read whole: the binding keeps a proof's blinded parts out of the
@@ -551,42 +553,48 @@ val verify_stream_proof :
     | `Stream_too_short of string ] )
   result
   Lwt.t
-(** Always [Error (`Proof_mismatch msg)], [f] not called. A stream proof
-    is checked by answering each read of [f] from the next elements of the
-    stream, but the binding's only stream verifier,
-    {!Pando.verify_stream_proof}, takes the whole list of paths read up
-    front and refuses a stream with elements left after them: called on
-    the reads made so far it fails (elements are left for the later
-    reads) instead of answering the last one, and the later reads depend
-    on that answer. Answering [f] from anything but the checked stream
-    (running it first on a recording tree) could give it wrong answers, so
-    no stream proof is accepted here. {!verify_stream_proof_of_paths}
-    checks one whose reads are known in advance. *)
+(** [verify_stream_proof proof f] checks the stream proof [proof] in
+    [encoding] (default [V1]; see {!Proof.encoding}) against the reads of
+    [f], answering each from the stream as it is checked, then checks that
+    [f] read the whole stream and that the tree it returns has the proof's
+    [after] kind and hash.
 
-val verify_stream_proof_of_paths :
-  ?encoding:Proof.encoding ->
-  Proof.stream Proof.t ->
-  key list ->
-  (tree -> (tree * 'a) Lwt.t) ->
-  ( tree * 'a,
-    [ `Proof_mismatch of string
-    | `Stream_too_long of string
-    | `Stream_too_short of string ] )
-  result
-  Lwt.t
-(** Not in [CONTEXT]. [verify_stream_proof_of_paths proof paths f] checks
-    the stream proof [proof] (in [encoding], default [V1]) by replaying
-    irmin's [find] of each raw key of [paths] in order against the proof's
-    [before] ({!Pando.verify_stream_proof}): each element must be the next
-    one those reads load and have the hash it must have; then runs [f] on
-    the tree of what they loaded (the rest blinded, as in
-    {!verify_tree_proof}) and checks the tree [f] returns against the
-    proof's [after], kind and hash. [Error (`Stream_too_short msg)] when
-    the stream ends before the reads do, [Error (`Stream_too_long msg)]
-    when elements are left after them, [Error (`Proof_mismatch msg)] for
-    any other difference. [f]'s own reads are not matched against
-    [paths]: every answer comes from the checked elements, and a read of
-    what they do not show fails. *)
+    The binding's verifier, {!Pando.verify_stream_proof}, replays a whole
+    list of paths and refuses elements left after them. So each read of
+    [f] is answered by replaying the paths read so far, this one last,
+    against the shortest prefix of the stream they consume exactly (the
+    proof with its element list cut short, found by trying each cut from
+    where the previous reads stopped): every element of that prefix is
+    checked, in order, against the hash it must have from [before], and
+    the answer is read from the tree those elements make. When [f]'s
+    promise resolves, its reads are replayed on the whole stream, and
+    elements left are refused. No answer comes from anything but checked
+    elements.
+
+    What [f] can do with the tree it is given (and its subtrees) while the
+    proof is checked: {!Tree.find}, {!Tree.find_tree}, {!Tree.mem},
+    {!Tree.mem_tree} and {!Tree.to_value}, each replayed as irmin's [find]
+    of its path (so a [mem], [mem_tree] or [find_tree] of a value loads the
+    value, as [find] does: a stream produced by irmin's [mem] of a value,
+    which does not, is refused); {!Tree.kind}, {!Tree.hash},
+    {!Tree.equal} and {!Tree.is_empty}, which read nothing more. Anything
+    else ([list], [length], [fold], writes, [to_raw], adding it to another
+    tree) fails with {!Pando.Error}, which becomes [Error]: the binding's
+    verifier replays [find]s only. It also checks that the proof's [after]
+    is its [before] (a proof of reads); a stream proof of a computation
+    that writes is refused. Once checked, the returned tree answers every
+    {!Tree} function from the whole stream (parts it does not show fail
+    with {!Pando.Error}).
+
+    [Error (`Stream_too_short msg)] when the stream ends before [f]'s reads
+    do, [Error (`Stream_too_long msg)] when elements are left after them,
+    [Error (`Proof_mismatch msg)] for anything else (a malformed proof, an
+    element whose hash differs, an unsupported operation, a result other
+    than [after]); other exceptions of [f] fail the promise. Each read
+    replays all reads before it, and finding where its prefix ends tries
+    each cut from where the last one ended: [r] reads of a stream of [n]
+    bytes take at most [2r + n] replays, each decoding up to [n] bytes
+    (quadratic in the proof's size). *)
 
 val merkle_tree : t -> Proof.merkle_leaf_kind -> key -> Proof.merkle_tree Lwt.t
 (** The light mode's Merkle tree of [data/key], as Octez's disk context

@@ -654,54 +654,81 @@ let tree_proofs enc index h =
           (verify (with_after enc proof (Pando.tree_hash expected)) (fun tree ->
                Lwt.map (fun t -> (t, ())) (C.Tree.add_tree tree ["data"; "a"; "z"] store_sub)))))
 
-(* Stream proofs: refused with a callback alone; checked against the
-   paths read with verify_stream_proof_of_paths. *)
+(* Stream proofs, checked against a callback's reads as it makes them. *)
 let stream_proofs enc index h =
   let pindex = C.pando_index index in
   let name s = enc_name enc ^ " " ^ s in
-  let paths = [["data"; "a"; "x"]; ["data"; "big"; "k0500"]; ["data"; "zzz"]] in
+  let paths = [["data"; "a"; "x"]; ["data"; "big"; "k0500"]; ["data"; "zzz"]; ["data"; "c"]] in
   let proof = Pando.produce_stream_proof pindex h paths enc in
-  let called = ref false in
-  expect_mismatch (name "stream proof refused with a callback alone")
-    (run (C.verify_stream_proof ~encoding:enc proof (fun t -> called := true ; Lwt.return (t, ())))) ;
-  check (name "callback not called") (not !called) ;
-  let verify paths f = C.verify_stream_proof_of_paths ~encoding:enc proof paths f in
-  (match
-     expect_ok (name "stream proof of paths")
-       (run
-          (verify paths (fun tree ->
-               Lwt.bind (C.Tree.find tree ["data"; "a"; "x"]) (fun x ->
-                   Lwt.bind (C.Tree.find tree ["data"; "big"; "k0500"]) (fun k ->
-                       Lwt.bind (C.Tree.mem tree ["data"; "zzz"]) (fun m -> Lwt.return (tree, (x, k, m))))))))
-   with
-  | Some (_, (x, k, m)) ->
+  let verify p f = C.verify_stream_proof ~encoding:enc p f in
+  let ( let* ) = Lwt.bind in
+  (* The reads of [paths], the later ones chosen from earlier answers. *)
+  let reads tree =
+    let* x = C.Tree.find tree ["data"; "a"; "x"] in
+    let* k = C.Tree.find tree ["data"; "big"; (if x = Some (b "1") then "k0500" else "k0001")] in
+    let* m = C.Tree.mem tree ["data"; "zzz"] in
+    let* c = C.Tree.find_tree tree ["data"; "c"] in
+    Lwt.return (x, k, m, c)
+  in
+  (match expect_ok (name "stream proof") (run (verify proof (fun tree -> Lwt.map (fun r -> (tree, r)) (reads tree)))) with
+  | Some (tree, (x, k, m, c)) ->
       check (name "streamed value") (x = Some (b "1")) ;
       check (name "streamed value in an inode") (k = Some (b "500")) ;
-      check (name "streamed absence") (not m)
+      check (name "streamed absence") (not m) ;
+      (match c with
+      | Some c ->
+          check (name "streamed subtree kind") (C.Tree.kind c = `Tree) ;
+          let stored = Option.get (Pando.checkout pindex h) in
+          check (name "streamed subtree hash") (Bytes.equal (C.Tree.hash c) (Pando.tree_hash (Option.get (Pando.find_tree stored ["data"; "c"]))))
+      | None -> check (name "streamed subtree") false) ;
+      (* Once checked, the tree answers from the whole stream. *)
+      check (name "checked tree lists") (List.map fst (run (C.Tree.list tree ["data"; "a"])) = ["x"; "y"]) ;
+      raises (name "checked tree: unstreamed part") is_pando_error (fun () -> C.Tree.find tree ["data"; "b"])
   | None -> ()) ;
-  expect_mismatch (name "stream: read beyond the stream")
-    (run (verify paths (fun tree -> Lwt.map (fun v -> (tree, v)) (C.Tree.find tree ["data"; "b"])))) ;
-  expect_error (name "stream: fewer paths (too long)")
+  (* Reads through a subtree are the same reads. *)
+  ignore
+    (expect_ok (name "stream read through a subtree")
+       (run
+          (verify proof (fun tree ->
+               let* x = C.Tree.find tree ["data"; "a"; "x"] in
+               let* data = C.Tree.find_tree tree ["data"] in
+               let data = Option.get data in
+               let* k = C.Tree.find data ["big"; (if x = Some (b "1") then "k0500" else "?")] in
+               let* m = C.Tree.mem data ["zzz"] in
+               let* _ = C.Tree.mem_tree tree ["data"; "c"] in
+               check (name "subtree read") (k = Some (b "500") && not m) ;
+               Lwt.return (tree, ()))))) ;
+  expect_error (name "stream: fewer reads (too long)")
     (function `Stream_too_long _ -> true | _ -> false)
-    (run (verify [["data"; "a"; "x"]] (fun t -> Lwt.return (t, ())))) ;
-  expect_error (name "stream: more paths (too short)")
+    (run (verify proof (fun tree -> Lwt.map (fun _ -> (tree, ())) (C.Tree.find tree ["data"; "a"; "x"])))) ;
+  expect_error (name "stream: more reads (too short)")
     (function `Stream_too_short _ -> true | _ -> false)
-    (run (verify (paths @ [["data"; "b"]]) (fun t -> Lwt.return (t, ())))) ;
-  expect_mismatch (name "stream: other order")
-    (run (verify (List.rev paths) (fun t -> Lwt.return (t, ())))) ;
-  expect_mismatch (name "stream: after mismatch")
-    (run (verify paths (fun tree -> Lwt.map (fun t -> (t, ())) (C.Tree.add tree ["data"; "a"; "x"] (b "9"))))) ;
-  (* The binding's stream verifier checks the reads' tree against after:
+    (run (verify proof (fun tree -> Lwt.bind (reads tree) (fun _ -> Lwt.map (fun _ -> (tree, ())) (C.Tree.find tree ["data"; "b"]))))) ;
+  expect_mismatch (name "stream: other read first")
+    (run (verify proof (fun tree -> Lwt.map (fun _ -> (tree, ())) (C.Tree.find tree ["data"; "b"])))) ;
+  expect_mismatch (name "stream: list refused")
+    (run (verify proof (fun tree -> Lwt.map (fun _ -> (tree, ())) (C.Tree.list tree ["data"])))) ;
+  expect_mismatch (name "stream: write refused")
+    (run (verify proof (fun tree -> Lwt.map (fun t -> (t, ())) (C.Tree.add tree ["data"; "a"; "x"] (b "9"))))) ;
+  expect_mismatch (name "stream: other result")
+    (run (verify proof (fun tree -> Lwt.bind (reads tree) (fun _ -> Lwt.return (C.Tree.empty (C.empty index), ()))))) ;
+  (* The binding's stream verifier checks after against the reads' tree:
      a proof whose after is a write's is refused whatever the callback. *)
   let stored = Option.get (Pando.checkout pindex h) in
   let written = Pando.tree_add (Pando.get_tree stored) ["data"; "a"; "x"] (b "9") in
   expect_mismatch (name "stream: after of a write refused")
-    (run
-       (C.verify_stream_proof_of_paths ~encoding:enc (with_after enc proof (Pando.tree_hash written)) paths (fun tree ->
-            Lwt.map (fun t -> (t, ())) (C.Tree.add tree ["data"; "a"; "x"] (b "9"))))) ;
+    (run (verify (with_after enc proof (Pando.tree_hash written)) (fun tree -> Lwt.map (fun r -> (tree, r)) (reads tree)))) ;
   let damaged = Bytes.copy proof in
   Bytes.set_uint8 damaged (Bytes.length damaged - 1) (Bytes.get_uint8 damaged (Bytes.length damaged - 1) lxor 1) ;
-  expect_mismatch (name "stream: damaged") (run (C.verify_stream_proof_of_paths ~encoding:enc damaged paths (fun t -> Lwt.return (t, ()))))
+  expect_mismatch (name "stream: damaged") (run (verify damaged (fun tree -> Lwt.map (fun r -> (tree, r)) (reads tree)))) ;
+  expect_mismatch (name "stream: truncated") (run (verify (Bytes.sub proof 0 40) (fun t -> Lwt.return (t, ())))) ;
+  let other = match enc with C.Proof.V1 -> C.Proof.V2 | C.Proof.V2 -> C.Proof.V1 in
+  expect_mismatch (name "stream: other encoding")
+    (run (C.verify_stream_proof ~encoding:other proof (fun tree -> Lwt.map (fun r -> (tree, r)) (reads tree)))) ;
+  (* No reads: only an empty stream. *)
+  let empty = Pando.produce_stream_proof pindex h [] enc in
+  ignore (expect_ok (name "stream: no reads") (run (verify empty (fun t -> Lwt.return (t, ()))))) ;
+  raises (name "stream: callback's own exception") (fun e -> e = Exit) (fun () -> verify proof (fun _ -> Lwt.fail Exit))
 
 let test_proofs () =
   let dir = fresh_dir () in
