@@ -141,6 +141,8 @@ let test_genesis () =
   check "patch_context error"
     (run (C.commit_genesis index3 ~chain_id:mainnet_chain_id ~time:0L ~protocol:protocol_a) = Error (`Patch_context "no")) ;
   (* A bad protocol hash: the store refuses nothing, Pando_context does. *)
+  raises "commit_genesis with a 3-byte chain id" (function Invalid_argument _ -> true | _ -> false) (fun () ->
+      C.commit_genesis index ~chain_id:(b "abc") ~time:0L ~protocol:protocol_a) ;
   raises "commit_genesis with a 3-byte protocol" (function Invalid_argument _ -> true | _ -> false) (fun () ->
       C.commit_genesis index ~chain_id:mainnet_chain_id ~time:0L ~protocol:(b "abc")) ;
   run (C.close index) ;
@@ -721,6 +723,16 @@ let stream_proofs enc index h =
   let damaged = Bytes.copy proof in
   Bytes.set_uint8 damaged (Bytes.length damaged - 1) (Bytes.get_uint8 damaged (Bytes.length damaged - 1) lxor 1) ;
   expect_mismatch (name "stream: damaged") (run (verify damaged (fun tree -> Lwt.map (fun r -> (tree, r)) (reads tree)))) ;
+  (* An element altered early: the first read gets no answer. *)
+  let early = Bytes.copy proof in
+  let at = (match enc with C.Proof.V1 -> 72 | C.Proof.V2 -> 71) + 10 in
+  Bytes.set_uint8 early at (Bytes.get_uint8 early at lxor 0x40) ;
+  let answered = ref false in
+  expect_mismatch (name "stream: early element altered")
+    (run
+       (verify early (fun tree ->
+            Lwt.map (fun x -> answered := true ; (tree, x)) (C.Tree.find tree ["data"; "a"; "x"])))) ;
+  check (name "stream: no answer from an altered element") (not !answered) ;
   expect_mismatch (name "stream: truncated") (run (verify (Bytes.sub proof 0 40) (fun t -> Lwt.return (t, ())))) ;
   let other = match enc with C.Proof.V1 -> C.Proof.V2 | C.Proof.V2 -> C.Proof.V1 in
   expect_mismatch (name "stream: other encoding")
