@@ -63,15 +63,14 @@ type value = bytes
 (** The contents of a leaf. *)
 
 type tree
-(** A tree or a value: of the store (in memory or read from it), or the
+(** A tree or a value: of the store (in memory or read from it), the
     tree of a verified proof given to {!verify_tree_proof}'s callback
     (reading a part the proof blinds fails with {!Pando.Error}), or the
     tree of a stream proof given to {!verify_stream_proof}'s callback (see
-    there what it answers). A tree of
-    one kind added into a tree of the other (a proof's subtree into a
-    context, a store's tree into a proof's) is added as a copy in memory,
-    read whole: the binding keeps a proof's blinded parts out of the
-    store. *)
+    there what it answers). A proof's tree added into a store's (a
+    proof's subtree into a context), or the reverse, is added as a copy in
+    memory, read whole: the binding keeps a proof's blinded parts out of
+    the store. *)
 
 type node_key = bytes
 (** The 32-byte hash of a directory stored in the index. *)
