@@ -20,7 +20,7 @@ if [ "${1:-}" = --ocaml5 ]; then
   targets=(@pando/all @test/runtest @bench/all)
 else
   build="$root/target/ocaml-dune"
-  targets=(@install @runtest @all)
+  targets=(@install @runtest @bench/all)
 fi
 echo "OCaml $(ocamlopt -version) ($(command -v ocamlopt))"
 

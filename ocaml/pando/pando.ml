@@ -111,6 +111,9 @@ let stream_proof_hashes encoding proof = proof_hashes_raw encoding true proof
 external empty_tree : unit -> tree = "pando_empty_tree"
 external set_branch : index -> string -> bytes -> unit = "pando_set_branch"
 
+external blake2b : int -> bytes -> bytes = "pando_blake2b"
+external b58check_encode : string -> bytes -> string = "pando_b58check_encode"
+
 module Hash = struct
   external to_b58check : bytes -> string = "pando_hash_to_b58check"
   external of_b58check : string -> bytes = "pando_hash_of_b58check"

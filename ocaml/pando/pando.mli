@@ -276,6 +276,15 @@ val set_branch : index -> string -> bytes -> unit
 
 (** {2 Hashes} *)
 
+val blake2b : int -> bytes -> bytes
+(** [blake2b size data]: the BLAKE2b digest of [data], [size] bytes long
+    (1 to 64), as Octez's hashes use it (block hashes, chain ids). *)
+
+val b58check_encode : string -> bytes -> string
+(** [b58check_encode prefix payload]: base58check of [prefix ^ payload],
+    as Octez prints its hashes ([prefix] is the version bytes, e.g.
+    ["\087\082\000"] for a chain id). *)
+
 module Hash : sig
   val to_b58check : bytes -> string
   (** The [Co...] form of a 32-byte context hash. *)

@@ -173,7 +173,7 @@ module Block_header = struct
     Buffer.add_bytes buf protocol_data ;
     Buffer.to_bytes buf
 
-  let hash h = Blake2b.digest ~size:32 (to_bytes h)
+  let hash h = Pando.blake2b 32 (to_bytes h)
 end
 
 module Proof = struct
@@ -819,23 +819,23 @@ let find_predecessor_block_metadata_hash = find_hash_at predecessor_block_metada
 
 let find_predecessor_ops_metadata_hash = find_hash_at predecessor_ops_metadata_hash_key
 
-let compute_testchain_genesis block = Blake2b.digest ~size:32 block
+let compute_testchain_genesis block = Pando.blake2b 32 block
 
 (* Octez's [Chain_id.of_block_hash]: the first 4 bytes of the Blake2b of
    the block hash (mainnet's chain id, NetXdQprcVkpaWU, is that of its
    genesis block). *)
-let chain_id_of_block_hash block = Bytes.sub (Blake2b.digest ~size:32 block) 0 4
+let chain_id_of_block_hash block = Bytes.sub (Pando.blake2b 32 block) 0 4
 
 let compute_testchain_chain_id block =
   chain_id_of_block_hash (compute_testchain_genesis block)
 
 (* Octez's [Operation_list_list_hash.empty]: the hash of no bytes. *)
-let empty_operations_hash = Blake2b.digest ~size:32 Bytes.empty
+let empty_operations_hash = Pando.blake2b 32 Bytes.empty
 
 (* Octez's [get_branch]: the chain id in base58check ([Chain_id.pp]). *)
 let branch_of_chain_id chain_id =
   check_len "chain_id" 4 chain_id ;
-  Base58.chain_id chain_id
+  Pando.b58check_encode "\087\082\000" chain_id
 
 let commit_test_chain_genesis t (forked : Block_header.t) =
   let message = Printf.sprintf "Forking testchain at level %ld." forked.shell.level in

@@ -267,6 +267,25 @@ pub fn pando_set_branch(index: &Index, name: String, commit: &[u8]) -> Out<()> {
 }
 
 #[ocaml::func]
+#[ocaml::sig("int -> bytes -> bytes")]
+pub fn pando_blake2b(size: Int, data: &[u8]) -> Out<Value> {
+    if !(1..=64).contains(&size) {
+        return raise(Err(format!("a BLAKE2b digest is 1 to 64 bytes, not {size}")));
+    }
+    let digest = blake2b_simd::Params::new().hash_length(size as usize).hash(data);
+    Ok(bytes_value(gc, digest.as_bytes()))
+}
+
+#[ocaml::func]
+#[ocaml::sig("string -> bytes -> string")]
+pub fn pando_b58check_encode(prefix: &[u8], payload: &[u8]) -> String {
+    let mut data = Vec::with_capacity(prefix.len() + payload.len());
+    data.extend_from_slice(prefix);
+    data.extend_from_slice(payload);
+    bs58::encode(data).with_check().into_string()
+}
+
+#[ocaml::func]
 #[ocaml::sig("bytes -> string")]
 pub fn pando_hash_to_b58check(hash: &[u8]) -> Out<String> {
     raise(hash_of(hash).map(|hash| hash.to_base58()))
