@@ -102,6 +102,10 @@ external verify_stream_proof :
   proof_encoding -> bytes -> bytes -> string list list -> tree
   = "pando_verify_stream_proof"
 
+external verify_stream_proof_reads :
+  proof_encoding -> bytes -> bytes -> string list list -> tree * int
+  = "pando_verify_stream_proof_reads"
+
 external proof_hashes_raw : proof_encoding -> bool -> bytes -> bytes * bytes
   = "pando_proof_hashes"
 

@@ -257,6 +257,14 @@ val verify_stream_proof : proof_encoding -> bytes -> bytes -> string list list -
     must have from [root], and returns the tree of what they read. A
     missing, extra or altered element raises {!Error}. *)
 
+val verify_stream_proof_reads : proof_encoding -> bytes -> bytes -> string list list -> tree * int
+(** {!verify_stream_proof} of the reads made so far: the first elements
+    of the stream are checked against the reads of [paths], the rest are
+    left; returns the tree of what was read and how many elements are
+    left. A caller that learns its reads one at a time answers each from
+    this tree and, at the end, checks with {!verify_stream_proof} that
+    the whole stream was read. *)
+
 val tree_proof_hashes : proof_encoding -> bytes -> bytes * bytes
 (** The [before] and [after] hashes an encoded tree proof states (what
     Octez's [verify_tree_proof] checks its tree and its computation's

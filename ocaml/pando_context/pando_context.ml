@@ -222,14 +222,13 @@ type value = bytes
 type tree = S of {p : Pando.tree; in_store : bool} | Q of {st : stream; prefix : string list}
 
 (* A stream proof being checked against a callback's reads, each answered
-   from the shortest prefix of the stream that the reads so far consume
-   exactly (see Stream). *)
+   from the first elements of the stream, which the reads so far take
+   (see Stream). *)
 and stream = {
   enc : Pando.proof_encoding;
   proof : bytes;
   before : bytes;
   mutable reads : string list list;  (** the paths read, latest first *)
-  mutable consumed : int;  (** bytes of elements the reads consume *)
   mutable seen : Pando.tree option;  (** the tree of the reads so far *)
   mutable final : Pando.tree option;  (** the whole stream's, once checked *)
 }
@@ -276,36 +275,16 @@ let rec copy p =
 let graft add target key p =
   try add target key p with Pando.Error msg when foreign msg -> add target key (copy p)
 
-(* Checking a stream proof against reads not known in advance. The
-   binding's verifier (Pando.verify_stream_proof) replays a whole list of
-   paths (irmin's [find] of each) and refuses elements left after them, so
-   a read is answered by verifying the reads so far, this one included,
-   against the shortest prefix of the stream they consume exactly: the
-   proof with its element list cut after [n] bytes (its [u30] size field,
-   the same in V1 and V2, set to [n]). Every element of that prefix is
-   checked in order against the hash it must have from [before], so the
-   answer is the tree's; a cut inside an element does not decode or does
-   not verify. When the callback returns, its reads are verified against
-   the whole stream, which refuses any element left. *)
+(* Checking a stream proof against reads not known in advance: each read
+   is answered from the tree of the reads so far, this one included,
+   which Pando.verify_stream_proof_reads checks in order against the first
+   elements of the stream (each against the hash it must have from
+   [before]); when the callback returns, Pando.verify_stream_proof checks
+   its reads against the whole stream, which refuses any element left. *)
 module Stream = struct
-  (* Where the size of the element list is: after the version and the two
-     kinded hashes (V1: 2 + 33 + 33; V2: 1 + 2 + 32 + 32). *)
-  let size_at = function Pando.V1 -> 68 | Pando.V2 -> 67
-
-  let cut st n =
-    let at = size_at st.enc + 4 in
-    let b = Bytes.create (at + n) in
-    Bytes.blit st.proof 0 b 0 at ;
-    Bytes.set_int32_be b (at - 4) (Int32.of_int n) ;
-    Bytes.blit st.proof at b at n ;
-    b
-
   let make enc proof =
     let before, _ = Pando.stream_proof_hashes enc proof in
-    let at = size_at enc + 4 in
-    if Bytes.length proof < at || Int32.to_int (Bytes.get_int32_be proof (at - 4)) <> Bytes.length proof - at then
-      raise (Pando.Error "malformed stream proof: its size field is not its length") ;
-    {enc; proof; before; reads = []; consumed = 0; seen = None; final = None}
+    {enc; proof; before; reads = []; seen = None; final = None}
 
   (* The tree of the reads so far and [path], from the stream. *)
   let read st path =
@@ -313,26 +292,8 @@ module Stream = struct
     | Some t -> t
     | None ->
         let paths = List.rev (path :: st.reads) in
-        let body = Bytes.length st.proof - (size_at st.enc + 4) in
-        let whole = try Ok (Pando.verify_stream_proof st.enc st.proof st.before paths) with Pando.Error m -> Error m in
-        let t, consumed =
-          match whole with
-          | Ok t -> (t, body)
-          | Error msg when not (contains ~sub:"stream elements are left" msg) -> raise (Pando.Error msg)
-          | Error msg ->
-              (* Elements are left for later reads: find the prefix these
-                 reads consume, from where the last ones stopped. *)
-              let rec scan n =
-                if n > body then raise (Pando.Error msg)
-                else
-                  match Pando.verify_stream_proof st.enc (cut st n) st.before paths with
-                  | t -> (t, n)
-                  | exception Pando.Error _ -> scan (n + 1)
-              in
-              scan st.consumed
-        in
+        let t, _left = Pando.verify_stream_proof_reads st.enc st.proof st.before paths in
         st.reads <- path :: st.reads ;
-        st.consumed <- consumed ;
         st.seen <- Some t ;
         t
 

@@ -226,6 +226,19 @@ pub fn pando_verify_stream_proof(encoding: Int, proof: &[u8], root: &[u8], paths
     raise(proven).map(|proven| crate::tree_value(&None, proven.tree))
 }
 
+#[ocaml::func]
+#[ocaml::sig("proof_encoding -> bytes -> bytes -> string list list -> tree * int")]
+pub fn pando_verify_stream_proof_reads(encoding: Int, proof: &[u8], root: &[u8], paths_value: Value) -> Out<Value> {
+    let paths = paths(&paths_value);
+    let proven = guard(|| {
+        let root = hash_of(root)?;
+        pando_store::verify_stream_proof_reads(encoding_of(encoding), proof, &root, &paths).map_err(text)
+    });
+    let (proven, unread) = raise(proven)?;
+    let pair = (crate::tree_value(&None, proven.tree), unread.min(Int::MAX as usize >> 1) as Int);
+    Ok(ocaml::ToValue::to_value(&pair, gc))
+}
+
 /// The hash of a kinded hash, and whether it is a node's.
 fn kinded(hash: &pando_core::proof::KindedHash) -> (&Hash, bool) {
     match hash {

@@ -15,7 +15,9 @@ use pando_core::proof::stream::{Path, produce_stream_of_entry};
 use pando_core::proof::types::Elt;
 use pando_core::proof::{Encoding, ProofError};
 use pando_store::io::MemStorage;
-use pando_store::{Error, Hash, Options, Store, SyncPolicy, Tree, verify_stream_proof, verify_tree_proof};
+use pando_store::{
+    Error, Hash, Options, Store, SyncPolicy, Tree, verify_stream_proof, verify_stream_proof_reads, verify_tree_proof,
+};
 use proptest::prelude::*;
 #[path = "../../pando-core/tests/support/seeds.rs"]
 mod seeds;
@@ -117,6 +119,31 @@ fn stream_proofs_verify_into_a_tree_of_what_was_read() {
         check_reads(&proven.tree, model, &paths());
         assert_blinded(proven.tree.find(&["mid", "m043"]), "/mid/m043");
         assert_blinded(proven.tree.find(&["small", "s2"]), "/small/s2");
+    }
+}
+
+/// A stream checked one read at a time, as a callback makes its reads:
+/// each prefix of the reads takes the first elements of the stream and
+/// answers from them, no more elements are left after each (a read of an
+/// absent path may take none), none after the last; reads out of order
+/// fail.
+#[test]
+fn stream_proofs_verify_read_by_read() {
+    let (store, commit, root, model) = store();
+    let all = paths();
+    for encoding in [Encoding::V1, Encoding::V2] {
+        let bytes = store.produce_stream_proof(commit, &all, encoding).unwrap();
+        let mut left_before = usize::MAX;
+        for n in 1..=all.len() {
+            let (proven, left) = verify_stream_proof_reads(encoding, &bytes, root, &all[..n]).unwrap();
+            check_reads(&proven.tree, model, &all[..n]);
+            assert!(left <= left_before, "{n} reads leave {left}, {left_before} before");
+            left_before = left;
+        }
+        assert_eq!(left_before, 0);
+        let mut swapped = all.clone();
+        swapped.swap(0, 3);
+        assert!(verify_stream_proof_reads(encoding, &bytes, root, &swapped[..1]).is_err());
     }
 }
 

@@ -162,6 +162,20 @@ pub fn verify_stream_proof_bytes(
     Ok(Proven { root, before: proof.before, after: proof.after })
 }
 
+/// [`verify_stream_proof_bytes`] of the reads made so far (see
+/// [`stream::verify_stream_reads`]): also returns how many elements are
+/// left unread.
+pub fn verify_stream_reads_bytes(
+    encoding: Encoding,
+    bytes: &[u8],
+    root: &Hash,
+    paths: &[stream::Path],
+) -> Result<(Proven, usize), ProofError> {
+    let proof = encoding.decode_stream_proof(bytes)?;
+    let (root, unread) = stream::verify_stream_reads(&proof, root, paths)?;
+    Ok((Proven { root, before: proof.before, after: proof.after }, unread))
+}
+
 /// Runs `f` on the tree `root` (blinded parts revealed by `reveal` as `f`
 /// reaches them) and returns the proof of what it read, with its result.
 pub fn produce_tree_proof<R>(

@@ -284,6 +284,20 @@ enum Obj {
 /// reading `paths` in order, and returns the tree it shows: what the reads
 /// loaded, the rest blinded.
 pub fn verify_stream(proof: &StreamProof, root: &Hash, paths: &[Path]) -> Result<Entry, ProofError> {
+    let (entry, unread) = verify_stream_reads(proof, root, paths)?;
+    if unread > 0 {
+        return Err(ProofError::StreamTooLong { unread });
+    }
+    Ok(entry)
+}
+
+/// [`verify_stream`] of the reads made so far: the first elements of the
+/// stream are checked against the reads of `paths` as they are taken,
+/// and the rest are left unread (their number is returned). A caller that
+/// learns its reads one at a time (Octez's `verify_stream_proof` runs a
+/// callback) answers each from the tree returned here, and checks with
+/// [`verify_stream`] at the end that the whole stream was read.
+pub fn verify_stream_reads(proof: &StreamProof, root: &Hash, paths: &[Path]) -> Result<(Entry, usize), ProofError> {
     check_paths(paths)?;
     if proof.version != STREAM32_VERSION {
         return Err(ProofError::UnsupportedVersion(proof.version));
@@ -298,9 +312,7 @@ pub fn verify_stream(proof: &StreamProof, root: &Hash, paths: &[Path]) -> Result
     for path in paths {
         v.read(proof.before, path)?;
     }
-    if v.next != proof.state.len() {
-        return Err(ProofError::StreamTooLong { unread: proof.state.len() - v.next });
-    }
+    let unread = proof.state.len() - v.next;
     let entry = Shower { v: &v, entries: HashMap::new(), values: HashMap::new(), cells: HashMap::new() }.entry(proof.before)?;
     // Every object was checked against its hash as it was taken; the
     // tree they make must hash to `before`.
@@ -308,7 +320,7 @@ pub fn verify_stream(proof: &StreamProof, root: &Hash, paths: &[Path]) -> Result
     if hash != proof.before {
         return Err(ProofError::BeforeMismatch { expected: proof.before, actual: hash });
     }
-    Ok(entry)
+    Ok((entry, unread))
 }
 
 struct Verifier<'a> {

@@ -21,7 +21,7 @@ mod proven;
 mod staged;
 pub(crate) mod walk;
 
-pub use proven::{ProvenTree, verify_stream_proof, verify_tree_proof};
+pub use proven::{ProvenTree, verify_stream_proof, verify_stream_proof_reads, verify_tree_proof};
 
 use pando_core::trace::{ContextId, Key, Row, Scope};
 use pando_core::{Hash, Kind};

@@ -77,6 +77,14 @@ pub fn verify_stream_proof(encoding: Encoding, bytes: &[u8], root: &Hash, paths:
     proven_tree(verify_stream_proof_bytes(encoding, bytes, root, paths)?)
 }
 
+/// [`verify_stream_proof`] of the reads made so far: the tree of what
+/// `paths` read from the first elements of the stream, and how many
+/// elements are left (see `pando_core::proof::stream::verify_stream_reads`).
+pub fn verify_stream_proof_reads(encoding: Encoding, bytes: &[u8], root: &Hash, paths: &[Path]) -> Result<(ProvenTree, usize)> {
+    let (proven, unread) = pando_core::proof::verify_stream_reads_bytes(encoding, bytes, root, paths)?;
+    Ok((proven_tree(proven)?, unread))
+}
+
 /// The store tree of a verified partial tree.
 pub(crate) fn proven_tree(proven: Proven) -> Result<ProvenTree> {
     let mut making = Making { blinded: Vec::new(), inodes: HashMap::new(), values: HashMap::new() };
