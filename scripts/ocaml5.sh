@@ -9,6 +9,23 @@
 # already says 5.3.0 nothing is built. The last line printed (stdout) is the
 # prefix, so `prefix=$(scripts/ocaml5.sh | tail -n 1)` works; progress goes
 # to stderr. Building takes about 4 minutes on 2 cores (JOBS=N, default 2).
+#
+# Using it (checked with a library with C stubs and a Rust staticlib made
+# with the `ocaml` crate 1.3, and a test calling both from two domains):
+#   P=$(scripts/ocaml5.sh | tail -n 1)
+#   # the Rust side: ocaml-sys and boxroot read OCAMLOPT (and rebuild when
+#   # it changes; a change of PATH alone is not seen); OCAML_WHERE_PATH is
+#   # not needed. A target directory of its own avoids rebuilding the
+#   # binding each time CI switches between OCaml 4.13 and 5.3.
+#   OCAMLOPT=$P/bin/ocamlopt CARGO_TARGET_DIR=target/ocaml5 cargo build ...
+#   # the OCaml side: Debian's dune 2.9.3 drives OCaml 5.3 for a project in
+#   # `(lang dune 2.9)`, with the compiler first on PATH and its libraries
+#   # (unix, threads, ...) first on OCAMLPATH (else dune takes Debian's
+#   # findlib entries and says `Library "unix" ... is hidden`); a build
+#   # directory of its own keeps the 4.13 build:
+#   PATH=$P/bin:$PATH OCAMLPATH=$P/lib/ocaml dune build --build-dir _build-ocaml5 @runtest
+# Only the compiler's own libraries exist for 5.3: Debian's (lwt, fmt,
+# ...) are compiled by 4.13 and are not usable with it.
 set -euo pipefail
 
 version=5.3.0
