@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Debian's OCaml (4.13.1, dune 2.9.3) and the libraries that irmin 3.7.2
-# needs, as ../shared/irmin-bench/README.md ("Rebuild") lists them. Installs
+# needs, as ../shared/irmin-bench/README.md ("Rebuild") lists them, and
+# zstd (scripts/test.sh unpacks a vector for the duo with it). Installs
 # only what `dpkg -s` does not find; needs root (apt-get) for that.
 #
 #   scripts/ocaml-deps.sh [--check]
@@ -16,6 +17,7 @@ packages=(
   libppxlib-ocaml-dev libcmdliner-ocaml-dev libyojson-ocaml-dev
   libppx-deriving-ocaml-dev libuucp-ocaml-dev libzarith-ocaml-dev
   libeqaf-ocaml-dev libbase64-ocaml-dev
+  zstd
 )
 
 missing=()
