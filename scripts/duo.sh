@@ -97,7 +97,7 @@ cat > "$ws/irmin_trace/dune" <<'EOD'
  (preprocess
   (pps ppx_repr ppx_deriving.enum)))
 EOD
-printf '(lang dune 2.9)\n(profile release)\n' > "$ws/dune-workspace"
+printf '(lang dune 2.9)\n(profile duo)\n' > "$ws/dune-workspace"
 printf '(lang dune 2.9)\n' > "$ws/dune-project"
 ln -sfn "$root/ocaml" "$ws/ocaml"
 
@@ -107,7 +107,7 @@ if [ $exe = duo ] && [ -d "$root/crates/pando-ocaml" ]; then
 fi
 
 target=./ocaml/duo/$exe.exe
-[ $exe = duo_selftest ] && target=./ocaml/duo/selftest/$exe.exe
+
 (cd "$ws" && dune build -j "${JOBS:-2}" "$target")
 bin=$ws/_build/default/${target#./}
 if [ $build_only = 1 ]; then echo "$bin"; exit 0; fi

@@ -9,6 +9,12 @@ module Tree = Store.Tree
 
 let name = "irmin"
 
+(* Octez's contexts keep their data under [data/] (lib_context's
+   [data_key]); with [prefix := ["data"]] every path of the trace goes
+   there, as when Octez calls Context.add/find/... on irmin. *)
+let prefix : string list ref = ref []
+let k p = match !prefix with [] -> p | pre -> pre @ p
+
 type repo = Store.repo
 type ctx = Store.tree
 type commit = Store.commit_key
@@ -28,42 +34,42 @@ let checkout repo key =
   | Some c -> Store.Commit.tree c
   | None -> failwith "irmin: checkout of an unknown commit"
 
-let add t k v = Tree.add t k (Bytes.of_string v)
-let remove t k = Tree.remove t k
+let add t p v = Tree.add t (k p) (Bytes.of_string v)
+let remove t p = Tree.remove t (k p)
 
 let copy t ~src ~dst =
-  let* sub = Tree.find_tree t src in
+  let* sub = Tree.find_tree t (k src) in
   match sub with
   | None -> Lwt.return_none
   | Some sub ->
-      let+ t = Tree.add_tree t dst sub in
+      let+ t = Tree.add_tree t (k dst) sub in
       Some t
 
-let find t k =
-  let+ v = Tree.find t k in
+let find t p =
+  let+ v = Tree.find t (k p) in
   Option.map Bytes.to_string v
 
-let mem = Tree.mem
-let mem_tree = Tree.mem_tree
+let mem t p = Tree.mem t (k p)
+let mem_tree t p = Tree.mem_tree t (k p)
 let raw_hash t = Store.Hash.to_raw_string (Tree.hash t)
 
-let find_tree_hash t k =
-  let+ sub = Tree.find_tree t k in
+let find_tree_hash t p =
+  let+ sub = Tree.find_tree t (k p) in
   Option.map raw_hash sub
 
-let length t k = Tree.length t k
+let length t p = Tree.length t (k p)
 
 let kind_of t =
   match Tree.destruct t with `Node _ -> `Tree | `Contents _ -> `Value
 
-let list t ?offset ?length k =
-  let+ l = Tree.list t ?offset ?length k in
+let list t ?offset ?length p =
+  let+ l = Tree.list t ?offset ?length (k p) in
   List.map (fun (n, t) -> (n, kind_of t)) l
 
 (* Octez's fold (lib_context's helpers): the tree at [k], its root
    included when it is a directory, ~uniq:`False, forced, uncached *)
-let fold t k ~depth =
-  let* sub = Tree.find_tree t k in
+let fold t p ~depth =
+  let* sub = Tree.find_tree t (k p) in
   match sub with
   | None -> Lwt.return []
   | Some sub ->
