@@ -9,9 +9,7 @@ let () =
     match !Duo_core.only with
     | "" ->
         let module D =
-          Duo_core.Duo (Irmin_store) (Duo_core.No_proofs (Irmin_store))
-            (Pando_store)
-            (Duo_core.No_proofs (Pando_store))
+          Duo_core.Duo (Irmin_store) (Irmin_proof) (Pando_store) (Pando_proof)
         in
         D.run ()
     | "irmin" ->

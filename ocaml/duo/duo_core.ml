@@ -22,7 +22,10 @@
      and kinds, sorted) and the hash of [find_tree]; if at most 32, also
      [list ~offset:1 ~length:2] (the order) and [fold ~depth:(`Le 1)
      ~order:`Sorted] (paths, kinds and values);
-   - proofs, when the stores offer them (see PROOFS below).
+   - proofs: for the first [--proofs] paths a block reads (default 2),
+     each store proves them in the commit and the other verifies the proof
+     against its own commit's tree hash and reads them in the tree proved
+     (Octez's V1 Tree32 encoding between them; see PROOFS below).
    The trace's own find/mem/mem_tree booleans are checked too; a store that
    disagrees with the trace is counted apart ("trace mismatches"). *)
 
@@ -124,7 +127,7 @@ let gc_keep = ref 0
 let only = ref ""
 let json_path = ref ""
 let extra = ref 8
-let proofs = ref 0
+let proofs = ref 2
 let max_printed = ref 1000
 let progress_every = ref 0
 
@@ -139,7 +142,7 @@ let spec =
       ("--dir", Arg.Set_string work_dir, "DIR where the stores go (default: a temporary dir)");
       ("--keep", Arg.Set keep_dir, " keep the stores at the end");
       ("--extra", Arg.Set_int extra, "N parent directories per block given list/length/fold (default 8)");
-      ("--proofs", Arg.Set_int proofs, "N paths per block proved by each side and checked by the other (default 0)");
+      ("--proofs", Arg.Set_int proofs, "N paths per block proved by each side and checked by the other (default 2)");
       ("--max-printed", Arg.Set_int max_printed, "N divergences printed in full (default 1000)");
       ("--progress", Arg.Set_int progress_every, "N a progress line on stderr every N blocks");
     ]
@@ -292,6 +295,18 @@ struct
     match Sys.getenv_opt "DUO_INJECT" with
     | Some s -> ( try int_of_string s with _ -> 0)
     | None -> 0
+
+  (* DUO_INJECT_PROOF=1: every proof has one byte of its last hash or
+     value changed before the other side checks it. *)
+  let inject_proof = Sys.getenv_opt "DUO_INJECT_PROOF" = Some "1"
+
+  let corrupt p =
+    if p = "" then p
+    else
+      let b = Bytes.of_string p in
+      let i = Bytes.length b - 1 in
+      Bytes.set b i (Char.chr (Char.code (Bytes.get b i) lxor 1));
+      Bytes.to_string b
 
   let diverge ~block ~op ~what ~path a b =
     incr divergences;
@@ -511,6 +526,7 @@ struct
            verifier reads in the tree proved must be the writer's *)
         let one ~what produce verify ~other_reads =
           let* proof = produce in
+          let proof = if inject_proof then corrupt proof else proof in
           let* r = verify proof in
           incr compared;
           incr proofs_checked;
