@@ -149,7 +149,8 @@ let spec =
 
 let usage = "duo TRACE [options]"
 
-let parse_args () =
+let parse_args ?(extra = []) () =
+  let spec = Arg.align (spec @ extra) in
   Arg.parse spec
     (fun a ->
       if !trace_path = "" then trace_path := a
@@ -163,6 +164,12 @@ let parse_args () =
     exit 2)
 
 (* ---------------------------------------------------------------- helpers *)
+
+(* Octez's contexts keep their data under [data/] (lib_context's
+   [data_key]); with [prefix := ["data"]] a store puts every path of the
+   trace there, as when Octez calls Context.add/find/... *)
+let prefix : string list ref = ref []
+let k p = match !prefix with [] -> p | pre -> pre @ p
 
 let now () = Mtime_clock.now_ns ()
 let secs a b = Int64.to_float (Int64.sub b a) *. 1e-9

@@ -9,11 +9,8 @@ module Tree = Store.Tree
 
 let name = "irmin"
 
-(* Octez's contexts keep their data under [data/] (lib_context's
-   [data_key]); with [prefix := ["data"]] every path of the trace goes
-   there, as when Octez calls Context.add/find/... on irmin. *)
-let prefix : string list ref = ref []
-let k p = match !prefix with [] -> p | pre -> pre @ p
+(* every path of the trace under Duo_core.prefix (data/ in the duo) *)
+let k = Duo_core.k
 
 type repo = Store.repo
 type ctx = Store.tree

@@ -1,34 +1,53 @@
 (* pando's side of the proofs checked by the other side: Pando's tree
    proofs in Octez's V1 Tree32 encoding, produced for a commit's paths
-   (under data/, as Pando_store writes them) and verified against the
-   commit's tree hash with Pando.verify_tree_proof. *)
+   (under Duo_core.prefix, data/ as Pando_store writes them) and verified
+   against the commit's tree hash with Pando.verify_tree_proof. *)
 
-type repo = Pando_context.index
-type commit = bytes
+module Make (I : sig
+  type repo
 
-let data p = "data" :: p
+  val pando_index : repo -> Pando.index
+end) =
+struct
+  type repo = I.repo
+  type commit = bytes
 
-let produce idx h paths =
-  let pidx = Pando_context.pando_index idx in
-  Lwt.return
-    (Bytes.to_string
-       (Pando.produce_tree_proof pidx h (List.map data paths) Pando.V1))
+  let data = Duo_core.k
 
-let verify idx h proof paths =
-  let pidx = Pando_context.pando_index idx in
-  let root =
-    match Pando.checkout pidx h with
-    | Some c -> Pando.tree_hash (Pando.get_tree c)
-    | None -> failwith "pando: proof of an unknown commit"
-  in
-  Lwt.return
-    (match Pando.verify_tree_proof Pando.V1 (Bytes.of_string proof) root with
-    | exception Pando.Error e -> Error e
-    | t -> (
-        try
-          Ok
-            (List.map
-               (fun p ->
-                 (p, Option.map Bytes.to_string (Pando.tree_find t (data p))))
-               paths)
-        with Pando.Error e -> Error ("reading the tree proved: " ^ e)))
+  let produce idx h paths =
+    let pidx = I.pando_index idx in
+    Lwt.return
+      (Bytes.to_string
+         (Pando.produce_tree_proof pidx h (List.map data paths) Pando.V1))
+
+  let verify idx h proof paths =
+    let pidx = I.pando_index idx in
+    let root =
+      match Pando.checkout pidx h with
+      | Some c -> Pando.tree_hash (Pando.get_tree c)
+      | None -> failwith "pando: proof of an unknown commit"
+    in
+    Lwt.return
+      (match Pando.verify_tree_proof Pando.V1 (Bytes.of_string proof) root with
+      | exception Pando.Error e -> Error e
+      | t -> (
+          try
+            Ok
+              (List.map
+                 (fun p ->
+                   (p, Option.map Bytes.to_string (Pando.tree_find t (data p))))
+                 paths)
+          with Pando.Error e -> Error ("reading the tree proved: " ^ e)))
+end
+
+module Context = Make (struct
+  type repo = Pando_context.index
+
+  let pando_index = Pando_context.pando_index
+end)
+
+module Raw = Make (struct
+  type repo = Pando.index
+
+  let pando_index i = i
+end)
