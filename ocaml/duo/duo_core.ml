@@ -283,6 +283,26 @@ let store_dir name =
 
 let cleanup () = if (not !keep_dir) && !work_dir <> "" then rm_rf !work_dir
 
+let row_name = function
+  | Def.Checkout _ -> "checkout"
+  | Def.Add { key; _ } -> "add " ^ path_s key
+  | Def.Remove (key, _, _) -> "remove " ^ path_s key
+  | Def.Copy { key_src; key_dst; _ } -> "copy " ^ path_s key_src ^ " to " ^ path_s key_dst
+  | Def.Find (key, _, _) -> "find " ^ path_s key
+  | Def.Mem (key, _, _) -> "mem " ^ path_s key
+  | Def.Mem_tree (key, _, _) -> "mem_tree " ^ path_s key
+  | Def.Commit _ -> "commit"
+
+(* an exception of a store names the row it came from *)
+let in_context ~block ~op row f =
+  Lwt.catch f (function
+    | Replay_error _ as e -> Lwt.fail e
+    | e ->
+        Lwt.fail
+          (Replay_error
+             (Printf.sprintf "block %d op %d (%s): %s" block op (row_name row)
+                (Printexc.to_string e))))
+
 (* ------------------------------------------------------------------- duo *)
 
 module Duo
@@ -331,6 +351,7 @@ struct
     let next_block = block_reader !trace_path in
     let dir_a = store_dir ("a-" ^ A.name) and dir_b = store_dir ("b-" ^ B.name) in
     let n_adds = ref 0 in
+    let blocks_done = ref 0 in
     let t_start = now () in
     let main () =
       let* ra = A.open_repo dir_a in
@@ -506,7 +527,7 @@ struct
               let rec exec_all op = function
                 | [] -> Lwt.return_unit
                 | r :: rest ->
-                    let* () = exec op r in
+                    let* () = in_context ~block ~op r (fun () -> exec op r) in
                     exec_all (op + 1) rest
               in
               let* () = exec_all 0 rows in
@@ -524,6 +545,7 @@ struct
                       (fun i v -> if i < target then None else Some v)
                       by_n
               in
+              blocks_done := n;
               if !progress_every > 0 && n mod !progress_every = 0 then
                 Printf.eprintf "%d blocks, %.1f s, %d results, %d divergences\n%!"
                   n (secs t_start (now ())) !compared !divergences;
@@ -576,12 +598,14 @@ struct
       let+ () = B.close rb in
       blocks
     in
-    let blocks =
-      try Lwt_main.run (main ())
-      with Replay_error s ->
-        Printf.printf "duo: error: %s\n%!" s;
-        cleanup ();
-        exit 2
+    let blocks, failed =
+      try (Lwt_main.run (main ()), false)
+      with e ->
+        (* an error of either store is a divergence: the replay stops *)
+        let s = match e with Replay_error s -> s | e -> Printexc.to_string e in
+        incr divergences;
+        Printf.printf "DIVERGENCE (replay stopped) %s\n%!" s;
+        (!blocks_done, true)
     in
     cleanup ();
     let wall = secs t_start (now ()) in
@@ -593,7 +617,7 @@ struct
     Printf.printf "wall %.1f s, peak RSS %d kB\n" wall (vm_hwm_kb ());
     Printf.printf "duo: %d blocks, %d results compared, %d divergences\n%!"
       blocks !compared !divergences;
-    if !divergences > 0 then 1 else 0
+    if failed then 2 else if !divergences > 0 then 1 else 0
 end
 
 (* ------------------------------------------------------------------ solo *)
@@ -685,7 +709,11 @@ module Solo (S : STORE) = struct
                     forget_hash hash;
                     Hashtbl.replace by_n (block + 1) k
               in
-              let* () = Lwt_list.iter_s exec rows in
+              let* () =
+                Lwt_list.iteri_s
+                  (fun op r -> in_context ~block ~op r (fun () -> exec r))
+                  rows
+              in
               let n = block + 1 in
               let* () =
                 match gc_target n with
