@@ -553,7 +553,7 @@ struct
       and prove_both ~block ~op ra rb ka kb paths =
         (* a proof by each side, checked by the other; the values the
            verifier reads in the tree proved must be the writer's *)
-        let one ~what produce verify ~other_reads =
+        let one ~what ~a_proves produce verify ~producer_reads =
           let* proof = produce in
           let proof = if inject_proof then corrupt proof else proof in
           let* r = verify proof in
@@ -561,35 +561,39 @@ struct
           incr proofs_checked;
           match r with
           | Error e ->
-              diverge ~block ~op ~what ~path:(List.hd paths) "proof" ("rejected: " ^ e);
+              diverge ~block ~op ~what ~path:(List.hd paths) "proof"
+                ("rejected: " ^ e);
               Lwt.return_unit
           | Ok reads ->
-              let* expected = other_reads in
+              let* own = producer_reads in
+              (* each store's column shows what that store read: its own
+                 commit for the producer, the tree proved for the other *)
               List.iter2
-                (fun (p, v) (_, w) ->
+                (fun (p, in_proof) (_, own) ->
+                  let a, b = if a_proves then (own, in_proof) else (in_proof, own) in
                   check ~block ~op ~what:(what ^ "-read") ~path:p
-                    (show_opt show_value) w v)
-                reads expected;
+                    (show_opt show_value) a b)
+                reads own;
               Lwt.return_unit
         in
-        let reads_a =
+        let reads_a () =
           let* c = A.checkout ra ka in
           Lwt_list.map_s (fun p -> let+ v = A.find c p in (p, v)) paths
         in
-        let* () =
-          one ~what:(A.name ^ "-proof-in-" ^ B.name)
-            (PA.produce ra ka paths)
-            (fun pr -> PB.verify rb kb pr paths)
-            ~other_reads:reads_a
-        in
-        let reads_b =
+        let reads_b () =
           let* c = B.checkout rb kb in
           Lwt_list.map_s (fun p -> let+ v = B.find c p in (p, v)) paths
         in
-        one ~what:(B.name ^ "-proof-in-" ^ A.name)
+        let* () =
+          one ~what:(A.name ^ "-proof-in-" ^ B.name) ~a_proves:true
+            (PA.produce ra ka paths)
+            (fun pr -> PB.verify rb kb pr paths)
+            ~producer_reads:(reads_a ())
+        in
+        one ~what:(B.name ^ "-proof-in-" ^ A.name) ~a_proves:false
           (PB.produce rb kb paths)
           (fun pr -> PA.verify ra ka pr paths)
-          ~other_reads:reads_b
+          ~producer_reads:(reads_b ())
       in
       let* blocks = loop 0 in
       let* () = A.wait_gc ra in
