@@ -101,10 +101,10 @@ printf '(lang dune 2.9)\n(profile duo)\n' > "$ws/dune-workspace"
 printf '(lang dune 2.9)\n' > "$ws/dune-project"
 ln -sfn "$root/ocaml" "$ws/ocaml"
 
-# the Rust side of the binding
-if [ $exe = duo ] && [ -d "$root/crates/pando-ocaml" ]; then
-  (cd "$root" && cargo build --release -q -p pando-ocaml)
-fi
+# the Rust side of the binding: ocaml/pando's dune rule builds it with
+# cargo (ocaml/pando/rust-lib.sh), from this checkout even when the
+# workspace is elsewhere
+export PANDO_ROOT=$root
 
 target=./ocaml/duo/$exe.exe
 
