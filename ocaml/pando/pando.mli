@@ -45,6 +45,7 @@ type o_caml_order = Sorted | Undefined
 (** The order of a fold: by name, or the store's order. *)
 
 type kind = Value | Tree
+(** What a tree is. *)
 
 val index_init : string -> index
 (** [index_init dir] opens the store in [dir] for reading and writing,
@@ -72,11 +73,23 @@ val checkout : index -> bytes -> context option
 (** The context of a commit; [None] if the store does not hold it. *)
 
 val find : context -> string list -> bytes option
+(** The value at a path; [None] if there is none (or a directory). *)
+
 val remove : context -> string list -> context
+(** The context without the value or directory at the path. *)
+
 val add : context -> string list -> bytes -> context
+(** The context with the value at the path (directories made as needed,
+    a value or directory there replaced). *)
+
 val mem_tree : context -> string list -> bool
+(** Whether a value or a directory is at the path. *)
+
 val mem : context -> string list -> bool
+(** Whether a value is at the path. *)
+
 val find_tree : context -> string list -> tree option
+(** The tree (directory or value) at the path. *)
 
 val list : context -> int option -> int option -> string list -> (string * tree) array
 (** [list ctx offset length path]: the entries of the directory at [path],
@@ -87,6 +100,7 @@ val length : context -> string list -> int
 (** The number of entries of the directory at [path] (0 if none). *)
 
 val add_tree : context -> string list -> tree -> context
+(** The context with the tree at the path; an empty tree removes it. *)
 
 val make_tree_walker : tree -> o_caml_depth option -> string list -> o_caml_order -> o_caml_tree_walker
 (** [make_tree_walker tree depth path order] iterates over the subtrees
@@ -101,16 +115,37 @@ val get_tree : context -> tree
 (** The context's whole tree. *)
 
 val tree_kind : tree -> kind
+(** Whether the tree is a value or a directory. *)
+
 val tree_mem : tree -> string list -> bool
+(** {!mem} on a tree. *)
+
 val tree_mem_tree : tree -> string list -> bool
+(** {!mem_tree} on a tree. *)
+
 val tree_find : tree -> string list -> bytes option
+(** {!find} on a tree. *)
+
 val tree_find_tree : tree -> string list -> tree option
+(** {!find_tree} on a tree. *)
+
 val tree_list : tree -> int option -> int option -> string list -> (string * tree) array
+(** {!list} on a tree. *)
+
 val tree_length : tree -> string list -> int
+(** {!length} on a tree. *)
+
 val tree_add : tree -> string list -> bytes -> tree
+(** {!add} on a tree. *)
+
 val tree_add_tree : tree -> string list -> tree -> tree
+(** {!add_tree} on a tree. *)
+
 val tree_remove : tree -> string list -> tree
+(** {!remove} on a tree. *)
+
 val tree_is_empty : tree -> bool
+(** Whether the tree is an empty directory. *)
 
 val tree_empty : context -> tree
 (** An empty tree. The context is not read. *)
@@ -119,6 +154,8 @@ val tree_to_value : tree -> bytes option
 (** The value, if the tree is one. *)
 
 val tree_of_value : context -> bytes -> tree
+(** A tree that is the value. The context is not read. *)
+
 val tree_hash : tree -> bytes
 (** The tree's hash: Octez's context hash of a tree, or of a value. *)
 
@@ -132,6 +169,16 @@ val index_open_readonly : string -> index
     beside a writer in another process: a checkout of a commit the writer
     made since is found. Writing through it raises {!Error}. *)
 
+type sync_policy =
+  | Every_commit  (** a commit returns once it is on disk (the default) *)
+  | Pipelined
+      (** a commit's sync runs while the next block is applied; a crash
+          loses at most the last commit *)
+  | No_sync  (** the store never syncs (what irmin-pack does in Octez) *)
+
+val index_init_with : sync_policy -> string -> index
+(** {!index_init} with a sync policy. *)
+
 val close : index -> unit
 (** Waits for a running collection, makes everything durable and closes
     the store. Any later use of the index, or of a context or tree read
@@ -142,9 +189,11 @@ val sync : index -> unit
     what the writer committed since. *)
 
 val tree_clear : int option -> tree -> unit
-(** [tree_clear depth tree] drops the cached, already-stored parts of
-    [tree] below [depth] (all if [None]); the tree reads them again when
-    needed. Its contents and hash do not change. *)
+(** [tree_clear depth tree] is irmin's [Tree.clear]: it frees what [tree]
+    holds of what it read from the store. A pando tree holds none of it
+    (its stored parts are read through the store's cache, whose size is
+    bounded, and the rest are its own updates), so this only checks that
+    the index is open. The contents and hash do not change. *)
 
 val gc : index -> bytes -> unit
 (** [gc index commit] starts a collection that keeps [commit], the
@@ -186,17 +235,8 @@ type proof_encoding = V1 | V2
 
 val produce_tree_proof : index -> bytes -> string list list -> proof_encoding -> bytes
 (** [produce_tree_proof index commit paths encoding]: the encoded tree
-    proof of what each of [paths] holds in the tree of [commit]. *)
-
-val verify_tree_proof : proof_encoding -> bytes -> bytes -> tree
-(** [verify_tree_proof encoding proof hash] decodes [proof], checks that
-    its tree hashes to [hash] (a commit's root tree hash) and returns that
-    tree; reading a part the proof blinds raises {!Error}. *)
-
-val produce_stream_proof : index -> bytes -> string list list -> proof_encoding -> bytes
-val verify_stream_proof : proof_encoding -> bytes -> bytes -> string list list -> tree
-(** [verify_stream_proof encoding proof hash paths] replays the reads of
-    [paths] on the stream and checks that it hashes to [hash]. *)
+    proof of what each of [paths] holds in the tree of [commit]: its
+    value, its directory's entries, or its absence. *)
 
 (** {2 Hashes} *)
 

@@ -649,6 +649,12 @@ impl Drop for Store {
         let _ = self.repo.staged.settle();
         let _ = self.finish_recording();
         let _ = self.repo.flush();
+        // Trees read from the store may outlive it (a binding's garbage
+        // collector frees them later); the directory is free for the next
+        // writer now, which the line above made safe.
+        if let Some(writer) = &self.repo.writer {
+            writer.lock()._lock = None;
+        }
     }
 }
 
