@@ -128,7 +128,34 @@ let test_hashes_of_chains () =
   check_bytes "testchain genesis (Blake2b of the block hash)"
     (of_hex "7a06a7709ff405d1791d856c52a3c55246e03ec913599b813ec2977398afb3be") g ;
   check_bytes "Chain_id.of_block_hash on mainnet's genesis" mainnet_chain_id (Bytes.sub g 0 4) ;
-  check_bytes "testchain chain id" (of_hex "a8e68741") (C.compute_testchain_chain_id mainnet_genesis_block)
+  check_bytes "testchain chain id" (of_hex "a8e68741") (C.compute_testchain_chain_id mainnet_genesis_block) ;
+  (* Mainnet's block 28014, BKoBK7Qa8J4Wvz85MDRWmpAntd5UhPhCh3p6Ga6woJywF8cZkeJ
+     (its encoded header as TezEdge's tests hold it). *)
+  let header : C.Block_header.t =
+    {
+      shell =
+        {
+          level = 28014l;
+          proto_level = 1;
+          predecessor = of_hex "02dd00defaf70c53e180ea148b349a6feb4795610b2abc7b07fe91ce50a90814";
+          timestamp = 1544713848L;
+          validation_passes = 4;
+          operations_hash = of_hex "32bc1d3a28df9a67b363aa1638f807214bb8987e5f9c0abcbd69531facffd1c8";
+          fitness = [of_hex "00"; of_hex "00000000000c15ef"];
+          context = of_hex "15a6f54021cb353780e2847fb9c546f1d72c1dc17c3db510f45553ce501ce1de";
+        };
+      protocol_data =
+        of_hex
+          "000000000003c762c7df00a856b8bfcaf0676f069f825ca75f37f2bee9fe55ba109cec3d1d041d8c03519626c0c0faa557e778cb09d2e0c729e8556ed6a7a518c84982d1f2682bc6aa753f";
+    }
+  in
+  check_bytes "block header encoding (mainnet 28014)"
+    (of_hex
+       "00006d6e0102dd00defaf70c53e180ea148b349a6feb4795610b2abc7b07fe91ce50a90814000000005c1276780432bc1d3a28df9a67b363aa1638f807214bb8987e5f9c0abcbd69531facffd1c80000001100000001000000000800000000000c15ef15a6f54021cb353780e2847fb9c546f1d72c1dc17c3db510f45553ce501ce1de000000000003c762c7df00a856b8bfcaf0676f069f825ca75f37f2bee9fe55ba109cec3d1d041d8c03519626c0c0faa557e778cb09d2e0c729e8556ed6a7a518c84982d1f2682bc6aa753f")
+    (C.Block_header.to_bytes header) ;
+  check_bytes "block hash (mainnet 28014)"
+    (of_hex "0b1e09cf8f346cd0cb7cb933162fc5cd64cb66902412090545e1a764ef99c950")
+    (C.Block_header.hash header)
 
 let sample index =
   let ctx = C.empty index in
@@ -417,6 +444,8 @@ let test_fields () =
   check "test genesis level" (genesis.shell.level = 42l) ;
   check "test genesis validation passes" (genesis.shell.validation_passes = 0) ;
   check "test genesis protocol data" (Bytes.length genesis.protocol_data = 0) ;
+  (* LLoZS2LW3rEi7KYU4ouBQtorua37aWWCtpDmv1n2x3xoKi6sVXLWp, the operations
+     hash of a block without operations. *)
   check_bytes "empty operations hash" (of_hex "0e5751c026e543b2e8ab2eb06099daa1d1e5df47778f7787faab45cdf12fe3a8") genesis.shell.operations_hash ;
   (match run (C.commit_info index genesis.shell.context) with
   | Some i ->
