@@ -6,7 +6,10 @@ The same trace replayed, interleaved, by three runs per round, each
 measured the same way (wall time from exec to exit, and the peak RSS of
 the process, RUSAGE_CHILDREN's ru_maxrss taken around that one run alone
 as ../shared/irmin-bench/measure.py does):
-  ocaml  the duo alone on pando, through the OCaml binding (duo --only pando)
+  ocaml  the duo alone on pando, through the OCaml binding's Pando_context
+         (duo --only pando)
+  raw    the same through Pando's TezEdge-shaped functions (--api raw;
+         only with --configs naming it)
   irmin  the duo alone on irmin-pack 3.7.2 (duo --only irmin)
   native pando's own replay (pando replay TRACE --store ...)
 Blocks/s is blocks / wall. Writes DIR/NAME/RUN-R.json per run and prints
@@ -73,6 +76,7 @@ def main():
     mb = ["--max-blocks", str(a.max_blocks)] if a.max_blocks else []
     cmds = {
         "ocaml": [a.duo, a.trace, "--only", "pando", "--dir", store] + mb,
+        "raw": [a.duo, a.trace, "--only", "pando", "--api", "raw", "--dir", store] + mb,
         "irmin": [a.duo, a.trace, "--only", "irmin", "--dir", store] + mb,
         "native": [a.pando, "replay", a.trace, "--store", store, "--sync", a.sync]
         + (["--blocks", str(a.max_blocks)] if a.max_blocks else []),
@@ -110,6 +114,7 @@ def main():
                 x, y, k, statistics.median(v), min(v), max(v)))
 
     ratio("ocaml", "native", "blocks_per_s")
+    ratio("raw", "native", "blocks_per_s")
     ratio("ocaml", "irmin", "blocks_per_s")
     ratio("native", "irmin", "blocks_per_s")
     ratio("ocaml", "native", "maxrss_kb")

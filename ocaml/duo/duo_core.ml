@@ -106,6 +106,10 @@ module type PROOFS = sig
     ((string list * string option) list, string) result Lwt.t
   (** Check an encoded proof against this commit's tree hash and return
       what each path holds in the tree proved (find), or why it fails. *)
+
+  val can_verify : bool
+  (** Whether [verify] exists: when not, the other store's proofs are not
+      produced, and the summary says so. *)
 end
 
 module No_proofs (S : STORE) = struct
@@ -114,6 +118,7 @@ module No_proofs (S : STORE) = struct
 
   let produce _ _ _ = Lwt.return ""
   let verify _ _ _ _ = Lwt.return (Error "no proofs")
+  let can_verify = false
 end
 
 (* ---------------------------------------------------------------- options *)
@@ -335,8 +340,12 @@ struct
       Bytes.set b i (Char.chr (Char.code (Bytes.get b i) lxor 1));
       Bytes.to_string b
 
+  let by_kind : (string, int) Hashtbl.t = Hashtbl.create 8
+
   let diverge ~block ~op ~what ~path a b =
     incr divergences;
+    Hashtbl.replace by_kind what
+      (1 + Option.value ~default:0 (Hashtbl.find_opt by_kind what));
     if !divergences <= !max_printed then
       Printf.printf "DIVERGENCE block %d op %d %s %s: %s %s, %s %s\n%!" block
         op what (path_s path) A.name a B.name b
@@ -585,15 +594,19 @@ struct
           Lwt_list.map_s (fun p -> let+ v = B.find c p in (p, v)) paths
         in
         let* () =
-          one ~what:(A.name ^ "-proof-in-" ^ B.name) ~a_proves:true
-            (PA.produce ra ka paths)
-            (fun pr -> PB.verify rb kb pr paths)
-            ~producer_reads:(reads_a ())
+          if PB.can_verify then
+            one ~what:(A.name ^ "-proof-in-" ^ B.name) ~a_proves:true
+              (PA.produce ra ka paths)
+              (fun pr -> PB.verify rb kb pr paths)
+              ~producer_reads:(reads_a ())
+          else Lwt.return_unit
         in
-        one ~what:(B.name ^ "-proof-in-" ^ A.name) ~a_proves:false
-          (PB.produce rb kb paths)
-          (fun pr -> PA.verify ra ka pr paths)
-          ~producer_reads:(reads_b ())
+        if PA.can_verify then
+          one ~what:(B.name ^ "-proof-in-" ^ A.name) ~a_proves:false
+            (PB.produce rb kb paths)
+            (fun pr -> PA.verify ra ka pr paths)
+            ~producer_reads:(reads_b ())
+        else Lwt.return_unit
       in
       let* blocks = loop 0 in
       let* () = A.wait_gc ra in
@@ -616,9 +629,16 @@ struct
     Printf.printf "trace %s\n" !trace_path;
     Printf.printf "stores %s and %s, gc every %d keep %d\n" A.name B.name
       !gc_every !gc_keep;
-    Printf.printf "proofs checked %d, trace mismatches %d\n" !proofs_checked
+    Printf.printf "proofs checked %d (%s's in %s: %s, %s's in %s: %s), trace mismatches %d\n"
+      !proofs_checked A.name B.name
+      (if !proofs = 0 then "off" else if PB.can_verify then "yes" else "no verifier")
+      B.name A.name
+      (if !proofs = 0 then "off" else if PA.can_verify then "yes" else "no verifier")
       !trace_mismatches;
     Printf.printf "wall %.1f s, peak RSS %d kB\n" wall (vm_hwm_kb ());
+    List.iter
+      (fun (w, n) -> Printf.printf "divergences of %s: %d\n" w n)
+      (List.sort compare (Hashtbl.fold (fun w n l -> (w, n) :: l) by_kind []));
     Printf.printf "duo: %d blocks, %d results compared, %d divergences\n%!"
       blocks !compared !divergences;
     if failed then 2 else if !divergences > 0 then 1 else 0
