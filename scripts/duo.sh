@@ -14,8 +14,9 @@
 #   when IRMIN_SRC is unset, that tarball is unpacked into $DUO_BUILD),
 #   irmin's own trace reader (bench/irmin-pack/trace_common.ml and
 #   trace_definitions.ml, unmodified) as the library irmin_trace_defs, and
-#   this checkout's ocaml/ project (a symbolic link);
-# - the Rust side of the binding (cargo build --release -p pando-ocaml).
+#   this checkout's ocaml/pando, ocaml/pando_context and ocaml/duo
+#   (symbolic links);
+# - the Rust side of the binding (cargo, through ocaml/pando/rust-lib.sh).
 # Nothing from irmin's sources enters the checkout.
 #
 # Needs Debian's OCaml 4.13.1, dune 2.9.3 and the OCaml packages that
@@ -99,7 +100,12 @@ cat > "$ws/irmin_trace/dune" <<'EOD'
 EOD
 printf '(lang dune 2.9)\n(profile duo)\n' > "$ws/dune-workspace"
 printf '(lang dune 2.9)\n' > "$ws/dune-project"
-ln -sfn "$root/ocaml" "$ws/ocaml"
+# the binding's libraries and the duo, linked one by one so that they
+# belong to this workspace's project (a library without a public name,
+# as irmin_trace_defs, is seen only inside its own project)
+[ -L "$ws/ocaml" ] && rm "$ws/ocaml"
+mkdir -p "$ws/ocaml"
+for d in pando pando_context duo; do ln -sfn "$root/ocaml/$d" "$ws/ocaml/$d"; done
 
 # the Rust side of the binding: ocaml/pando's dune rule builds it with
 # cargo (ocaml/pando/rust-lib.sh), from this checkout even when the
