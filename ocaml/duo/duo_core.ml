@@ -342,6 +342,10 @@ struct
 
   let by_kind : (string, int) Hashtbl.t = Hashtbl.create 8
 
+  (* collections started, and not started because one was running *)
+  let gcs_a = (ref 0, ref 0)
+  let gcs_b = (ref 0, ref 0)
+
   let diverge ~block ~op ~what ~path a b =
     incr divergences;
     Hashtbl.replace by_kind what
@@ -548,8 +552,13 @@ struct
                     Lwt.return_unit
                 | Some target ->
                     let ka, kb = Hashtbl.find by_n target in
-                    let* _ = A.gc ra ka in
-                    let+ _ = B.gc rb kb in
+                    let* sa = A.gc ra ka in
+                    let+ sb = B.gc rb kb in
+                    let count (started, skipped) s =
+                      if s then incr started else incr skipped
+                    in
+                    count gcs_a sa;
+                    count gcs_b sb;
                     Hashtbl.filter_map_inplace
                       (fun i v -> if i < target then None else Some v)
                       by_n
@@ -629,6 +638,10 @@ struct
     Printf.printf "trace %s\n" !trace_path;
     Printf.printf "stores %s and %s, gc every %d keep %d\n" A.name B.name
       !gc_every !gc_keep;
+    if !gc_every > 0 then
+      Printf.printf
+        "collections started: %s %d (%d skipped, one running), %s %d (%d skipped)\n"
+        A.name !(fst gcs_a) !(snd gcs_a) B.name !(fst gcs_b) !(snd gcs_b);
     Printf.printf "proofs checked %d (%s's in %s: %s, %s's in %s: %s), trace mismatches %d\n"
       !proofs_checked A.name B.name
       (if !proofs = 0 then "off" else if PB.can_verify then "yes" else "no verifier")
