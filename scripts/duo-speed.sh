@@ -7,7 +7,8 @@
 # interleaved round by round so that the machine's load falls on all
 # three alike; prints medians and within-round ratios
 # (scripts/duo_speed.py). Builds the duo (scripts/duo.sh --build-only,
-# $IRMIN_SRC as there) and pando-cli (cargo build --release) first.
+# $IRMIN_SRC as there) and pando-cli (cargo build --release; or set
+# PANDO to a pando binary) first.
 # Results go to $RUNS (default target/duo/speed). Runs under nice.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -17,7 +18,9 @@ shift
 rounds=3
 if [ $# -gt 0 ] && [[ $1 =~ ^[0-9]+$ ]]; then rounds=$1; shift; fi
 duo=$("$here/duo.sh" --build-only | tail -1)
-(cd "$root" && cargo build --release -q -p pando-cli)
+if [ -z "${PANDO:-}" ]; then
+  (cd "$root" && cargo build --release -q -p pando-cli)
+fi
 pando=${PANDO:-$root/target/release/pando}
 runs=${RUNS:-$root/target/duo/speed}
 mkdir -p "$runs"
