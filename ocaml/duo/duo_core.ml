@@ -356,8 +356,12 @@ struct
     else if !divergences = !max_printed + 1 then
       Printf.printf "(further divergences counted, not printed)\n%!"
 
+  let compared_by_kind : (string, int) Hashtbl.t = Hashtbl.create 16
+
   let check ~block ~op ~what ~path show a b =
     incr compared;
+    Hashtbl.replace compared_by_kind what
+      (1 + Option.value ~default:0 (Hashtbl.find_opt compared_by_kind what));
     if a <> b then diverge ~block ~op ~what ~path (show a) (show b)
 
   let run () =
@@ -577,6 +581,8 @@ struct
           let* r = verify proof in
           incr compared;
           incr proofs_checked;
+          Hashtbl.replace compared_by_kind what
+            (1 + Option.value ~default:0 (Hashtbl.find_opt compared_by_kind what));
           match r with
           | Error e ->
               diverge ~block ~op ~what ~path:(List.hd paths) "proof"
@@ -649,6 +655,12 @@ struct
       (if !proofs = 0 then "off" else if PA.can_verify then "yes" else "no verifier")
       !trace_mismatches;
     Printf.printf "wall %.1f s, peak RSS %d kB\n" wall (vm_hwm_kb ());
+    Printf.printf "results compared by kind: %s\n"
+      (String.concat ", "
+         (List.map
+            (fun (w, n) -> Printf.sprintf "%s %d" w n)
+            (List.sort compare
+               (Hashtbl.fold (fun w n l -> (w, n) :: l) compared_by_kind []))));
     List.iter
       (fun (w, n) -> Printf.printf "divergences of %s: %d\n" w n)
       (List.sort compare (Hashtbl.fold (fun w n l -> (w, n) :: l) by_kind []));
