@@ -9,12 +9,18 @@ cd "$(dirname "$0")/.."
 root=$(pwd)
 if [ "${1:-}" = --ocaml5 ]; then
   prefix=${2:?--ocaml5 needs the prefix of an OCaml 5 installation}
+  # dune takes the compiler from PATH and its libraries from OCAMLPATH
+  # (Debian's are compiled by 4.13); cargo's ocaml-sys reads OCAMLOPT.
   export PATH="$prefix/bin:$PATH"
-  export OCAMLFIND_CONF="${OCAMLFIND_CONF:-$prefix/lib/findlib.conf}"
+  export OCAMLPATH="$prefix/lib/ocaml"
   export OCAMLOPT="$prefix/bin/ocamlopt"
   build="$root/target/ocaml5-dune"
+  # Only the compiler's own libraries exist for OCaml 5 here (no Lwt): the
+  # binding, its tests and its benchmark, not Pando_context nor the duo.
+  targets=(@pando/all @test/runtest @bench/all)
 else
   build="$root/target/ocaml-dune"
+  targets=(@install @runtest @bench/all)
 fi
 echo "OCaml $(ocamlopt -version) ($(command -v ocamlopt))"
 
@@ -25,5 +31,5 @@ CARGO_TARGET_DIR="$root/target" cargo clippy --quiet --locked --manifest-path "$
 # dune's build directory outside the source tree, one per compiler.
 export PANDO_ROOT="$root"
 cd ocaml
-dune build --build-dir "$build" @install @runtest 2>&1
+dune build --build-dir "$build" "${targets[@]}" 2>&1
 echo "ocaml tests: passed (OCaml $(ocamlopt -version))"

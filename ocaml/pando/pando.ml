@@ -91,7 +91,39 @@ external produce_tree_proof :
   index -> bytes -> string list list -> proof_encoding -> bytes
   = "pando_produce_tree_proof"
 
+external verify_tree_proof : proof_encoding -> bytes -> bytes -> tree
+  = "pando_verify_tree_proof"
+
+external produce_stream_proof :
+  index -> bytes -> string list list -> proof_encoding -> bytes
+  = "pando_produce_stream_proof"
+
+external verify_stream_proof :
+  proof_encoding -> bytes -> bytes -> string list list -> tree
+  = "pando_verify_stream_proof"
+
+external verify_stream_proof_reads :
+  proof_encoding -> bytes -> bytes -> string list list -> tree * int
+  = "pando_verify_stream_proof_reads"
+
+external proof_hashes_raw : proof_encoding -> bool -> bytes -> bytes * bytes
+  = "pando_proof_hashes"
+
+let tree_proof_hashes encoding proof = proof_hashes_raw encoding false proof
+let stream_proof_hashes encoding proof = proof_hashes_raw encoding true proof
+
+external empty_tree : unit -> tree = "pando_empty_tree"
+external set_branch : index -> string -> bytes -> unit = "pando_set_branch"
+
+external blake2b : int -> bytes -> bytes = "pando_blake2b"
+external b58check_encode : string -> bytes -> string = "pando_b58check_encode"
+
 module Hash = struct
   external to_b58check : bytes -> string = "pando_hash_to_b58check"
   external of_b58check : string -> bytes = "pando_hash_of_b58check"
+end
+
+module Internal = struct
+  external find_in_rust : context -> string list -> int -> float
+    = "pando_find_in_rust"
 end

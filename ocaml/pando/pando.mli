@@ -235,10 +235,63 @@ type proof_encoding = V1 | V2
 
 val produce_tree_proof : index -> bytes -> string list list -> proof_encoding -> bytes
 (** [produce_tree_proof index commit paths encoding]: the encoded tree
-    proof of what each of [paths] holds in the tree of [commit]: its
-    value, its directory's entries, or its absence. *)
+    proof of reading each of [paths] in the tree of [commit] (irmin's
+    [Tree.find]: the directories on the way and the value at the end are
+    revealed; a directory at the end shows only its hash). *)
+
+val verify_tree_proof : proof_encoding -> bytes -> bytes -> tree
+(** [verify_tree_proof encoding proof root] decodes [proof], checks that
+    its tree hashes to [root] (the hash of a commit's tree, as
+    {!tree_hash} gives it, not the commit hash) and returns that tree.
+    Reading a part the proof blinds raises {!Error} naming it; the tree
+    can be updated in memory but not added to a store's tree. *)
+
+val produce_stream_proof : index -> bytes -> string list list -> proof_encoding -> bytes
+(** The encoded stream proof of reading each of [paths] (as
+    {!produce_tree_proof}) in the tree of [commit]: what the reads visit,
+    in irmin's order. *)
+
+val verify_stream_proof : proof_encoding -> bytes -> bytes -> string list list -> tree
+(** [verify_stream_proof encoding proof root paths] replays the reads of
+    [paths] on the stream, checking each element against the hash it
+    must have from [root], and returns the tree of what they read. A
+    missing, extra or altered element raises {!Error}. *)
+
+val verify_stream_proof_reads : proof_encoding -> bytes -> bytes -> string list list -> tree * int
+(** {!verify_stream_proof} of the reads made so far: the first elements
+    of the stream are checked against the reads of [paths], the rest are
+    left; returns the tree of what was read and how many elements are
+    left. A caller that learns its reads one at a time answers each from
+    this tree and, at the end, checks with {!verify_stream_proof} that
+    the whole stream was read. *)
+
+val tree_proof_hashes : proof_encoding -> bytes -> bytes * bytes
+(** The [before] and [after] hashes an encoded tree proof states (what
+    Octez's [verify_tree_proof] checks its tree and its computation's
+    result against), without checking them. *)
+
+val stream_proof_hashes : proof_encoding -> bytes -> bytes * bytes
+(** The same of an encoded stream proof. *)
+
+(** {2 Other} *)
+
+val empty_tree : unit -> tree
+(** An empty tree, belonging to no index. *)
+
+val set_branch : index -> string -> bytes -> unit
+(** [set_branch index name commit] points the branch [name] at [commit]
+    (durable when it returns). *)
 
 (** {2 Hashes} *)
+
+val blake2b : int -> bytes -> bytes
+(** [blake2b size data]: the BLAKE2b digest of [data], [size] bytes long
+    (1 to 64), as Octez's hashes use it (block hashes, chain ids). *)
+
+val b58check_encode : string -> bytes -> string
+(** [b58check_encode prefix payload]: base58check of [prefix ^ payload],
+    as Octez prints its hashes ([prefix] is the version bytes, e.g.
+    ["\087\082\000"] for a chain id). *)
 
 module Hash : sig
   val to_b58check : bytes -> string
@@ -246,4 +299,13 @@ module Hash : sig
 
   val of_b58check : string -> bytes
   (** The 32 bytes of a [Co...] hash; raises {!Error} if it is not one. *)
+end
+
+(** {2 For the binding's own benchmark} *)
+
+module Internal : sig
+  val find_in_rust : context -> string list -> int -> float
+  (** [find_in_rust ctx path n] makes [n] calls of {!find}'s Rust
+      function from Rust and returns the seconds they took: the same work
+      without the binding, for [ocaml/bench]. *)
 end

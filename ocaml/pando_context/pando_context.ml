@@ -173,7 +173,7 @@ module Block_header = struct
     Buffer.add_bytes buf protocol_data ;
     Buffer.to_bytes buf
 
-  let hash h = Blake2b.digest ~size:32 (to_bytes h)
+  let hash h = Pando.blake2b 32 (to_bytes h)
 end
 
 module Proof = struct
@@ -216,8 +216,22 @@ type key = string list
 
 type value = bytes
 
-(* [in_store]: read from a stored context and not changed since. *)
-type tree = {p : Pando.tree; in_store : bool}
+(* A tree of the binding: of the store ([in_store]: read from a stored
+   context and not changed since), in memory, or of a verified proof; or
+   the subtree at [prefix] of a stream proof being checked (Stream). *)
+type tree = S of {p : Pando.tree; in_store : bool} | Q of {st : stream; prefix : string list}
+
+(* A stream proof being checked against a callback's reads, each answered
+   from the first elements of the stream, which the reads so far take
+   (see Stream). *)
+and stream = {
+  enc : Pando.proof_encoding;
+  proof : bytes;
+  before : bytes;
+  mutable reads : string list list;  (** the paths read, latest first *)
+  mutable seen : Pando.tree option;  (** the tree of the reads so far *)
+  mutable final : Pando.tree option;  (** the whole stream's, once checked *)
+}
 
 type node_key = bytes
 
@@ -229,35 +243,122 @@ type depth = [`Eq of int | `Le of int | `Lt of int | `Ge of int | `Gt of int]
 
 let name = "pando"
 
-(* Indexes open now, the latest first: [Tree.of_raw] makes its trees with
-   the first one's empty context. *)
-let open_indexes : index list ref = ref []
-
 let data_key key = "data" :: key
 
 let wrap_ctx index ctx = {ctx; index; stored = None}
 
 let changed t ctx = {ctx; index = t.index; stored = None}
 
-let tree_of t p = {p; in_store = t.stored <> None}
+let tree_of t p = S {p; in_store = t.stored <> None}
 
-let sub tree p = {p; in_store = tree.in_store}
+let fresh p = S {p; in_store = false}
 
-let fresh p = {p; in_store = false}
+(* The binding refuses to graft a tree of one source into a tree of
+   another (a verified proof's tree into a store's, or the reverse:
+   [Error::ForeignTree]); such a tree is grafted as a copy in memory, which
+   reads all of it (a part a proof blinds raises Pando.Error). *)
+let contains ~sub msg =
+  let n = String.length sub and m = String.length msg in
+  let rec at i = i + n <= m && (String.sub msg i n = sub || at (i + 1)) in
+  at 0
+
+let foreign msg = contains ~sub:"belongs to another store instance" msg
+
+let rec copy p =
+  match Pando.tree_kind p with
+  | Pando.Value -> Pando.tree_add (Pando.empty_tree ()) [] (Option.value (Pando.tree_to_value p) ~default:Bytes.empty)
+  | Pando.Tree ->
+      Array.fold_left
+        (fun acc (s, c) -> Pando.tree_add_tree acc [s] (copy c))
+        (Pando.empty_tree ()) (Pando.tree_list p None None [])
+
+let graft add target key p =
+  try add target key p with Pando.Error msg when foreign msg -> add target key (copy p)
+
+(* Checking a stream proof against reads not known in advance: each read
+   is answered from the tree of the reads so far, this one included,
+   which Pando.verify_stream_proof_reads checks in order against the first
+   elements of the stream (each against the hash it must have from
+   [before]); when the callback returns, Pando.verify_stream_proof checks
+   its reads against the whole stream, which refuses any element left. *)
+module Stream = struct
+  let make enc proof =
+    let before, _ = Pando.stream_proof_hashes enc proof in
+    {enc; proof; before; reads = []; seen = None; final = None}
+
+  (* The tree of the reads so far and [path], from the stream. *)
+  let read st path =
+    match st.final with
+    | Some t -> t
+    | None ->
+        let paths = List.rev (path :: st.reads) in
+        let t, _left = Pando.verify_stream_proof_reads st.enc st.proof st.before paths in
+        st.reads <- path :: st.reads ;
+        st.seen <- Some t ;
+        t
+
+  (* The verified tree at [prefix], read before: its kind and hash are in
+     its parent's entry, so nothing more is read. *)
+  let at st prefix =
+    let t = match (st.final, st.seen) with Some t, _ | None, Some t -> t | None, None -> raise Not_found in
+    match Pando.tree_find_tree t prefix with Some t -> t | None -> raise Not_found
+
+  (* The whole stream checked against every read made, none left. *)
+  let finish st =
+    match st.final with
+    | Some t -> t
+    | None ->
+        let t = Pando.verify_stream_proof st.enc st.proof st.before (List.rev st.reads) in
+        st.final <- Some t ;
+        t
+
+  let unsupported () =
+    raise
+      (Pando.Error
+         "while pando checks a stream proof, its tree answers find, find_tree, mem, mem_tree, to_value, kind, \
+          hash, equal and is_empty only: other reads and writes load the stream in an order the binding's \
+          verifier does not replay")
+end
+
+(* The binding's tree of a tree: a streamed one only once its proof is
+   checked whole. *)
+let pando_of = function
+  | S {p; _} -> p
+  | Q {st = {final = Some _; _} as st; prefix} -> Stream.at st prefix
+  | Q _ -> Stream.unsupported ()
+
+(* The binding's tree of a tree, for its kind and hash: a streamed
+   subtree's are in its parent's entry, read already, so nothing more is
+   read from the stream. *)
+let pando_of_read = function
+  | Q {st; prefix} -> (
+      match Stream.at st prefix with
+      | t -> t
+      | exception Not_found -> raise (Pando.Error "a streamed tree not read yet"))
+  | tree -> pando_of tree
+
+let in_store_of = function S {in_store; _} -> in_store | Q _ -> false
+
+(* A read on a streamed tree: [f] on the tree of the reads verified so
+   far, this one included. *)
+let streamed st prefix key f =
+  let path = prefix @ key in
+  match f (Stream.read st path) path with v -> Lwt.return v | exception e -> Lwt.fail e
 
 (* Runs [f x] as a promise: its exception fails the promise. *)
 let lwt1 f x = match f x with v -> Lwt.return v | exception e -> Lwt.fail e
 
 (* ------------------------------------------------------------- opening *)
 
-let init ?patch_context ?(readonly = false) ?index_log_size:_ dir =
+let init ?patch_context ?(readonly = false) ?index_log_size:_ ?sync_policy dir =
   match
-    if readonly then Pando.index_open_readonly dir else Pando.index_init dir
+    match (readonly, sync_policy) with
+    | true, _ -> Pando.index_open_readonly dir
+    | false, None -> Pando.index_init dir
+    | false, Some policy -> Pando.index_init_with policy dir
   with
   | pando ->
-      let index = {pando; readonly; patch_context; closed = false} in
-      open_indexes := index :: !open_indexes ;
-      Lwt.return index
+      Lwt.return {pando; readonly; patch_context; closed = false}
   | exception e -> Lwt.fail e
 
 let index t = t.index
@@ -270,7 +371,6 @@ let close index =
     match Pando.close index.pando with
     | () ->
         index.closed <- true ;
-        open_indexes := List.filter (fun i -> i != index) !open_indexes ;
         Lwt.return_unit
     | exception e -> Lwt.fail e
 
@@ -345,7 +445,9 @@ let add t key v =
   | exception e -> Lwt.fail e
 
 let add_tree t key tree =
-  match Pando.add_tree t.ctx (data_key key) tree.p with
+  match
+    graft Pando.add_tree t.ctx (data_key key) (pando_of tree)
+  with
   | ctx -> Lwt.return (changed t ctx)
   | exception e -> Lwt.fail e
 
@@ -406,92 +508,126 @@ let fold ?depth t key ~order ~init ~f =
 
 module Tree = struct
   let mem tree key =
-    match Pando.tree_mem tree.p key with v -> Lwt.return v | exception e -> Lwt.fail e
+    match tree with
+    | Q {st; prefix} -> streamed st prefix key Pando.tree_mem
+    | S {p; _} -> ( match Pando.tree_mem p key with v -> Lwt.return v | exception e -> Lwt.fail e)
 
   let mem_tree tree key =
-    match Pando.tree_mem_tree tree.p key with
-    | v -> Lwt.return v
-    | exception e -> Lwt.fail e
+    match tree with
+    | Q {st; prefix} -> streamed st prefix key Pando.tree_mem_tree
+    | S {p; _} -> ( match Pando.tree_mem_tree p key with v -> Lwt.return v | exception e -> Lwt.fail e)
 
   let find tree key =
-    match Pando.tree_find tree.p key with v -> Lwt.return v | exception e -> Lwt.fail e
+    match tree with
+    | Q {st; prefix} -> streamed st prefix key Pando.tree_find
+    | S {p; _} -> ( match Pando.tree_find p key with v -> Lwt.return v | exception e -> Lwt.fail e)
 
   let find_tree tree key =
-    match Pando.tree_find_tree tree.p key with
-    | None -> Lwt.return_none
-    | Some p -> Lwt.return_some (sub tree p)
-    | exception e -> Lwt.fail e
+    match tree with
+    | Q {st; prefix} ->
+        streamed st prefix key (fun t path ->
+            Option.map (fun _ -> Q {st; prefix = path}) (Pando.tree_find_tree t path))
+    | S {p; in_store} -> (
+        match Pando.tree_find_tree p key with
+        | None -> Lwt.return_none
+        | Some p -> Lwt.return_some (S {p; in_store})
+        | exception e -> Lwt.fail e)
 
   let list tree ?offset ?length key =
-    match Pando.tree_list tree.p offset length key with
-    | arr -> Lwt.return (entries (sub tree) arr)
+    match pando_of tree with
     | exception e -> Lwt.fail e
+    | p -> (
+        let in_store = in_store_of tree in
+        match Pando.tree_list p offset length key with
+        | arr -> Lwt.return (entries (fun p -> S {p; in_store}) arr)
+        | exception e -> Lwt.fail e)
 
   let length tree key =
-    match Pando.tree_length tree.p key with
-    | v -> Lwt.return v
-    | exception e -> Lwt.fail e
+    match Pando.tree_length (pando_of tree) key with v -> Lwt.return v | exception e -> Lwt.fail e
 
   let add tree key v =
-    match Pando.tree_add tree.p key v with
-    | p -> Lwt.return (fresh p)
-    | exception e -> Lwt.fail e
+    match Pando.tree_add (pando_of tree) key v with p -> Lwt.return (fresh p) | exception e -> Lwt.fail e
 
-  let add_tree tree key t =
-    match Pando.tree_add_tree tree.p key t.p with
+  let add_tree tree key sub =
+    match graft Pando.tree_add_tree (pando_of tree) key (pando_of sub) with
     | p -> Lwt.return (fresh p)
     | exception e -> Lwt.fail e
 
   let remove tree key =
-    match Pando.tree_remove tree.p key with
-    | p -> Lwt.return (fresh p)
-    | exception e -> Lwt.fail e
+    match Pando.tree_remove (pando_of tree) key with p -> Lwt.return (fresh p) | exception e -> Lwt.fail e
 
   let fold ?depth tree key ~order ~init ~f =
-    fold_pando (sub tree) ?depth tree.p key ~order ~init ~f
+    match pando_of tree with
+    | exception e -> Lwt.fail e
+    | p ->
+        let in_store = in_store_of tree in
+        fold_pando (fun p -> S {p; in_store}) ?depth p key ~order ~init ~f
 
   let config _ = Config.tezos
 
-  let empty t = fresh (Pando.tree_empty t.ctx)
+  let empty _ = fresh (Pando.empty_tree ())
 
-  let is_empty tree = Pando.tree_is_empty tree.p
+  (* A streamed tree's kind and hash: its root's are the proof's [before]
+     (V1: the tag at byte 2; V2: bit 0 of byte 0); a subtree's are in the
+     entry of its parent, read already. *)
+  let kind tree =
+    match tree with
+    | Q {st = {final = None; _} as st; prefix = []} ->
+        let node = match st.enc with Pando.V1 -> Bytes.get_uint8 st.proof 2 | Pando.V2 -> Bytes.get_uint8 st.proof 0 land 1 in
+        if node = 1 then `Tree else `Value
+    | tree -> ( match Pando.tree_kind (pando_of_read tree) with Pando.Value -> `Value | Pando.Tree -> `Tree)
 
-  let kind tree = match Pando.tree_kind tree.p with Pando.Value -> `Value | Pando.Tree -> `Tree
-
-  let to_value tree = lwt1 Pando.tree_to_value tree.p
+  let to_value tree =
+    match tree with
+    | Q {st; prefix} -> streamed st prefix [] Pando.tree_find
+    | S {p; _} -> lwt1 Pando.tree_to_value p
 
   let of_value t v =
     match Pando.tree_of_value t.ctx v with
     | p -> Lwt.return (fresh p)
     | exception e -> Lwt.fail e
 
-  let hash tree = Pando.tree_hash tree.p
+  let hash tree =
+    match tree with
+    | Q {st = {final = None; _} as st; prefix = []} -> st.before
+    | tree -> Pando.tree_hash (pando_of_read tree)
 
-  let equal a b = a == b || Pando.tree_equal a.p b.p
+  let equal a b = a == b || Bytes.equal (hash a) (hash b)
 
-  let clear ?depth tree = Pando.tree_clear depth tree.p
+  let is_empty tree = Bytes.equal (hash tree) (Pando.tree_hash (Pando.empty_tree ()))
+
+  let clear ?depth tree = Pando.tree_clear depth (pando_of tree)
 
   let hex b = String.concat "" (List.init (Bytes.length b) (fun i -> Printf.sprintf "%02x" (Bytes.get_uint8 b i)))
 
-  let rec pp_pando ppf p =
+  type raw = [`Tree of raw String_map.t | `Value of value]
+
+  let rec raw_of_pando p : raw =
     match Pando.tree_kind p with
     | Pando.Value -> (
-        match Pando.tree_to_value p with
-        | Some v -> Format.fprintf ppf "0x%s" (hex v)
-        | None -> Format.pp_print_string ppf "?")
+        match Pando.tree_to_value p with Some v -> `Value v | None -> `Value Bytes.empty)
     | Pando.Tree ->
-        let entries = Pando.tree_list p None None [] in
+        `Tree
+          (Array.fold_left
+             (fun m (s, c) -> String_map.add s (raw_of_pando c) m)
+             String_map.empty
+             (Pando.tree_list p None None []))
+
+  let raw_of tree = raw_of_pando (pando_of tree)
+
+  let rec pp_raw ppf (raw : raw) =
+    match raw with
+    | `Value v -> Format.fprintf ppf "0x%s" (hex v)
+    | `Tree m ->
         Format.fprintf ppf "@[<hv 1>{" ;
-        Array.iteri
+        List.iteri
           (fun i (s, c) ->
             if i > 0 then Format.fprintf ppf ";@ " ;
-            Format.fprintf ppf "@[<hv 2>%s:@ %a@]" s pp_pando c)
-          entries ;
+            Format.fprintf ppf "@[<hv 2>%s:@ %a@]" s pp_raw c)
+          (String_map.bindings m) ;
         Format.fprintf ppf "}@]"
 
-  let pp ppf tree = pp_pando ppf tree.p
-
-  type raw = [`Tree of raw String_map.t | `Value of value]
+  let pp ppf tree = pp_raw ppf (raw_of tree)
 
   let encode_raw (raw : raw) =
     let rec go buf (raw : raw) =
@@ -541,36 +677,19 @@ module Tree = struct
 
   let raw_encoding = (encode_raw, decode_raw)
 
-  let rec raw_of_pando p : raw =
-    match Pando.tree_kind p with
-    | Pando.Value -> (
-        match Pando.tree_to_value p with Some v -> `Value v | None -> `Value Bytes.empty)
-    | Pando.Tree ->
-        `Tree
-          (Array.fold_left
-             (fun m (s, c) -> String_map.add s (raw_of_pando c) m)
-             String_map.empty
-             (Pando.tree_list p None None []))
-
-  let to_raw tree = lwt1 raw_of_pando tree.p
+  let to_raw tree = lwt1 raw_of tree
 
   let of_raw raw =
-    match !open_indexes with
-    | [] -> invalid_arg "Pando_context.Tree.of_raw: no open index"
-    | index :: _ ->
-        let ctx = Pando.context_init index.pando in
-        let rec build (raw : raw) =
-          match raw with
-          | `Value v -> Pando.tree_of_value ctx v
-          | `Tree m ->
-              String_map.fold
-                (fun s r acc -> Pando.tree_add_tree acc [s] (build r))
-                m (Pando.tree_empty ctx)
-        in
-        fresh (build raw)
+    let rec build (raw : raw) =
+      match raw with
+      | `Value v -> Pando.tree_add (Pando.empty_tree ()) [] v
+      | `Tree m ->
+          String_map.fold (fun s r acc -> Pando.tree_add_tree acc [s] (build r)) m (Pando.empty_tree ())
+    in
+    fresh (build raw)
 
   let unshallow tree =
-    match Pando.make_tree_walker tree.p None [] Pando.Undefined with
+    match Pando.make_tree_walker (pando_of tree) None [] Pando.Undefined with
     | walker ->
         let rec force () =
           match Pando.tree_walker_next walker with
@@ -587,10 +706,11 @@ module Tree = struct
   let is_shallow _ = false
 
   let kinded_key tree : kinded_key option =
-    if not tree.in_store then None
-    else
-      let h = Pando.tree_hash tree.p in
-      match Pando.tree_kind tree.p with Pando.Value -> Some (`Value h) | Pando.Tree -> Some (`Node h)
+    match tree with
+    | S {p; in_store = true} -> (
+        let h = Pando.tree_hash p in
+        match Pando.tree_kind p with Pando.Value -> Some (`Value h) | Pando.Tree -> Some (`Node h))
+    | S _ | Q _ -> None
 end
 
 (* --------------------------------------------------- predefined fields *)
@@ -660,18 +780,23 @@ let find_predecessor_block_metadata_hash = find_hash_at predecessor_block_metada
 
 let find_predecessor_ops_metadata_hash = find_hash_at predecessor_ops_metadata_hash_key
 
-let compute_testchain_genesis block = Blake2b.digest ~size:32 block
+let compute_testchain_genesis block = Pando.blake2b 32 block
 
 (* Octez's [Chain_id.of_block_hash]: the first 4 bytes of the Blake2b of
    the block hash (mainnet's chain id, NetXdQprcVkpaWU, is that of its
    genesis block). *)
-let chain_id_of_block_hash block = Bytes.sub (Blake2b.digest ~size:32 block) 0 4
+let chain_id_of_block_hash block = Bytes.sub (Pando.blake2b 32 block) 0 4
 
 let compute_testchain_chain_id block =
   chain_id_of_block_hash (compute_testchain_genesis block)
 
 (* Octez's [Operation_list_list_hash.empty]: the hash of no bytes. *)
-let empty_operations_hash = Blake2b.digest ~size:32 Bytes.empty
+let empty_operations_hash = Pando.blake2b 32 Bytes.empty
+
+(* Octez's [get_branch]: the chain id in base58check ([Chain_id.pp]). *)
+let branch_of_chain_id chain_id =
+  check_len "chain_id" 4 chain_id ;
+  Pando.b58check_encode "\087\082\000" chain_id
 
 let commit_test_chain_genesis t (forked : Block_header.t) =
   let message = Printf.sprintf "Forking testchain at level %ld." forked.shell.level in
@@ -679,6 +804,9 @@ let commit_test_chain_genesis t (forked : Block_header.t) =
       match Block_header.hash forked with
       | forked_block ->
           let genesis = compute_testchain_genesis forked_block in
+          (* Octez names the branch after [compute_testchain_chain_id] of
+             the genesis hash (which hashes it once more). *)
+          Pando.set_branch t.index.pando (branch_of_chain_id (compute_testchain_chain_id genesis)) context ;
           Lwt.return
             {
               Block_header.shell =
@@ -694,10 +822,11 @@ let commit_test_chain_genesis t (forked : Block_header.t) =
             }
       | exception e -> Lwt.fail e)
 
-let commit_genesis index ~chain_id:_ ~time ~protocol =
+let commit_genesis index ~chain_id ~time ~protocol =
   let ( let* ) = Lwt.bind in
   Lwt.catch
     (fun () ->
+      let branch = branch_of_chain_id chain_id in
       let ctx = empty index in
       let* patched =
         match index.patch_context with
@@ -710,6 +839,7 @@ let commit_genesis index ~chain_id:_ ~time ~protocol =
           let* ctx = add_protocol ctx protocol in
           let* ctx = add_test_chain ctx Test_chain_status.Not_running in
           let* h = commit ~time ~message:"Genesis" ctx in
+          Pando.set_branch index.pando branch h ;
           Lwt.return (Ok h))
     (function Pando.Error msg -> Lwt.return (Error (`Pando_error msg)) | e -> Lwt.fail e)
 
@@ -725,73 +855,60 @@ let set_hash_version t v =
 type proof_error =
   [`Proof_mismatch of string | `Stream_too_long of string | `Stream_too_short of string]
 
-(* The [before] and [after] kinded hashes of an encoded proof:
-   V1 is [int16 version, kind, hash, kind, hash, ...]; V2 (compact) puts
-   both kinds in a first tag byte, then [int16 version, hash, hash, ...].
-   Data_encoding's Compact joins the tags of an object's fields from the
-   lowest bit up: before's kind is bit 0, after's bit 1. A kind is 0
-   (value) or 1 (node). *)
-let proof_header encoding proof =
-  let r = Reader.v "proof" proof in
-  match (encoding : Proof.encoding) with
-  | V1 ->
-      let _version = Reader.fixed r 2 in
-      let bk = Reader.u8 r in
-      let before = Reader.fixed r 32 in
-      let ak = Reader.u8 r in
-      let after = Reader.fixed r 32 in
-      if bk > 1 || ak > 1 then Reader.bad r "kinded hash tag" ;
-      ((bk, before), (ak, after))
-  | V2 ->
-      let tag = Reader.u8 r in
-      if tag > 3 then Reader.bad r "header tag" ;
-      let _version = Reader.fixed r 2 in
-      let before = Reader.fixed r 32 in
-      let after = Reader.fixed r 32 in
-      ((tag land 1, before), ((tag lsr 1) land 1, after))
-
-let kind_code p = match Pando.tree_kind p with Pando.Value -> 0 | Pando.Tree -> 1
-
-let classify msg : proof_error =
-  let contains s =
-    let n = String.length s and m = String.length msg in
-    let rec at i = i + n <= m && (String.sub msg i n = s || at (i + 1)) in
-    at 0
-  in
-  if contains "too long" then `Stream_too_long msg
-  else if contains "too short" then `Stream_too_short msg
+(* Octez's error for the binding's message: the stream verifier's "the
+   stream ends where the reads need ..." and "N stream elements are left
+   after the reads" are its two stream errors; everything else (a
+   malformed proof, a hash that differs, a blinded read) is a mismatch. *)
+let proof_error msg : proof_error =
+  if contains ~sub:"the stream ends where" msg then `Stream_too_short msg
+  else if contains ~sub:"stream elements are left" msg then `Stream_too_long msg
   else `Proof_mismatch msg
 
-let run_verified ~classify ~after proved f =
+(* Whether the proof's [after] is a node's hash (1) or a value's (0): in V1
+   the tag of the second kinded hash (byte 35, after the 2-byte version and
+   the 33-byte [before]); in V2 bit 1 of the first byte. Read once the
+   binding has decoded the proof, so the byte is there. *)
+let after_kind (encoding : Proof.encoding) proof =
+  match encoding with
+  | V1 -> Bytes.get_uint8 proof 35
+  | V2 -> (Bytes.get_uint8 proof 0 lsr 1) land 1
+
+(* Runs [f] on the proof's tree, then [finish] (what checks the proof
+   once [f] is done), and checks the tree [f] returns against the proof's
+   [after], kind and hash. *)
+let run_on_proof encoding proof after tree ~finish f =
   Lwt.catch
     (fun () ->
-      Lwt.bind (f (fresh proved)) (fun (tree, result) ->
-          let ak, ah = after in
-          let h = Pando.tree_hash tree.p in
-          if Bytes.equal h ah && kind_code tree.p = ak then Lwt.return (Ok (tree, result))
+      Lwt.bind (f tree) (fun (tree, result) ->
+          finish () ;
+          let h = Tree.hash tree in
+          let k = match Tree.kind tree with `Value -> 0 | `Tree -> 1 in
+          if Bytes.equal h after && k = after_kind encoding proof then Lwt.return (Ok (tree, result))
           else
             Lwt.return
               (Error
                  (`Proof_mismatch
-                   (Printf.sprintf "the computation ends on %s, not on the proof's after %s"
-                      (Pando.Hash.to_b58check h) (Pando.Hash.to_b58check ah))))))
-    (function Pando.Error msg -> Lwt.return (Error (classify msg)) | e -> Lwt.fail e)
+                   (Printf.sprintf "the computation ends on the %s %s, not on the proof's after %s %s"
+                      (if k = 0 then "value" else "directory")
+                      (Pando.Hash.to_b58check h)
+                      (if after_kind encoding proof = 0 then "value" else "directory")
+                      (Pando.Hash.to_b58check after))))))
+    (function Pando.Error msg -> Lwt.return (Error (proof_error msg)) | e -> Lwt.fail e)
 
-let verify_tree_proof ?(encoding = Proof.V2) proof f =
-  match proof_header encoding proof with
+let verify_tree_proof ?(encoding = Proof.V1) proof f =
+  match
+    let before, after = Pando.tree_proof_hashes encoding proof in
+    (Pando.verify_tree_proof encoding proof before, after)
+  with
   | exception Pando.Error msg -> Lwt.return (Error (`Proof_mismatch msg))
-  | (_, before), after -> (
-      match Pando.verify_tree_proof encoding proof before with
-      | exception Pando.Error msg -> Lwt.return (Error (`Proof_mismatch msg))
-      | proved -> run_verified ~classify:(fun m -> `Proof_mismatch m) ~after proved f)
+  | p, after -> run_on_proof encoding proof after (S {p; in_store = false}) ~finish:ignore f
 
-let verify_stream_proof ?(encoding = Proof.V2) ?(paths = []) proof f =
-  match proof_header encoding proof with
+let verify_stream_proof ?(encoding = Proof.V1) proof f =
+  match Stream.make encoding proof with
   | exception Pando.Error msg -> Lwt.return (Error (`Proof_mismatch msg))
-  | (_, before), after -> (
-      match Pando.verify_stream_proof encoding proof before paths with
-      | exception Pando.Error msg -> Lwt.return (Error (classify msg))
-      | proved -> run_verified ~classify ~after proved f)
+  | st ->
+      let _, after = Pando.stream_proof_hashes encoding proof in
+      run_on_proof encoding proof after (Q {st; prefix = []}) ~finish:(fun () -> ignore (Stream.finish st)) f
 
 let merkle_hash p : Proof.merkle_node =
   let kind = match Pando.tree_kind p with Pando.Value -> Proof.Contents | Pando.Tree -> Proof.Node in

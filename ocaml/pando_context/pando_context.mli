@@ -63,7 +63,14 @@ type value = bytes
 (** The contents of a leaf. *)
 
 type tree
-(** A tree or a value, in memory or backed by the store. *)
+(** A tree or a value: of the store (in memory or read from it), the
+    tree of a verified proof given to {!verify_tree_proof}'s callback
+    (reading a part the proof blinds fails with {!Pando.Error}), or the
+    tree of a stream proof given to {!verify_stream_proof}'s callback (see
+    there what it answers). A proof's tree added into a store's (a
+    proof's subtree into a context), or the reverse, is added as a copy in
+    memory, read whole: the binding keeps a proof's blinded parts out of
+    the store. *)
 
 type node_key = bytes
 (** The 32-byte hash of a directory stored in the index. *)
@@ -161,7 +168,17 @@ end
 (** Octez's [Proof_types], with proofs as their binary encoding. *)
 module Proof : sig
   type encoding = Pando.proof_encoding = V1 | V2
-  (** [Merkle_proof_encoding.V1.Tree32] or [V2.Tree32]. *)
+  (** [Merkle_proof_encoding.V1.Tree32] or [V2.Tree32]. The bytes do not
+      say which: both start with the version and the two hashes (V1:
+      [int16] version, then each hash tagged [00] value or [01] node; V2:
+      one byte whose bits 0 and 1 say whether [before] and [after] are
+      nodes, then the version and the bare hashes); nothing in them names
+      the encoding. Octez never guesses either: its [CONTEXT] passes
+      a decoded [Proof.t], and the encoding is chosen by the code that
+      decoded it (a protocol's [Context.Proof_encoding.V1] or [V2], light
+      mode's RPC [V2]). Here the caller says it with [?encoding]; the
+      bytes are [Data_encoding.Binary.to_bytes] of Octez's value in that
+      encoding's [tree_proof_encoding] or [stream_proof_encoding]. *)
 
   type tree
   (** Marks a tree proof. *)
@@ -205,6 +222,7 @@ val init :
   ?patch_context:(t -> (t, error) result Lwt.t) ->
   ?readonly:bool ->
   ?index_log_size:int ->
+  ?sync_policy:Pando.sync_policy ->
   string ->
   index Lwt.t
 (** [init dir] opens the store in [dir], creating it if [dir] is missing or
@@ -212,7 +230,9 @@ val init :
     writer in another process, and fails if there is no store. The
     [patch_context] runs on the genesis context in {!commit_genesis}.
     [index_log_size] is accepted for Octez's signature and ignored: pando
-    has no index log. *)
+    has no index log. [sync_policy] (a writer's) says when commits reach
+    the disk: {!Pando.Every_commit} by default; {!Pando.No_sync} is what
+    irmin-pack does in Octez. *)
 
 val index : t -> index
 (** The index a context belongs to. *)
@@ -261,8 +281,9 @@ val commit_genesis :
 (** The genesis commit, as Octez makes it: an empty context, then
     [patch_context] if {!init} had one, then ["protocol"] set to [protocol]
     and ["test_chain"] to [Not_running], committed at [time] with message
-    ["Genesis"]. Octez also names a branch after [chain_id]; pando has no
-    branches, so [chain_id] is not used. *)
+    ["Genesis"]; then, as Octez, points the branch named after [chain_id]
+    (4 bytes; the branch is its base58check, [NetXdQprcVkpaWU] for
+    mainnet's) at the commit. *)
 
 val commit_info : index -> bytes -> Pando.commit_info option Lwt.t
 (** The date, author, message and parents of a commit; [None] if the store
@@ -370,7 +391,7 @@ module Tree : sig
   (** As {!val-config}. *)
 
   val empty : t -> tree
-  (** An empty tree (the context is not read). *)
+  (** An empty tree ({!Pando.empty_tree}: the context is not used). *)
 
   val is_empty : tree -> bool
   (** Whether the tree is the empty directory. *)
@@ -391,9 +412,11 @@ module Tree : sig
   (** Whether two trees have the same hash. *)
 
   val clear : ?depth:int -> tree -> unit
-  (** Drops the cached, already stored parts of the tree below [depth] (all
-      if not given); they are read again when needed. Contents and hash do
-      not change. *)
+  (** irmin's cache clearing: a pando tree keeps nothing of what it read
+      (its reads go through the store's bounded cache), so this only checks
+      that the index is open ({!Pando.Error} otherwise); contents and hash
+      do not change. Nothing for a tree of no index (a proof's, or
+      made in memory). *)
 
   val pp : Format.formatter -> tree -> unit
   (** Prints the whole tree, reading it from the store: directories as
@@ -411,9 +434,7 @@ module Tree : sig
   (** The whole tree, read from the store. *)
 
   val of_raw : raw -> tree
-  (** The tree of a raw tree. Needs an open index (the most recently opened
-      one is used to make the empty tree): raises [Invalid_argument] if
-      none is open. *)
+  (** The tree of a raw tree, in memory (no index needed). *)
 
   val unshallow : tree -> tree Lwt.t
   (** Reads every part of the tree from the store and returns it: later
@@ -484,8 +505,9 @@ val commit_test_chain_genesis : t -> Block_header.t -> Block_header.t Lwt.t
     chain's genesis header as Octez builds it: the forked header with
     [proto_level + 1], the genesis hash as predecessor, no validation
     pass, the empty operations hash, the new commit as context, and no
-    protocol data. (Octez also names a branch after the test chain; pando
-    has no branches.) *)
+    protocol data; then, as Octez, points the branch named after the test
+    chain's id ({!compute_testchain_chain_id} of the genesis hash, in
+    base58check) at the commit. *)
 
 (** {1 Hash versions} *)
 
@@ -508,17 +530,20 @@ val verify_tree_proof :
     | `Stream_too_short of string ] )
   result
   Lwt.t
-(** [verify_tree_proof proof f] decodes [proof] (in [encoding], by default
-    [V2], the encoding of Octez's RPCs), checks that its tree hashes to
-    the proof's [before] hash, runs [f] on that tree, and checks that the
-    tree [f] returns hashes to the proof's [after] hash. [Error
-    (`Proof_mismatch msg)] when the proof does not decode, a hash differs,
-    or [f] reads a part the proof blinds ({!Pando.Error} raised inside
-    [f]); other exceptions of [f] fail the promise. *)
+(** [verify_tree_proof proof f] checks the tree proof [proof] in
+    [encoding] (default [V1]; see {!Proof.encoding}) with the binding's
+    verifier ({!Pando.verify_tree_proof}): that it is a tree proof of the
+    32-ary context (version 0) whose tree hashes, with its kind, to the
+    proof's [before]. It runs [f] on that tree and checks that the tree [f]
+    returns has the proof's [after] kind and hash. The tree given to [f]
+    answers every {!Tree} function, writes included (in inodes too);
+    reading a part the proof blinds fails with {!Pando.Error}, which
+    [verify_tree_proof] turns into [Error (`Proof_mismatch msg)]. [Error
+    (`Proof_mismatch msg)] too when the proof does not decode or a hash
+    differs; other exceptions of [f] fail the promise. *)
 
 val verify_stream_proof :
   ?encoding:Proof.encoding ->
-  ?paths:key list ->
   Proof.stream Proof.t ->
   (tree -> (tree * 'a) Lwt.t) ->
   ( tree * 'a,
@@ -527,16 +552,48 @@ val verify_stream_proof :
     | `Stream_too_short of string ] )
   result
   Lwt.t
-(** [verify_stream_proof ~paths proof f] replays the reads of [paths]
-    (raw keys from the root, in the order the producer read them; none by
-    default) on the stream, checks it hashes to the proof's [before] hash
-    and is consumed exactly, runs [f] on the tree those reads rebuilt, and
-    checks the result against the proof's [after] hash. Errors as
-    {!verify_tree_proof}; a stream with elements left over after the reads
-    is [`Stream_too_long], one that ends before them [`Stream_too_short].
-    pando's binding verifies a stream against a list of paths, not
-    against the reads [f] makes: without [paths], only a proof of no reads
-    verifies. *)
+(** [verify_stream_proof proof f] checks the stream proof [proof] in
+    [encoding] (default [V1]; see {!Proof.encoding}) against the reads of
+    [f], answering each from the stream as it is checked, then checks that
+    [f] read the whole stream and that the tree it returns has the proof's
+    [after] kind and hash.
+
+    The binding's verifier, {!Pando.verify_stream_proof}, replays a whole
+    list of paths and refuses elements left after them. So each read of
+    [f] is answered by replaying the paths read so far, this one last,
+    against the shortest prefix of the stream they consume exactly (the
+    proof with its element list cut short, found by trying each cut from
+    where the previous reads stopped): every element of that prefix is
+    checked, in order, against the hash it must have from [before], and
+    the answer is read from the tree those elements make. When [f]'s
+    promise resolves, its reads are replayed on the whole stream, and
+    elements left are refused. No answer comes from anything but checked
+    elements.
+
+    What [f] can do with the tree it is given (and its subtrees) while the
+    proof is checked: {!Tree.find}, {!Tree.find_tree}, {!Tree.mem},
+    {!Tree.mem_tree} and {!Tree.to_value}, each replayed as irmin's [find]
+    of its path (so a [mem], [mem_tree] or [find_tree] of a value loads the
+    value, as [find] does: a stream produced by irmin's [mem] of a value,
+    which does not, is refused); {!Tree.kind}, {!Tree.hash},
+    {!Tree.equal} and {!Tree.is_empty}, which read nothing more. Anything
+    else ([list], [length], [fold], writes, [to_raw], adding it to another
+    tree) fails with {!Pando.Error}, which becomes [Error]: the binding's
+    verifier replays [find]s only. It also checks that the proof's [after]
+    is its [before] (a proof of reads); a stream proof of a computation
+    that writes is refused. Once checked, the returned tree answers every
+    {!Tree} function from the whole stream (parts it does not show fail
+    with {!Pando.Error}).
+
+    [Error (`Stream_too_short msg)] when the stream ends before [f]'s reads
+    do, [Error (`Stream_too_long msg)] when elements are left after them,
+    [Error (`Proof_mismatch msg)] for anything else (a malformed proof, an
+    element whose hash differs, an unsupported operation, a result other
+    than [after]); other exceptions of [f] fail the promise. Each read
+    replays all reads before it, and finding where its prefix ends tries
+    each cut from where the last one ended: [r] reads of a stream of [n]
+    bytes take at most [2r + n] replays, each decoding up to [n] bytes
+    (quadratic in the proof's size). *)
 
 val merkle_tree : t -> Proof.merkle_leaf_kind -> key -> Proof.merkle_tree Lwt.t
 (** The light mode's Merkle tree of [data/key], as Octez's disk context
@@ -551,9 +608,9 @@ val merkle_tree_v2 :
   Proof.merkle_leaf_kind ->
   key ->
   Proof.tree Proof.t Lwt.t
-(** The tree proof (by default in [V2] encoding, as Octez's
-    [merkle_tree_v2] RPC sends it) of the raw [key] in the commit the
-    context was checked out as: with [Raw_context], of every value under
+(** The tree proof (by default in [V2], the encoding of Octez's
+    [merkle_tree_v2] RPC; [V1] on request) of the raw [key] in the commit
+    the context was checked out as: with [Raw_context], of every value under
     [key] (its whole subtree); with [Hole], of [key] itself. Fails with
     [Invalid_argument] if the context was changed since its checkout or
     commit (Octez's: "context.tree has no kinded_key"). *)

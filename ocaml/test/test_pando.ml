@@ -73,6 +73,7 @@ let reads index commit =
     (Pando.tree_find a3 [ "x"; "b"; "c" ]);
   let empty = Pando.tree_empty ctx in
   check "empty" (Pando.tree_is_empty empty);
+  check "empty_tree" (Pando.tree_equal empty (Pando.empty_tree ()));
   check "a not empty" (not (Pando.tree_is_empty a));
   let ctx2 = Pando.add_tree ctx [ "copy" ] a in
   check "add_tree" (Pando.tree_equal a (Option.get (Pando.find_tree ctx2 [ "copy" ])));
@@ -122,6 +123,37 @@ let snapshots index commit dir =
     (Pando.find (Option.get (Pando.checkout other imported)) [ "01" ]);
   Pando.close other
 
+(* Tree and stream proofs, in both encodings: each verifies against the
+   commit's tree hash and reads what the store holds; a blinded part, a
+   wrong root and a damaged proof raise. *)
+let proofs index commit =
+  let ctx = Option.get (Pando.checkout index commit) in
+  let root = Pando.tree_hash (Pando.get_tree ctx) in
+  let paths = [ [ "n" ]; [ "00" ]; [ "absent" ] ] in
+  List.iter
+    (fun (name, encoding) ->
+      let tree = Pando.produce_tree_proof index commit paths encoding in
+      let proven = Pando.verify_tree_proof encoding tree root in
+      check_eq (name ^ " tree proof reads") show_opt (Pando.find ctx [ "n" ])
+        (Pando.tree_find proven [ "n" ]);
+      check_eq (name ^ " tree proof hash") hex root (Pando.tree_hash proven);
+      check_eq (name ^ " before, after") (fun (a, b) -> hex a ^ " " ^ hex b)
+        (root, root) (Pando.tree_proof_hashes encoding tree);
+      raises (name ^ " blinded") (contains ~sub:"blinds") (fun () ->
+          Pando.tree_find proven [ "later" ]);
+      raises (name ^ " wrong root") (fun _ -> true) (fun () ->
+          Pando.verify_tree_proof encoding tree (Bytes.make 32 'r'));
+      let cut = Bytes.sub tree 0 (Bytes.length tree - 3) in
+      raises (name ^ " truncated") (fun _ -> true) (fun () ->
+          Pando.verify_tree_proof encoding cut root);
+      let stream = Pando.produce_stream_proof index commit paths encoding in
+      let proven = Pando.verify_stream_proof encoding stream root paths in
+      check_eq (name ^ " stream proof reads") show_opt (Pando.find ctx [ "00" ])
+        (Pando.tree_find proven [ "00" ]);
+      raises (name ^ " stream of other reads") (fun _ -> true) (fun () ->
+          Pando.verify_stream_proof encoding stream root [ [ "n" ] ]))
+    [ ("V1", Pando.V1); ("V2", Pando.V2) ]
+
 let readonly_and_gc index dir ctx =
   let reader = Pando.index_open_readonly dir in
   check "gc not allowed read-only" (not (Pando.is_gc_allowed reader));
@@ -147,9 +179,31 @@ let readonly_and_gc index dir ctx =
   check "kept after gc" (Pando.checkout index last <> None);
   check "collected" (Pando.checkout index later = None);
   check "collected does not exist" (not (Pando.exists index later));
-  let proof = Pando.produce_tree_proof index last [ [ "n" ]; [ "00" ] ] Pando.V1 in
-  check "proof not empty" (Bytes.length proof > 64);
+  proofs index last;
   last
+
+(* A damaged store: every byte of the pack files (.pack) flipped but
+   the first and last 8. Reading
+   it raises an error that names the file and the offset. *)
+let damaged dir last =
+  Array.iter
+    (fun name ->
+      if Filename.check_suffix name ".pack" then (
+        let path = Filename.concat dir name in
+        let ic = open_in_bin path in
+        let data = Bytes.of_string (really_input_string ic (in_channel_length ic)) in
+        close_in ic;
+        for i = 8 to Bytes.length data - 9 do
+          Bytes.set data i (Char.chr (Char.code (Bytes.get data i) lxor 0x55))
+        done;
+        let oc = open_out_bin path in
+        output_bytes oc data;
+        close_out oc))
+    (Sys.readdir dir);
+  raises "damaged store" (fun m -> contains ~sub:".pack" m && contains ~sub:"offset" m) (fun () ->
+      let index = Pando.index_open_readonly dir in
+      let ctx = Pando.checkout index last in
+      ignore (Option.map (fun ctx -> Pando.find ctx [ "n" ]) ctx))
 
 let () =
   let dir = temp_dir () in
@@ -171,5 +225,6 @@ let () =
   check_eq "reopened" show_opt (Some (b "1"))
     (Pando.find (Option.get (Pando.checkout index last)) [ "n" ]);
   Pando.close index;
+  damaged dir last;
   remove_dir dir;
   finish "test_pando"

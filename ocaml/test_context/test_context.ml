@@ -62,7 +62,9 @@ let b = Bytes.of_string
    Ps9mPmXaRzmzk35gbAYNCAw6UXdE2qoABTHbN2oEEc1qM7CwT9P, time
    2018-06-30T16:07:32Z, and its block header's context hash
    CoV8SQumiVU9saiu3FVNeDNewJaJH8yWdsGF3WLdsRr2P9S7MzCj (block 0 of
-   mainnet). Bytes decoded from base58check with Python. *)
+   mainnet). The node's patch_context runs the genesis protocol's init,
+   which sets data/version to "genesis". Bytes decoded from base58check
+   with Python. *)
 let mainnet_protocol = of_hex "38ecdef0cd08640f318a9b055f6b0d0c9ae030913a871d9b9d86fb846317da21"
 
 let mainnet_genesis_time = 1530374852L
@@ -76,9 +78,33 @@ let mainnet_chain_id = of_hex "7a06a770"
 
 let protocol_a = Bytes.make 32 'a'
 
+let keys_of l = List.map fst l
+
+let read_file path =
+  let ic = open_in_bin path in
+  Fun.protect ~finally:(fun () -> close_in ic) (fun () -> really_input_string ic (in_channel_length ic))
+
+let find_sub s sub =
+  let n = String.length sub in
+  let rec at i = if i + n > String.length s then None else if String.sub s i n = sub then Some i else at (i + 1) in
+  at 0
+
+(* The branch pando's store holds for [commit] (its file "branches":
+   "PANDOBR1", count, then each name with its length on one byte and the
+   32-byte commit hash). *)
+let branch_of dir commit =
+  let s = read_file (Filename.concat dir "branches") in
+  match find_sub s (Bytes.to_string commit) with
+  | None -> None
+  | Some i ->
+      let rec name_start j = if j < 12 then None else if Char.code s.[j] = i - j - 1 then Some (j + 1) else name_start (j - 1) in
+      Option.map (fun j -> String.sub s j (i - j)) (name_start (i - 1))
+
+let genesis_patch ctx = Lwt.map (fun c -> Ok c) (C.add ctx ["version"] (b "genesis"))
+
 let test_genesis () =
   let dir = fresh_dir () in
-  let index = run (C.init dir) in
+  let index = run (C.init ~patch_context:genesis_patch dir) in
   check "mainnet protocol is 32 bytes" (Bytes.length mainnet_protocol = 32) ;
   (match
      run (C.commit_genesis index ~chain_id:mainnet_chain_id ~time:mainnet_genesis_time ~protocol:mainnet_protocol)
@@ -87,6 +113,7 @@ let test_genesis () =
       check_bytes "mainnet genesis context hash" mainnet_genesis_context h ;
       check "mainnet genesis hash in b58" (Pando.Hash.to_b58check h = "CoV8SQumiVU9saiu3FVNeDNewJaJH8yWdsGF3WLdsRr2P9S7MzCj") ;
       check "genesis exists" (run (C.exists index h)) ;
+      check "genesis branch named after mainnet's chain id" (branch_of dir h = Some "NetXdQprcVkpaWU") ;
       let ctx = run (C.checkout_exn index h) in
       check_bytes "genesis protocol" mainnet_protocol (run (C.get_protocol ctx)) ;
       check "genesis test chain" (run (C.get_test_chain ctx) = C.Test_chain_status.Not_running) ;
@@ -98,8 +125,7 @@ let test_genesis () =
           check "genesis parents" (parents = [])
       | None -> check "genesis commit_info" false) ;
       check "unknown commit_info" (run (C.commit_info index (Bytes.make 32 '\000')) = None) ;
-      (* The data is empty at genesis. *)
-      check "genesis data empty" (run (C.list ctx []) = [])
+      check "genesis data" (keys_of (run (C.list ctx [])) = ["version"])
   | Error _ -> check "commit_genesis" false) ;
   (* patch_context runs before protocol and test chain. *)
   let dir2 = fresh_dir () in
@@ -115,6 +141,8 @@ let test_genesis () =
   check "patch_context error"
     (run (C.commit_genesis index3 ~chain_id:mainnet_chain_id ~time:0L ~protocol:protocol_a) = Error (`Patch_context "no")) ;
   (* A bad protocol hash: the store refuses nothing, Pando_context does. *)
+  raises "commit_genesis with a 3-byte chain id" (function Invalid_argument _ -> true | _ -> false) (fun () ->
+      C.commit_genesis index ~chain_id:(b "abc") ~time:0L ~protocol:protocol_a) ;
   raises "commit_genesis with a 3-byte protocol" (function Invalid_argument _ -> true | _ -> false) (fun () ->
       C.commit_genesis index ~chain_id:mainnet_chain_id ~time:0L ~protocol:(b "abc")) ;
   run (C.close index) ;
@@ -165,7 +193,6 @@ let sample index =
   let ctx = run (C.add ctx ["c"; "d"; "e"] (b "4")) in
   run (C.add_protocol ctx protocol_a)
 
-let keys_of l = List.map fst l
 
 let test_reads_and_writes () =
   let dir = fresh_dir () in
@@ -447,6 +474,11 @@ let test_fields () =
   (* LLoZS2LW3rEi7KYU4ouBQtorua37aWWCtpDmv1n2x3xoKi6sVXLWp, the operations
      hash of a block without operations. *)
   check_bytes "empty operations hash" (of_hex "0e5751c026e543b2e8ab2eb06099daa1d1e5df47778f7787faab45cdf12fe3a8") genesis.shell.operations_hash ;
+  (match branch_of dir genesis.shell.context with
+  | Some name ->
+      check "test chain branch is a chain id in base58check" (String.length name = 15 && String.sub name 0 3 = "Net") ;
+      check "test chain branch is not mainnet's" (name <> "NetXdQprcVkpaWU")
+  | None -> check "test chain branch" false) ;
   (match run (C.commit_info index genesis.shell.context) with
   | Some i ->
       check "test chain commit message" (i.Pando.message = "Forking testchain at level 42.") ;
@@ -454,76 +486,289 @@ let test_fields () =
   | None -> check "test chain genesis commit" false) ;
   (* Block header encoding: 4 + 1 + 32 + 8 + 1 + 32 + (4 + 5 + 8) + 32 + 5 *)
   check "block header size" (Bytes.length (C.Block_header.to_bytes forked) = 132) ;
-  run (C.close index)
+  let co = run (C.checkout_exn index (run (C.commit ~time:6L (run (C.add ctx ["k"] (b "v")))))) in
+  let in_store = Option.get (run (C.find_tree co [])) in
+  run (C.close index) ;
+  (* Trees in memory need no index: made with every index closed. *)
+  let raw = `Tree (C.String_map.of_seq (List.to_seq [("a", `Value (b "1")); ("d", `Tree (C.String_map.singleton "e" (`Value (b "2"))))])) in
+  let t = C.Tree.of_raw raw in
+  check "of_raw with no index open" (run (C.Tree.find t ["d"; "e"]) = Some (b "2")) ;
+  check "of_raw round trip" (run (C.Tree.to_raw t) = raw) ;
+  check "Tree.empty with its context's index closed" (C.Tree.is_empty (C.Tree.empty ctx)) ;
+  raises "store tree after close" is_pando_error (fun () -> C.Tree.to_raw in_store)
+
+let expect_ok name = function
+  | Ok v -> Some v
+  | Error (`Proof_mismatch m | `Stream_too_long m | `Stream_too_short m) ->
+      Printf.printf "  %s: %s\n" name m ;
+      check name false ;
+      None
+
+let expect_mismatch name = function
+  | Error (`Proof_mismatch _) -> check name true
+  | Ok _ | Error _ -> check name false
+
+let expect_error name pred
+    (r : (_, [`Proof_mismatch of string | `Stream_too_long of string | `Stream_too_short of string]) result) =
+  match r with
+  | Error e when pred e -> check name true
+  | Error (`Proof_mismatch m | `Stream_too_long m | `Stream_too_short m) ->
+      Printf.printf "  %s: other error %s\n" name m ;
+      check name false
+  | Ok _ -> check name false
+
+let enc_name = function C.Proof.V1 -> "V1" | C.Proof.V2 -> "V2"
+
+(* Where the after hash starts: V1 after the version (2) and the tagged
+   before (33), and its tag; V2 after the kinds byte, version and before. *)
+let after_at = function C.Proof.V1 -> 36 | C.Proof.V2 -> 35
+
+(* The proof with its after hash replaced. *)
+let with_after enc proof after =
+  let p = Bytes.copy proof in
+  Bytes.blit after 0 p (after_at enc) 32 ;
+  p
+
+(* The proof with its after stated as a value's hash (it is a node's). *)
+let after_as_value enc proof =
+  let p = Bytes.copy proof in
+  (match enc with
+  | C.Proof.V1 -> Bytes.set_uint8 p 35 0
+  | C.Proof.V2 -> Bytes.set_uint8 p 0 (Bytes.get_uint8 p 0 land lnot 2)) ;
+  p
+
+let tree_proofs enc index h =
+  let co = run (C.checkout_exn index h) in
+  let pindex = C.pando_index index in
+  let name s = enc_name enc ^ " " ^ s in
+  let verify p f = C.verify_tree_proof ~encoding:enc p f in
+  let proof = Pando.produce_tree_proof pindex h [["data"; "a"; "x"]; ["data"; "b"]; ["data"; "big"; "k0500"]] enc in
+  (match
+     expect_ok (name "tree proof verifies, callback reads")
+       (run
+          (verify proof (fun tree ->
+               Lwt.bind (C.Tree.find tree ["data"; "a"; "x"]) (fun x ->
+                   Lwt.bind (C.Tree.find tree ["data"; "big"; "k0500"]) (fun k ->
+                       Lwt.bind (C.Tree.length tree ["data"; "big"]) (fun n ->
+                           Lwt.return (tree, (x, k, n))))))))
+   with
+  | Some (_, (x, k, n)) ->
+      check (name "proved value") (x = Some (b "1")) ;
+      check (name "proved value in an inode") (k = Some (b "500")) ;
+      check (name "proved length of an inode") (n = 1000)
+  | None -> ()) ;
+  (* Reads the proof shows as absent, and kinds. *)
+  (match
+     expect_ok (name "absent paths")
+       (run
+          (verify proof (fun tree ->
+               Lwt.bind (C.Tree.mem tree ["data"; "zzz"]) (fun m ->
+                   Lwt.bind (C.Tree.mem_tree tree ["data"; "a"]) (fun mt ->
+                       Lwt.bind (C.Tree.list tree ["data"]) (fun l -> Lwt.return (tree, (m, mt, List.map fst l))))))))
+   with
+  | Some (_, (m, mt, l)) ->
+      check (name "absent in proof") (not m) ;
+      check (name "mem_tree in proof") mt ;
+      check (name "list in proof") (l = ["a"; "b"; "big"; "c"])
+  | None -> ()) ;
+  (* A read of a blinded part, a changed tree, damaged bytes. *)
+  expect_mismatch (name "blinded read")
+    (run (verify proof (fun tree -> Lwt.map (fun v -> (tree, v)) (C.Tree.find tree ["data"; "c"; "d"; "e"])))) ;
+  expect_mismatch (name "blinded inode read")
+    (run (verify proof (fun tree -> Lwt.map (fun v -> (tree, v)) (C.Tree.find tree ["data"; "big"; "k0001"])))) ;
+  expect_mismatch (name "after mismatch")
+    (run (verify proof (fun tree -> Lwt.map (fun t -> (t, ())) (C.Tree.add tree ["data"; "b"] (b "9"))))) ;
+  expect_ok (name "unchanged tree matches after") (run (verify proof (fun t -> Lwt.return (t, ())))) |> ignore ;
+  expect_mismatch (name "after of the wrong kind") (run (verify (after_as_value enc proof) (fun t -> Lwt.return (t, ())))) ;
+  let damaged = Bytes.copy proof in
+  Bytes.set_uint8 damaged (Bytes.length damaged - 1) (Bytes.get_uint8 damaged (Bytes.length damaged - 1) lxor 1) ;
+  expect_mismatch (name "damaged proof") (run (verify damaged (fun t -> Lwt.return (t, ())))) ;
+  let before = Bytes.copy proof in
+  let at = after_at enc - 33 in
+  Bytes.set_uint8 before at (Bytes.get_uint8 before at lxor 1) ;
+  expect_mismatch (name "before of another tree") (run (verify before (fun t -> Lwt.return (t, ())))) ;
+  expect_mismatch (name "truncated proof") (run (verify (b "xx") (fun t -> Lwt.return (t, ())))) ;
+  let other = match enc with C.Proof.V1 -> C.Proof.V2 | C.Proof.V2 -> C.Proof.V1 in
+  expect_mismatch (name "read in the other encoding")
+    (run (C.verify_tree_proof ~encoding:other proof (fun t -> Lwt.return (t, ())))) ;
+  raises (name "callback's own exception") (fun e -> e = Exit) (fun () -> verify proof (fun _ -> Lwt.fail Exit)) ;
+  (* Writes, in a flat directory and in an inode: the after hash is the
+     one pando computes for the same writes on the stored tree. *)
+  let stored = Option.get (Pando.checkout pindex h) in
+  let written = Pando.tree_remove (Pando.tree_add (Pando.get_tree stored) ["data"; "a"; "x"] (b "new")) ["data"; "b"] in
+  (match
+     expect_ok (name "write replayed on the proof")
+       (run
+          (verify (with_after enc proof (Pando.tree_hash written)) (fun tree ->
+               Lwt.bind (C.Tree.add tree ["data"; "a"; "x"] (b "new")) (fun t ->
+                   Lwt.map (fun t -> (t, ())) (C.Tree.remove t ["data"; "b"])))))
+   with
+  | Some (t, ()) -> check (name "written tree's hash") (Bytes.equal (C.Tree.hash t) (Pando.tree_hash written))
+  | None -> ()) ;
+  let in_inode = Pando.tree_add (Pando.get_tree stored) ["data"; "big"; "k0500"] (b "new") in
+  ignore
+    (expect_ok (name "write in an inode")
+       (run
+          (verify (with_after enc proof (Pando.tree_hash in_inode)) (fun tree ->
+               Lwt.map (fun t -> (t, ())) (C.Tree.add tree ["data"; "big"; "k0500"] (b "new")))))) ;
+  (* Folding over a proved tree. *)
+  let proof_c = Pando.produce_tree_proof pindex h [["data"; "c"; "d"; "e"]; ["data"; "a"; "x"]; ["data"; "a"; "y"]] enc in
+  (match
+     expect_ok (name "fold on a proved tree")
+       (run
+          (verify proof_c (fun tree ->
+               Lwt.map (fun l -> (tree, List.rev l))
+                 (C.Tree.fold tree ["data"; "c"] ~order:`Sorted ~init:[] ~f:(fun k _ acc ->
+                      Lwt.return (String.concat "/" k :: acc))))))
+   with
+  | Some (_, l) -> check (name "fold on a proved tree") (l = [""; "d"; "d/e"])
+  | None -> ()) ;
+  (* Trees move between a proof and the store (as copies) when the proof
+     shows them whole: a proved subtree added to a context, a store tree
+     into a proved one; one with a blinded part does not. *)
+  (match
+     expect_ok (name "proved subtree out of the callback")
+       (run (verify proof_c (fun tree -> Lwt.map (fun c -> (tree, c)) (C.Tree.find_tree tree ["data"; "c"]))))
+   with
+  | Some (_, Some c) ->
+      let ctx2 = run (C.add_tree co ["copied"] c) in
+      check (name "proved subtree added to a context") (run (C.find ctx2 ["copied"; "d"; "e"]) = Some (b "4")) ;
+      check (name "same hash in the store") (C.Tree.equal c (Option.get (run (C.find_tree ctx2 ["copied"])))) ;
+      let t2 = run (C.Tree.add_tree (Option.get (run (C.find_tree co []))) ["copied"] c) in
+      check (name "proved subtree added to a store tree") (run (C.Tree.find t2 ["copied"; "d"; "e"]) = Some (b "4"))
+  | Some (_, None) | None -> check (name "proved subtree") false) ;
+  (match run (verify proof_c (fun tree -> Lwt.return (tree, ()))) with
+  | Ok (tree, ()) ->
+      raises (name "blinded subtree not added to a context") is_pando_error (fun () -> C.add_tree co ["copied"] tree)
+  | Error _ -> check (name "proof_c") false) ;
+  let small = run (C.Tree.add (C.Tree.empty co) ["s"] (b "v")) in
+  let expected = Pando.tree_add_tree (Pando.get_tree stored) ["data"; "a"; "z"] (Pando.tree_add (Pando.empty_tree ()) ["s"] (b "v")) in
+  ignore
+    (expect_ok (name "memory tree added to a proved tree")
+       (run
+          (verify (with_after enc proof (Pando.tree_hash expected)) (fun tree ->
+               Lwt.map (fun t -> (t, ())) (C.Tree.add_tree tree ["data"; "a"; "z"] small))))) ;
+  let store_sub = Option.get (run (C.find_tree co ["c"])) in
+  let expected = Pando.tree_add_tree (Pando.get_tree stored) ["data"; "a"; "z"] (Option.get (Pando.find_tree stored ["data"; "c"])) in
+  ignore
+    (expect_ok (name "store tree added to a proved tree")
+       (run
+          (verify (with_after enc proof (Pando.tree_hash expected)) (fun tree ->
+               Lwt.map (fun t -> (t, ())) (C.Tree.add_tree tree ["data"; "a"; "z"] store_sub)))))
+
+(* Stream proofs, checked against a callback's reads as it makes them. *)
+let stream_proofs enc index h =
+  let pindex = C.pando_index index in
+  let name s = enc_name enc ^ " " ^ s in
+  let paths = [["data"; "a"; "x"]; ["data"; "big"; "k0500"]; ["data"; "zzz"]; ["data"; "c"]] in
+  let proof = Pando.produce_stream_proof pindex h paths enc in
+  let verify p f = C.verify_stream_proof ~encoding:enc p f in
+  let ( let* ) = Lwt.bind in
+  (* The reads of [paths], the later ones chosen from earlier answers. *)
+  let reads tree =
+    let* x = C.Tree.find tree ["data"; "a"; "x"] in
+    let* k = C.Tree.find tree ["data"; "big"; (if x = Some (b "1") then "k0500" else "k0001")] in
+    let* m = C.Tree.mem tree ["data"; "zzz"] in
+    let* c = C.Tree.find_tree tree ["data"; "c"] in
+    Lwt.return (x, k, m, c)
+  in
+  (match expect_ok (name "stream proof") (run (verify proof (fun tree -> Lwt.map (fun r -> (tree, r)) (reads tree)))) with
+  | Some (tree, (x, k, m, c)) ->
+      check (name "streamed value") (x = Some (b "1")) ;
+      check (name "streamed value in an inode") (k = Some (b "500")) ;
+      check (name "streamed absence") (not m) ;
+      (match c with
+      | Some c ->
+          check (name "streamed subtree kind") (C.Tree.kind c = `Tree) ;
+          let stored = Option.get (Pando.checkout pindex h) in
+          check (name "streamed subtree hash") (Bytes.equal (C.Tree.hash c) (Pando.tree_hash (Option.get (Pando.find_tree stored ["data"; "c"]))))
+      | None -> check (name "streamed subtree") false) ;
+      (* Once checked, the tree answers from the whole stream. *)
+      check (name "checked tree lists") (List.map fst (run (C.Tree.list tree ["data"; "a"])) = ["x"; "y"]) ;
+      raises (name "checked tree: unstreamed part") is_pando_error (fun () -> C.Tree.find tree ["data"; "b"])
+  | None -> ()) ;
+  (* Reads through a subtree are the same reads. *)
+  ignore
+    (expect_ok (name "stream read through a subtree")
+       (run
+          (verify proof (fun tree ->
+               let* x = C.Tree.find tree ["data"; "a"; "x"] in
+               let* data = C.Tree.find_tree tree ["data"] in
+               let data = Option.get data in
+               let* k = C.Tree.find data ["big"; (if x = Some (b "1") then "k0500" else "?")] in
+               let* m = C.Tree.mem data ["zzz"] in
+               let* _ = C.Tree.mem_tree tree ["data"; "c"] in
+               check (name "subtree read") (k = Some (b "500") && not m) ;
+               Lwt.return (tree, ()))))) ;
+  expect_error (name "stream: fewer reads (too long)")
+    (function `Stream_too_long _ -> true | _ -> false)
+    (run (verify proof (fun tree -> Lwt.map (fun _ -> (tree, ())) (C.Tree.find tree ["data"; "a"; "x"])))) ;
+  expect_error (name "stream: more reads (too short)")
+    (function `Stream_too_short _ -> true | _ -> false)
+    (run (verify proof (fun tree -> Lwt.bind (reads tree) (fun _ -> Lwt.map (fun _ -> (tree, ())) (C.Tree.find tree ["data"; "b"]))))) ;
+  expect_mismatch (name "stream: other read first")
+    (run (verify proof (fun tree -> Lwt.map (fun _ -> (tree, ())) (C.Tree.find tree ["data"; "b"])))) ;
+  expect_mismatch (name "stream: list refused")
+    (run (verify proof (fun tree -> Lwt.map (fun _ -> (tree, ())) (C.Tree.list tree ["data"])))) ;
+  expect_mismatch (name "stream: write refused")
+    (run (verify proof (fun tree -> Lwt.map (fun t -> (t, ())) (C.Tree.add tree ["data"; "a"; "x"] (b "9"))))) ;
+  expect_mismatch (name "stream: other result")
+    (run (verify proof (fun tree -> Lwt.bind (reads tree) (fun _ -> Lwt.return (C.Tree.empty (C.empty index), ()))))) ;
+  (* The binding's stream verifier checks after against the reads' tree:
+     a proof whose after is a write's is refused whatever the callback. *)
+  let stored = Option.get (Pando.checkout pindex h) in
+  let written = Pando.tree_add (Pando.get_tree stored) ["data"; "a"; "x"] (b "9") in
+  expect_mismatch (name "stream: after of a write refused")
+    (run (verify (with_after enc proof (Pando.tree_hash written)) (fun tree -> Lwt.map (fun r -> (tree, r)) (reads tree)))) ;
+  let damaged = Bytes.copy proof in
+  Bytes.set_uint8 damaged (Bytes.length damaged - 1) (Bytes.get_uint8 damaged (Bytes.length damaged - 1) lxor 1) ;
+  expect_mismatch (name "stream: damaged") (run (verify damaged (fun tree -> Lwt.map (fun r -> (tree, r)) (reads tree)))) ;
+  (* An element altered early: the first read gets no answer. *)
+  let early = Bytes.copy proof in
+  let at = (match enc with C.Proof.V1 -> 72 | C.Proof.V2 -> 71) + 10 in
+  Bytes.set_uint8 early at (Bytes.get_uint8 early at lxor 0x40) ;
+  let answered = ref false in
+  expect_mismatch (name "stream: early element altered")
+    (run
+       (verify early (fun tree ->
+            Lwt.map (fun x -> answered := true ; (tree, x)) (C.Tree.find tree ["data"; "a"; "x"])))) ;
+  check (name "stream: no answer from an altered element") (not !answered) ;
+  expect_mismatch (name "stream: truncated") (run (verify (Bytes.sub proof 0 40) (fun t -> Lwt.return (t, ())))) ;
+  let other = match enc with C.Proof.V1 -> C.Proof.V2 | C.Proof.V2 -> C.Proof.V1 in
+  expect_mismatch (name "stream: other encoding")
+    (run (C.verify_stream_proof ~encoding:other proof (fun tree -> Lwt.map (fun r -> (tree, r)) (reads tree)))) ;
+  (* No reads: only an empty stream. *)
+  let empty = Pando.produce_stream_proof pindex h [] enc in
+  ignore (expect_ok (name "stream: no reads") (run (verify empty (fun t -> Lwt.return (t, ()))))) ;
+  raises (name "stream: callback's own exception") (fun e -> e = Exit) (fun () -> verify proof (fun _ -> Lwt.fail Exit))
 
 let test_proofs () =
   let dir = fresh_dir () in
   let index = run (C.init dir) in
   let ctx = sample index in
+  (* A directory of 1,000 entries: its proofs have inodes. *)
+  let ctx =
+    List.fold_left (fun c i -> run (C.add c ["big"; Printf.sprintf "k%04d" i] (b (string_of_int i)))) ctx (List.init 1000 Fun.id)
+  in
   let h = run (C.commit ~time:1L ctx) in
   let co = run (C.checkout_exn index h) in
-  List.iter
-    (fun (encoding, name) ->
-      let proof = Pando.produce_tree_proof (C.pando_index (C.index co)) h [["data"; "a"; "x"]; ["data"; "b"]] encoding in
-      (match
-         run
-           (C.verify_tree_proof ~encoding proof (fun tree ->
-                Lwt.map (fun v -> (tree, v)) (C.Tree.find tree ["data"; "a"; "x"])))
-       with
-      | Ok (_, v) -> check (name ^ " tree proof verifies, callback reads") (v = Some (b "1"))
-      | Error (`Proof_mismatch m | `Stream_too_long m | `Stream_too_short m) ->
-          Printf.printf "  %s: %s\n" name m ;
-          check (name ^ " tree proof verifies") false) ;
-      (* A callback reaching a blinded part: Proof_mismatch. *)
-      (match
-         run
-           (C.verify_tree_proof ~encoding proof (fun tree ->
-                Lwt.map (fun v -> (tree, v)) (C.Tree.find tree ["data"; "c"; "d"; "e"])))
-       with
-      | Error (`Proof_mismatch _) -> check (name ^ " blinded read") true
-      | Ok _ | Error _ -> check (name ^ " blinded read") false) ;
-      (* A callback changing the tree: after hash differs. *)
-      (match
-         run (C.verify_tree_proof ~encoding proof (fun tree -> Lwt.map (fun t -> (t, ())) (C.Tree.add tree ["data"; "b"] (b "9"))))
-       with
-      | Error (`Proof_mismatch _) -> check (name ^ " after mismatch") true
-      | Ok _ | Error _ -> check (name ^ " after mismatch") false) ;
-      (* A damaged proof. *)
-      let damaged = Bytes.copy proof in
-      Bytes.set_uint8 damaged (Bytes.length damaged - 1) (Bytes.get_uint8 damaged (Bytes.length damaged - 1) lxor 1) ;
-      (match run (C.verify_tree_proof ~encoding damaged (fun t -> Lwt.return (t, ()))) with
-      | Error (`Proof_mismatch _) -> check (name ^ " damaged proof") true
-      | Ok _ | Error _ -> check (name ^ " damaged proof") false) ;
-      (match run (C.verify_tree_proof ~encoding (b "xx") (fun t -> Lwt.return (t, ()))) with
-      | Error (`Proof_mismatch _) -> check (name ^ " truncated proof") true
-      | Ok _ | Error _ -> check (name ^ " truncated proof") false) ;
-      (* Stream proofs, with the paths read. *)
-      let paths = [["data"; "a"; "x"]; ["data"; "b"]] in
-      let stream = Pando.produce_stream_proof (C.pando_index (C.index co)) h paths encoding in
-      (match
-         run
-           (C.verify_stream_proof ~encoding ~paths stream (fun tree ->
-                Lwt.map (fun v -> (tree, v)) (C.Tree.find tree ["data"; "b"])))
-       with
-      | Ok (_, v) -> check (name ^ " stream proof verifies") (v = Some (b "3"))
-      | Error (`Proof_mismatch m | `Stream_too_long m | `Stream_too_short m) ->
-          Printf.printf "  %s stream: %s\n" name m ;
-          check (name ^ " stream proof verifies") false) ;
-      (match run (C.verify_stream_proof ~encoding ~paths:[["data"; "a"; "x"]] stream (fun t -> Lwt.return (t, ()))) with
-      | Error _ -> check (name ^ " stream proof with fewer reads") true
-      | Ok _ -> check (name ^ " stream proof with fewer reads") false))
-    [(Pando.V1, "V1"); (Pando.V2, "V2")] ;
+  List.iter (fun enc -> tree_proofs enc index h ; stream_proofs enc index h) [C.Proof.V1; C.Proof.V2] ;
   (* merkle_tree_v2: a proof the verifier accepts, with the data. *)
   let proof = run (C.merkle_tree_v2 co C.Proof.Raw_context ["data"; "a"]) in
   (match
-     run (C.verify_tree_proof proof (fun tree -> Lwt.map (fun r -> (tree, r)) (C.Tree.to_raw (Option.get (run (C.Tree.find_tree tree ["data"; "a"]))))))
+     run (C.verify_tree_proof ~encoding:C.Proof.V2 proof (fun tree -> Lwt.map (fun r -> (tree, r)) (C.Tree.to_raw (Option.get (run (C.Tree.find_tree tree ["data"; "a"]))))))
    with
   | Ok (_, `Tree m) -> check "merkle_tree_v2 Raw_context shows the subtree" (C.String_map.cardinal m = 2)
   | Ok _ | Error _ -> check "merkle_tree_v2 Raw_context" false) ;
   let hole = run (C.merkle_tree_v2 co C.Proof.Hole ["data"; "b"]) in
-  (match run (C.verify_tree_proof hole (fun tree -> Lwt.map (fun m -> (tree, m)) (C.Tree.mem_tree tree ["data"; "b"]))) with
+  (match run (C.verify_tree_proof ~encoding:C.Proof.V2 hole (fun tree -> Lwt.map (fun m -> (tree, m)) (C.Tree.mem_tree tree ["data"; "b"]))) with
   | Ok (_, true) -> check "merkle_tree_v2 Hole" true
   | Ok _ | Error _ -> check "merkle_tree_v2 Hole" false) ;
+  expect_mismatch "merkle_tree_v2 is V2 by default" (run (C.verify_tree_proof ~encoding:C.Proof.V1 hole (fun t -> Lwt.return (t, ())))) ;
+  let hole1 = run (C.merkle_tree_v2 ~encoding:C.Proof.V1 co C.Proof.Hole ["data"; "b"]) in
+  (match run (C.verify_tree_proof hole1 (fun tree -> Lwt.map (fun m -> (tree, m)) (C.Tree.mem_tree tree ["data"; "b"]))) with
+  | Ok (_, true) -> check "merkle_tree_v2 ~encoding:V1" true
+  | Ok _ | Error _ -> check "merkle_tree_v2 ~encoding:V1" false) ;
   let changed = run (C.add co ["z"] (b "z")) in
   raises "merkle_tree_v2 on a changed context" (function Invalid_argument _ -> true | _ -> false) (fun () ->
       C.merkle_tree_v2 changed C.Proof.Hole ["data"]) ;
@@ -537,7 +782,7 @@ let test_proofs () =
       | Some (C.Proof.Hash (C.Proof.Contents, _)), Some (C.Proof.Hash (C.Proof.Contents, _)) ->
           check "merkle_tree Hole leaf" true
       | _ -> check "merkle_tree Hole leaf" false) ;
-      check "merkle_tree keys" (List.map fst (C.String_map.bindings mt) = ["a"; "b"; "c"])
+      check "merkle_tree keys" (List.map fst (C.String_map.bindings mt) = ["a"; "b"; "big"; "c"])
   | _ -> check "merkle_tree shape" false) ;
   let mt = run (C.merkle_tree co C.Proof.Raw_context ["c"; "d"]) in
   (match C.String_map.find_opt "c" mt with
@@ -607,9 +852,16 @@ let test_store_life () =
   raises "find on a context of a closed index" is_pando_error (fun () -> C.find !ctx ["n"]) ;
   raises "commit on a closed index" is_pando_error (fun () -> C.commit ~time:13L !ctx) ;
   check "gc not allowed once closed" (not (C.is_gc_allowed index)) ;
+  (* A writer with another sync policy, and the store reopened. *)
+  let dir2 = fresh_dir () in
+  let w = run (C.init ~sync_policy:Pando.No_sync dir2) in
+  let hw = run (C.commit ~time:1L (run (C.add (C.empty w) ["k"] (b "v")))) in
+  run (C.close w) ;
+  let w = run (C.init ~sync_policy:Pando.Pipelined dir2) in
+  check "commit kept after close (No_sync)" (run (C.find (run (C.checkout_exn w hw)) ["k"]) = Some (b "v")) ;
+  run (C.close w) ;
   raises "open a missing store read-only" is_pando_error (fun () -> C.init ~readonly:true (fresh_dir ())) ;
-  raises "of_raw with no open index" (function Invalid_argument _ -> true | _ -> false) (fun () ->
-      Lwt.return (C.Tree.of_raw (`Value (b "x"))))
+  check "of_raw of a value with no open index" (run (C.Tree.to_value (C.Tree.of_raw (`Value (b "x")))) = Some (b "x"))
 
 let () =
   let tests =

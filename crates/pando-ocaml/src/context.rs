@@ -7,12 +7,12 @@
 
 use std::sync::{Arc, Mutex};
 
-use ocaml::{Int, Pointer, Runtime, Value};
+use ocaml::{Int, Pointer, Raw, Runtime, Value};
 use pando_store::{Create, Depth, Hash, Kind, Options, Order, Store, Tree};
 
 use crate::{
-    Context, Index, Out, Shared, TreeValue, Walker, bytes_option, bytes_value, count, guard, hash_of, raise, steps, text,
-    tree_value, unlocked,
+    Context, Index, Out, Shared, TreeValue, Walker, bytes_option, bytes_value, count, guard, hash_of, raise, raise_now, steps,
+    text, tree_value, unlocked,
 };
 
 /// Opens (or creates) the store in `dir` for writing.
@@ -100,7 +100,7 @@ pub fn pando_checkout(index: &Index, hash: &[u8]) -> Out<Option<Pointer<Context>
 /// # Safety
 /// `path` must be an OCaml `string list`; `read` must not allocate on the
 /// OCaml heap.
-unsafe fn read_at<T>(
+pub(crate) unsafe fn read_at<T>(
     tree: Result<&Tree, String>,
     path: &Value,
     read: impl FnOnce(&Tree, &[&[u8]]) -> Result<T, String>,
@@ -113,38 +113,85 @@ unsafe fn read_at<T>(
     })
 }
 
-// Reads and updates of a context, then the same of a tree: both call the
-// `Tree` method on the context's tree.
+// The reads of a block's inner loop (find, mem, mem_tree, length, on a
+// context and on a tree) are plain C functions: `#[ocaml::func]` roots
+// each argument and looks up an environment variable on every call, which
+// doubled the cost of a cached `find` (`ocaml/bench`). They allocate only
+// their result, after the last use of their arguments.
 
 macro_rules! reads {
-    ($($context_fn:ident, $tree_fn:ident: $sig_c:literal, $sig_t:literal, |$tree:ident, $path:ident| $read:expr => |$rt:ident, $out:ident| $convert:expr;)*) => {$(
-        #[ocaml::func($rt)]
-        #[ocaml::sig($sig_c)]
-        pub fn $context_fn(ctx: &Context, path: Value) -> Out<Value> {
-            // SAFETY: `path` is a `string list`; the read allocates nothing.
-            let $out = raise(unsafe { read_at(ctx.tree(), &path, |$tree, $path| $read.map_err(text)) })?;
-            Ok($convert)
+    ($($context_fn:ident, $tree_fn:ident: |$tree:ident, $path:ident| $read:expr => $convert:path;)*) => {$(
+        /// # Safety
+        /// Called by OCaml with a `context` and a `string list`.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $context_fn(ctx: Raw, path: Raw) -> Raw {
+            // SAFETY: `ctx` is a live `Context` block and `path` a list; both
+            // are used before anything is allocated.
+            let answer = unsafe {
+                let ctx = &*ctx.as_pointer::<Context>().as_ptr();
+                read_at(ctx.tree(), &Value::Raw(path.0), |$tree, $path| $read.map_err(text))
+            };
+            match answer {
+                // SAFETY: called by OCaml, with the runtime lock held.
+                Ok(answer) => unsafe { $convert(answer) },
+                Err(message) => raise_now(message),
+            }
         }
 
-        #[ocaml::func($rt)]
-        #[ocaml::sig($sig_t)]
-        pub fn $tree_fn(tree: &TreeValue, path: Value) -> Out<Value> {
-            // SAFETY: as above.
-            let $out = raise(unsafe { read_at(tree.tree(), &path, |$tree, $path| $read.map_err(text)) })?;
-            Ok($convert)
+        /// # Safety
+        /// Called by OCaml with a `tree` and a `string list`.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $tree_fn(tree: Raw, path: Raw) -> Raw {
+            // SAFETY: as above, with a `TreeValue` block.
+            let answer = unsafe {
+                let tree = &*tree.as_pointer::<TreeValue>().as_ptr();
+                read_at(tree.tree(), &Value::Raw(path.0), |$tree, $path| $read.map_err(text))
+            };
+            match answer {
+                // SAFETY: as above.
+                Ok(answer) => unsafe { $convert(answer) },
+                Err(message) => raise_now(message),
+            }
         }
     )*};
 }
 
 reads! {
-    pando_find, pando_tree_find: "context -> string list -> bytes option", "tree -> string list -> bytes option",
-        |tree, path| tree.find(path) => |rt, out| bytes_option(rt, out);
-    pando_mem, pando_tree_mem: "context -> string list -> bool", "tree -> string list -> bool",
-        |tree, path| tree.mem(path) => |rt, out| ocaml::ToValue::to_value(&out, rt);
-    pando_mem_tree, pando_tree_mem_tree: "context -> string list -> bool", "tree -> string list -> bool",
-        |tree, path| tree.mem_tree(path) => |rt, out| ocaml::ToValue::to_value(&out, rt);
-    pando_length, pando_tree_length: "context -> string list -> int", "tree -> string list -> int",
-        |tree, path| tree.length(path) => |rt, out| ocaml::ToValue::to_value(&(out.min(Int::MAX as u64) as Int), rt);
+    pando_find, pando_tree_find: |tree, path| tree.find(path) => bytes_option_raw;
+    pando_mem, pando_tree_mem: |tree, path| tree.mem(path) => bool_raw;
+    pando_mem_tree, pando_tree_mem_tree: |tree, path| tree.mem_tree(path) => bool_raw;
+    pando_length, pando_tree_length: |tree, path| tree.length(path) => int_raw;
+}
+
+unsafe extern "C" {
+    /// `Some v`, with `v` rooted during the allocation (OCaml >= 4.12).
+    fn caml_alloc_some(value: ocaml::sys::Value) -> ocaml::sys::Value;
+}
+
+/// `Some bytes` or `None`, unrooted: the caller returns it at once.
+///
+/// # Safety
+/// The runtime lock must be held.
+unsafe fn bytes_option_raw(bytes: Option<Vec<u8>>) -> Raw {
+    match bytes {
+        None => Raw(ocaml::sys::NONE),
+        // SAFETY: the string is passed straight to `caml_alloc_some`,
+        // which roots it while it allocates.
+        Some(bytes) => unsafe {
+            let string = ocaml::sys::caml_alloc_initialized_string(bytes.len(), bytes.as_ptr().cast());
+            Raw(caml_alloc_some(string))
+        },
+    }
+}
+
+/// An OCaml `bool`.
+unsafe fn bool_raw(b: bool) -> Raw {
+    Raw(if b { ocaml::sys::TRUE } else { ocaml::sys::FALSE })
+}
+
+/// An OCaml `int` (a count past `max_int` is `max_int`).
+unsafe fn int_raw(n: u64) -> Raw {
+    Raw(((n.min(Int::MAX as u64 >> 1) as ocaml::sys::Value) << 1) | 1)
 }
 
 #[ocaml::func]

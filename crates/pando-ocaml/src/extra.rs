@@ -14,10 +14,11 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use ocaml::{Int, Pointer, Value};
+use pando_core::proof::Encoding;
 use pando_store::{Create, Hash, Options, Store, SyncPolicy};
 
 use crate::context::open_writer;
-use crate::{Index, Out, Shared, TreeValue, bytes_value, guard, hash_of, paths, raise, text, unlocked};
+use crate::{Context, Index, Out, Shared, TreeValue, bytes_value, guard, hash_of, paths, raise, text, unlocked};
 
 #[ocaml::func]
 #[ocaml::sig("string -> index")]
@@ -173,20 +174,128 @@ pub fn pando_commit_info(index: &Index, commit: &[u8]) -> Out<Value> {
     Ok(unsafe { Value::some(gc, record) })
 }
 
+/// `proof_encoding`: `V1` is 0, `V2` is 1.
+fn encoding_of(encoding: Int) -> Encoding {
+    if encoding == 0 { Encoding::V1 } else { Encoding::V2 }
+}
+
+/// A proof of `kind` (tree or stream) of reading `paths` at `commit`.
+fn produce(index: &Index, commit: &[u8], paths_value: &Value, encoding: Int, stream: bool) -> Result<Vec<u8>, String> {
+    let (shared, commit, paths, encoding) = (index.0.clone(), hash_of(commit)?, paths(paths_value), encoding_of(encoding));
+    unlocked(move || {
+        let store = shared.store()?;
+        let proof = if stream {
+            store.produce_stream_proof(&commit, &paths, encoding)
+        } else {
+            store.produce_tree_proof_of_paths(&commit, &paths, encoding)
+        };
+        proof.map_err(text)
+    })
+}
+
 #[ocaml::func]
 #[ocaml::sig("index -> bytes -> string list list -> proof_encoding -> bytes")]
-pub fn pando_produce_tree_proof(index: &Index, commit: &[u8], paths_value: Value, encoding: Int) -> Out<Value> {
-    let (shared, commit, paths) = (index.0.clone(), raise(hash_of(commit))?, paths(&paths_value));
-    let proof = unlocked(move || {
-        let store = shared.store()?;
-        let (proof, _) =
-            store.produce_tree_proof(&commit, |tree| pando_core::proof::keys::read_paths(tree, &paths)).map_err(text)?;
-        match encoding {
-            0 => pando_core::proof::encoding::encode(&proof).map_err(text),
-            _ => Err("V2 Tree32 proofs are not yet produced".to_string()),
-        }
+pub fn pando_produce_tree_proof(index: &Index, commit: &[u8], paths: Value, encoding: Int) -> Out<Value> {
+    raise(produce(index, commit, &paths, encoding, false)).map(|bytes| bytes_value(gc, &bytes))
+}
+
+#[ocaml::func]
+#[ocaml::sig("index -> bytes -> string list list -> proof_encoding -> bytes")]
+pub fn pando_produce_stream_proof(index: &Index, commit: &[u8], paths: Value, encoding: Int) -> Out<Value> {
+    raise(produce(index, commit, &paths, encoding, true)).map(|bytes| bytes_value(gc, &bytes))
+}
+
+#[ocaml::func]
+#[ocaml::sig("proof_encoding -> bytes -> bytes -> tree")]
+pub fn pando_verify_tree_proof(encoding: Int, proof: &[u8], root: &[u8]) -> Out<Pointer<TreeValue>> {
+    let proven = guard(|| {
+        let root = hash_of(root)?;
+        pando_store::verify_tree_proof(encoding_of(encoding), proof, &root).map_err(text)
     });
-    raise(proof).map(|bytes| bytes_value(gc, &bytes))
+    raise(proven).map(|proven| crate::tree_value(&None, proven.tree))
+}
+
+#[ocaml::func]
+#[ocaml::sig("proof_encoding -> bytes -> bytes -> string list list -> tree")]
+pub fn pando_verify_stream_proof(encoding: Int, proof: &[u8], root: &[u8], paths_value: Value) -> Out<Pointer<TreeValue>> {
+    let paths = paths(&paths_value);
+    let proven = guard(|| {
+        let root = hash_of(root)?;
+        pando_store::verify_stream_proof(encoding_of(encoding), proof, &root, &paths).map_err(text)
+    });
+    raise(proven).map(|proven| crate::tree_value(&None, proven.tree))
+}
+
+#[ocaml::func]
+#[ocaml::sig("proof_encoding -> bytes -> bytes -> string list list -> tree * int")]
+pub fn pando_verify_stream_proof_reads(encoding: Int, proof: &[u8], root: &[u8], paths_value: Value) -> Out<Value> {
+    let paths = paths(&paths_value);
+    let proven = guard(|| {
+        let root = hash_of(root)?;
+        pando_store::verify_stream_proof_reads(encoding_of(encoding), proof, &root, &paths).map_err(text)
+    });
+    let (proven, unread) = raise(proven)?;
+    let pair = (crate::tree_value(&None, proven.tree), unread.min(Int::MAX as usize >> 1) as Int);
+    Ok(ocaml::ToValue::to_value(&pair, gc))
+}
+
+/// The hash of a kinded hash, and whether it is a node's.
+fn kinded(hash: &pando_core::proof::KindedHash) -> (&Hash, bool) {
+    match hash {
+        pando_core::proof::KindedHash::Node(hash) => (hash, true),
+        pando_core::proof::KindedHash::Value(hash) => (hash, false),
+    }
+}
+
+#[ocaml::func]
+#[ocaml::sig("proof_encoding -> bool -> bytes -> bytes * bytes")]
+pub fn pando_proof_hashes(encoding: Int, stream: bool, proof: &[u8]) -> Out<Value> {
+    let hashes = guard(|| {
+        let encoding = encoding_of(encoding);
+        let (before, after) = if stream {
+            let proof = encoding.decode_stream_proof(proof).map_err(text)?;
+            (proof.before, proof.after)
+        } else {
+            let proof = encoding.decode_tree_proof(proof).map_err(text)?;
+            (proof.before, proof.after)
+        };
+        Ok((*kinded(&before).0, *kinded(&after).0))
+    });
+    let (before, after) = raise(hashes)?;
+    let pair = (bytes_value(gc, before.as_bytes()), bytes_value(gc, after.as_bytes()));
+    Ok(ocaml::ToValue::to_value(&pair, gc))
+}
+
+#[ocaml::func]
+#[ocaml::sig("unit -> tree")]
+pub fn pando_empty_tree() -> Pointer<TreeValue> {
+    crate::tree_value(&None, pando_store::Tree::empty())
+}
+
+#[ocaml::func]
+#[ocaml::sig("index -> string -> bytes -> unit")]
+pub fn pando_set_branch(index: &Index, name: String, commit: &[u8]) -> Out<()> {
+    let (shared, commit) = (index.0.clone(), raise(hash_of(commit))?);
+    raise(unlocked(move || shared.store()?.set_branch(&name, &commit).map_err(text)))
+}
+
+#[ocaml::func]
+#[ocaml::sig("int -> bytes -> bytes")]
+pub fn pando_blake2b(size: Int, data: &[u8]) -> Out<Value> {
+    if !(1..=64).contains(&size) {
+        return raise(Err(format!("a BLAKE2b digest is 1 to 64 bytes, not {size}")));
+    }
+    let digest = blake2b_simd::Params::new().hash_length(size as usize).hash(data);
+    Ok(bytes_value(gc, digest.as_bytes()))
+}
+
+#[ocaml::func]
+#[ocaml::sig("string -> bytes -> string")]
+pub fn pando_b58check_encode(prefix: &[u8], payload: &[u8]) -> String {
+    let mut data = Vec::with_capacity(prefix.len() + payload.len());
+    data.extend_from_slice(prefix);
+    data.extend_from_slice(payload);
+    bs58::encode(data).with_check().into_string()
 }
 
 #[ocaml::func]
@@ -200,4 +309,22 @@ pub fn pando_hash_to_b58check(hash: &[u8]) -> Out<String> {
 pub fn pando_hash_of_b58check(text_form: String) -> Out<Value> {
     let hash = raise(Hash::from_base58(&text_form).map_err(text))?;
     Ok(bytes_value(gc, hash.as_bytes()))
+}
+
+/// `Pando.Internal.find_in_rust ctx path n`: seconds taken by `n` calls
+/// of `find` on the context's tree made from Rust, for the benchmark that
+/// measures what a call through the binding adds (`ocaml/bench`).
+#[ocaml::func]
+#[ocaml::sig("context -> string list -> int -> float")]
+pub fn pando_find_in_rust(ctx: &Context, path: Value, n: Int) -> Out<f64> {
+    // SAFETY: `path` is a `string list`; the loop allocates nothing in OCaml.
+    raise(unsafe {
+        crate::context::read_at(ctx.tree(), &path, |tree, path| {
+            let started = std::time::Instant::now();
+            for _ in 0..n.max(0) {
+                std::hint::black_box(tree.find(std::hint::black_box(path)).map_err(text)?);
+            }
+            Ok(started.elapsed().as_secs_f64())
+        })
+    })
 }

@@ -176,6 +176,24 @@ fn raise<T>(result: Result<T, String>) -> Out<T> {
     })
 }
 
+/// Raises `Pando.Error message` from a function that does not go
+/// through `#[ocaml::func]`: `message` is dropped before the raise, which
+/// unwinds no Rust frame.
+fn raise_now(message: String) -> ! {
+    // SAFETY: called with the runtime lock held; the exception's argument is
+    // passed straight to `caml_raise_with_arg`, which roots it.
+    unsafe {
+        let exception = ocaml::sys::caml_named_value(c"pando.error".as_ptr());
+        let arg = ocaml::sys::caml_alloc_initialized_string(message.len(), message.as_ptr().cast());
+        drop(message);
+        if exception.is_null() {
+            ocaml::sys::caml_failwith(c"Pando.Error is not registered".as_ptr());
+        }
+        ocaml::sys::caml_raise_with_arg(*exception, arg);
+    }
+    unreachable!("caml_raise_with_arg returns only by raising")
+}
+
 /// Anything displayable as an error message.
 fn text(error: impl std::fmt::Display) -> String {
     error.to_string()

@@ -24,12 +24,14 @@ mod import;
 mod index_file;
 mod inspect;
 mod open;
+mod proofs;
 mod repair;
 mod source;
 mod syncer;
 
 pub use check::{CheckPhase, CheckProgress, CheckReport, CheckScope, Problem, RecordCounts};
 pub use gc::{GcPhase, GcReport, GcStatus};
+pub(crate) use open::fresh_instance_id;
 pub use repair::{REPAIR_HINT, RepairReport};
 
 use pando_core::{CommitInfo, Hash};
