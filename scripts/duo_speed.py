@@ -8,8 +8,9 @@ the process, RUSAGE_CHILDREN's ru_maxrss taken around that one run alone
 as ../shared/irmin-bench/measure.py does):
   ocaml  the duo alone on pando, through the OCaml binding's Pando_context
          (duo --only pando)
-  raw    the same through Pando's TezEdge-shaped functions (--api raw;
-         only with --configs naming it)
+  raw    the same through Pando's TezEdge-shaped functions (--api raw)
+  null   the duo with no store (--only null): reading the trace alone
+  (raw and null only when --configs names them)
   irmin  the duo alone on irmin-pack 3.7.2 (duo --only irmin)
   native pando's own replay (pando replay TRACE --store ...)
 Blocks/s is blocks / wall. Writes DIR/NAME/RUN-R.json per run and prints
@@ -78,6 +79,7 @@ def main():
         "ocaml": [a.duo, a.trace, "--only", "pando", "--dir", store] + mb,
         "raw": [a.duo, a.trace, "--only", "pando", "--api", "raw", "--dir", store] + mb,
         "irmin": [a.duo, a.trace, "--only", "irmin", "--dir", store] + mb,
+        "null": [a.duo, a.trace, "--only", "null", "--dir", store] + mb,
         "native": [a.pando, "replay", a.trace, "--store", store, "--sync", a.sync]
         + (["--blocks", str(a.max_blocks)] if a.max_blocks else []),
     }

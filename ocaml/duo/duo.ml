@@ -1,6 +1,7 @@
 (* duo TRACE [options]: the trace replayed on irmin-pack 3.7.2 and on pando
    through the OCaml binding, every result compared (see duo_core.ml);
-   --only irmin|pando replays one alone, timed.
+   --only irmin|pando replays one alone, timed (--only null: no store,
+   the driver's own cost).
 
    --api context (the default): pando through Pando_context, Octez's
    CONTEXT, and both stores used as Octez uses its contexts, every path of
@@ -36,6 +37,9 @@ let () =
         S.run ()
     | "raw", "pando" ->
         let module S = Duo_core.Solo (Pando_raw_store) in
+        S.run ()
+    | _, "null" ->
+        let module S = Duo_core.Solo (Null_store) in
         S.run ()
     | a, o ->
         Printf.eprintf "duo: --api %s --only %s: --api context|raw, --only irmin|pando\n" a o;

@@ -110,6 +110,21 @@ module type PROOFS = sig
   val can_verify : bool
   (** Whether [verify] exists: when not, the other store's proofs are not
       produced, and the summary says so. *)
+
+  val produce_stream : repo -> commit -> string list list -> string Lwt.t
+  (** The encoded stream proof (V1 Tree32) of reading these paths, in
+      order, in this commit's tree. *)
+
+  val verify_stream :
+    repo ->
+    commit ->
+    string ->
+    string list list ->
+    ((string list * string option) list, string) result Lwt.t
+  (** Check an encoded stream proof of reading these paths against this
+      commit's tree hash, and return what they hold. *)
+
+  val can_stream : bool
 end
 
 module No_proofs (S : STORE) = struct
@@ -119,6 +134,9 @@ module No_proofs (S : STORE) = struct
   let produce _ _ _ = Lwt.return ""
   let verify _ _ _ _ = Lwt.return (Error "no proofs")
   let can_verify = false
+  let produce_stream _ _ _ = Lwt.return ""
+  let verify_stream _ _ _ _ = Lwt.return (Error "no proofs")
+  let can_stream = false
 end
 
 (* ---------------------------------------------------------------- options *)
@@ -142,7 +160,7 @@ let spec =
       ("--max-blocks", Arg.Set_int max_blocks, "N stop after N commits");
       ("--gc-every", Arg.Set_int gc_every, "N collect every N commits (0: none)");
       ("--gc-keep", Arg.Set_int gc_keep, "K keep the last K commits at each collection");
-      ("--only", Arg.Set_string only, "STORE replay one store alone (irmin|pando), timed");
+      ("--only", Arg.Set_string only, "STORE replay one store alone (irmin|pando|null), timed");
       ("--json", Arg.Set_string json_path, "FILE write a JSON summary");
       ("--dir", Arg.Set_string work_dir, "DIR where the stores go (default: a temporary dir)");
       ("--keep", Arg.Set keep_dir, " keep the stores at the end");
@@ -616,10 +634,26 @@ struct
               ~producer_reads:(reads_a ())
           else Lwt.return_unit
         in
-        if PA.can_verify then
-          one ~what:(B.name ^ "-proof-in-" ^ A.name) ~a_proves:false
-            (PB.produce rb kb paths)
-            (fun pr -> PA.verify ra ka pr paths)
+        let* () =
+          if PA.can_verify then
+            one ~what:(B.name ^ "-proof-in-" ^ A.name) ~a_proves:false
+              (PB.produce rb kb paths)
+              (fun pr -> PA.verify ra ka pr paths)
+              ~producer_reads:(reads_b ())
+          else Lwt.return_unit
+        in
+        let* () =
+          if PB.can_stream && PA.can_stream then
+            one ~what:(A.name ^ "-stream-in-" ^ B.name) ~a_proves:true
+              (PA.produce_stream ra ka paths)
+              (fun pr -> PB.verify_stream rb kb pr paths)
+              ~producer_reads:(reads_a ())
+          else Lwt.return_unit
+        in
+        if PA.can_stream && PB.can_stream then
+          one ~what:(B.name ^ "-stream-in-" ^ A.name) ~a_proves:false
+            (PB.produce_stream rb kb paths)
+            (fun pr -> PA.verify_stream ra ka pr paths)
             ~producer_reads:(reads_b ())
         else Lwt.return_unit
       in

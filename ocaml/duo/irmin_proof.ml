@@ -221,6 +221,130 @@ let encode (p : P.tree P.t) =
   tree b (P.state p);
   Buffer.contents b
 
+(* ---------------------------------------------------------- streams *)
+
+(* Stream proofs, V1 Tree32 (version 1):
+     proof = int16 version | kinded before | kinded after | u30 (elt)*
+     elt   = 00 u30 bytes                                   Contents
+           | 01 u30 (step kinded)*                          Node
+           | 02 int64 length | 00 u30 (u8 index 01 hash)*  (< 16 children)
+                             | 01 32 x (00 | 01 hash)      Inode
+           | 03 int64 length | u8 n segment | hash        Inode_extender *)
+
+let decode_stream s : P.stream P.t =
+  let r = { s; pos = 0 } in
+  try
+    let version = be r 2 in
+    if version <> 1 then bad 0 "version %d (a Tree32 stream proof is 1)" version;
+    let before = kinded r in
+    let after = kinded r in
+    let n = be r 4 in
+    let stop = r.pos + n in
+    let elt () : P.elt =
+      let at = r.pos in
+      match byte r with
+      | 0 ->
+          let n = be r 4 in
+          P.Contents (Bytes.of_string (take r n))
+      | 1 ->
+          let n = be r 4 in
+          let stop = r.pos + n in
+          let rec go acc =
+            if r.pos >= stop then List.rev acc
+            else
+              let step = take r (byte r) in
+              let k = kinded r in
+              go ((step, k) :: acc)
+          in
+          P.Node (go [])
+      | 2 -> (
+          let length = be r 8 in
+          let at = r.pos in
+          let some () =
+            match byte r with
+            | 1 -> hash r
+            | t -> bad (r.pos - 1) "option tag %d in a sparse inode" t
+          in
+          match byte r with
+          | 0 ->
+              let n = be r 4 in
+              let stop = r.pos + n in
+              let rec go acc =
+                if r.pos >= stop then List.rev acc
+                else
+                  let i = byte r in
+                  let h = some () in
+                  go ((i, h) :: acc)
+              in
+              P.Inode { length; proofs = go [] }
+          | 1 ->
+              let proofs = ref [] in
+              for i = 0 to 31 do
+                match byte r with
+                | 0 -> ()
+                | 1 -> proofs := (i, hash r) :: !proofs
+                | t -> bad (r.pos - 1) "option tag %d in a dense inode" t
+              done;
+              P.Inode { length; proofs = List.rev !proofs }
+          | t -> bad at "inode proofs tag %d" t)
+      | 3 ->
+          let length = be r 8 in
+          let at = r.pos in
+          let segments = unpack_segment at (take r (byte r)) in
+          let proof = hash r in
+          P.Inode_extender { length; segments; proof }
+      | t -> bad at "stream element tag %d" t
+    in
+    let rec go acc = if r.pos >= stop then List.rev acc else go (elt () :: acc) in
+    let elts = go [] in
+    if r.pos <> String.length s then bad r.pos "%d trailing bytes" (String.length s - r.pos);
+    P.v ~before ~after (List.to_seq elts)
+  with Invalid_argument _ -> bad r.pos "truncated"
+
+let encode_stream (p : P.stream P.t) =
+  let u8 b v = Buffer.add_char b (Char.chr v) in
+  let be b n v = for i = n - 1 downto 0 do u8 b ((v lsr (8 * i)) land 255) done in
+  let hash b h = Buffer.add_string b (Store.Hash.to_raw_string h) in
+  let sized b f =
+    let sub = Buffer.create 256 in
+    f sub;
+    be b 4 (Buffer.length sub);
+    Buffer.add_buffer b sub
+  in
+  let short b s = u8 b (String.length s); Buffer.add_string b s in
+  let kinded b = function
+    | `Contents (h, ()) -> u8 b 0; hash b h
+    | `Node h -> u8 b 1; hash b h
+  in
+  let elt b : P.elt -> unit = function
+    | Contents v -> u8 b 0; sized b (fun b -> Buffer.add_bytes b v)
+    | Node l -> u8 b 1; sized b (fun b -> List.iter (fun (s, k) -> short b s; kinded b k) l)
+    | Inode i ->
+        u8 b 2;
+        be b 8 i.length;
+        if List.length i.proofs < 16 then (
+          u8 b 0;
+          sized b (fun b -> List.iter (fun (k, h) -> u8 b k; u8 b 1; hash b h) i.proofs))
+        else (
+          u8 b 1;
+          for k = 0 to 31 do
+            match List.assoc_opt k i.proofs with
+            | Some h -> u8 b 1; hash b h
+            | None -> u8 b 0
+          done)
+    | Inode_extender e ->
+        u8 b 3;
+        be b 8 e.length;
+        short b (pack_segment e.segments);
+        hash b e.proof
+  in
+  let b = Buffer.create 4096 in
+  be b 2 1;
+  kinded b (P.before p);
+  kinded b (P.after p);
+  sized b (fun b -> Seq.iter (elt b) (P.state p));
+  Buffer.contents b
+
 (* -------------------------------------------------- irmin's PROOFS side *)
 
 type repo = Store.repo
@@ -251,6 +375,11 @@ let produce repo key paths =
       in
       encode proof
 
+let check_before p expected k =
+  match P.before p with
+  | `Node h when Irmin.Type.(unstage (equal Store.Hash.t)) h expected -> k ()
+  | _ -> Lwt.return (Error "its before hash is not the commit's tree hash")
+
 let verify repo key proof paths =
   let* t = root repo key in
   let expected = Store.Tree.hash t in
@@ -272,3 +401,34 @@ let verify repo key proof paths =
       | _ -> Lwt.return (Error "its before hash is not the commit's tree hash"))
 
 let can_verify = true
+let can_stream = true
+
+let produce_stream repo key paths =
+  let* t = root repo key in
+  match Store.Tree.key t with
+  | None -> failwith "irmin: a committed tree without a key"
+  | Some k ->
+      let+ proof, _ =
+        Store.Tree.produce_stream repo k (fun t ->
+            let+ r = reads paths t in
+            (t, r))
+      in
+      encode_stream proof
+
+let verify_stream repo key proof paths =
+  let* t = root repo key in
+  let expected = Store.Tree.hash t in
+  match decode_stream proof with
+  | exception Bad e -> Lwt.return (Error ("undecodable: " ^ e))
+  | p ->
+      check_before p expected (fun () ->
+          let+ r =
+            Store.Tree.verify_stream p (fun t ->
+                let+ r = reads paths t in
+                (t, r))
+          in
+          match r with
+          | Ok (_, r) -> Ok r
+          | Error (`Proof_mismatch e | `Stream_too_long e | `Stream_too_short e)
+            ->
+              Error e)
