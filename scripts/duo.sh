@@ -28,8 +28,9 @@
 #                store write a different value at the Nth Add)
 #   --build-only build, print the executable's path, do not run
 # Every other option goes to the duo (duo.exe --help): --max-blocks N,
-# --gc-every N --gc-keep K, --only irmin|pando, --json FILE, --proofs N,
-# --extra N, --dir DIR, --keep, --progress N.
+# --gc-every N --gc-keep K, --only irmin|pando|null, --json FILE,
+# --api context|raw, --proofs N, --extra N, --dir DIR, --keep,
+# --progress N.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
@@ -45,7 +46,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 if [ $build_only = 0 ] && [ $# -lt 1 ]; then
-  sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,34p' "$0" | sed 's/^# \{0,1\}//'
   exit 2
 fi
 
