@@ -5,15 +5,21 @@
 # Everything it needs is in the repository (the test vectors are
 # tests/vectors/). A step that needs an optional tool (OCaml, irmin's
 # sources) and does not find it is skipped, not failed: it calls `skip`,
-# and the last line names it after the counts.
+# and the last line names it after the counts. The optional steps:
+# - the OCaml binding's tests (scripts/ocaml-test.sh), when ocaml/ exists
+#   and ocamlfind and dune are installed (scripts/ocaml-deps.sh);
+# - the duo, pando against irmin 3.7.2 operation by operation
+#   (scripts/duo.sh) on the tiny trace and irmin-diff-a, when IRMIN_SRC
+#   names irmin's sources (../shared/irmin-bench/irmin-src.tar.gz unpacked).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
 skipped=()
-# skip NAME WHY: a step not run for want of an optional tool.
+# skip NAME WHY: a step not run for want of an optional tool; the last
+# line names it with its reason.
 skip() {
   echo "skipped $1: $2" >&2
-  skipped+=("$1")
+  skipped+=("$1 ($2)")
 }
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
@@ -28,6 +34,38 @@ if [ "$status" -eq 0 ]; then
   # switches under Shuttle's random schedules (its locks swapped in by a feature).
   cargo test -p pando-store --features shuttle --locked --lib shuttle 2>&1 | tee -a "$log"
   status=${PIPESTATUS[0]}
+fi
+# The OCaml binding's own tests (with the OCaml on PATH: Debian's 4.13).
+ocaml=0
+if command -v ocamlfind >/dev/null 2>&1 && command -v dune >/dev/null 2>&1; then
+  ocaml=1
+fi
+if [ "$status" -eq 0 ] && [ -d ocaml ]; then
+  if [ "$ocaml" -eq 1 ]; then
+    scripts/ocaml-test.sh 2>&1 | tee -a "$log"
+    status=${PIPESTATUS[0]}
+  else
+    skip "OCaml binding tests" "no dune or ocamlfind"
+    echo "(scripts/ocaml-deps.sh installs Debian's OCaml)" >&2
+  fi
+fi
+# The duo: every result of pando (through the binding) against irmin 3.7.2
+# on two small traces; each run's last line is `duo: B blocks, O results
+# compared, D divergences`.
+if [ "$status" -eq 0 ] && [ -d ocaml ]; then
+  if [ -z "${IRMIN_SRC:-}" ]; then
+    skip "duo against irmin" "IRMIN_SRC unset"
+  elif [ "$ocaml" -eq 0 ]; then
+    skip "duo against irmin" "no dune or ocamlfind"
+  else
+    traces=$(mktemp -d)
+    cargo run --release --locked -q -p pando-cli -- gen --preset tiny -o "$traces/tiny.repr" \
+      && zstd -q -d tests/vectors/irmin-diff-a.repr.zst -o "$traces/irmin-diff-a.repr" \
+      && scripts/duo.sh "$traces/tiny.repr" 2>&1 | tee -a "$log" \
+      && scripts/duo.sh "$traces/irmin-diff-a.repr" 2>&1 | tee -a "$log"
+    status=$?
+    rm -rf "$traces"
+  fi
 fi
 if [ "$(checkout)" != "$checkout_before" ]; then
   echo "error: the tests changed the checkout:" >&2

@@ -10,6 +10,7 @@ mod html;
 mod iavl;
 mod profile;
 mod radix;
+#[cfg(feature = "rocksdb")]
 mod rocks;
 mod workload;
 
@@ -27,8 +28,12 @@ use pando_trace::replay::metrics::{ProcIo, peak_rss_bytes};
 use pando_trace::report::human_bytes;
 use workload::{Op, RandomWorkload};
 
-/// Every backend, in the order of the table.
+/// Every backend, in the order of the table (jmt and rocksdb with the
+/// `rocksdb` feature, on by default).
+#[cfg(feature = "rocksdb")]
 const BACKENDS: &str = "pando-tree,pando-flat,nomt,jmt,iavl,iavl2,rocksdb,redb";
+#[cfg(not(feature = "rocksdb"))]
+const BACKENDS: &str = "pando-tree,pando-flat,nomt,iavl,iavl2,redb";
 
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -280,8 +285,12 @@ fn serve(workload: &str, backend: &str, blocks: Option<usize>, dir: &Path, trace
             // NOMT's default is 64,000 buckets; large key sets need more.
             "nomt" => Box::new(backend::NomtBackend::open(dir, (existing as u32 / 8).max(64_000))?),
             "redb" => Box::new(backend::RedbBackend::open(dir)?),
+            #[cfg(feature = "rocksdb")]
             "jmt" => Box::new(rocks::JmtBackend::open(dir)?),
+            #[cfg(feature = "rocksdb")]
             "rocksdb" => Box::new(rocks::RocksBackend::open(dir)?),
+            #[cfg(not(feature = "rocksdb"))]
+            "jmt" | "rocksdb" => bail!("backend {backend} needs pando-bench's `rocksdb` feature (on by default)"),
             "iavl" => Box::new(iavl::IavlBackend::open(dir, iavl::Version::V1)?),
             "iavl2" => Box::new(iavl::IavlBackend::open(dir, iavl::Version::V2)?),
             other => bail!("unknown backend {other}"),

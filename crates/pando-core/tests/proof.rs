@@ -15,7 +15,7 @@ use pando_core::dir::{Body, Pointers, Values};
 use pando_core::proof::encoding::{decode, encode};
 use pando_core::proof::partial::{Cell, Entry, Inode as Node, PartialTree, Reveal, Revealed};
 use pando_core::proof::types::{Extender, Inode, InodeTree, KindedHash, Tree, TreeProof};
-use pando_core::proof::{ProofError, produce_tree_proof, verify_tree_proof};
+use pando_core::proof::{Encoding, ProofError, produce_tree_proof, verify_tree_proof};
 use pando_core::reference::RefTree;
 use pando_core::{Hash, Kind};
 use proptest::prelude::*;
@@ -345,6 +345,43 @@ fn expected_size(proof: &TreeProof) -> usize {
 
 // ---------------------------------------------------------------- tests
 
+/// Lists of 63 entries and more are sized, values of 256 bytes and more
+/// take a wider size, inodes of 15 children and more are dense, lengths
+/// take the shortest integer: each form round-trips in V2, and the
+/// other forms of the same value are refused.
+#[test]
+fn v2_wide_forms_round_trip() {
+    let ch = Hash::from_slice(b"01234567890123456789012345678901").unwrap();
+    let many: Vec<(Vec<u8>, Tree)> = (0..70).map(|i| (format!("e{i:02}").into_bytes(), Tree::BlindedValue(ch))).collect();
+    let dense: Vec<(u8, InodeTree)> = (0..15).map(|i| (i * 2, InodeTree::BlindedInode(ch))).collect();
+    for state in [
+        Tree::Node(many.clone()),
+        Tree::Node(many[..62].to_vec()),
+        Tree::Node(vec![(b"v".to_vec(), Tree::Value(vec![7; 300]))]),
+        Tree::Node(vec![(b"v".to_vec(), Tree::Value(vec![7; 70_000]))]),
+        Tree::Inode(Inode { length: 70_000, proofs: dense.clone() }),
+        Tree::Inode(Inode { length: 5_000_000_000, proofs: dense[..14].to_vec() }),
+    ] {
+        let proof = TreeProof { version: 0, before: KindedHash::Node(ch), after: KindedHash::Node(ch), state };
+        let bytes = Encoding::V2.encode_tree_proof(&proof).unwrap();
+        assert_eq!(Encoding::V2.decode_tree_proof(&bytes).unwrap(), proof);
+        assert_eq!(bytes[0], 0b11, "both hashes are of nodes");
+    }
+    // 62 entries counted in the tag: 10 111110.
+    let proof = TreeProof {
+        version: 0,
+        before: KindedHash::Node(ch),
+        after: KindedHash::Node(ch),
+        state: Tree::Node(many[..62].to_vec()),
+    };
+    assert_eq!(Encoding::V2.encode_tree_proof(&proof).unwrap()[67], 0b1011_1110);
+    // 70 entries: tag 10 111111 and a 4-byte size.
+    let proof = TreeProof { version: 0, before: KindedHash::Node(ch), after: KindedHash::Node(ch), state: Tree::Node(many) };
+    let bytes = Encoding::V2.encode_tree_proof(&proof).unwrap();
+    assert_eq!(bytes[67], 0b1011_1111);
+    assert_eq!(u32::from_be_bytes(bytes[68..72].try_into().unwrap()) as usize, bytes.len() - 72);
+}
+
 #[test]
 fn octez_sample_round_trips_with_octez_size() {
     // `test_sample` of test_merkle_proof.ml (Proof32).
@@ -458,6 +495,24 @@ proptest! {
         for cut in [0, 1, bytes.len() / 2, bytes.len() - 1] {
             prop_assert!(decode(&bytes[..cut]).is_err());
         }
+    }
+
+    /// V2 (`Data_encoding.Compact`) round-trips, and a proof read from its
+    /// V1 bytes, written in V2 and read back is the same proof.
+    #[test]
+    fn random_proof_trees_round_trip_in_v2(state in arb_tree(), before in arb_hash(), after in arb_hash(), version in any::<i16>()) {
+        let proof = TreeProof { version, before: KindedHash::Value(before), after: KindedHash::Node(after), state };
+        let v1 = encode(&proof).unwrap();
+        let from_v1 = decode(&v1).unwrap();
+        let v2 = Encoding::V2.encode_tree_proof(&from_v1).unwrap();
+        prop_assert_eq!(&Encoding::V2.decode_tree_proof(&v2).unwrap(), &proof);
+        prop_assert!(v2.len() <= v1.len(), "the compact form is not larger");
+        for cut in [0, 1, v2.len() / 2, v2.len() - 1] {
+            prop_assert!(Encoding::V2.decode_tree_proof(&v2[..cut]).is_err());
+        }
+        let mut trailing = v2.clone();
+        trailing.push(0);
+        prop_assert!(Encoding::V2.decode_tree_proof(&trailing).is_err());
     }
 
     #[test]

@@ -103,3 +103,21 @@ fn the_leftovers_of_a_creation_are_named_then_cleared_by_a_creating_open() {
     open(&path, Create::New, false).unwrap().close().unwrap();
     assert_eq!(open(&path, Create::Never, true).unwrap().commit_count(), 0);
 }
+
+/// A store closed (or dropped) while a tree read from it lives on, as a
+/// binding's garbage collector keeps trees, frees its directory at once:
+/// the next writer opens it, and the old tree still reads.
+#[test]
+fn a_closed_store_frees_its_directory_while_its_trees_live() -> Result<(), Box<dyn std::error::Error>> {
+    let dir = tempfile::tempdir()?;
+    let store = Store::open(dir.path(), Options::default())?;
+    let tree = store.empty_tree().add(&["a"], b"1")?;
+    let commit = store.commit(&tree, &[], 1, "", "")?;
+    let kept = store.checkout(&commit)?.expect("just committed");
+    store.close()?;
+    let next = Store::open(dir.path(), Options::default())?;
+    assert_eq!(next.checkout(&commit)?.expect("durable").find(&["a"])?, Some(b"1".to_vec()));
+    assert_eq!(kept.find(&["a"])?, Some(b"1".to_vec()));
+    drop(next);
+    Ok(())
+}

@@ -28,7 +28,7 @@
 //! writes (a dense list of fewer than 16 children, unsorted indices or
 //! trailing bytes are errors), so a proof has one encoding.
 
-use super::types::{Extender, Inode, InodeTree, KindedHash, Tree, TreeProof};
+use super::types::{Extender, Inode, InodeOf, InodeTree, KindedHash, Tree, TreeProof};
 use crate::hash::{HASH_SIZE, Hash};
 use crate::inode::ENTRIES;
 
@@ -37,9 +37,9 @@ use crate::inode::ENTRIES;
 /// checking and hashing fit in a 1 MiB stack (WebAssembly's default).
 pub const MAX_NESTING: usize = 512;
 /// Largest size field of `Data_encoding` (a `uint30`).
-const MAX_U30: usize = (1 << 30) - 1;
+pub(super) const MAX_U30: usize = (1 << 30) - 1;
 /// Longest step and longest segment field (a length on one byte).
-const MAX_SHORT: usize = 255;
+pub(super) const MAX_SHORT: usize = 255;
 /// Children from which an inode is encoded densely.
 const DENSE_FROM: usize = ENTRIES / 2;
 
@@ -71,7 +71,7 @@ pub fn encode(proof: &TreeProof) -> Result<Vec<u8>, EncodingError> {
     Ok(out)
 }
 
-fn kinded(out: &mut Vec<u8>, hash: &KindedHash) {
+pub(super) fn kinded(out: &mut Vec<u8>, hash: &KindedHash) {
     match hash {
         KindedHash::Value(_) => out.push(0),
         KindedHash::Node(_) => out.push(1),
@@ -125,13 +125,16 @@ fn inode_tree(out: &mut Vec<u8>, t: &InodeTree) -> Result<(), EncodingError> {
     Ok(())
 }
 
-fn hash(out: &mut Vec<u8>, tag: u8, h: &Hash) {
+pub(super) fn hash(out: &mut Vec<u8>, tag: u8, h: &Hash) {
     out.push(tag);
     out.extend_from_slice(h.as_bytes());
 }
 
 /// Writes what `body` appends, preceded by its size on 4 bytes.
-fn sized(out: &mut Vec<u8>, body: impl FnOnce(&mut Vec<u8>) -> Result<(), EncodingError>) -> Result<(), EncodingError> {
+pub(super) fn sized(
+    out: &mut Vec<u8>,
+    body: impl FnOnce(&mut Vec<u8>) -> Result<(), EncodingError>,
+) -> Result<(), EncodingError> {
     let at = out.len();
     out.extend_from_slice(&[0; 4]);
     body(out)?;
@@ -151,7 +154,7 @@ fn steps(out: &mut Vec<u8>, entries: &[(Vec<u8>, Tree)]) -> Result<(), EncodingE
     Ok(())
 }
 
-fn short(out: &mut Vec<u8>, bytes: &[u8], what: &str) -> Result<(), EncodingError> {
+pub(super) fn short(out: &mut Vec<u8>, bytes: &[u8], what: &str) -> Result<(), EncodingError> {
     if bytes.len() > MAX_SHORT {
         return Err(EncodingError::Unencodable(format!("a {what} of {} bytes (at most {MAX_SHORT})", bytes.len())));
     }
@@ -160,36 +163,47 @@ fn short(out: &mut Vec<u8>, bytes: &[u8], what: &str) -> Result<(), EncodingErro
     Ok(())
 }
 
-fn length(out: &mut Vec<u8>, length: u64) -> Result<(), EncodingError> {
+pub(super) fn length(out: &mut Vec<u8>, length: u64) -> Result<(), EncodingError> {
     let length = i64::try_from(length).map_err(|_| EncodingError::Unencodable(format!("an inode length of {length}")))?;
     out.extend_from_slice(&length.to_be_bytes());
     Ok(())
 }
 
 fn inode(out: &mut Vec<u8>, i: &Inode) -> Result<(), EncodingError> {
+    inode_with(out, i, 4, inode_tree)
+}
+
+/// Writes an inode whose children `child` writes; `hole` stands for an
+/// absent child in a dense array.
+pub(super) fn inode_with<T>(
+    out: &mut Vec<u8>,
+    i: &InodeOf<T>,
+    hole: u8,
+    mut child: impl FnMut(&mut Vec<u8>, &T) -> Result<(), EncodingError>,
+) -> Result<(), EncodingError> {
     length(out, i.length)?;
     if i.proofs.len() < DENSE_FROM {
         out.push(0);
         sized(out, |out| {
-            for (index, child) in &i.proofs {
+            for (index, c) in &i.proofs {
                 out.push(*index);
-                inode_tree(out, child)?;
+                child(out, c)?;
             }
             Ok(())
         })
     } else {
         out.push(1);
-        let mut slots: [Option<&InodeTree>; ENTRIES] = [None; ENTRIES];
-        for (index, child) in &i.proofs {
+        let mut slots: [Option<&T>; ENTRIES] = [None; ENTRIES];
+        for (index, c) in &i.proofs {
             let slot = slots
                 .get_mut(usize::from(*index))
                 .ok_or_else(|| EncodingError::Unencodable(format!("an inode child at index {index}")))?;
-            *slot = Some(child);
+            *slot = Some(c);
         }
         for slot in slots {
             match slot {
-                Some(child) => inode_tree(out, child)?,
-                None => out.push(4),
+                Some(c) => child(out, c)?,
+                None => out.push(hole),
             }
         }
         Ok(())
@@ -263,14 +277,16 @@ pub fn decode(bytes: &[u8]) -> Result<TreeProof, EncodingError> {
     Ok(TreeProof { version, before, after, state })
 }
 
-struct Reader<'a> {
-    bytes: &'a [u8],
-    pos: usize,
-    nesting: usize,
+/// A cursor over bytes to decode, shared by the proof encodings: every
+/// read is bounds-checked and nesting is counted against [`MAX_NESTING`].
+pub(super) struct Reader<'a> {
+    pub(super) bytes: &'a [u8],
+    pub(super) pos: usize,
+    pub(super) nesting: usize,
 }
 
 impl<'a> Reader<'a> {
-    fn take(&mut self, n: usize) -> Result<&'a [u8], EncodingError> {
+    pub(super) fn take(&mut self, n: usize) -> Result<&'a [u8], EncodingError> {
         let available = self.bytes.len() - self.pos;
         if n > available {
             return Err(EncodingError::Truncated { at: self.pos, needed: n - available });
@@ -280,23 +296,23 @@ impl<'a> Reader<'a> {
         Ok(out)
     }
 
-    fn array<const N: usize>(&mut self) -> Result<[u8; N], EncodingError> {
+    pub(super) fn array<const N: usize>(&mut self) -> Result<[u8; N], EncodingError> {
         Ok(self.take(N)?.try_into().expect("took N bytes"))
     }
 
-    fn u8(&mut self) -> Result<u8, EncodingError> {
+    pub(super) fn u8(&mut self) -> Result<u8, EncodingError> {
         Ok(self.array::<1>()?[0])
     }
 
-    fn invalid(&self, at: usize, reason: impl Into<String>) -> EncodingError {
+    pub(super) fn invalid(&self, at: usize, reason: impl Into<String>) -> EncodingError {
         EncodingError::Invalid { at, reason: reason.into() }
     }
 
-    fn hash(&mut self) -> Result<Hash, EncodingError> {
+    pub(super) fn hash(&mut self) -> Result<Hash, EncodingError> {
         Ok(Hash(self.array::<HASH_SIZE>()?))
     }
 
-    fn kinded(&mut self) -> Result<KindedHash, EncodingError> {
+    pub(super) fn kinded(&mut self) -> Result<KindedHash, EncodingError> {
         let at = self.pos;
         match self.u8()? {
             0 => Ok(KindedHash::Value(self.hash()?)),
@@ -306,7 +322,7 @@ impl<'a> Reader<'a> {
     }
 
     /// The end of a field whose 4-byte size comes next.
-    fn size(&mut self) -> Result<usize, EncodingError> {
+    pub(super) fn size(&mut self) -> Result<usize, EncodingError> {
         let at = self.pos;
         let size = u32::from_be_bytes(self.array()?) as usize;
         if size > MAX_U30 {
@@ -319,18 +335,18 @@ impl<'a> Reader<'a> {
         Ok(end)
     }
 
-    fn short(&mut self) -> Result<&'a [u8], EncodingError> {
+    pub(super) fn short(&mut self) -> Result<&'a [u8], EncodingError> {
         let n = usize::from(self.u8()?);
         self.take(n)
     }
 
-    fn length(&mut self) -> Result<u64, EncodingError> {
+    pub(super) fn length(&mut self) -> Result<u64, EncodingError> {
         let at = self.pos;
         let length = i64::from_be_bytes(self.array()?);
         u64::try_from(length).map_err(|_| self.invalid(at, format!("negative inode length {length}")))
     }
 
-    fn enter(&mut self, levels: usize) -> Result<(), EncodingError> {
+    pub(super) fn enter(&mut self, levels: usize) -> Result<(), EncodingError> {
         self.nesting += levels;
         if self.nesting > MAX_NESTING {
             return Err(EncodingError::TooDeep { at: self.pos });
@@ -395,6 +411,15 @@ impl<'a> Reader<'a> {
     }
 
     fn inode(&mut self) -> Result<Inode, EncodingError> {
+        self.inode_with(Self::inode_tree)
+    }
+
+    /// An inode whose children `child` reads (`None` for a dense array's
+    /// hole).
+    pub(super) fn inode_with<T>(
+        &mut self,
+        mut child: impl FnMut(&mut Self) -> Result<Option<T>, EncodingError>,
+    ) -> Result<InodeOf<T>, EncodingError> {
         let length = self.length()?;
         let at = self.pos;
         let mut proofs = Vec::new();
@@ -407,7 +432,8 @@ impl<'a> Reader<'a> {
                     if usize::from(index) >= ENTRIES || proofs.last().is_some_and(|(last, _)| *last >= index) {
                         return Err(self.invalid(at, format!("inode child index {index} out of range or order")));
                     }
-                    proofs.push((index, self.required_inode_tree()?));
+                    let c = child(self)?.ok_or_else(|| self.invalid(at, "an absent inode where one is required"))?;
+                    proofs.push((index, c));
                 }
                 if self.pos != end {
                     return Err(self.invalid(end, "a list overruns its size"));
@@ -418,8 +444,8 @@ impl<'a> Reader<'a> {
             }
             1 => {
                 for index in 0..ENTRIES as u8 {
-                    if let Some(child) = self.inode_tree()? {
-                        proofs.push((index, child));
+                    if let Some(c) = child(self)? {
+                        proofs.push((index, c));
                     }
                 }
                 if proofs.len() < DENSE_FROM {
@@ -428,21 +454,35 @@ impl<'a> Reader<'a> {
             }
             tag => return Err(self.invalid(at, format!("inode proofs tag {tag}"))),
         }
-        Ok(Inode { length, proofs })
+        Ok(InodeOf { length, proofs })
     }
 
-    fn extender(&mut self) -> Result<Extender, EncodingError> {
+    pub(super) fn extender_with<T>(
+        &mut self,
+        proof: impl FnOnce(&mut Self) -> Result<T, EncodingError>,
+    ) -> Result<(u64, Vec<u8>, T), EncodingError> {
         let length = self.length()?;
+        let segment = self.segment()?;
+        self.enter(segment.len())?;
+        let proof = proof(self)?;
+        self.nesting -= segment.len();
+        Ok((length, segment, proof))
+    }
+
+    /// A packed segment of 5-bit indices, in its canonical packing.
+    pub(super) fn segment(&mut self) -> Result<Vec<u8>, EncodingError> {
         let at = self.pos;
         let packed = self.short()?;
         let segment = unpack_segment(packed).ok_or_else(|| self.invalid(at, "invalid 5-bit segment list"))?;
         if pack_segment(&segment) != packed {
             return Err(self.invalid(at, "non-canonical segment padding"));
         }
-        self.enter(segment.len())?;
-        let proof = Box::new(self.required_inode_tree()?);
-        self.nesting -= segment.len();
-        Ok(Extender { length, segment, proof })
+        Ok(segment)
+    }
+
+    fn extender(&mut self) -> Result<Extender, EncodingError> {
+        let (length, segment, proof) = self.extender_with(|r| r.required_inode_tree())?;
+        Ok(Extender { length, segment, proof: Box::new(proof) })
     }
 }
 

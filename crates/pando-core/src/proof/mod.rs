@@ -10,8 +10,12 @@
 //! reaching a blinded part is [`ProofError::Blinded`].
 //!
 //! Proofs are Octez's `Proof_types.tree Proof_types.t` ([`types`]), encoded
-//! as `Merkle_proof_encoding.V1.Tree32` ([`encoding`]). [`keys`] wraps one
-//! proof of a set of paths, with the commit it belongs to, in a file.
+//! as `Merkle_proof_encoding.V1.Tree32` ([`encoding`]) or `V2.Tree32`
+//! ([`compact`]). [`keys`] wraps one proof of a set of paths, with the
+//! commit it belongs to, in a file. Stream proofs (`Proof.stream
+//! Proof.t`) of reading paths are produced and verified by [`stream`] and
+//! encoded by [`stream_encoding`]; [`Encoding`] names the two binary
+//! forms of both kinds.
 //!
 //! Invariants:
 //! - Soundness rests on the hash alone: a proof is accepted only if the
@@ -21,15 +25,21 @@
 //! - Pure: no files, no threads, no clock; builds for
 //!   `wasm32-unknown-unknown`.
 
+pub mod compact;
 pub mod convert;
 pub mod encoding;
 pub mod keys;
 pub mod partial;
+pub mod stream;
+pub mod stream_encoding;
 pub mod types;
 
 pub use encoding::EncodingError;
 pub use partial::{Cell, Contents, Entry, Partial, PartialTree, Reveal, Revealed};
+pub use types::{Elt, STREAM32_VERSION, StreamProof};
 pub use types::{KindedHash, TREE32_VERSION, TreeProof};
+
+use crate::hash::Hash;
 
 /// Why a proof could not be produced or was rejected.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -53,6 +63,117 @@ pub enum ProofError {
     InvalidPath(String),
     #[error("the store could not supply part of the tree: {0}")]
     Unavailable(String),
+    #[error("the stream ends where the reads need {needed} at {path}")]
+    StreamTooShort { needed: String, path: String },
+    #[error("{unread} stream elements are left after the reads")]
+    StreamTooLong { unread: usize },
+    #[error("stream element {element}: {reason}")]
+    StreamMismatch { element: usize, reason: String },
+}
+
+/// Octez's two binary encodings of proofs of the 32-ary context
+/// (`Merkle_proof_encoding.V1.Tree32` and `V2.Tree32`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Encoding {
+    /// Plain `Data_encoding` (what `pando prove` writes inside a keys proof).
+    V1,
+    /// `Data_encoding.Compact`: light mode's `merkle_tree_v2`.
+    V2,
+}
+
+impl Encoding {
+    /// The bytes of a tree proof.
+    pub fn encode_tree_proof(self, proof: &TreeProof) -> Result<Vec<u8>, EncodingError> {
+        match self {
+            Encoding::V1 => encoding::encode(proof),
+            Encoding::V2 => compact::encode(proof),
+        }
+    }
+
+    /// The tree proof `bytes` hold, exactly.
+    pub fn decode_tree_proof(self, bytes: &[u8]) -> Result<TreeProof, EncodingError> {
+        match self {
+            Encoding::V1 => encoding::decode(bytes),
+            Encoding::V2 => compact::decode(bytes),
+        }
+    }
+
+    /// The bytes of a stream proof.
+    pub fn encode_stream_proof(self, proof: &StreamProof) -> Result<Vec<u8>, EncodingError> {
+        match self {
+            Encoding::V1 => stream_encoding::encode_v1(proof),
+            Encoding::V2 => stream_encoding::encode_v2(proof),
+        }
+    }
+
+    /// The stream proof `bytes` hold, exactly.
+    pub fn decode_stream_proof(self, bytes: &[u8]) -> Result<StreamProof, EncodingError> {
+        match self {
+            Encoding::V1 => stream_encoding::decode_v1(bytes),
+            Encoding::V2 => stream_encoding::decode_v2(bytes),
+        }
+    }
+}
+
+/// A tree shown by a proof checked against the hash it is about: the
+/// parts the proof reveals, the rest blinded.
+#[derive(Clone)]
+pub struct Proven {
+    /// The tree (a directory or a contents), hashing to `before`.
+    pub root: Entry,
+    /// The proof's `before`: the kind and hash of `root`.
+    pub before: KindedHash,
+    /// The proof's `after`: what the computation it proves leaves (for a
+    /// proof of reads, `before` again). Not checked here: only a replay of
+    /// that computation on `root` can.
+    pub after: KindedHash,
+}
+
+/// Decodes the tree proof `bytes` in `encoding` and checks it against
+/// `root`, the hash of the tree it is about: its version, its structure,
+/// and that what it shows hashes to `before`, which must be `root`.
+pub fn verify_tree_proof_bytes(encoding: Encoding, bytes: &[u8], root: &Hash) -> Result<Proven, ProofError> {
+    let proof = encoding.decode_tree_proof(bytes)?;
+    if proof.before.hash() != *root {
+        return Err(ProofError::WrongRoot { expected: root.to_string(), actual: proof.before.hash().to_string() });
+    }
+    if proof.version != TREE32_VERSION {
+        return Err(ProofError::UnsupportedVersion(proof.version));
+    }
+    let tree = PartialTree::new(convert::entry_of_tree(&proof.state)?, None);
+    let before = tree.kinded_hash()?;
+    if before != proof.before {
+        return Err(ProofError::BeforeMismatch { expected: proof.before, actual: before });
+    }
+    Ok(Proven { root: tree.root, before, after: proof.after })
+}
+
+/// Decodes the stream proof `bytes` in `encoding` and checks it against
+/// `root` by reading `paths` in order (see [`stream`]); returns the tree
+/// of what the reads loaded.
+pub fn verify_stream_proof_bytes(
+    encoding: Encoding,
+    bytes: &[u8],
+    root: &Hash,
+    paths: &[stream::Path],
+) -> Result<Proven, ProofError> {
+    let proof = encoding.decode_stream_proof(bytes)?;
+    let root = stream::verify_stream(&proof, root, paths)?;
+    Ok(Proven { root, before: proof.before, after: proof.after })
+}
+
+/// [`verify_stream_proof_bytes`] of the reads made so far (see
+/// [`stream::verify_stream_reads`]): also returns how many elements are
+/// left unread.
+pub fn verify_stream_reads_bytes(
+    encoding: Encoding,
+    bytes: &[u8],
+    root: &Hash,
+    paths: &[stream::Path],
+) -> Result<(Proven, usize), ProofError> {
+    let proof = encoding.decode_stream_proof(bytes)?;
+    let (root, unread) = stream::verify_stream_reads(&proof, root, paths)?;
+    Ok((Proven { root, before: proof.before, after: proof.after }, unread))
 }
 
 /// Runs `f` on the tree `root` (blinded parts revealed by `reveal` as `f`

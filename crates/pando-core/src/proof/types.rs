@@ -70,18 +70,52 @@ pub enum InodeTree {
 }
 
 /// A tree inode: the number of entries below it and its non-empty children,
-/// by increasing index.
+/// by increasing index, each shown as a `T` (Octez's `'a inode`).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Inode {
+pub struct InodeOf<T> {
     pub length: u64,
-    pub proofs: Vec<(u8, InodeTree)>,
+    pub proofs: Vec<(u8, T)>,
 }
 
+/// A tree inode of a tree proof.
+pub type Inode = InodeOf<InodeTree>;
+
 /// A chain of tree inodes that each have `length` entries below them and a
-/// single child, at the indices of `segment`, ending in `proof`.
+/// single child, at the indices of `segment`, ending in `proof` (Octez's
+/// `'a inode_extender`).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Extender {
+pub struct ExtenderOf<T> {
     pub length: u64,
     pub segment: Vec<u8>,
-    pub proof: Box<InodeTree>,
+    pub proof: T,
+}
+
+/// An extender of a tree proof.
+pub type Extender = ExtenderOf<Box<InodeTree>>;
+
+/// The version field of a stream proof of the 32-ary context (bit 0 set).
+pub const STREAM32_VERSION: i16 = 1;
+
+/// A stream proof (Octez's `Proof.stream Proof.t`): the hashes before and
+/// after, and the parts of the tree in the order a computation read them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StreamProof {
+    pub version: i16,
+    pub before: KindedHash,
+    pub after: KindedHash,
+    pub state: Vec<Elt>,
+}
+
+/// One part of a stream proof (Octez's `Proof.Stream.elt`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Elt {
+    /// A contents value.
+    Value(Vec<u8>),
+    /// A directory of at most 256 entries, or a value inode: every entry,
+    /// sorted by step, with its kind and hash.
+    Node(Vec<(Vec<u8>, KindedHash)>),
+    /// A tree inode, with its children's hashes.
+    Inode(InodeOf<Hash>),
+    /// A chain of single-child tree inodes, ending in the inode `proof`.
+    InodeExtender(ExtenderOf<Hash>),
 }

@@ -24,12 +24,14 @@ mod import;
 mod index_file;
 mod inspect;
 mod open;
+mod proofs;
 mod repair;
 mod source;
 mod syncer;
 
 pub use check::{CheckPhase, CheckProgress, CheckReport, CheckScope, Problem, RecordCounts};
 pub use gc::{GcPhase, GcReport, GcStatus};
+pub(crate) use open::fresh_instance_id;
 pub use repair::{REPAIR_HINT, RepairReport};
 
 use pando_core::{CommitInfo, Hash};
@@ -649,6 +651,12 @@ impl Drop for Store {
         let _ = self.repo.staged.settle();
         let _ = self.finish_recording();
         let _ = self.repo.flush();
+        // Trees read from the store may outlive it (a binding's garbage
+        // collector frees them later); the directory is free for the next
+        // writer now, which the line above made safe.
+        if let Some(writer) = &self.repo.writer {
+            writer.lock()._lock = None;
+        }
     }
 }
 

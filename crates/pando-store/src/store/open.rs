@@ -46,6 +46,12 @@ const CONTROL_TEMP: &str = "control.tmp";
 
 static NEXT_INSTANCE: AtomicU64 = AtomicU64::new(1);
 
+/// A store instance id no other instance has (trees of other sources,
+/// such as a proof's, take one too, so that they are never mixed).
+pub(crate) fn fresh_instance_id() -> u64 {
+    NEXT_INSTANCE.fetch_add(1, Ordering::Relaxed)
+}
+
 fn open_file(storage: &dyn Storage, name: &str, create: bool) -> Result<Arc<dyn File>> {
     storage.open(name, create).map_err(Error::io(name, if create { "create" } else { "open" }))
 }
@@ -193,7 +199,7 @@ pub fn open(storage: Arc<dyn Storage>, options: Options) -> Result<Repo> {
     crate::telemetry::opened(&storage.describe(), writable, commits - collected, generation, recovered_bytes, started.elapsed());
     Ok(Repo {
         recorder,
-        id: NEXT_INSTANCE.fetch_add(1, Ordering::Relaxed),
+        id: fresh_instance_id(),
         storage,
         pack,
         cache: NodeCache::new(options.cache_bytes - options.keep_bytes()),

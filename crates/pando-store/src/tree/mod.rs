@@ -17,8 +17,11 @@ pub(crate) mod flat;
 mod memo;
 pub(crate) mod node;
 mod proof;
+mod proven;
 mod staged;
 pub(crate) mod walk;
+
+pub use proven::{ProvenTree, verify_stream_proof, verify_stream_proof_reads, verify_tree_proof};
 
 use pando_core::trace::{ContextId, Key, Row, Scope};
 use pando_core::{Hash, Kind};
@@ -324,6 +327,19 @@ impl Tree {
         f: impl FnOnce(&mut pando_core::proof::PartialTree<'_>) -> Result<R, pando_core::proof::ProofError>,
     ) -> Result<(pando_core::proof::TreeProof, R)> {
         proof::produce(self.node()?, self.loader(), f)
+    }
+
+    /// Octez's stream proof (`Proof.stream Proof.t`) of reading `paths` in
+    /// order from this tree, as irmin's `find` reads them (see
+    /// `pando_core::proof::stream`): the objects loaded, in the order
+    /// irmin 3.7.2 loads them.
+    pub fn produce_stream_proof(&self, paths: &[pando_core::proof::stream::Path]) -> Result<pando_core::proof::StreamProof> {
+        let loader = self.loader();
+        let value = |leaf: &node::Leaf| -> Result<Vec<u8>> {
+            node::with_value(&Child::Contents(leaf.clone()), loader, <[u8]>::to_vec)?
+                .ok_or_else(|| crate::Error::Invalid("a contents without a value".into()))
+        };
+        pando_core::proof::stream::produce_stream(self.node()?, loader, &value, paths)
     }
 
     /// The value, if this tree is a contents.

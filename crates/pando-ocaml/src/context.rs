@@ -1,0 +1,405 @@
+//! The functions of Octez's TezEdge binding (`rust_tezedge_gen.mli`):
+//! indexes, contexts, trees and the fold's walker.
+//!
+//! Each C symbol is the OCaml name with a `pando_` prefix (`remove` and
+//! `index` are also libc functions). Contexts and trees are persistent:
+//! an update returns a new value and leaves its argument as it was.
+
+use std::sync::{Arc, Mutex};
+
+use ocaml::{Int, Pointer, Raw, Runtime, Value};
+use pando_store::{Create, Depth, Hash, Kind, Options, Order, Store, Tree};
+
+use crate::{
+    Context, Index, Out, Shared, TreeValue, Walker, bytes_option, bytes_value, count, guard, hash_of, raise, raise_now, steps,
+    text, tree_value, unlocked,
+};
+
+/// Opens (or creates) the store in `dir` for writing.
+pub(crate) fn open_writer(dir: &str, sync: pando_store::SyncPolicy) -> Result<Arc<Shared>, String> {
+    let dir = dir.to_string();
+    unlocked(move || {
+        let options = Options { create: Create::IfMissing, sync, ..Options::default() };
+        Ok(Shared::new(Store::open(&dir, options).map_err(text)?, false))
+    })
+}
+
+#[ocaml::func]
+#[ocaml::sig("string -> index")]
+pub fn pando_index_init(dir: String) -> Out<Pointer<Index>> {
+    raise(open_writer(&dir, Options::default().sync)).map(|shared| Pointer::alloc_custom(Index(shared)))
+}
+
+#[ocaml::func]
+#[ocaml::sig("context -> index")]
+pub fn pando_index(ctx: &Context) -> Pointer<Index> {
+    Pointer::alloc_custom(Index(ctx.shared.clone()))
+}
+
+#[ocaml::func]
+#[ocaml::sig("index -> context")]
+pub fn pando_context_init(index: &Index) -> Out<Pointer<Context>> {
+    let shared = &index.0;
+    raise(guard(|| {
+        let tree = shared.store()?.empty_tree();
+        Ok(Pointer::alloc_custom(Context { shared: shared.clone(), tree, parent: None }))
+    }))
+}
+
+/// The commit `ctx` would make, and its parents.
+fn parents(ctx: &Context) -> Vec<Hash> {
+    ctx.parent.into_iter().collect()
+}
+
+#[ocaml::func]
+#[ocaml::sig("context -> int64 -> string -> string -> bytes")]
+pub fn pando_commit(ctx: &Context, time: i64, author: String, message: String) -> Out<Value> {
+    let (shared, tree, parents) = (ctx.shared.clone(), ctx.tree.clone(), parents(ctx));
+    let hash = unlocked(move || {
+        shared.check_open()?;
+        let store = shared.store()?;
+        store.commit(&tree, &parents, time, &author, &message).map_err(text)
+    });
+    raise(hash).map(|hash| bytes_value(gc, hash.as_bytes()))
+}
+
+#[ocaml::func]
+#[ocaml::sig("context -> int64 -> string -> string -> bytes")]
+pub fn pando_hash(ctx: &Context, time: i64, author: String, message: String) -> Out<Value> {
+    let hash = guard(|| {
+        let root = ctx.tree()?.hash().map_err(text)?;
+        let info = pando_core::CommitInfo { root, parents: parents(ctx), date: time, author, message };
+        Ok(info.hash())
+    });
+    raise(hash).map(|hash| bytes_value(gc, hash.as_bytes()))
+}
+
+#[ocaml::func]
+#[ocaml::sig("index -> bytes -> bool")]
+pub fn pando_exists(index: &Index, hash: &[u8]) -> Out<bool> {
+    raise(guard(|| Ok(index.0.store()?.exists(&hash_of(hash)?))))
+}
+
+#[ocaml::func]
+#[ocaml::sig("index -> bytes -> context option")]
+pub fn pando_checkout(index: &Index, hash: &[u8]) -> Out<Option<Pointer<Context>>> {
+    let (shared, hash) = (index.0.clone(), raise(hash_of(hash))?);
+    let tree = unlocked({
+        let shared = shared.clone();
+        move || match shared.store()?.checkout(&hash) {
+            // A collected commit is one the store no longer holds.
+            Err(pando_store::Error::CollectedCommit(_)) => Ok(None),
+            other => other.map_err(text),
+        }
+    });
+    raise(tree).map(|tree| tree.map(|tree| Pointer::alloc_custom(Context { shared, tree, parent: Some(hash) })))
+}
+
+/// Runs a read of `tree` at the path `path`.
+///
+/// # Safety
+/// `path` must be an OCaml `string list`; `read` must not allocate on the
+/// OCaml heap.
+pub(crate) unsafe fn read_at<T>(
+    tree: Result<&Tree, String>,
+    path: &Value,
+    read: impl FnOnce(&Tree, &[&[u8]]) -> Result<T, String>,
+) -> Result<T, String> {
+    guard(|| {
+        let tree = tree?;
+        // SAFETY: the caller's; the steps are dropped before `read_at` returns.
+        let steps = unsafe { steps(path) };
+        read(tree, &steps)
+    })
+}
+
+// The reads of a block's inner loop (find, mem, mem_tree, length, on a
+// context and on a tree) are plain C functions: `#[ocaml::func]` roots
+// each argument and looks up an environment variable on every call, which
+// doubled the cost of a cached `find` (`ocaml/bench`). They allocate only
+// their result, after the last use of their arguments.
+
+macro_rules! reads {
+    ($($context_fn:ident, $tree_fn:ident: |$tree:ident, $path:ident| $read:expr => $convert:path;)*) => {$(
+        /// # Safety
+        /// Called by OCaml with a `context` and a `string list`.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $context_fn(ctx: Raw, path: Raw) -> Raw {
+            // SAFETY: `ctx` is a live `Context` block and `path` a list; both
+            // are used before anything is allocated.
+            let answer = unsafe {
+                let ctx = &*ctx.as_pointer::<Context>().as_ptr();
+                read_at(ctx.tree(), &Value::Raw(path.0), |$tree, $path| $read.map_err(text))
+            };
+            match answer {
+                // SAFETY: called by OCaml, with the runtime lock held.
+                Ok(answer) => unsafe { $convert(answer) },
+                Err(message) => raise_now(message),
+            }
+        }
+
+        /// # Safety
+        /// Called by OCaml with a `tree` and a `string list`.
+        #[unsafe(no_mangle)]
+        pub unsafe extern "C" fn $tree_fn(tree: Raw, path: Raw) -> Raw {
+            // SAFETY: as above, with a `TreeValue` block.
+            let answer = unsafe {
+                let tree = &*tree.as_pointer::<TreeValue>().as_ptr();
+                read_at(tree.tree(), &Value::Raw(path.0), |$tree, $path| $read.map_err(text))
+            };
+            match answer {
+                // SAFETY: as above.
+                Ok(answer) => unsafe { $convert(answer) },
+                Err(message) => raise_now(message),
+            }
+        }
+    )*};
+}
+
+reads! {
+    pando_find, pando_tree_find: |tree, path| tree.find(path) => bytes_option_raw;
+    pando_mem, pando_tree_mem: |tree, path| tree.mem(path) => bool_raw;
+    pando_mem_tree, pando_tree_mem_tree: |tree, path| tree.mem_tree(path) => bool_raw;
+    pando_length, pando_tree_length: |tree, path| tree.length(path) => int_raw;
+}
+
+unsafe extern "C" {
+    /// `Some v`, with `v` rooted during the allocation (OCaml >= 4.12).
+    fn caml_alloc_some(value: ocaml::sys::Value) -> ocaml::sys::Value;
+}
+
+/// `Some bytes` or `None`, unrooted: the caller returns it at once.
+///
+/// # Safety
+/// The runtime lock must be held.
+unsafe fn bytes_option_raw(bytes: Option<Vec<u8>>) -> Raw {
+    match bytes {
+        None => Raw(ocaml::sys::NONE),
+        // SAFETY: the string is passed straight to `caml_alloc_some`,
+        // which roots it while it allocates.
+        Some(bytes) => unsafe {
+            let string = ocaml::sys::caml_alloc_initialized_string(bytes.len(), bytes.as_ptr().cast());
+            Raw(caml_alloc_some(string))
+        },
+    }
+}
+
+/// An OCaml `bool`.
+unsafe fn bool_raw(b: bool) -> Raw {
+    Raw(if b { ocaml::sys::TRUE } else { ocaml::sys::FALSE })
+}
+
+/// An OCaml `int` (a count past `max_int` is `max_int`).
+unsafe fn int_raw(n: u64) -> Raw {
+    Raw(((n.min(Int::MAX as u64 >> 1) as ocaml::sys::Value) << 1) | 1)
+}
+
+#[ocaml::func]
+#[ocaml::sig("context -> string list -> tree option")]
+pub fn pando_find_tree(ctx: &Context, path: Value) -> Out<Option<Pointer<TreeValue>>> {
+    // SAFETY: `path` is a `string list`; the read allocates nothing.
+    let found = raise(unsafe { read_at(ctx.tree(), &path, |tree, path| tree.find_tree(path).map_err(text)) })?;
+    Ok(found.map(|tree| tree_value(&Some(ctx.shared.clone()), tree)))
+}
+
+#[ocaml::func]
+#[ocaml::sig("tree -> string list -> tree option")]
+pub fn pando_tree_find_tree(tree: &TreeValue, path: Value) -> Out<Option<Pointer<TreeValue>>> {
+    // SAFETY: as above.
+    let found = raise(unsafe { read_at(tree.tree(), &path, |tree, path| tree.find_tree(path).map_err(text)) })?;
+    Ok(found.map(|found| tree_value(&tree.shared, found)))
+}
+
+/// `list`'s answer: names and trees as an OCaml array of pairs.
+fn entries(rt: &Runtime, shared: &Option<Arc<Shared>>, entries: Vec<(Vec<u8>, Tree)>) -> Value {
+    let pairs: Vec<(Value, Pointer<TreeValue>)> =
+        entries.into_iter().map(|(name, tree)| (bytes_value(rt, &name), tree_value(shared, tree))).collect();
+    ocaml::ToValue::to_value(&pairs, rt)
+}
+
+#[ocaml::func]
+#[ocaml::sig("context -> int option -> int option -> string list -> (string * tree) array")]
+pub fn pando_list(ctx: &Context, offset: Option<Int>, length: Option<Int>, path: Value) -> Out<Value> {
+    let (offset, length) = (count(offset).unwrap_or(0), count(length));
+    // SAFETY: `path` is a `string list`; the read allocates nothing.
+    let listed = raise(unsafe { read_at(ctx.tree(), &path, |tree, path| tree.list(path, offset, length).map_err(text)) })?;
+    Ok(entries(gc, &Some(ctx.shared.clone()), listed))
+}
+
+#[ocaml::func]
+#[ocaml::sig("tree -> int option -> int option -> string list -> (string * tree) array")]
+pub fn pando_tree_list(tree: &TreeValue, offset: Option<Int>, length: Option<Int>, path: Value) -> Out<Value> {
+    let (offset, length) = (count(offset).unwrap_or(0), count(length));
+    // SAFETY: as above.
+    let listed = raise(unsafe { read_at(tree.tree(), &path, |tree, path| tree.list(path, offset, length).map_err(text)) })?;
+    Ok(entries(gc, &tree.shared, listed))
+}
+
+/// A new context: `ctx` with its tree replaced.
+fn with_tree(ctx: &Context, tree: Tree) -> Pointer<Context> {
+    Pointer::alloc_custom(Context { shared: ctx.shared.clone(), tree, parent: ctx.parent })
+}
+
+#[ocaml::func]
+#[ocaml::sig("context -> string list -> bytes -> context")]
+pub fn pando_add(ctx: &Context, path: Value, value: &[u8]) -> Out<Pointer<Context>> {
+    // SAFETY: `path` is a `string list`; `value` is read before any allocation.
+    let tree = raise(unsafe { read_at(ctx.tree(), &path, |tree, path| tree.add(path, value).map_err(text)) })?;
+    Ok(with_tree(ctx, tree))
+}
+
+#[ocaml::func]
+#[ocaml::sig("context -> string list -> context")]
+pub fn pando_remove(ctx: &Context, path: Value) -> Out<Pointer<Context>> {
+    // SAFETY: `path` is a `string list`; the update allocates nothing.
+    let tree = raise(unsafe { read_at(ctx.tree(), &path, |tree, path| tree.remove(path).map_err(text)) })?;
+    Ok(with_tree(ctx, tree))
+}
+
+#[ocaml::func]
+#[ocaml::sig("context -> string list -> tree -> context")]
+pub fn pando_add_tree(ctx: &Context, path: Value, tree: &TreeValue) -> Out<Pointer<Context>> {
+    let added = raise(tree.tree().cloned())?;
+    // SAFETY: `path` is a `string list`; the update allocates nothing.
+    let updated = raise(unsafe { read_at(ctx.tree(), &path, |tree, path| tree.add_tree(path, &added).map_err(text)) })?;
+    Ok(with_tree(ctx, updated))
+}
+
+#[ocaml::func]
+#[ocaml::sig("tree -> string list -> bytes -> tree")]
+pub fn pando_tree_add(tree: &TreeValue, path: Value, value: &[u8]) -> Out<Pointer<TreeValue>> {
+    // SAFETY: as in `pando_add`.
+    let updated = raise(unsafe { read_at(tree.tree(), &path, |tree, path| tree.add(path, value).map_err(text)) })?;
+    Ok(tree_value(&tree.shared, updated))
+}
+
+#[ocaml::func]
+#[ocaml::sig("tree -> string list -> tree -> tree")]
+pub fn pando_tree_add_tree(tree: &TreeValue, path: Value, added: &TreeValue) -> Out<Pointer<TreeValue>> {
+    let added = raise(added.tree().cloned())?;
+    // SAFETY: as in `pando_add`.
+    let updated = raise(unsafe { read_at(tree.tree(), &path, |tree, path| tree.add_tree(path, &added).map_err(text)) })?;
+    Ok(tree_value(&tree.shared, updated))
+}
+
+#[ocaml::func]
+#[ocaml::sig("tree -> string list -> tree")]
+pub fn pando_tree_remove(tree: &TreeValue, path: Value) -> Out<Pointer<TreeValue>> {
+    // SAFETY: as in `pando_remove`.
+    let updated = raise(unsafe { read_at(tree.tree(), &path, |tree, path| tree.remove(path).map_err(text)) })?;
+    Ok(tree_value(&tree.shared, updated))
+}
+
+#[ocaml::func]
+#[ocaml::sig("context -> tree")]
+pub fn pando_get_tree(ctx: &Context) -> Out<Pointer<TreeValue>> {
+    let tree = raise(ctx.tree().cloned())?;
+    Ok(tree_value(&Some(ctx.shared.clone()), tree))
+}
+
+/// `o_caml_depth`, a variant of 5 constructors with an `int` each.
+fn depth_of(value: &Value) -> Option<Depth> {
+    // SAFETY: `value` is an `o_caml_depth option`: `None` or a block whose
+    // field is a block of tag 0-4 holding an int.
+    unsafe {
+        if !value.is_block() {
+            return None;
+        }
+        let depth = value.field(0);
+        let n = depth.field(0).int_val().clamp(0, u32::MAX as isize) as u32;
+        Some(match depth.tag().0 {
+            0 => Depth::Eq(n),
+            1 => Depth::Le(n),
+            2 => Depth::Lt(n),
+            3 => Depth::Ge(n),
+            _ => Depth::Gt(n),
+        })
+    }
+}
+
+#[ocaml::func]
+#[ocaml::sig("tree -> o_caml_depth option -> string list -> o_caml_order -> o_caml_tree_walker")]
+pub fn pando_make_tree_walker(tree: &TreeValue, depth: Value, path: Value, order: Int) -> Out<Pointer<Walker>> {
+    let depth = depth_of(&depth);
+    let order = if order == 0 { Order::Sorted } else { Order::Undefined };
+    // SAFETY: `path` is a `string list`; the fold allocates nothing in OCaml.
+    let visited = raise(unsafe {
+        read_at(tree.tree(), &path, |tree, path| {
+            let mut visited = Vec::new();
+            tree.fold(path, depth, order, &mut |key: &[Vec<u8>], subtree: &Tree| {
+                visited.push((key.to_vec(), subtree.clone()));
+                Ok(())
+            })
+            .map_err(text)?;
+            Ok(visited)
+        })
+    })?;
+    Ok(Pointer::alloc_custom(Walker { shared: tree.shared.clone(), rest: Mutex::new(visited.into_iter()) }))
+}
+
+#[ocaml::func]
+#[ocaml::sig("o_caml_tree_walker -> (string array * tree) option")]
+pub fn pando_tree_walker_next(walker: &Walker) -> Out<Value> {
+    let next = raise(guard(|| {
+        if let Some(shared) = &walker.shared {
+            shared.check_open()?;
+        }
+        Ok(walker.rest.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).next())
+    }))?;
+    let rt: &Runtime = gc;
+    Ok(match next {
+        None => Value::none(),
+        Some((key, tree)) => {
+            let steps: Vec<Value> = key.iter().map(|step| bytes_value(rt, step)).collect();
+            let pair = (steps, tree_value(&walker.shared, tree));
+            // SAFETY: the runtime lock is held.
+            unsafe { Value::some(rt, pair) }
+        }
+    })
+}
+
+#[ocaml::func]
+#[ocaml::sig("tree -> kind")]
+pub fn pando_tree_kind(tree: &TreeValue) -> Out<Int> {
+    let kind = raise(tree.tree().map(Tree::kind))?;
+    Ok(if kind == Kind::Contents { 0 } else { 1 })
+}
+
+#[ocaml::func]
+#[ocaml::sig("tree -> bool")]
+pub fn pando_tree_is_empty(tree: &TreeValue) -> Out<bool> {
+    raise(guard(|| tree.tree()?.is_empty().map_err(text)))
+}
+
+#[ocaml::func]
+#[ocaml::sig("context -> tree")]
+pub fn pando_tree_empty(ctx: &Context) -> Pointer<TreeValue> {
+    tree_value(&Some(ctx.shared.clone()), Tree::empty())
+}
+
+#[ocaml::func]
+#[ocaml::sig("tree -> bytes option")]
+pub fn pando_tree_to_value(tree: &TreeValue) -> Out<Value> {
+    let value = raise(guard(|| tree.tree()?.to_value().map_err(text)))?;
+    Ok(bytes_option(gc, value))
+}
+
+#[ocaml::func]
+#[ocaml::sig("context -> bytes -> tree")]
+pub fn pando_tree_of_value(ctx: &Context, value: &[u8]) -> Pointer<TreeValue> {
+    let tree = Tree::of_value(value);
+    tree_value(&Some(ctx.shared.clone()), tree)
+}
+
+#[ocaml::func]
+#[ocaml::sig("tree -> bytes")]
+pub fn pando_tree_hash(tree: &TreeValue) -> Out<Value> {
+    let hash = raise(guard(|| tree.tree()?.hash().map_err(text)))?;
+    Ok(bytes_value(gc, hash.as_bytes()))
+}
+
+#[ocaml::func]
+#[ocaml::sig("tree -> tree -> bool")]
+pub fn pando_tree_equal(a: &TreeValue, b: &TreeValue) -> Out<bool> {
+    raise(guard(|| Ok(a.tree()?.hash().map_err(text)? == b.tree()?.hash().map_err(text)?)))
+}

@@ -1,0 +1,230 @@
+(* The binding on a real store in a temporary directory: irmin's own
+   hash vectors, every reading and writing function, the fold, errors,
+   collections, snapshots, read-only indexes and base58check hashes. *)
+
+open Common
+
+let b = Bytes.of_string
+
+(* irmin's test_hashes: a singleton tree committed with empty metadata,
+   then a tree of two entries on top of it (pando-core's vectors.rs). *)
+let irmin_vectors index =
+  let ctx = Pando.context_init index in
+  let ctx = Pando.add ctx [ "singleton-step" ] (b "singleton-val") in
+  let parent = Pando.commit ctx 0L "" "" in
+  check_eq "parent commit" Fun.id
+    "634d894802f9032ef48bbe1253563dbeb2aad7dc684da83bdea5692fde2185ae"
+    (hex parent);
+  let ctx = Option.get (Pando.checkout index parent) in
+  let ctx = Pando.remove ctx [ "singleton-step" ] in
+  let zero = b "0000000000" in
+  let ctx = Pando.add (Pando.add ctx [ "00" ] zero) [ "01" ] zero in
+  check_eq "tree hash" Fun.id
+    "83722c2791a1c47dada4718656a20a2f3a063ae9945b475e67bbb6ef29d88ca4"
+    (hex (Pando.tree_hash (Pando.get_tree ctx)));
+  let predicted = Pando.hash ctx 0L "Tezos" "" in
+  let commit = Pando.commit ctx 0L "Tezos" "" in
+  check_eq "commit" Fun.id "CoW7mALEs2vue5cfTMdJfSAjNmjmALYS1YyqSsYr9siLcNEcrvAm"
+    (Pando.Hash.to_b58check commit);
+  check_eq "hash = commit" hex commit predicted;
+  check_eq "of_b58check" hex commit
+    (Pando.Hash.of_b58check (Pando.Hash.to_b58check commit));
+  (match Pando.commit_info index commit with
+  | None -> check "commit_info" false
+  | Some info ->
+      check_eq "info date" Int64.to_string 0L info.date;
+      check_eq "info author" Fun.id "Tezos" info.author;
+      check_eq "info parents" (fun l -> String.concat "," (List.map hex l))
+        [ parent ] info.parents);
+  commit
+
+let reads index commit =
+  let ctx = Option.get (Pando.checkout index commit) in
+  check_eq "find" show_opt (Some (b "0000000000")) (Pando.find ctx [ "00" ]);
+  check_eq "find absent" show_opt None (Pando.find ctx [ "02" ]);
+  check "mem" (Pando.mem ctx [ "01" ]);
+  check "mem of a directory" (not (Pando.mem ctx []));
+  check "mem_tree" (Pando.mem_tree ctx []);
+  check_eq "length" string_of_int 2 (Pando.length ctx []);
+  let ctx = Pando.add ctx [ "a"; "b"; "c" ] (b "abc") in
+  let ctx = Pando.add ctx [ "a"; "d" ] (b "ad") in
+  check_eq "length of a" string_of_int 2 (Pando.length ctx [ "a" ]);
+  check_eq "length of a value" string_of_int 0 (Pando.length ctx [ "00" ]);
+  let names l = String.concat "," (Array.to_list (Array.map fst l)) in
+  check_eq "list" Fun.id "00,01,a" (names (Pando.list ctx None None []));
+  check_eq "list offset length" Fun.id "01"
+    (names (Pando.list ctx (Some 1) (Some 1) []));
+  let a = Option.get (Pando.find_tree ctx [ "a" ]) in
+  check "kind tree" (Pando.tree_kind a = Pando.Tree);
+  check_eq "tree_find" show_opt (Some (b "abc")) (Pando.tree_find a [ "b"; "c" ]);
+  check "tree_mem_tree" (Pando.tree_mem_tree a [ "b" ]);
+  check "tree_mem" (Pando.tree_mem a [ "d" ]);
+  check_eq "tree_length" string_of_int 2 (Pando.tree_length a []);
+  let v = Option.get (Pando.tree_find_tree a [ "d" ]) in
+  check "kind value" (Pando.tree_kind v = Pando.Value);
+  check_eq "to_value" show_opt (Some (b "ad")) (Pando.tree_to_value v);
+  check "of_value equal"
+    (Pando.tree_equal v (Pando.tree_of_value ctx (b "ad")));
+  let a2 = Pando.tree_remove (Pando.tree_add a [ "e" ] (b "e")) [ "b" ] in
+  check_eq "tree_list" Fun.id "d,e" (names (Pando.tree_list a2 None None []));
+  check "tree persistent" (Pando.tree_mem a [ "b"; "c" ]);
+  let a3 = Pando.tree_add_tree a2 [ "x" ] a in
+  check_eq "tree_add_tree" show_opt (Some (b "abc"))
+    (Pando.tree_find a3 [ "x"; "b"; "c" ]);
+  let empty = Pando.tree_empty ctx in
+  check "empty" (Pando.tree_is_empty empty);
+  check "empty_tree" (Pando.tree_equal empty (Pando.empty_tree ()));
+  check "a not empty" (not (Pando.tree_is_empty a));
+  let ctx2 = Pando.add_tree ctx [ "copy" ] a in
+  check "add_tree" (Pando.tree_equal a (Option.get (Pando.find_tree ctx2 [ "copy" ])));
+  check "context persistent" (not (Pando.mem_tree ctx [ "copy" ]));
+  Pando.tree_clear None a;
+  check_eq "after clear" show_opt (Some (b "abc")) (Pando.tree_find a [ "b"; "c" ]);
+  (* The fold: every subtree with its path, root first, sorted. *)
+  let walk depth =
+    let w = Pando.make_tree_walker (Pando.get_tree ctx) depth [ "a" ] Pando.Sorted in
+    let rec go acc =
+      match Pando.tree_walker_next w with
+      | None -> List.rev acc
+      | Some (path, _) -> go (String.concat "/" (Array.to_list path) :: acc)
+    in
+    String.concat " " (List.map (fun p -> "[" ^ p ^ "]") (go []))
+  in
+  check_eq "fold all" Fun.id "[] [b] [b/c] [d]" (walk None);
+  check_eq "fold depth 1" Fun.id "[b] [d]" (walk (Some (Pando.Eq 1)));
+  check_eq "fold depth <= 1" Fun.id "[] [b] [d]" (walk (Some (Pando.Le 1)));
+  ctx
+
+let errors index dir =
+  check "unknown commit" (Pando.checkout index (Bytes.make 32 'x') = None);
+  check "exists" (not (Pando.exists index (Bytes.make 32 'x')));
+  raises "short hash" (contains ~sub:"32 bytes") (fun () ->
+      Pando.checkout index (b "short"));
+  raises "gc of an unknown commit" (contains ~sub:"unknown commit") (fun () ->
+      Pando.gc index (Bytes.make 32 'x'));
+  raises "bad b58" (contains ~sub:"base58") (fun () ->
+      Pando.Hash.of_b58check "CoNotAHash");
+  raises "missing directory" (contains ~sub:(dir ^ "/missing")) (fun () ->
+      Pando.index_open_readonly (dir ^ "/missing"));
+  raises "a file as a store" (contains ~sub:"is a file") (fun () ->
+      let file = Filename.concat dir "file" in
+      close_out (open_out file);
+      Pando.index_init file)
+
+let snapshots index commit dir =
+  let file = Filename.concat dir "snap" in
+  Pando.export_snapshot index commit file;
+  raises "export over a file" (contains ~sub:"exists") (fun () ->
+      Pando.export_snapshot index commit file);
+  let other = Pando.index_init (Filename.concat dir "imported") in
+  let imported = Pando.import_snapshot other file in
+  check_eq "import" hex commit imported;
+  check_eq "imported find" show_opt (Some (b "0000000000"))
+    (Pando.find (Option.get (Pando.checkout other imported)) [ "01" ]);
+  Pando.close other
+
+(* Tree and stream proofs, in both encodings: each verifies against the
+   commit's tree hash and reads what the store holds; a blinded part, a
+   wrong root and a damaged proof raise. *)
+let proofs index commit =
+  let ctx = Option.get (Pando.checkout index commit) in
+  let root = Pando.tree_hash (Pando.get_tree ctx) in
+  let paths = [ [ "n" ]; [ "00" ]; [ "absent" ] ] in
+  List.iter
+    (fun (name, encoding) ->
+      let tree = Pando.produce_tree_proof index commit paths encoding in
+      let proven = Pando.verify_tree_proof encoding tree root in
+      check_eq (name ^ " tree proof reads") show_opt (Pando.find ctx [ "n" ])
+        (Pando.tree_find proven [ "n" ]);
+      check_eq (name ^ " tree proof hash") hex root (Pando.tree_hash proven);
+      check_eq (name ^ " before, after") (fun (a, b) -> hex a ^ " " ^ hex b)
+        (root, root) (Pando.tree_proof_hashes encoding tree);
+      raises (name ^ " blinded") (contains ~sub:"blinds") (fun () ->
+          Pando.tree_find proven [ "later" ]);
+      raises (name ^ " wrong root") (fun _ -> true) (fun () ->
+          Pando.verify_tree_proof encoding tree (Bytes.make 32 'r'));
+      let cut = Bytes.sub tree 0 (Bytes.length tree - 3) in
+      raises (name ^ " truncated") (fun _ -> true) (fun () ->
+          Pando.verify_tree_proof encoding cut root);
+      let stream = Pando.produce_stream_proof index commit paths encoding in
+      let proven = Pando.verify_stream_proof encoding stream root paths in
+      check_eq (name ^ " stream proof reads") show_opt (Pando.find ctx [ "00" ])
+        (Pando.tree_find proven [ "00" ]);
+      raises (name ^ " stream of other reads") (fun _ -> true) (fun () ->
+          Pando.verify_stream_proof encoding stream root [ [ "n" ] ]))
+    [ ("V1", Pando.V1); ("V2", Pando.V2) ]
+
+let readonly_and_gc index dir ctx =
+  let reader = Pando.index_open_readonly dir in
+  check "gc not allowed read-only" (not (Pando.is_gc_allowed reader));
+  check "gc allowed" (Pando.is_gc_allowed index);
+  (* A commit the writer makes now is found by the reader. *)
+  let later = Pando.commit (Pando.add ctx [ "later" ] (b "1")) 1L "t" "m" in
+  Pando.sync index;
+  check "reader sees new commit" (Pando.checkout reader later <> None);
+  raises "reader cannot commit" (fun _ -> true) (fun () ->
+      Pando.commit (Option.get (Pando.checkout reader later)) 2L "" "");
+  Pando.close reader;
+  (* Collect everything before the last commit. *)
+  let rec chain ctx n last =
+    if n = 0 then last
+    else
+      let ctx = Pando.add ctx [ "n" ] (b (string_of_int n)) in
+      let h = Pando.commit ctx (Int64.of_int n) "" "" in
+      chain (Option.get (Pando.checkout index h)) (n - 1) h
+  in
+  let last = chain (Option.get (Pando.checkout index later)) 20 later in
+  Pando.gc index last;
+  Pando.wait_gc_completion index;
+  check "kept after gc" (Pando.checkout index last <> None);
+  check "collected" (Pando.checkout index later = None);
+  check "collected does not exist" (not (Pando.exists index later));
+  proofs index last;
+  last
+
+(* A damaged store: every byte of the pack files (.pack) flipped but
+   the first and last 8. Reading
+   it raises an error that names the file and the offset. *)
+let damaged dir last =
+  Array.iter
+    (fun name ->
+      if Filename.check_suffix name ".pack" then (
+        let path = Filename.concat dir name in
+        let ic = open_in_bin path in
+        let data = Bytes.of_string (really_input_string ic (in_channel_length ic)) in
+        close_in ic;
+        for i = 8 to Bytes.length data - 9 do
+          Bytes.set data i (Char.chr (Char.code (Bytes.get data i) lxor 0x55))
+        done;
+        let oc = open_out_bin path in
+        output_bytes oc data;
+        close_out oc))
+    (Sys.readdir dir);
+  raises "damaged store" (fun m -> contains ~sub:".pack" m && contains ~sub:"offset" m) (fun () ->
+      let index = Pando.index_open_readonly dir in
+      let ctx = Pando.checkout index last in
+      ignore (Option.map (fun ctx -> Pando.find ctx [ "n" ]) ctx))
+
+let () =
+  let dir = temp_dir () in
+  let index = Pando.index_init dir in
+  let commit = irmin_vectors index in
+  let ctx = reads index commit in
+  errors index dir;
+  snapshots index commit dir;
+  let last = readonly_and_gc index dir ctx in
+  let tree = Pando.get_tree (Option.get (Pando.checkout index last)) in
+  Pando.close index;
+  raises "closed index" (contains ~sub:"closed") (fun () ->
+      Pando.checkout index last);
+  raises "tree of a closed index" (contains ~sub:"closed") (fun () ->
+      Pando.tree_find tree [ "n" ]);
+  Pando.close index;
+  (* Reopened, everything is there. *)
+  let index = Pando.index_init dir in
+  check_eq "reopened" show_opt (Some (b "1"))
+    (Pando.find (Option.get (Pando.checkout index last)) [ "n" ]);
+  Pando.close index;
+  damaged dir last;
+  remove_dir dir;
+  finish "test_pando"

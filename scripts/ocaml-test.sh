@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# The OCaml binding's checks: the Rust crate's lints, then the dune
+# project's build and tests (ocaml/), with the OCaml on PATH or with the
+# OCaml 5 installed at PREFIX (scripts/ocaml5.sh makes one).
+#
+#   scripts/ocaml-test.sh [--ocaml5 PREFIX]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+if [ "${1:-}" = --ocaml5 ]; then
+  prefix=${2:?--ocaml5 needs the prefix of an OCaml 5 installation}
+  # dune takes the compiler from PATH and its libraries from OCAMLPATH
+  # (Debian's are compiled by 4.13); cargo's ocaml-sys reads OCAMLOPT.
+  export PATH="$prefix/bin:$PATH"
+  export OCAMLPATH="$prefix/lib/ocaml"
+  export OCAMLOPT="$prefix/bin/ocamlopt"
+  build="$root/target/ocaml5-dune"
+  # Only the compiler's own libraries exist for OCaml 5 here (no Lwt): the
+  # binding, its tests and its benchmark, not Pando_context nor the duo.
+  targets=(@pando/all @test/runtest @bench/all)
+else
+  build="$root/target/ocaml-dune"
+  targets=(@install @runtest @bench/all)
+fi
+echo "OCaml $(ocamlopt -version) ($(command -v ocamlopt))"
+
+manifest=crates/pando-ocaml/Cargo.toml
+cargo fmt --manifest-path "$manifest" -- --check
+CARGO_TARGET_DIR="$root/target" cargo clippy --quiet --locked --manifest-path "$manifest" -- -D warnings
+
+# dune's build directory outside the source tree, one per compiler.
+export PANDO_ROOT="$root"
+cd ocaml
+dune build --build-dir "$build" "${targets[@]}" 2>&1
+echo "ocaml tests: passed (OCaml $(ocamlopt -version))"
