@@ -40,7 +40,7 @@
 //! more, a dense one of fewer, a long list of fewer than 63 entries are
 //! errors), so a proof has one encoding.
 
-use super::encoding::{EncodingError, MAX_SHORT, MAX_U30, Reader, pack_segment, sized};
+use super::encoding::{EncodingError, MAX_SHORT, MAX_U30, Reader, dense_children, pack_segment, sized};
 use super::types::{ExtenderOf, InodeOf, InodeTree, KindedHash, Tree, TreeProof};
 use crate::hash::Hash;
 use crate::inode::ENTRIES;
@@ -136,19 +136,7 @@ pub(super) fn inode<T>(
     out.push(bits | proofs_tag << 2);
     out.extend_from_slice(&length);
     if dense {
-        let mut slots: [Option<&T>; ENTRIES] = [None; ENTRIES];
-        for (index, c) in &i.proofs {
-            let slot = slots
-                .get_mut(usize::from(*index))
-                .ok_or_else(|| EncodingError::Unencodable(format!("an inode child at index {index}")))?;
-            *slot = Some(c);
-        }
-        for slot in slots {
-            match slot {
-                Some(c) => child(out, c)?,
-                None => out.push(hole),
-            }
-        }
+        dense_children(out, i, hole, child)?;
     } else {
         for (index, c) in &i.proofs {
             out.push(*index);

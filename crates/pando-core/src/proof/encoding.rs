@@ -193,21 +193,33 @@ pub(super) fn inode_with<T>(
         })
     } else {
         out.push(1);
-        let mut slots: [Option<&T>; ENTRIES] = [None; ENTRIES];
-        for (index, c) in &i.proofs {
-            let slot = slots
-                .get_mut(usize::from(*index))
-                .ok_or_else(|| EncodingError::Unencodable(format!("an inode child at index {index}")))?;
-            *slot = Some(c);
-        }
-        for slot in slots {
-            match slot {
-                Some(c) => child(out, c)?,
-                None => out.push(hole),
-            }
-        }
+        dense_children(out, i, hole, child)?;
         Ok(())
     }
+}
+
+/// Writes the 32 children of a dense inode in index order, `hole` for an
+/// absent one (the same in V1 and V2).
+pub(super) fn dense_children<T>(
+    out: &mut Vec<u8>,
+    i: &InodeOf<T>,
+    hole: u8,
+    mut child: impl FnMut(&mut Vec<u8>, &T) -> Result<(), EncodingError>,
+) -> Result<(), EncodingError> {
+    let mut slots: [Option<&T>; ENTRIES] = [None; ENTRIES];
+    for (index, c) in &i.proofs {
+        let slot = slots
+            .get_mut(usize::from(*index))
+            .ok_or_else(|| EncodingError::Unencodable(format!("an inode child at index {index}")))?;
+        *slot = Some(c);
+    }
+    for slot in slots {
+        match slot {
+            Some(c) => child(out, c)?,
+            None => out.push(hole),
+        }
+    }
+    Ok(())
 }
 
 fn extender(out: &mut Vec<u8>, e: &Extender) -> Result<(), EncodingError> {
