@@ -40,10 +40,9 @@
 //! more, a dense one of fewer, a long list of fewer than 63 entries are
 //! errors), so a proof has one encoding.
 
-use super::encoding::{EncodingError, MAX_SHORT, MAX_U30, Reader, dense_children, pack_segment, sized};
+use super::encoding::{EncodingError, MAX_SHORT, MAX_U30, Reader, dense_children, hash, sized};
 use super::types::{ExtenderOf, InodeOf, InodeTree, KindedHash, Tree, TreeProof};
 use crate::hash::Hash;
-use crate::inode::ENTRIES;
 
 /// Children from which an inode is encoded densely (Octez: "due to the
 /// limitation of tag bits, we encode lists whose length is 15 as an array").
@@ -85,8 +84,8 @@ fn tree(out: &mut Vec<u8>, t: &Tree) -> Result<(), EncodingError> {
         Tree::Inode(i) => inode(out, i, NONE, inode_tree)?,
         Tree::Node(entries) => steps(out, entries)?,
         Tree::Value(bytes) => value(out, TREE_VALUE, bytes)?,
-        Tree::BlindedValue(h) => tagged_hash(out, TREE_BLINDED_VALUE, h),
-        Tree::BlindedNode(h) => tagged_hash(out, TREE_BLINDED_NODE, h),
+        Tree::BlindedValue(h) => hash(out, TREE_BLINDED_VALUE, h),
+        Tree::BlindedNode(h) => hash(out, TREE_BLINDED_NODE, h),
         Tree::Extender(e) => extender(out, TREE_EXTENDER, e, |out| inode_tree(out, &e.proof))?,
     }
     Ok(())
@@ -97,16 +96,11 @@ fn inode_tree(out: &mut Vec<u8>, t: &InodeTree) -> Result<(), EncodingError> {
         InodeTree::InodeTree(i) => inode(out, i, NONE, inode_tree),
         InodeTree::InodeValues(entries) => steps(out, entries),
         InodeTree::BlindedInode(h) => {
-            tagged_hash(out, INODE_BLINDED, h);
+            hash(out, INODE_BLINDED, h);
             Ok(())
         }
         InodeTree::InodeExtender(e) => extender(out, INODE_EXTENDER, e, |out| inode_tree(out, &e.proof)),
     }
-}
-
-pub(super) fn tagged_hash(out: &mut Vec<u8>, tag: u8, h: &Hash) {
-    out.push(tag);
-    out.extend_from_slice(h.as_bytes());
 }
 
 /// The 2 tag bits of a compact `int64` and its bytes.
@@ -156,10 +150,7 @@ pub(super) fn extender<T>(
     let (bits, length) = length_bits(e.length)?;
     out.push(tag | bits);
     out.extend_from_slice(&length);
-    if let Some(bad) = e.segment.iter().find(|i| usize::from(**i) >= ENTRIES) {
-        return Err(EncodingError::Unencodable(format!("a segment index of {bad}")));
-    }
-    super::encoding::short(out, &pack_segment(&e.segment), "segment")?;
+    super::encoding::segment(out, &e.segment)?;
     proof(out)
 }
 
@@ -266,14 +257,7 @@ impl Reader<'_> {
         if count < SHORT_LIST {
             return (0..count).map(|_| item(self)).collect();
         }
-        let end = self.size()?;
-        let mut out = Vec::new();
-        while self.pos < end {
-            out.push(item(self)?);
-        }
-        if self.pos != end {
-            return Err(self.invalid(end, "a list overruns its size"));
-        }
+        let out = self.sized_items(item)?;
         if out.len() < SHORT_LIST {
             return Err(self.invalid(at, format!("a list of {} items sized (counted below {SHORT_LIST})", out.len())));
         }
@@ -292,23 +276,14 @@ impl Reader<'_> {
         let proofs_tag = (tag >> 2) & 0b1_1111;
         let mut proofs = Vec::new();
         if proofs_tag == 0b1_0000 {
-            for index in 0..ENTRIES as u8 {
-                if let Some(c) = child(self)? {
-                    proofs.push((index, c));
-                }
-            }
+            proofs = self.dense_children(child)?;
             if proofs.len() < DENSE_FROM {
                 return Err(self.invalid(at, format!("{} children listed densely (sparse below {DENSE_FROM})", proofs.len())));
             }
         } else if usize::from(proofs_tag) < DENSE_FROM {
             for _ in 0..proofs_tag {
-                let at = self.pos;
-                let index = self.u8()?;
-                if usize::from(index) >= ENTRIES || proofs.last().is_some_and(|(last, _)| *last >= index) {
-                    return Err(self.invalid(at, format!("inode child index {index} out of range or order")));
-                }
-                let c = child(self)?.ok_or_else(|| self.invalid(at, "an absent inode where one is required"))?;
-                proofs.push((index, c));
+                let last = proofs.last().map(|(index, _)| *index);
+                proofs.push(self.indexed_child(last, &mut child)?);
             }
         } else {
             return Err(self.invalid(at, format!("inode proofs tag {proofs_tag:#07b}")));
@@ -323,11 +298,7 @@ impl Reader<'_> {
         proof: impl FnOnce(&mut Self) -> Result<T, EncodingError>,
     ) -> Result<ExtenderOf<T>, EncodingError> {
         let length = self.compact_length(tag)?;
-        let segment = self.segment()?;
-        self.enter(segment.len())?;
-        let proof = proof(self)?;
-        self.nesting -= segment.len();
-        Ok(ExtenderOf { length, segment, proof })
+        self.extender_with(length, proof)
     }
 
     /// A value whose tag byte is `tag` (2 low bits: the size's width).

@@ -28,7 +28,7 @@
 //! writes (a dense list of fewer than 16 children, unsorted indices or
 //! trailing bytes are errors), so a proof has one encoding.
 
-use super::types::{Extender, Inode, InodeOf, InodeTree, KindedHash, Tree, TreeProof};
+use super::types::{Extender, ExtenderOf, Inode, InodeOf, InodeTree, KindedHash, Tree, TreeProof};
 use crate::hash::{HASH_SIZE, Hash};
 use crate::inode::ENTRIES;
 
@@ -222,12 +222,17 @@ pub(super) fn dense_children<T>(
     Ok(())
 }
 
-fn extender(out: &mut Vec<u8>, e: &Extender) -> Result<(), EncodingError> {
-    length(out, e.length)?;
-    if let Some(bad) = e.segment.iter().find(|i| usize::from(**i) >= ENTRIES) {
+/// Writes a segment of 5-bit indices, packed (the same in every encoding).
+pub(super) fn segment(out: &mut Vec<u8>, indices: &[u8]) -> Result<(), EncodingError> {
+    if let Some(bad) = indices.iter().find(|i| usize::from(**i) >= ENTRIES) {
         return Err(EncodingError::Unencodable(format!("a segment index of {bad}")));
     }
-    short(out, &pack_segment(&e.segment), "segment")?;
+    short(out, &pack_segment(indices), "segment")
+}
+
+fn extender(out: &mut Vec<u8>, e: &Extender) -> Result<(), EncodingError> {
+    length(out, e.length)?;
+    segment(out, &e.segment)?;
     inode_tree(out, &e.proof)
 }
 
@@ -410,16 +415,53 @@ impl<'a> Reader<'a> {
     }
 
     fn steps(&mut self) -> Result<Vec<(Vec<u8>, Tree)>, EncodingError> {
+        self.sized_items(|r| Ok((r.short()?.to_vec(), r.tree()?)))
+    }
+
+    /// A list whose 4-byte size comes next, each item read by `item`; the
+    /// items must end exactly at the size.
+    pub(super) fn sized_items<T>(
+        &mut self,
+        mut item: impl FnMut(&mut Self) -> Result<T, EncodingError>,
+    ) -> Result<Vec<T>, EncodingError> {
         let end = self.size()?;
         let mut out = Vec::new();
         while self.pos < end {
-            let step = self.short()?.to_vec();
-            out.push((step, self.tree()?));
+            out.push(item(self)?);
         }
         if self.pos != end {
             return Err(self.invalid(end, "a list overruns its size"));
         }
         Ok(out)
+    }
+
+    /// A sparse inode's child: its index, after `last`'s, then the child.
+    pub(super) fn indexed_child<T>(
+        &mut self,
+        last: Option<u8>,
+        child: impl FnOnce(&mut Self) -> Result<Option<T>, EncodingError>,
+    ) -> Result<(u8, T), EncodingError> {
+        let at = self.pos;
+        let index = self.u8()?;
+        if usize::from(index) >= ENTRIES || last.is_some_and(|last| last >= index) {
+            return Err(self.invalid(at, format!("inode child index {index} out of range or order")));
+        }
+        let c = child(self)?.ok_or_else(|| self.invalid(at, "an absent inode where one is required"))?;
+        Ok((index, c))
+    }
+
+    /// A dense inode's 32 children, holes left out.
+    pub(super) fn dense_children<T>(
+        &mut self,
+        mut child: impl FnMut(&mut Self) -> Result<Option<T>, EncodingError>,
+    ) -> Result<Vec<(u8, T)>, EncodingError> {
+        let mut proofs = Vec::new();
+        for index in 0..ENTRIES as u8 {
+            if let Some(c) = child(self)? {
+                proofs.push((index, c));
+            }
+        }
+        Ok(proofs)
     }
 
     fn inode(&mut self) -> Result<Inode, EncodingError> {
@@ -439,13 +481,8 @@ impl<'a> Reader<'a> {
             0 => {
                 let end = self.size()?;
                 while self.pos < end {
-                    let at = self.pos;
-                    let index = self.u8()?;
-                    if usize::from(index) >= ENTRIES || proofs.last().is_some_and(|(last, _)| *last >= index) {
-                        return Err(self.invalid(at, format!("inode child index {index} out of range or order")));
-                    }
-                    let c = child(self)?.ok_or_else(|| self.invalid(at, "an absent inode where one is required"))?;
-                    proofs.push((index, c));
+                    let last = proofs.last().map(|(index, _)| *index);
+                    proofs.push(self.indexed_child(last, &mut child)?);
                 }
                 if self.pos != end {
                     return Err(self.invalid(end, "a list overruns its size"));
@@ -455,11 +492,7 @@ impl<'a> Reader<'a> {
                 }
             }
             1 => {
-                for index in 0..ENTRIES as u8 {
-                    if let Some(c) = child(self)? {
-                        proofs.push((index, c));
-                    }
-                }
+                proofs = self.dense_children(child)?;
                 if proofs.len() < DENSE_FROM {
                     return Err(self.invalid(at, format!("{} children listed densely (sparse below 16)", proofs.len())));
                 }
@@ -469,16 +502,19 @@ impl<'a> Reader<'a> {
         Ok(InodeOf { length, proofs })
     }
 
+    /// An extender of `length` (read by the caller, as its encoding has
+    /// it): its segment, then what `proof` reads, one nesting level per
+    /// index of the segment.
     pub(super) fn extender_with<T>(
         &mut self,
+        length: u64,
         proof: impl FnOnce(&mut Self) -> Result<T, EncodingError>,
-    ) -> Result<(u64, Vec<u8>, T), EncodingError> {
-        let length = self.length()?;
+    ) -> Result<ExtenderOf<T>, EncodingError> {
         let segment = self.segment()?;
         self.enter(segment.len())?;
         let proof = proof(self)?;
         self.nesting -= segment.len();
-        Ok((length, segment, proof))
+        Ok(ExtenderOf { length, segment, proof })
     }
 
     /// A packed segment of 5-bit indices, in its canonical packing.
@@ -493,8 +529,8 @@ impl<'a> Reader<'a> {
     }
 
     fn extender(&mut self) -> Result<Extender, EncodingError> {
-        let (length, segment, proof) = self.extender_with(|r| r.required_inode_tree())?;
-        Ok(Extender { length, segment, proof: Box::new(proof) })
+        let length = self.length()?;
+        self.extender_with(length, |r| r.required_inode_tree().map(Box::new))
     }
 }
 

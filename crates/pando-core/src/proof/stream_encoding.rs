@@ -33,7 +33,7 @@
 
 use super::compact;
 use super::encoding::{self, EncodingError, Reader, kinded, short, sized};
-use super::types::{Elt, ExtenderOf, StreamProof};
+use super::types::{Elt, KindedHash, StreamProof};
 use crate::hash::Hash;
 
 /// V2's tag bytes of the cases other than an inode and a node.
@@ -78,7 +78,7 @@ fn elt_v1(out: &mut Vec<u8>, elt: &Elt) -> Result<(), EncodingError> {
         Elt::InodeExtender(e) => {
             out.push(3);
             encoding::length(out, e.length)?;
-            segment(out, &e.segment)?;
+            encoding::segment(out, &e.segment)?;
             out.extend_from_slice(e.proof.as_bytes());
             Ok(())
         }
@@ -87,16 +87,8 @@ fn elt_v1(out: &mut Vec<u8>, elt: &Elt) -> Result<(), EncodingError> {
 
 /// A child of a stream's inode: `Some hash` of Data_encoding's option.
 fn some_hash(out: &mut Vec<u8>, h: &Hash) -> Result<(), EncodingError> {
-    out.push(1);
-    out.extend_from_slice(h.as_bytes());
+    encoding::hash(out, 1, h);
     Ok(())
-}
-
-fn segment(out: &mut Vec<u8>, indices: &[u8]) -> Result<(), EncodingError> {
-    if let Some(bad) = indices.iter().find(|i| usize::from(**i) >= crate::inode::ENTRIES) {
-        return Err(EncodingError::Unencodable(format!("a segment index of {bad}")));
-    }
-    short(out, &encoding::pack_segment(indices), "segment")
 }
 
 /// Decodes a V1 stream proof, requiring the bytes to hold exactly one.
@@ -105,25 +97,9 @@ pub fn decode_v1(bytes: &[u8]) -> Result<StreamProof, EncodingError> {
     let version = i16::from_be_bytes(r.array()?);
     let before = r.kinded()?;
     let after = r.kinded()?;
-    let state = elts(&mut r, read_elt_v1)?;
+    let state = r.sized_items(read_elt_v1)?;
     r.finish()?;
     Ok(StreamProof { version, before, after, state })
-}
-
-/// A sized list of elements.
-fn elts(
-    r: &mut Reader<'_>,
-    mut elt: impl FnMut(&mut Reader<'_>) -> Result<Elt, EncodingError>,
-) -> Result<Vec<Elt>, EncodingError> {
-    let end = r.size()?;
-    let mut out = Vec::new();
-    while r.pos < end {
-        out.push(elt(r)?);
-    }
-    if r.pos != end {
-        return Err(r.invalid(end, "the stream overruns its size"));
-    }
-    Ok(out)
 }
 
 fn read_elt_v1(r: &mut Reader<'_>) -> Result<Elt, EncodingError> {
@@ -133,26 +109,19 @@ fn read_elt_v1(r: &mut Reader<'_>) -> Result<Elt, EncodingError> {
             let end = r.size()?;
             Elt::Value(r.take(end - r.pos)?.to_vec())
         }
-        1 => {
-            let end = r.size()?;
-            let mut entries = Vec::new();
-            while r.pos < end {
-                let step = r.short()?.to_vec();
-                entries.push((step, r.kinded()?));
-            }
-            if r.pos != end {
-                return Err(r.invalid(end, "a list overruns its size"));
-            }
-            Elt::Node(entries)
-        }
+        1 => Elt::Node(r.sized_items(step_and_kinded)?),
         2 => Elt::Inode(r.inode_with(option_hash)?),
         3 => {
             let length = r.length()?;
-            let segment = r.segment()?;
-            Elt::InodeExtender(ExtenderOf { length, segment, proof: r.hash()? })
+            Elt::InodeExtender(r.extender_with(length, |r| r.hash())?)
         }
         tag => return Err(r.invalid(at, format!("stream element tag {tag}"))),
     })
+}
+
+/// A node element's entry: its step and the kinded hash it names.
+fn step_and_kinded(r: &mut Reader<'_>) -> Result<(Vec<u8>, KindedHash), EncodingError> {
+    Ok((r.short()?.to_vec(), r.kinded()?))
 }
 
 /// Data_encoding's `option hash`: `00` or `01 ‖ hash`.
@@ -195,7 +164,7 @@ fn elt_v2(out: &mut Vec<u8>, elt: &Elt) -> Result<(), EncodingError> {
 pub fn decode_v2(bytes: &[u8]) -> Result<StreamProof, EncodingError> {
     let mut r = Reader { bytes, pos: 0, nesting: 0 };
     let (version, before, after) = compact::read_header(&mut r)?;
-    let state = elts(&mut r, read_elt_v2)?;
+    let state = r.sized_items(read_elt_v2)?;
     r.finish()?;
     Ok(StreamProof { version, before, after, state })
 }
@@ -205,7 +174,7 @@ fn read_elt_v2(r: &mut Reader<'_>) -> Result<Elt, EncodingError> {
     let tag = r.u8()?;
     Ok(match tag {
         0x00..=0x7f => Elt::Inode(r.compact_inode(tag, option_hash)?),
-        0x80..=0xbf => Elt::Node(r.compact_list(tag, |r| Ok((r.short()?.to_vec(), r.kinded()?)))?),
+        0x80..=0xbf => Elt::Node(r.compact_list(tag, step_and_kinded)?),
         0xc0 | 0xc1 | 0xc3 => Elt::Value(r.compact_value(tag)?),
         0xe0..=0xe3 => Elt::InodeExtender(r.compact_extender(tag, |r| r.hash())?),
         _ => return Err(r.invalid(at, format!("stream element tag {tag:#04x}"))),
