@@ -2,19 +2,20 @@
 //! sync, collections, snapshots, commit metadata, proofs and base58check
 //! hashes.
 //!
-//! Invariants: a snapshot file is written under a temporary name and
-//! renamed once whole and synced, so `export_snapshot` leaves the file
+//! Invariants: a snapshot file is written as the `pando` command writes
+//! its files (`pando_store::io::NewFile`), so `export_snapshot` leaves it
 //! whole or absent; `close` waits for the calls in flight (with the
 //! runtime lock released) before it closes the store.
 
-use std::io::{BufReader, BufWriter};
-use std::path::{Path, PathBuf};
+use std::io::{BufReader, BufWriter, Write};
+use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use ocaml::{Int, Pointer, Value};
 use pando_core::proof::Encoding;
+use pando_store::io::NewFile;
 use pando_store::{Create, Hash, Options, Store, SyncPolicy};
 
 use crate::context::open_writer;
@@ -110,35 +111,17 @@ pub fn pando_is_gc_allowed(index: &Index) -> bool {
     !index.0.read_only && !index.0.closed.load(Ordering::Acquire)
 }
 
-/// A name beside `target` for the file being written.
-fn temporary_beside(target: &Path) -> PathBuf {
-    let mut name = target.file_name().map(|n| n.to_os_string()).unwrap_or_default();
-    name.push(format!(".partial-{}", std::process::id()));
-    target.with_file_name(name)
-}
-
 /// Writes the snapshot of `commit` to `file`, whole or not at all.
 fn export(store: &Store, commit: &Hash, file: &Path) -> Result<(), String> {
     if std::fs::symlink_metadata(file).is_ok() {
         return Err(format!("{}: the file exists; a snapshot is written to a new file", file.display()));
     }
-    let temporary = temporary_beside(file);
-    let written = (|| {
-        let out = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&temporary)
-            .map_err(|e| format!("{}: {e}", temporary.display()))?;
-        let mut out = BufWriter::new(out);
-        store.export_snapshot(commit, &mut out).map_err(text)?;
-        let out = out.into_inner().map_err(|e| format!("{}: {}", temporary.display(), e.error()))?;
-        out.sync_all().map_err(|e| format!("{}: {e}", temporary.display()))?;
-        std::fs::rename(&temporary, file).map_err(|e| format!("{}: {e}", file.display()))
-    })();
-    if written.is_err() {
-        let _ = std::fs::remove_file(&temporary);
-    }
-    written
+    let new = NewFile::create(file).map_err(text)?;
+    let mut out = BufWriter::new(new.file());
+    store.export_snapshot(commit, &mut out).map_err(text)?;
+    out.flush().map_err(|e| format!("{}: {e}", new.path().display()))?;
+    drop(out);
+    new.persist().map_err(text)
 }
 
 #[ocaml::func]

@@ -1,6 +1,5 @@
 //! The subcommands that create and inspect a store.
 
-pub mod atomic;
 pub mod check;
 pub mod irmin;
 pub mod proof;

@@ -13,8 +13,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use super::atomic::NewFile;
 use super::trace as trace_cmd;
+use pando_store::io::NewFile;
 
 /// What `pando replay` was asked to do.
 pub struct ReplayArgs {
@@ -330,7 +330,7 @@ fn write_whole(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
     use std::io::Write as _;
     let new = NewFile::create(path)?;
     new.file().write_all(bytes).with_context(|| format!("cannot write {}", path.display()))?;
-    new.persist()
+    Ok(new.persist()?)
 }
 
 fn write_report(dir: &Path, report: &Report) -> anyhow::Result<()> {

@@ -10,10 +10,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
-use super::atomic::NewFile;
 use super::replay::on_interrupt;
 use super::{AtCommit, mb, resolve};
 use crate::progress;
+use pando_store::io::NewFile;
 
 /// A writer that moves a progress bar by the bytes it takes, and fails
 /// once `interrupted` is set (SIGINT, SIGTERM).

@@ -10,8 +10,8 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
-use super::atomic::NewFile;
 use crate::progress;
+use pando_store::io::NewFile;
 
 pub fn preset(name: &str) -> anyhow::Result<&'static Preset> {
     Preset::named(name).with_context(|| format!("unknown preset {name:?} (tiny, small, medium, large)"))

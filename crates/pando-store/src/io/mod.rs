@@ -8,7 +8,9 @@
 //!   tears or drops chosen operations and simulates a crash.
 //!
 //! Invariants:
-//! - No module outside `io` touches `std::fs`.
+//! - No module outside `io` touches `std::fs`. [`NewFile`] writes the
+//!   files that are not a store's (a command's output, a snapshot) whole or
+//!   not at all.
 //! - `File::sync` returning `Ok` means every write before it is durable;
 //!   `Storage::sync_dir` returning `Ok` means every create, rename and remove
 //!   before it is durable.
@@ -17,11 +19,13 @@
 mod faulty;
 pub(crate) mod fs;
 mod memory;
+mod new_file;
 
 #[cfg(feature = "test-hooks")]
 pub use faulty::{CrashMode, FaultKind, FaultPlan, FaultyStorage};
 pub use fs::FsStorage;
 pub use memory::MemStorage;
+pub use new_file::NewFile;
 
 use std::io;
 use std::sync::Arc;

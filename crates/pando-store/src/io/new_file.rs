@@ -1,4 +1,6 @@
-//! Files a command writes whole or not at all.
+//! Files written whole or not at all, outside a store: what a command
+//! writes (a trace, a report, a snapshot) and the OCaml binding's
+//! snapshots.
 //!
 //! A new file is written under a temporary name beside its final one
 //! (`.NAME.XXXXXX.partial`, in the same directory so that the rename is
@@ -10,9 +12,14 @@
 //! a signal the command turned into one) removes its temporary file, and
 //! the final name is not touched.
 
-use anyhow::{Context, bail};
 use std::fs::File;
+use std::io;
 use std::path::{Path, PathBuf};
+
+/// `error`, its message preceded by `what` (as `anyhow`'s context would).
+fn context(what: String) -> impl FnOnce(io::Error) -> io::Error {
+    move |error| io::Error::new(error.kind(), format!("{what}: {error}"))
+}
 
 /// The directory `path` is in (`.` for a bare name).
 fn parent(path: &Path) -> &Path {
@@ -20,8 +27,8 @@ fn parent(path: &Path) -> &Path {
 }
 
 /// Syncs a directory, so that a rename or creation in it is durable.
-fn sync_dir(dir: &Path) -> anyhow::Result<()> {
-    File::open(dir).and_then(|d| d.sync_all()).with_context(|| format!("cannot sync the directory {}", dir.display()))
+fn sync_dir(dir: &Path) -> io::Result<()> {
+    File::open(dir).and_then(|d| d.sync_all()).map_err(context(format!("cannot sync the directory {}", dir.display())))
 }
 
 /// A file being written, renamed to its final name by `persist`.
@@ -33,10 +40,12 @@ pub struct NewFile {
 impl NewFile {
     /// A temporary file beside `target`, which is not touched until
     /// `persist`.
-    pub fn create(target: &Path) -> anyhow::Result<NewFile> {
-        let Some(name) = target.file_name() else { bail!("{} is not a file name", target.display()) };
+    pub fn create(target: &Path) -> io::Result<NewFile> {
+        let Some(name) = target.file_name() else {
+            return Err(io::Error::new(io::ErrorKind::InvalidInput, format!("{} is not a file name", target.display())));
+        };
         if target.is_dir() {
-            bail!("{} is a directory", target.display());
+            return Err(io::Error::new(io::ErrorKind::IsADirectory, format!("{} is a directory", target.display())));
         }
         let dir = parent(target);
         let prefix = format!(".{}.", name.to_string_lossy());
@@ -48,7 +57,7 @@ impl NewFile {
             use std::os::unix::fs::PermissionsExt as _;
             builder.permissions(std::fs::Permissions::from_mode(0o666));
         }
-        let temp = builder.tempfile_in(dir).with_context(|| format!("cannot create a file in {}", dir.display()))?;
+        let temp = builder.tempfile_in(dir).map_err(context(format!("cannot create a file in {}", dir.display())))?;
         Ok(NewFile { temp, target: target.to_path_buf() })
     }
 
@@ -63,11 +72,11 @@ impl NewFile {
     }
 
     /// Syncs the file, renames it to its final name and syncs the directory.
-    pub fn persist(self) -> anyhow::Result<()> {
+    pub fn persist(self) -> io::Result<()> {
         let NewFile { temp, target } = self;
-        temp.as_file().sync_all().with_context(|| format!("cannot sync {}", temp.path().display()))?;
+        temp.as_file().sync_all().map_err(context(format!("cannot sync {}", temp.path().display())))?;
         let shown = temp.path().display().to_string();
-        temp.persist(&target).map_err(|e| e.error).with_context(|| format!("cannot rename {shown} to {}", target.display()))?;
+        temp.persist(&target).map_err(|e| context(format!("cannot rename {shown} to {}", target.display()))(e.error))?;
         sync_dir(parent(&target))
     }
 }
