@@ -106,7 +106,8 @@ external verify_stream_proof_reads :
   proof_encoding -> bytes -> bytes -> string list list -> tree * int
   = "pando_verify_stream_proof_reads"
 
-external proof_hashes_raw : proof_encoding -> bool -> bytes -> bytes * bytes
+external proof_hashes_raw :
+  proof_encoding -> bool -> bytes -> (kind * bytes) * (kind * bytes)
   = "pando_proof_hashes"
 
 let tree_proof_hashes encoding proof = proof_hashes_raw encoding false proof

@@ -100,7 +100,9 @@ val length : context -> string list -> int
 (** The number of entries of the directory at [path] (0 if none). *)
 
 val add_tree : context -> string list -> tree -> context
-(** The context with the tree at the path; an empty tree removes it. *)
+(** The context with the tree at the path; an empty tree removes it. A
+    tree of another index or of a proof is added as a copy in memory,
+    read whole (a part a proof blinds raises {!Error}). *)
 
 val make_tree_walker : tree -> o_caml_depth option -> string list -> o_caml_order -> o_caml_tree_walker
 (** [make_tree_walker tree depth path order] iterates over the subtrees
@@ -265,12 +267,12 @@ val verify_stream_proof_reads : proof_encoding -> bytes -> bytes -> string list 
     this tree and, at the end, checks with {!verify_stream_proof} that
     the whole stream was read. *)
 
-val tree_proof_hashes : proof_encoding -> bytes -> bytes * bytes
-(** The [before] and [after] hashes an encoded tree proof states (what
-    Octez's [verify_tree_proof] checks its tree and its computation's
-    result against), without checking them. *)
+val tree_proof_hashes : proof_encoding -> bytes -> (kind * bytes) * (kind * bytes)
+(** The [before] and [after] an encoded tree proof states, each a kind
+    and a hash (what Octez's [verify_tree_proof] checks its tree and its
+    computation's result against), without checking them. *)
 
-val stream_proof_hashes : proof_encoding -> bytes -> bytes * bytes
+val stream_proof_hashes : proof_encoding -> bytes -> (kind * bytes) * (kind * bytes)
 (** The same of an encoded stream proof. *)
 
 (** {2 Other} *)

@@ -253,28 +253,6 @@ let tree_of t p = S {p; in_store = t.stored <> None}
 
 let fresh p = S {p; in_store = false}
 
-(* The binding refuses to graft a tree of one source into a tree of
-   another (a verified proof's tree into a store's, or the reverse:
-   [Error::ForeignTree]); such a tree is grafted as a copy in memory, which
-   reads all of it (a part a proof blinds raises Pando.Error). *)
-let contains ~sub msg =
-  let n = String.length sub and m = String.length msg in
-  let rec at i = i + n <= m && (String.sub msg i n = sub || at (i + 1)) in
-  at 0
-
-let foreign msg = contains ~sub:"belongs to another store instance" msg
-
-let rec copy p =
-  match Pando.tree_kind p with
-  | Pando.Value -> Pando.tree_add (Pando.empty_tree ()) [] (Option.value (Pando.tree_to_value p) ~default:Bytes.empty)
-  | Pando.Tree ->
-      Array.fold_left
-        (fun acc (s, c) -> Pando.tree_add_tree acc [s] (copy c))
-        (Pando.empty_tree ()) (Pando.tree_list p None None [])
-
-let graft add target key p =
-  try add target key p with Pando.Error msg when foreign msg -> add target key (copy p)
-
 (* Checking a stream proof against reads not known in advance: each read
    is answered from the tree of the reads so far, this one included,
    which Pando.verify_stream_proof_reads checks in order against the first
@@ -283,7 +261,7 @@ let graft add target key p =
    its reads against the whole stream, which refuses any element left. *)
 module Stream = struct
   let make enc proof =
-    let before, _ = Pando.stream_proof_hashes enc proof in
+    let (_, before), _ = Pando.stream_proof_hashes enc proof in
     {enc; proof; before; reads = []; seen = None; final = None}
 
   (* The tree of the reads so far and [path], from the stream. *)
@@ -446,7 +424,7 @@ let add t key v =
 
 let add_tree t key tree =
   match
-    graft Pando.add_tree t.ctx (data_key key) (pando_of tree)
+    Pando.add_tree t.ctx (data_key key) (pando_of tree)
   with
   | ctx -> Lwt.return (changed t ctx)
   | exception e -> Lwt.fail e
@@ -549,7 +527,7 @@ module Tree = struct
     match Pando.tree_add (pando_of tree) key v with p -> Lwt.return (fresh p) | exception e -> Lwt.fail e
 
   let add_tree tree key sub =
-    match graft Pando.tree_add_tree (pando_of tree) key (pando_of sub) with
+    match Pando.tree_add_tree (pando_of tree) key (pando_of sub) with
     | p -> Lwt.return (fresh p)
     | exception e -> Lwt.fail e
 
@@ -855,6 +833,11 @@ let set_hash_version t v =
 type proof_error =
   [`Proof_mismatch of string | `Stream_too_long of string | `Stream_too_short of string]
 
+let contains ~sub msg =
+  let n = String.length sub and m = String.length msg in
+  let rec at i = i + n <= m && (String.sub msg i n = sub || at (i + 1)) in
+  at 0
+
 (* Octez's error for the binding's message: the stream verifier's "the
    stream ends where the reads need ..." and "N stream elements are left
    after the reads" are its two stream errors; everything else (a
@@ -864,51 +847,41 @@ let proof_error msg : proof_error =
   else if contains ~sub:"stream elements are left" msg then `Stream_too_long msg
   else `Proof_mismatch msg
 
-(* Whether the proof's [after] is a node's hash (1) or a value's (0): in V1
-   the tag of the second kinded hash (byte 35, after the 2-byte version and
-   the 33-byte [before]); in V2 bit 1 of the first byte. Read once the
-   binding has decoded the proof, so the byte is there. *)
-let after_kind (encoding : Proof.encoding) proof =
-  match encoding with
-  | V1 -> Bytes.get_uint8 proof 35
-  | V2 -> (Bytes.get_uint8 proof 0 lsr 1) land 1
-
 (* Runs [f] on the proof's tree, then [finish] (what checks the proof
    once [f] is done), and checks the tree [f] returns against the proof's
    [after], kind and hash. *)
-let run_on_proof encoding proof after tree ~finish f =
+let run_on_proof (after_kind, after) tree ~finish f =
+  let kind_name k = if k = Pando.Value then "value" else "directory" in
   Lwt.catch
     (fun () ->
       Lwt.bind (f tree) (fun (tree, result) ->
           finish () ;
           let h = Tree.hash tree in
-          let k = match Tree.kind tree with `Value -> 0 | `Tree -> 1 in
-          if Bytes.equal h after && k = after_kind encoding proof then Lwt.return (Ok (tree, result))
+          let k = match Tree.kind tree with `Value -> Pando.Value | `Tree -> Pando.Tree in
+          if Bytes.equal h after && k = after_kind then Lwt.return (Ok (tree, result))
           else
             Lwt.return
               (Error
                  (`Proof_mismatch
                    (Printf.sprintf "the computation ends on the %s %s, not on the proof's after %s %s"
-                      (if k = 0 then "value" else "directory")
-                      (Pando.Hash.to_b58check h)
-                      (if after_kind encoding proof = 0 then "value" else "directory")
+                      (kind_name k) (Pando.Hash.to_b58check h) (kind_name after_kind)
                       (Pando.Hash.to_b58check after))))))
     (function Pando.Error msg -> Lwt.return (Error (proof_error msg)) | e -> Lwt.fail e)
 
 let verify_tree_proof ?(encoding = Proof.V1) proof f =
   match
-    let before, after = Pando.tree_proof_hashes encoding proof in
+    let (_, before), after = Pando.tree_proof_hashes encoding proof in
     (Pando.verify_tree_proof encoding proof before, after)
   with
   | exception Pando.Error msg -> Lwt.return (Error (`Proof_mismatch msg))
-  | p, after -> run_on_proof encoding proof after (S {p; in_store = false}) ~finish:ignore f
+  | p, after -> run_on_proof after (S {p; in_store = false}) ~finish:ignore f
 
 let verify_stream_proof ?(encoding = Proof.V1) proof f =
   match Stream.make encoding proof with
   | exception Pando.Error msg -> Lwt.return (Error (`Proof_mismatch msg))
   | st ->
       let _, after = Pando.stream_proof_hashes encoding proof in
-      run_on_proof encoding proof after (Q {st; prefix = []}) ~finish:(fun () -> ignore (Stream.finish st)) f
+      run_on_proof after (Q {st; prefix = []}) ~finish:(fun () -> ignore (Stream.finish st)) f
 
 let merkle_hash p : Proof.merkle_node =
   let kind = match Pando.tree_kind p with Pando.Value -> Proof.Contents | Pando.Tree -> Proof.Node in

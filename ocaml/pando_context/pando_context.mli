@@ -558,17 +558,13 @@ val verify_stream_proof :
     [f] read the whole stream and that the tree it returns has the proof's
     [after] kind and hash.
 
-    The binding's verifier, {!Pando.verify_stream_proof}, replays a whole
-    list of paths and refuses elements left after them. So each read of
-    [f] is answered by replaying the paths read so far, this one last,
-    against the shortest prefix of the stream they consume exactly (the
-    proof with its element list cut short, found by trying each cut from
-    where the previous reads stopped): every element of that prefix is
+    Each read of [f] is answered by {!Pando.verify_stream_proof_reads} of
+    the paths read so far, this one last: every element they take is
     checked, in order, against the hash it must have from [before], and
     the answer is read from the tree those elements make. When [f]'s
-    promise resolves, its reads are replayed on the whole stream, and
-    elements left are refused. No answer comes from anything but checked
-    elements.
+    promise resolves, its reads are replayed on the whole stream
+    ({!Pando.verify_stream_proof}), and elements left are refused. No
+    answer comes from anything but checked elements.
 
     What [f] can do with the tree it is given (and its subtrees) while the
     proof is checked: {!Tree.find}, {!Tree.find_tree}, {!Tree.mem},
@@ -590,10 +586,7 @@ val verify_stream_proof :
     [Error (`Proof_mismatch msg)] for anything else (a malformed proof, an
     element whose hash differs, an unsupported operation, a result other
     than [after]); other exceptions of [f] fail the promise. Each read
-    replays all reads before it, and finding where its prefix ends tries
-    each cut from where the last one ended: [r] reads of a stream of [n]
-    bytes take at most [2r + n] replays, each decoding up to [n] bytes
-    (quadratic in the proof's size). *)
+    replays all reads before it: [r] reads take [r + 1] replays. *)
 
 val merkle_tree : t -> Proof.merkle_leaf_kind -> key -> Proof.merkle_tree Lwt.t
 (** The light mode's Merkle tree of [data/key], as Octez's disk context

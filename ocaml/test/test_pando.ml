@@ -137,8 +137,9 @@ let proofs index commit =
       check_eq (name ^ " tree proof reads") show_opt (Pando.find ctx [ "n" ])
         (Pando.tree_find proven [ "n" ]);
       check_eq (name ^ " tree proof hash") hex root (Pando.tree_hash proven);
-      check_eq (name ^ " before, after") (fun (a, b) -> hex a ^ " " ^ hex b)
-        (root, root) (Pando.tree_proof_hashes encoding tree);
+      let show (k, h) = (if k = Pando.Tree then "node " else "value ") ^ hex h in
+      check_eq (name ^ " before, after") (fun (a, b) -> show a ^ " " ^ show b)
+        ((Pando.Tree, root), (Pando.Tree, root)) (Pando.tree_proof_hashes encoding tree);
       raises (name ^ " blinded") (contains ~sub:"blinds") (fun () ->
           Pando.tree_find proven [ "later" ]);
       raises (name ^ " wrong root") (fun _ -> true) (fun () ->

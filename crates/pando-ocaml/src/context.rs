@@ -11,8 +11,8 @@ use ocaml::{Int, Pointer, Raw, Runtime, Value};
 use pando_store::{Create, Depth, Hash, Kind, Options, Order, Store, Tree};
 
 use crate::{
-    Context, Index, Out, Shared, TreeValue, Walker, bytes_option, bytes_value, count, guard, hash_of, raise, raise_now, steps,
-    text, tree_value, unlocked,
+    Context, Holder, Index, Out, Shared, TreeValue, Walker, bytes_option, bytes_value, count, guard, hash_of, raise, raise_now,
+    steps, text, tree_value, unlocked,
 };
 
 /// Opens (or creates) the store in `dir` for writing.
@@ -119,39 +119,46 @@ pub(crate) unsafe fn read_at<T>(
 // doubled the cost of a cached `find` (`ocaml/bench`). They allocate only
 // their result, after the last use of their arguments.
 
+/// A read of the tree `holder` holds at `path`, its answer made an OCaml
+/// value by `convert` (or `Pando.Error` raised).
+///
+/// # Safety
+/// Called by OCaml, with `holder` a live `H` block and `path` a
+/// `string list`; `read` allocates nothing on the OCaml heap.
+unsafe fn read_raw<H: Holder, T>(
+    holder: Raw,
+    path: Raw,
+    read: impl FnOnce(&Tree, &[&[u8]]) -> pando_store::Result<T>,
+    convert: unsafe fn(T) -> Raw,
+) -> Raw {
+    // SAFETY: both are used before anything is allocated.
+    let answer = unsafe {
+        let holder = &*holder.as_pointer::<H>().as_ptr();
+        read_at(holder.tree(), &Value::Raw(path.0), |tree, path| read(tree, path).map_err(text))
+    };
+    match answer {
+        // SAFETY: called by OCaml, with the runtime lock held.
+        Ok(answer) => unsafe { convert(answer) },
+        Err(message) => raise_now(message),
+    }
+}
+
 macro_rules! reads {
-    ($($context_fn:ident, $tree_fn:ident: |$tree:ident, $path:ident| $read:expr => $convert:path;)*) => {$(
+    ($($context_fn:ident, $tree_fn:ident: $read:expr => $convert:path;)*) => {$(
         /// # Safety
         /// Called by OCaml with a `context` and a `string list`.
         #[unsafe(no_mangle)]
         pub unsafe extern "C" fn $context_fn(ctx: Raw, path: Raw) -> Raw {
-            // SAFETY: `ctx` is a live `Context` block and `path` a list; both
-            // are used before anything is allocated.
-            let answer = unsafe {
-                let ctx = &*ctx.as_pointer::<Context>().as_ptr();
-                read_at(ctx.tree(), &Value::Raw(path.0), |$tree, $path| $read.map_err(text))
-            };
-            match answer {
-                // SAFETY: called by OCaml, with the runtime lock held.
-                Ok(answer) => unsafe { $convert(answer) },
-                Err(message) => raise_now(message),
-            }
+            // SAFETY: the caller's.
+            unsafe { read_raw::<Context, _>(ctx, path, $read, $convert) }
         }
 
         /// # Safety
         /// Called by OCaml with a `tree` and a `string list`.
         #[unsafe(no_mangle)]
         pub unsafe extern "C" fn $tree_fn(tree: Raw, path: Raw) -> Raw {
-            // SAFETY: as above, with a `TreeValue` block.
-            let answer = unsafe {
-                let tree = &*tree.as_pointer::<TreeValue>().as_ptr();
-                read_at(tree.tree(), &Value::Raw(path.0), |$tree, $path| $read.map_err(text))
-            };
-            match answer {
-                // SAFETY: as above.
-                Ok(answer) => unsafe { $convert(answer) },
-                Err(message) => raise_now(message),
-            }
+            // SAFETY: the caller's.
+            unsafe { read_raw::<TreeValue, _>(tree, path, $read, $convert) }
         }
     )*};
 }
@@ -194,100 +201,125 @@ unsafe fn int_raw(n: u64) -> Raw {
     Raw(((n.min(Int::MAX as u64 >> 1) as ocaml::sys::Value) << 1) | 1)
 }
 
+/// `find_tree` of what `holder` holds.
+fn find_tree_in<H: Holder>(holder: &H, path: &Value) -> Out<Option<Pointer<TreeValue>>> {
+    // SAFETY: `path` is a `string list`; the read allocates nothing.
+    let found = raise(unsafe { read_at(holder.tree(), path, |tree, path| tree.find_tree(path).map_err(text)) })?;
+    Ok(found.map(|found| tree_value(&holder.shared(), found)))
+}
+
 #[ocaml::func]
 #[ocaml::sig("context -> string list -> tree option")]
 pub fn pando_find_tree(ctx: &Context, path: Value) -> Out<Option<Pointer<TreeValue>>> {
-    // SAFETY: `path` is a `string list`; the read allocates nothing.
-    let found = raise(unsafe { read_at(ctx.tree(), &path, |tree, path| tree.find_tree(path).map_err(text)) })?;
-    Ok(found.map(|tree| tree_value(&Some(ctx.shared.clone()), tree)))
+    find_tree_in(ctx, &path)
 }
 
 #[ocaml::func]
 #[ocaml::sig("tree -> string list -> tree option")]
 pub fn pando_tree_find_tree(tree: &TreeValue, path: Value) -> Out<Option<Pointer<TreeValue>>> {
-    // SAFETY: as above.
-    let found = raise(unsafe { read_at(tree.tree(), &path, |tree, path| tree.find_tree(path).map_err(text)) })?;
-    Ok(found.map(|found| tree_value(&tree.shared, found)))
+    find_tree_in(tree, &path)
 }
 
-/// `list`'s answer: names and trees as an OCaml array of pairs.
-fn entries(rt: &Runtime, shared: &Option<Arc<Shared>>, entries: Vec<(Vec<u8>, Tree)>) -> Value {
+/// `list` of what `holder` holds: names and trees as an OCaml array of
+/// pairs.
+fn list_in<H: Holder>(rt: &Runtime, holder: &H, offset: Option<Int>, length: Option<Int>, path: &Value) -> Out<Value> {
+    let (offset, length) = (count(offset).unwrap_or(0), count(length));
+    // SAFETY: `path` is a `string list`; the read allocates nothing.
+    let listed = raise(unsafe { read_at(holder.tree(), path, |tree, path| tree.list(path, offset, length).map_err(text)) })?;
+    let shared = holder.shared();
     let pairs: Vec<(Value, Pointer<TreeValue>)> =
-        entries.into_iter().map(|(name, tree)| (bytes_value(rt, &name), tree_value(shared, tree))).collect();
-    ocaml::ToValue::to_value(&pairs, rt)
+        listed.into_iter().map(|(name, tree)| (bytes_value(rt, &name), tree_value(&shared, tree))).collect();
+    Ok(ocaml::ToValue::to_value(&pairs, rt))
 }
 
 #[ocaml::func]
 #[ocaml::sig("context -> int option -> int option -> string list -> (string * tree) array")]
 pub fn pando_list(ctx: &Context, offset: Option<Int>, length: Option<Int>, path: Value) -> Out<Value> {
-    let (offset, length) = (count(offset).unwrap_or(0), count(length));
-    // SAFETY: `path` is a `string list`; the read allocates nothing.
-    let listed = raise(unsafe { read_at(ctx.tree(), &path, |tree, path| tree.list(path, offset, length).map_err(text)) })?;
-    Ok(entries(gc, &Some(ctx.shared.clone()), listed))
+    list_in(gc, ctx, offset, length, &path)
 }
 
 #[ocaml::func]
 #[ocaml::sig("tree -> int option -> int option -> string list -> (string * tree) array")]
 pub fn pando_tree_list(tree: &TreeValue, offset: Option<Int>, length: Option<Int>, path: Value) -> Out<Value> {
-    let (offset, length) = (count(offset).unwrap_or(0), count(length));
-    // SAFETY: as above.
-    let listed = raise(unsafe { read_at(tree.tree(), &path, |tree, path| tree.list(path, offset, length).map_err(text)) })?;
-    Ok(entries(gc, &tree.shared, listed))
+    list_in(gc, tree, offset, length, &path)
 }
 
-/// A new context: `ctx` with its tree replaced.
-fn with_tree(ctx: &Context, tree: Tree) -> Pointer<Context> {
-    Pointer::alloc_custom(Context { shared: ctx.shared.clone(), tree, parent: ctx.parent })
+/// A new holder like `holder`, its tree updated by `update` at `path`.
+fn update_in<H: Holder>(
+    holder: &H,
+    path: &Value,
+    update: impl FnOnce(&Tree, &[&[u8]]) -> pando_store::Result<Tree>,
+) -> Out<Pointer<H>> {
+    // SAFETY: `path` is a `string list`; the update allocates nothing in
+    // OCaml (a value added is read before the new block is allocated).
+    let updated = raise(unsafe { read_at(holder.tree(), path, |tree, path| update(tree, path).map_err(text)) })?;
+    Ok(holder.with_tree(updated))
 }
 
 #[ocaml::func]
 #[ocaml::sig("context -> string list -> bytes -> context")]
 pub fn pando_add(ctx: &Context, path: Value, value: &[u8]) -> Out<Pointer<Context>> {
-    // SAFETY: `path` is a `string list`; `value` is read before any allocation.
-    let tree = raise(unsafe { read_at(ctx.tree(), &path, |tree, path| tree.add(path, value).map_err(text)) })?;
-    Ok(with_tree(ctx, tree))
+    update_in(ctx, &path, |tree, path| tree.add(path, value))
 }
 
 #[ocaml::func]
 #[ocaml::sig("context -> string list -> context")]
 pub fn pando_remove(ctx: &Context, path: Value) -> Out<Pointer<Context>> {
-    // SAFETY: `path` is a `string list`; the update allocates nothing.
-    let tree = raise(unsafe { read_at(ctx.tree(), &path, |tree, path| tree.remove(path).map_err(text)) })?;
-    Ok(with_tree(ctx, tree))
+    update_in(ctx, &path, |tree, path| tree.remove(path))
+}
+
+/// `add_tree` of `added` into `tree`. A tree of another index or of a
+/// proof, which the store refuses to graft (its pointers name another
+/// source), is added as a copy in memory, read whole (a part a proof
+/// blinds is an error).
+fn graft(tree: &Tree, path: &[&[u8]], added: &Tree) -> pando_store::Result<Tree> {
+    match tree.add_tree(path, added) {
+        Err(pando_store::Error::ForeignTree) => tree.add_tree(path, &detached(added)?),
+        other => other,
+    }
+}
+
+/// A copy of `tree` held in memory alone: every value read and added to
+/// an empty tree (the same contents, so the same hash).
+fn detached(tree: &Tree) -> pando_store::Result<Tree> {
+    if let Some(value) = tree.to_value()? {
+        return Ok(Tree::of_value(&value));
+    }
+    let mut copy = Tree::empty();
+    let no_path: [&[u8]; 0] = [];
+    tree.fold(&no_path, None, Order::Undefined, &mut |key: &[Vec<u8>], subtree: &Tree| {
+        if let Some(value) = subtree.to_value()? {
+            copy.add_mut(key, &value)?;
+        }
+        Ok(())
+    })?;
+    Ok(copy)
 }
 
 #[ocaml::func]
 #[ocaml::sig("context -> string list -> tree -> context")]
 pub fn pando_add_tree(ctx: &Context, path: Value, tree: &TreeValue) -> Out<Pointer<Context>> {
     let added = raise(tree.tree().cloned())?;
-    // SAFETY: `path` is a `string list`; the update allocates nothing.
-    let updated = raise(unsafe { read_at(ctx.tree(), &path, |tree, path| tree.add_tree(path, &added).map_err(text)) })?;
-    Ok(with_tree(ctx, updated))
+    update_in(ctx, &path, |tree, path| graft(tree, path, &added))
 }
 
 #[ocaml::func]
 #[ocaml::sig("tree -> string list -> bytes -> tree")]
 pub fn pando_tree_add(tree: &TreeValue, path: Value, value: &[u8]) -> Out<Pointer<TreeValue>> {
-    // SAFETY: as in `pando_add`.
-    let updated = raise(unsafe { read_at(tree.tree(), &path, |tree, path| tree.add(path, value).map_err(text)) })?;
-    Ok(tree_value(&tree.shared, updated))
+    update_in(tree, &path, |tree, path| tree.add(path, value))
 }
 
 #[ocaml::func]
 #[ocaml::sig("tree -> string list -> tree -> tree")]
 pub fn pando_tree_add_tree(tree: &TreeValue, path: Value, added: &TreeValue) -> Out<Pointer<TreeValue>> {
     let added = raise(added.tree().cloned())?;
-    // SAFETY: as in `pando_add`.
-    let updated = raise(unsafe { read_at(tree.tree(), &path, |tree, path| tree.add_tree(path, &added).map_err(text)) })?;
-    Ok(tree_value(&tree.shared, updated))
+    update_in(tree, &path, |tree, path| graft(tree, path, &added))
 }
 
 #[ocaml::func]
 #[ocaml::sig("tree -> string list -> tree")]
 pub fn pando_tree_remove(tree: &TreeValue, path: Value) -> Out<Pointer<TreeValue>> {
-    // SAFETY: as in `pando_remove`.
-    let updated = raise(unsafe { read_at(tree.tree(), &path, |tree, path| tree.remove(path).map_err(text)) })?;
-    Ok(tree_value(&tree.shared, updated))
+    update_in(tree, &path, |tree, path| tree.remove(path))
 }
 
 #[ocaml::func]

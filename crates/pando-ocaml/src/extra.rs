@@ -19,7 +19,7 @@ use pando_store::io::NewFile;
 use pando_store::{Create, Hash, Options, Store, SyncPolicy};
 
 use crate::context::open_writer;
-use crate::{Context, Index, Out, Shared, TreeValue, bytes_value, guard, hash_of, paths, raise, text, unlocked};
+use crate::{Context, Holder, Index, Out, Shared, TreeValue, bytes_value, guard, hash_of, paths, raise, text, unlocked};
 
 #[ocaml::func]
 #[ocaml::sig("string -> index")]
@@ -89,13 +89,8 @@ pub fn pando_tree_clear(_depth: Option<Int>, tree: &TreeValue) -> Out<()> {
 #[ocaml::sig("index -> bytes -> unit")]
 pub fn pando_gc(index: &Index, commit: &[u8]) -> Out<()> {
     let (shared, commit) = (index.0.clone(), raise(hash_of(commit))?);
-    raise(unlocked(move || {
-        let store = shared.store()?;
-        if !store.exists(&commit) {
-            return Err(format!("cannot collect: unknown commit {}", commit.to_base58()));
-        }
-        store.gc(&commit).map_err(text)
-    }))
+    // The store refuses an unknown or collected commit itself.
+    raise(unlocked(move || shared.store()?.gc(&commit).map_err(text)))
 }
 
 #[ocaml::func]
@@ -222,30 +217,27 @@ pub fn pando_verify_stream_proof_reads(encoding: Int, proof: &[u8], root: &[u8],
     Ok(ocaml::ToValue::to_value(&pair, gc))
 }
 
-/// The hash of a kinded hash, and whether it is a node's.
-fn kinded(hash: &pando_core::proof::KindedHash) -> (&Hash, bool) {
-    match hash {
-        pando_core::proof::KindedHash::Node(hash) => (hash, true),
-        pando_core::proof::KindedHash::Value(hash) => (hash, false),
-    }
+/// A kinded hash as OCaml's `kind * bytes` (`Value` is 0, `Tree` 1).
+fn kinded(rt: &ocaml::Runtime, hash: &pando_core::proof::KindedHash) -> (Int, Value) {
+    let node = matches!(hash, pando_core::proof::KindedHash::Node(_));
+    (Int::from(node), bytes_value(rt, hash.hash().as_bytes()))
 }
 
 #[ocaml::func]
-#[ocaml::sig("proof_encoding -> bool -> bytes -> bytes * bytes")]
+#[ocaml::sig("proof_encoding -> bool -> bytes -> (kind * bytes) * (kind * bytes)")]
 pub fn pando_proof_hashes(encoding: Int, stream: bool, proof: &[u8]) -> Out<Value> {
     let hashes = guard(|| {
         let encoding = encoding_of(encoding);
-        let (before, after) = if stream {
+        if stream {
             let proof = encoding.decode_stream_proof(proof).map_err(text)?;
-            (proof.before, proof.after)
+            Ok((proof.before, proof.after))
         } else {
             let proof = encoding.decode_tree_proof(proof).map_err(text)?;
-            (proof.before, proof.after)
-        };
-        Ok((*kinded(&before).0, *kinded(&after).0))
+            Ok((proof.before, proof.after))
+        }
     });
     let (before, after) = raise(hashes)?;
-    let pair = (bytes_value(gc, before.as_bytes()), bytes_value(gc, after.as_bytes()));
+    let pair = (kinded(gc, &before), kinded(gc, &after));
     Ok(ocaml::ToValue::to_value(&pair, gc))
 }
 

@@ -80,19 +80,46 @@ pub struct TreeValue {
     tree: Tree,
 }
 
-impl TreeValue {
+/// What holds a tree, for the functions Octez's binding has twice (`find`
+/// and `tree_find`, `add` and `tree_add`, ...): a context or a tree.
+trait Holder: ocaml::Custom + Sized {
+    /// The tree, unless its index was closed.
+    fn tree(&self) -> Result<&Tree, String>;
+    /// The index of the trees read from it (`None`: a proof's tree).
+    fn shared(&self) -> Option<Arc<Shared>>;
+    /// A new value like this one, holding `tree`.
+    fn with_tree(&self, tree: Tree) -> ocaml::Pointer<Self>;
+}
+
+impl Holder for TreeValue {
     fn tree(&self) -> Result<&Tree, String> {
         if let Some(shared) = &self.shared {
             shared.check_open()?;
         }
         Ok(&self.tree)
     }
+
+    fn shared(&self) -> Option<Arc<Shared>> {
+        self.shared.clone()
+    }
+
+    fn with_tree(&self, tree: Tree) -> ocaml::Pointer<Self> {
+        tree_value(&self.shared, tree)
+    }
 }
 
-impl Context {
+impl Holder for Context {
     fn tree(&self) -> Result<&Tree, String> {
         self.shared.check_open()?;
         Ok(&self.tree)
+    }
+
+    fn shared(&self) -> Option<Arc<Shared>> {
+        Some(self.shared.clone())
+    }
+
+    fn with_tree(&self, tree: Tree) -> ocaml::Pointer<Self> {
+        ocaml::Pointer::alloc_custom(Context { shared: self.shared.clone(), tree, parent: self.parent })
     }
 }
 
