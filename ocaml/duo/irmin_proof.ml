@@ -363,67 +363,37 @@ let reads paths t =
       (p, Option.map Bytes.to_string v))
     paths
 
-let produce repo key paths =
+(* The encoded proof [produce] makes of reading [paths] in commit [key]. *)
+let produce_with produce encode repo key paths =
   let* t = root repo key in
   match Store.Tree.key t with
   | None -> failwith "irmin: a committed tree without a key"
   | Some k ->
       let+ proof, _ =
-        Store.Tree.produce_proof repo k (fun t ->
+        produce repo k (fun t ->
             let+ r = reads paths t in
             (t, r))
       in
       encode proof
+
+let produce = produce_with Store.Tree.produce_proof encode
 
 let check_before p expected k =
   match P.before p with
   | `Node h when Irmin.Type.(unstage (equal Store.Hash.t)) h expected -> k ()
   | _ -> Lwt.return (Error "its before hash is not the commit's tree hash")
 
-let verify repo key proof paths =
+(* The values of [paths] read in the proof [decode] gives, checked by
+   [verify] against commit [key]'s tree hash. *)
+let verify_with decode verify repo key proof paths =
   let* t = root repo key in
   let expected = Store.Tree.hash t in
   match decode proof with
   | exception Bad e -> Lwt.return (Error ("undecodable: " ^ e))
-  | p -> (
-      match P.before p with
-      | `Node h when Irmin.Type.(unstage (equal Store.Hash.t)) h expected -> (
-          let+ r =
-            Store.Tree.verify_proof p (fun t ->
-                let+ r = reads paths t in
-                (t, r))
-          in
-          match r with
-          | Ok (_, r) -> Ok r
-          | Error (`Proof_mismatch e | `Stream_too_long e | `Stream_too_short e)
-            ->
-              Error e)
-      | _ -> Lwt.return (Error "its before hash is not the commit's tree hash"))
-
-let can_verify = true
-let can_stream = true
-
-let produce_stream repo key paths =
-  let* t = root repo key in
-  match Store.Tree.key t with
-  | None -> failwith "irmin: a committed tree without a key"
-  | Some k ->
-      let+ proof, _ =
-        Store.Tree.produce_stream repo k (fun t ->
-            let+ r = reads paths t in
-            (t, r))
-      in
-      encode_stream proof
-
-let verify_stream repo key proof paths =
-  let* t = root repo key in
-  let expected = Store.Tree.hash t in
-  match decode_stream proof with
-  | exception Bad e -> Lwt.return (Error ("undecodable: " ^ e))
   | p ->
       check_before p expected (fun () ->
           let+ r =
-            Store.Tree.verify_stream p (fun t ->
+            verify p (fun t ->
                 let+ r = reads paths t in
                 (t, r))
           in
@@ -432,3 +402,13 @@ let verify_stream repo key proof paths =
           | Error (`Proof_mismatch e | `Stream_too_long e | `Stream_too_short e)
             ->
               Error e)
+
+let verify repo key proof paths =
+  verify_with decode Store.Tree.verify_proof repo key proof paths
+
+let can_verify = true
+let can_stream = true
+let produce_stream = produce_with Store.Tree.produce_stream encode_stream
+
+let verify_stream repo key proof paths =
+  verify_with decode_stream Store.Tree.verify_stream repo key proof paths

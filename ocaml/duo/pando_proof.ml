@@ -15,63 +15,45 @@ struct
   type commit = bytes
 
   let data = Duo_core.k
-  (* DUO_NO_PANDO_VERIFIER=1 skips irmin's proofs *)
-  let can_verify = Sys.getenv_opt "DUO_NO_PANDO_VERIFIER" <> Some "1"
+  let can_verify = true
+  let can_stream = true
 
-  let produce idx h paths =
-    let pidx = I.pando_index idx in
+  (* pando's tree hash of commit [h]. *)
+  let root idx h =
+    match Pando.checkout (I.pando_index idx) h with
+    | Some c -> Pando.tree_hash (Pando.get_tree c)
+    | None -> failwith "pando: proof of an unknown commit"
+
+  let produce_with produce idx h paths =
     Lwt.return
       (Bytes.to_string
-         (Pando.produce_tree_proof pidx h (List.map data paths) Pando.V1))
+         (produce (I.pando_index idx) h (List.map data paths) Pando.V1))
+
+  (* The values of [paths] in the tree [verify] proved. *)
+  let verify_with verify idx h proof paths =
+    let root = root idx h in
+    Lwt.return
+      (match verify (Bytes.of_string proof) root with
+      | exception Pando.Error e -> Error e
+      | t -> (
+          try
+            Ok
+              (List.map
+                 (fun p ->
+                   (p, Option.map Bytes.to_string (Pando.tree_find t (data p))))
+                 paths)
+          with Pando.Error e -> Error ("reading the tree proved: " ^ e)))
+
+  let produce = produce_with Pando.produce_tree_proof
+  let produce_stream = produce_with Pando.produce_stream_proof
 
   let verify idx h proof paths =
-    let pidx = I.pando_index idx in
-    let root =
-      match Pando.checkout pidx h with
-      | Some c -> Pando.tree_hash (Pando.get_tree c)
-      | None -> failwith "pando: proof of an unknown commit"
-    in
-    Lwt.return
-      (match Pando.verify_tree_proof Pando.V1 (Bytes.of_string proof) root with
-      | exception Pando.Error e -> Error e
-      | t -> (
-          try
-            Ok
-              (List.map
-                 (fun p ->
-                   (p, Option.map Bytes.to_string (Pando.tree_find t (data p))))
-                 paths)
-          with Pando.Error e -> Error ("reading the tree proved: " ^ e)))
-
-  let can_stream = Sys.getenv_opt "DUO_NO_PANDO_VERIFIER" <> Some "1"
-
-  let produce_stream idx h paths =
-    let pidx = I.pando_index idx in
-    Lwt.return
-      (Bytes.to_string
-         (Pando.produce_stream_proof pidx h (List.map data paths) Pando.V1))
+    verify_with (fun proof root -> Pando.verify_tree_proof Pando.V1 proof root) idx h proof paths
 
   let verify_stream idx h proof paths =
-    let pidx = I.pando_index idx in
-    let root =
-      match Pando.checkout pidx h with
-      | Some c -> Pando.tree_hash (Pando.get_tree c)
-      | None -> failwith "pando: proof of an unknown commit"
-    in
-    Lwt.return
-      (match
-         Pando.verify_stream_proof Pando.V1 (Bytes.of_string proof) root
-           (List.map data paths)
-       with
-      | exception Pando.Error e -> Error e
-      | t -> (
-          try
-            Ok
-              (List.map
-                 (fun p ->
-                   (p, Option.map Bytes.to_string (Pando.tree_find t (data p))))
-                 paths)
-          with Pando.Error e -> Error ("reading the tree proved: " ^ e)))
+    verify_with
+      (fun proof root -> Pando.verify_stream_proof Pando.V1 proof root (List.map data paths))
+      idx h proof paths
 end
 
 module Context = Make (struct
