@@ -11,8 +11,8 @@ use ocaml::{Int, Pointer, Raw, Runtime, Value};
 use pando_store::{Create, Depth, Hash, Kind, Options, Order, Store, Tree};
 
 use crate::{
-    Context, Holder, Index, Out, Shared, TreeValue, Walker, bytes_option, bytes_value, count, guard, hash_of, raise, raise_now,
-    steps, text, tree_value, unlocked,
+    Context, Holder, Index, Out, Shared, TreeValue, Walker, bytes_value, count, guard, hash_of, raise, raise_now, steps, text,
+    tree_value, unlocked,
 };
 
 /// Opens (or creates) the store in `dir` for writing.
@@ -409,11 +409,12 @@ pub fn pando_tree_empty(ctx: &Context) -> Pointer<TreeValue> {
     tree_value(&Some(ctx.shared.clone()), Tree::empty())
 }
 
-#[ocaml::func]
-#[ocaml::sig("tree -> bytes option")]
-pub fn pando_tree_to_value(tree: &TreeValue) -> Out<Value> {
-    let value = raise(guard(|| tree.tree()?.to_value().map_err(text)))?;
-    Ok(bytes_option(gc, value))
+/// # Safety
+/// Called by OCaml with a `tree`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn pando_tree_to_value(tree: Raw) -> Raw {
+    // SAFETY: the caller's; the empty list is the path of the tree itself.
+    unsafe { read_raw::<TreeValue, _>(tree, Raw(ocaml::sys::EMPTY_LIST), |tree, _| tree.to_value(), bytes_option_raw) }
 }
 
 #[ocaml::func]

@@ -40,6 +40,8 @@ use smallvec::SmallVec;
 pub struct Shared {
     /// `None` once closed.
     store: Mutex<Option<Arc<Store>>>,
+    /// `store` is `None`, said without its lock: what the reads of contexts
+    /// and trees check (they do not need the store itself).
     closed: AtomicBool,
     read_only: bool,
 }
@@ -270,15 +272,6 @@ fn hash_of(bytes: &[u8]) -> Result<Hash, String> {
 /// OCaml bytes holding `bytes`.
 fn bytes_value(rt: &Runtime, bytes: &[u8]) -> Value {
     bytes.to_value(rt)
-}
-
-/// `Some bytes` or `None`.
-fn bytes_option(rt: &Runtime, bytes: Option<Vec<u8>>) -> Value {
-    match bytes {
-        // SAFETY: the runtime lock is held; `Value::some` roots its block.
-        Some(bytes) => unsafe { Value::some(rt, bytes.as_slice()) },
-        None => Value::none(),
-    }
 }
 
 /// A new `Pando.tree` of `tree`, read from `shared`'s index.
