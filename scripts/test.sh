@@ -27,6 +27,15 @@ trap 'rm -f "$log"' EXIT
 # failing seed into a tracked file): what git sees must not change.
 checkout() { git status --porcelain 2>/dev/null; git diff 2>/dev/null | cksum; }
 checkout_before=$(checkout)
+# The other cargo workspaces (bench/, fuzz/, the binding's crate) build
+# with --locked in CI: a dependency added to a shared crate must reach
+# their lock files too, or CI fails late (it did once, on bench/).
+for ws in bench fuzz crates/pando-ocaml; do
+  if [ -f "$ws/Cargo.lock" ] && ! (cd "$ws" && cargo metadata --locked --format-version 1 >/dev/null); then
+    echo "error: $ws/Cargo.lock is out of date: run \`cargo update --workspace\` in $ws" >&2
+    exit 1
+  fi
+done
 cargo test --workspace --locked "$@" 2>&1 | tee "$log"
 status=${PIPESTATUS[0]}
 if [ "$status" -eq 0 ]; then
