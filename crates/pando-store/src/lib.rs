@@ -55,4 +55,4 @@ pub use store::{
     CheckPhase, CheckProgress, CheckReport, CheckScope, Commit, GcPhase, GcReport, GcStatus, Problem, REPAIR_HINT, RecordCounts,
     RepairReport, Store, StoreStats,
 };
-pub use tree::{Depth, Order, ProvenTree, Tree, verify_stream_proof, verify_stream_proof_reads, verify_tree_proof};
+pub use tree::{Depth, Order, ProvenTree, Tree, Versions, verify_stream_proof, verify_stream_proof_reads, verify_tree_proof};

@@ -19,7 +19,27 @@ fn with_step<H: Hold, R: Resolve<H> + ?Sized, T>(
     r: &R,
     f: impl FnOnce(Option<&Child<H>>) -> T,
 ) -> Result<T, R::Error> {
-    path_below(node, step, &[step], 0, &r, &|_| r, f)
+    path_below(node, step, &[step], 0, &r, &|_| r, |reached| f(reached.entry()))
+}
+
+/// Where a walk down a path stopped ([`with_path_reached`]).
+pub enum Reached<'a, H: Hold> {
+    /// The entry at the end of the path.
+    Entry(&'a Child<H>),
+    /// Nothing: a directory on the way has no entry for the next step.
+    Absent,
+    /// A contents the first `n` steps lead to (`n` short of the path's end).
+    Contents(usize, &'a Child<H>),
+}
+
+impl<'a, H: Hold> Reached<'a, H> {
+    /// The entry at the end of the path, if there is one.
+    pub fn entry(self) -> Option<&'a Child<H>> {
+        match self {
+            Reached::Entry(child) => Some(child),
+            Reached::Absent | Reached::Contents(..) => None,
+        }
+    }
 }
 
 /// Calls `f` on the entry at the end of `steps` below the entry `from`
@@ -34,6 +54,17 @@ pub fn with_path<H: Hold, R: Resolve<H>, T>(
     at: &impl Fn(usize) -> R,
     f: impl FnOnce(Option<&Child<H>>) -> T,
 ) -> Result<T, R::Error> {
+    walk_path(from, steps, 0, at, |reached| f(reached.entry()))
+}
+
+/// [`with_path`], telling `f` where the walk stopped: at the entry, at a
+/// directory without the next step, or at a contents on the way.
+pub fn with_path_reached<H: Hold, R: Resolve<H>, T>(
+    from: &Child<H>,
+    steps: &[&[u8]],
+    at: &impl Fn(usize) -> R,
+    f: impl FnOnce(Reached<'_, H>) -> T,
+) -> Result<T, R::Error> {
     walk_path(from, steps, 0, at, f)
 }
 
@@ -43,10 +74,10 @@ fn walk_path<H: Hold, R: Resolve<H>, T>(
     steps: &[&[u8]],
     n: usize,
     at: &impl Fn(usize) -> R,
-    f: impl FnOnce(Option<&Child<H>>) -> T,
+    f: impl FnOnce(Reached<'_, H>) -> T,
 ) -> Result<T, R::Error> {
-    let Some(&step) = steps.get(n) else { return Ok(f(Some(from))) };
-    let Child::Dir(ptr) = from else { return Ok(f(None)) };
+    let Some(&step) = steps.get(n) else { return Ok(f(Reached::Entry(from))) };
+    let Child::Dir(ptr) = from else { return Ok(f(Reached::Contents(n, from))) };
     let r = at(n);
     match H::as_mem(ptr) {
         Some(root) => path_below(root, step, steps, n, &r, at, f),
@@ -63,15 +94,15 @@ fn path_below<H: Hold, R: Resolve<H>, T>(
     n: usize,
     r: &R,
     at: &impl Fn(usize) -> R,
-    f: impl FnOnce(Option<&Child<H>>) -> T,
+    f: impl FnOnce(Reached<'_, H>) -> T,
 ) -> Result<T, R::Error> {
     match &node.body {
         Body::Values(values) => match values.search(step) {
             Ok(i) => walk_path(values.child(i), steps, n + 1, at, f),
-            Err(_) => Ok(f(None)),
+            Err(_) => Ok(f(Reached::Absent)),
         },
         Body::Tree(pointers) => match pointers.get(index(pointers.depth, step)) {
-            None => Ok(f(None)),
+            None => Ok(f(Reached::Absent)),
             Some(ptr) => match H::as_mem(ptr) {
                 Some(child) => path_below(child, step, steps, n, r, at, f),
                 None => path_below(&*r.load(ptr, pointers.depth + 1)?, step, steps, n, r, at, f),
@@ -95,7 +126,7 @@ pub fn update_path<H: Hold, R: Resolve<H>>(
     new: Option<Child<H>>,
     at: &impl Fn(usize) -> R,
 ) -> Result<bool, R::Error> {
-    if new.is_none() && !path_below(root, steps[0], steps, 0, &at(0), at, |child| child.is_some())? {
+    if new.is_none() && !path_below(root, steps[0], steps, 0, &at(0), at, |reached| reached.entry().is_some())? {
         return Ok(false);
     }
     update_below(root, steps, 0, new, at)?;

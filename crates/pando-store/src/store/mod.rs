@@ -362,11 +362,25 @@ impl Store {
     /// updates then change it in place), a second one meanwhile reads from
     /// disk, and a checkout dropped unchanged gives it back.
     pub fn checkout(&self, commit: &Hash) -> Result<Option<Tree>> {
+        self.checkout_taking(commit, true)
+    }
+
+    /// The tree of `commit` as [`Store::checkout`] gives it, but read from
+    /// the pack (through the caches), leaving the writer's kept tree to the
+    /// next checkout, and not a context of a trace being recorded. For a
+    /// caller that goes on holding a tree it committed (the OCaml binding,
+    /// whose contexts live until OCaml's collector frees them): holding
+    /// this one instead lets the next block update the kept tree in place.
+    pub fn stored_tree(&self, commit: &Hash) -> Result<Option<Tree>> {
+        self.checkout_taking(commit, false)
+    }
+
+    fn checkout_taking(&self, commit: &Hash, take_kept: bool) -> Result<Option<Tree>> {
         // Read first: a collection marks the commits it collects before
         // the layout that removes their records (see `Pack::layout_epoch`).
         let epoch = self.repo.pack.layout_epoch();
         // The writer's newest commit, as it wrote it: no record to read.
-        let kept = self.repo.kept_root(commit);
+        let kept = if take_kept { self.repo.kept_root(commit) } else { None };
         let took_kept = kept.is_some();
         let root = match kept {
             Some(root) => Ptr::mem(root),
@@ -375,14 +389,20 @@ impl Store {
                 None => return Ok(None),
             },
         };
-        let ctx = self.repo.record(|sink| {
-            if !sink.is_known(commit) {
-                sink.gap("a checkout of a commit made before the recording started");
-            }
-            let ctx = sink.fresh_context();
-            sink.write(&Row::Checkout { hash: Scope::Keep(commit.to_base58().into_bytes()), ctx: Scope::Keep(ctx) });
-            ctx
-        });
+        let ctx = self
+            .repo
+            .record(|sink| {
+                if !take_kept {
+                    return None;
+                }
+                if !sink.is_known(commit) {
+                    sink.gap("a checkout of a commit made before the recording started");
+                }
+                let ctx = sink.fresh_context();
+                sink.write(&Row::Checkout { hash: Scope::Keep(commit.to_base58().into_bytes()), ctx: Scope::Keep(ctx) });
+                Some(ctx)
+            })
+            .flatten();
         let source: Arc<dyn Source> = self.repo.clone();
         let tree = Tree::from_parts(Child::Dir(root), Some(source), ctx, Refs::HeldAt(epoch)).logging_from(Some(*commit));
         Ok(Some(if took_kept { tree.taking_kept() } else { tree }))

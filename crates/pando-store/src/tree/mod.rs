@@ -19,9 +19,11 @@ pub(crate) mod node;
 mod proof;
 mod proven;
 mod staged;
+mod versions;
 pub(crate) mod walk;
 
 pub use proven::{ProvenTree, verify_stream_proof, verify_stream_proof_reads, verify_tree_proof};
+pub use versions::Versions;
 
 use pando_core::trace::{ContextId, Key, Row, Scope};
 use pando_core::{Hash, Kind};
@@ -365,6 +367,12 @@ impl Tree {
         dir::with_path(self.node()?, steps, &|_| loader, f)
     }
 
+    /// [`Tree::walk`], telling `f` where the walk stopped.
+    fn walk_reached<T>(&self, steps: &[&[u8]], f: impl FnOnce(dir::Reached<'_, node::Held>) -> T) -> Result<T> {
+        let loader = self.loader();
+        dir::with_path_reached(self.node()?, steps, &|_| loader, f)
+    }
+
     /// What `path` holds: from the store's flat cache when this tree was
     /// taken from the commit it describes and has not been updated since
     /// (`cached`), else by a walk down the trie (`walk`, told whether the
@@ -468,6 +476,29 @@ impl Tree {
         let mut tree = self.clone();
         tree.remove_mut(path)?;
         Ok(tree)
+    }
+
+    /// What an update of `path` (an add, an `add_tree`, a removal) would
+    /// replace: `(n, old)` such that putting `old` back at the first `n`
+    /// steps of `path` (`add_tree`, or a removal for `None`) undoes the
+    /// update. `n` is the whole path unless a contents lies on the way,
+    /// which the update would turn into a directory: then it is that
+    /// contents' depth. [`Versions`] logs these to rebuild older versions.
+    pub(crate) fn replaced_by_update(&self, steps: &[&[u8]]) -> Result<(usize, Option<Child>)> {
+        self.walk_reached(steps, |reached| match reached {
+            dir::Reached::Entry(child) => (steps.len(), Some(child.clone())),
+            dir::Reached::Absent => (steps.len(), None),
+            dir::Reached::Contents(n, child) => (n, Some(child.clone())),
+        })
+    }
+
+    /// Puts `old` at `path` (removes what is there for `None`): undoes an
+    /// update [`Tree::replaced_by_update`] described.
+    pub(crate) fn put_back(&mut self, path: &[&[u8]], old: Option<&Child>) -> Result<()> {
+        match old {
+            Some(old) => self.add_tree_mut(path, &self.with_node(old.clone())),
+            None => self.remove_mut(path),
+        }
     }
 
     /// [`Tree::add`] in place: inodes this tree alone holds are updated

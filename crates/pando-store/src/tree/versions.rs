@@ -1,0 +1,324 @@
+//! Versions of one tree for a host whose values are persistent and are
+//! freed late, by a garbage collector (the OCaml binding: `add ctx k v`
+//! returns a new context and the old one lives on until the GC finalizes
+//! it). Updating a [`Tree`] persistently copies the path it changes, since
+//! the old value still holds it; here the newest version is changed in
+//! place instead, as the native replay changes its tree, and each update
+//! logs how to undo it, so that an older version still held can be
+//! rebuilt if it is used again.
+//!
+//! Invariants:
+//! - `State::tree` is version `newest`; `undo[i]` turns version
+//!   `first + i + 1` back into version `first + i`; `held[i]` counts the
+//!   [`Versions`] of version `first + i` alive: `held.len() == undo.len() + 1`.
+//! - The front of the log goes as soon as no version it leads to is held:
+//!   the log is as long as the oldest version the host still holds.
+//! - An older version read or updated is rebuilt (copying the paths the
+//!   undo entries touch) into `rebuilt`, kept while that version is held
+//!   and never changed in place: an update of it is a persistent update,
+//!   which starts a new line. So no line refers to another, and each lock
+//!   is taken alone.
+//! - The caller's closures run under the line's lock: they must not
+//!   re-enter this line (in OCaml: not allocate, since a collection could
+//!   finalize a version of the same line).
+//! - An update that fails leaves the versions as they were, except when
+//!   the tree broke (an I/O error midway, [`Tree`]'s own rule): then every
+//!   version of the line reports it.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use smallvec::SmallVec;
+
+use super::Tree;
+use super::node::Child;
+use crate::error::Result;
+
+/// One version of a line of trees (see the module's text).
+pub struct Versions {
+    line: Arc<Mutex<State>>,
+    version: u64,
+}
+
+/// A line: its newest tree and the way back to the versions still held.
+struct State {
+    tree: Tree,
+    newest: u64,
+    first: u64,
+    undo: VecDeque<Undo>,
+    held: VecDeque<u32>,
+    /// Older versions rebuilt, by version.
+    rebuilt: HashMap<u64, Tree>,
+}
+
+/// Puts `old` back at a path (removes what is there for `None`).
+struct Undo {
+    /// The path's steps, each as a 32-bit length and its bytes: one
+    /// allocation, since the log holds one entry per update.
+    path: Box<[u8]>,
+    old: Option<Child>,
+}
+
+impl Undo {
+    fn new(steps: &[&[u8]], old: Option<Child>) -> Undo {
+        let mut path = Vec::with_capacity(steps.iter().map(|s| s.len() + 4).sum());
+        for step in steps {
+            path.extend_from_slice(&(step.len() as u32).to_le_bytes());
+            path.extend_from_slice(step);
+        }
+        Undo { path: path.into(), old }
+    }
+
+    fn steps(&self) -> SmallVec<[&[u8]; 16]> {
+        let mut steps = SmallVec::new();
+        let mut rest = &self.path[..];
+        while let Some((len, tail)) = rest.split_first_chunk::<4>() {
+            let (step, tail) = tail.split_at(u32::from_le_bytes(*len) as usize);
+            steps.push(step);
+            rest = tail;
+        }
+        steps
+    }
+}
+
+impl Versions {
+    /// The first version of a new line, holding `tree`.
+    pub fn new(tree: Tree) -> Versions {
+        let state =
+            State { tree, newest: 0, first: 0, undo: VecDeque::new(), held: VecDeque::from([1]), rebuilt: HashMap::new() };
+        Versions { line: Arc::new(Mutex::new(state)), version: 0 }
+    }
+
+    /// Runs `f` on this version's tree (under the line's lock).
+    pub fn read<T>(&self, f: impl FnOnce(&Tree) -> T) -> Result<T> {
+        let mut state = self.lock();
+        if self.version == state.newest {
+            return Ok(f(&state.tree));
+        }
+        Ok(f(state.older(self.version)?))
+    }
+
+    /// This version's tree, as a tree of its own.
+    pub fn tree(&self) -> Result<Tree> {
+        self.read(Tree::clone)
+    }
+
+    /// A new version: this one with `update` applied, which changes the
+    /// tree at `path` only (an add, an `add_tree` or a removal there). The
+    /// newest version is updated in place; an older one is copied.
+    pub fn update<S: AsRef<[u8]>>(&self, path: &[S], update: impl FnOnce(&mut Tree) -> Result<()>) -> Result<Versions> {
+        let mut state = self.lock();
+        if self.version != state.newest {
+            let mut tree = state.older(self.version)?.clone();
+            drop(state);
+            update(&mut tree)?;
+            return Ok(Versions::new(tree));
+        }
+        let steps: SmallVec<[&[u8]; 16]> = path.iter().map(AsRef::as_ref).collect();
+        let (n, old) = state.tree.replaced_by_update(&steps)?;
+        update(&mut state.tree)?;
+        state.undo.push_back(Undo::new(&steps[..n], old));
+        state.held.push_back(1);
+        state.newest += 1;
+        Ok(Versions { line: self.line.clone(), version: state.newest })
+    }
+
+    /// Holds `tree` as this version's tree from now on, if this version is
+    /// the newest (else does nothing). `tree` must have the same contents:
+    /// a committed tree as read back from its store, so that the inodes
+    /// the commit wrote are no longer held here ([`Store::stored_tree`]).
+    ///
+    /// [`Store::stored_tree`]: crate::Store::stored_tree
+    pub fn replace_newest(&self, tree: Tree) {
+        let mut state = self.lock();
+        if self.version == state.newest {
+            state.tree = tree;
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // A panic under the lock (a bug) leaves the state as it was at some
+        // step: still a tree and a log, which the panic's error reports.
+        self.line.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+impl State {
+    /// Version `version` (older than the newest), rebuilt if it is not yet.
+    fn older(&mut self, version: u64) -> Result<&Tree> {
+        if !self.rebuilt.contains_key(&version) {
+            let mut tree = self.tree.clone();
+            let back = (version - self.first) as usize;
+            for undo in self.undo.range(back..).rev() {
+                tree.put_back(&undo.steps(), undo.old.as_ref())?;
+            }
+            self.rebuilt.insert(version, tree);
+        }
+        Ok(&self.rebuilt[&version])
+    }
+}
+
+impl Clone for Versions {
+    /// Another value of the same version.
+    fn clone(&self) -> Versions {
+        let mut state = self.lock();
+        let i = (self.version - state.first) as usize;
+        state.held[i] += 1;
+        Versions { line: self.line.clone(), version: self.version }
+    }
+}
+
+impl Drop for Versions {
+    fn drop(&mut self) {
+        let mut state = self.lock();
+        let state = &mut *state;
+        let i = (self.version - state.first) as usize;
+        state.held[i] -= 1;
+        if state.held[i] == 0 {
+            state.rebuilt.remove(&self.version);
+            while state.held.len() > 1 && state.held[0] == 0 {
+                state.held.pop_front();
+                state.undo.pop_front();
+                state.first += 1;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// An update of a small tree: paths of at most three steps over three
+    /// names, so that updates meet, replace and remove each other.
+    #[derive(Clone, Debug)]
+    enum Op {
+        Add(Vec<u8>, u8),
+        Remove(Vec<u8>),
+        /// Adds the subtree at the first path at the second.
+        Copy(Vec<u8>, Vec<u8>),
+    }
+
+    fn path(steps: &[u8]) -> Vec<Vec<u8>> {
+        steps.iter().map(|s| vec![b'a' + s]).collect()
+    }
+
+    fn apply(tree: &mut Tree, op: &Op) -> Result<()> {
+        match op {
+            Op::Add(p, v) => tree.add_mut(&path(p), &[*v]),
+            Op::Remove(p) => tree.remove_mut(&path(p)),
+            Op::Copy(from, to) => {
+                let found = tree.find_tree(&path(from))?;
+                match found {
+                    Some(found) => tree.add_tree_mut(&path(to), &found),
+                    None => Ok(()),
+                }
+            }
+        }
+    }
+
+    fn target(op: &Op) -> Vec<Vec<u8>> {
+        match op {
+            Op::Add(p, _) | Op::Remove(p) | Op::Copy(_, p) => path(p),
+        }
+    }
+
+    fn steps() -> impl Strategy<Value = Vec<u8>> {
+        proptest::collection::vec(0u8..3, 0..=3)
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            4 => (steps(), any::<u8>()).prop_map(|(p, v)| Op::Add(p, v)),
+            2 => steps().prop_map(Op::Remove),
+            1 => (steps(), steps()).prop_map(|(a, b)| Op::Copy(a, b)),
+        ]
+    }
+
+    /// What the host does with its values: update one (by index among the
+    /// live ones), read one, or drop one.
+    #[derive(Clone, Debug)]
+    enum Step {
+        Update(usize, Op),
+        Read(usize),
+        Drop(usize),
+    }
+
+    fn step() -> impl Strategy<Value = Step> {
+        prop_oneof![
+            6 => (any::<usize>(), op()).prop_map(|(i, op)| Step::Update(i, op)),
+            2 => any::<usize>().prop_map(Step::Read),
+            2 => any::<usize>().prop_map(Step::Drop),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 256, failure_persistence: None, ..ProptestConfig::default() })]
+
+        /// Every version alive reads as the persistent model says, whatever
+        /// order the host updates, reads and drops them in.
+        #[test]
+        fn every_version_reads_as_its_persistent_model(steps in proptest::collection::vec(step(), 1..120)) {
+            let mut live: Vec<(Versions, Tree)> = vec![(Versions::new(Tree::empty()), Tree::empty())];
+            for step in steps {
+                match step {
+                    Step::Update(i, op) if !live.is_empty() => {
+                        let i = i % live.len();
+                        let mut model = live[i].1.clone();
+                        apply(&mut model, &op).unwrap();
+                        let next = live[i].0.update(&target(&op), |tree| apply(tree, &op)).unwrap();
+                        live.push((next, model));
+                    }
+                    Step::Read(i) if !live.is_empty() => {
+                        let (versions, model) = &live[i % live.len()];
+                        prop_assert_eq!(versions.read(|t| t.hash().unwrap()).unwrap(), model.hash().unwrap());
+                    }
+                    Step::Drop(i) if !live.is_empty() => {
+                        live.remove(i % live.len());
+                    }
+                    _ => {}
+                }
+            }
+            for (versions, model) in &live {
+                prop_assert_eq!(versions.read(|t| t.hash().unwrap()).unwrap(), model.hash().unwrap());
+            }
+        }
+    }
+
+    #[test]
+    fn the_log_shrinks_as_older_versions_are_dropped() {
+        let mut version = Versions::new(Tree::empty());
+        for i in 0..100u8 {
+            let next = version.update(&[[b'k', i]], |t| t.add_mut(&[[b'k', i]], &[i])).unwrap();
+            version = next; // the older version is dropped here
+        }
+        let state = version.lock();
+        assert_eq!((state.undo.len(), state.held.len(), state.first, state.newest), (0, 1, 100, 100));
+        drop(state);
+        let kept = version.clone();
+        let next = version.update(&[b"x"], |t| t.add_mut(&[b"x"], b"1")).unwrap();
+        drop(version);
+        assert_eq!(next.lock().undo.len(), 1, "version 100 is still held");
+        assert!(!kept.read(|t| t.mem(&[b"x"]).unwrap()).unwrap());
+        assert_eq!(next.lock().rebuilt.len(), 1);
+        drop(kept);
+        let state = next.lock();
+        assert_eq!((state.undo.len(), state.rebuilt.len()), (0, 0));
+        drop(state);
+        assert_eq!(next.read(|t| t.find(&[b"k\x05"]).unwrap()).unwrap(), Some(vec![5]));
+    }
+
+    #[test]
+    fn an_update_through_a_contents_is_undone() {
+        let base = Versions::new(Tree::empty().add(&["a"], b"v").unwrap());
+        let next = base.update(&["a", "b"], |t| t.add_mut(&["a", "b"], b"w")).unwrap();
+        assert_eq!(base.read(|t| t.find(&["a"]).unwrap()).unwrap(), Some(b"v".to_vec()));
+        assert_eq!(next.read(|t| t.find(&["a", "b"]).unwrap()).unwrap(), Some(b"w".to_vec()));
+        // An update of the older version starts a line of its own.
+        let other = base.update(&["c"], |t| t.add_mut(&["c"], b"x")).unwrap();
+        assert!(!Arc::ptr_eq(&other.line, &base.line));
+        assert_eq!(other.read(|t| (t.mem(&["a"]).unwrap(), t.mem(&["c"]).unwrap())).unwrap(), (true, true));
+        assert!(!next.read(|t| t.mem(&["c"]).unwrap()).unwrap());
+    }
+}

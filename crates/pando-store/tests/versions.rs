@@ -1,0 +1,102 @@
+//! [`Versions`] over a store's trees: the newest version changed in place,
+//! older ones rebuilt from the undo log, read against persistent updates
+//! of the same checkout (the model), through the flat cache and the
+//! loader, and committed: every commit hash as the model's.
+
+use pando_store::io::MemStorage;
+use pando_store::{Options, Store, Tree, Versions};
+use proptest::prelude::*;
+use proptest::test_runner::{Config, TestRunner};
+use std::sync::Arc;
+
+fn key(n: u16) -> Vec<Vec<u8>> {
+    let steps = ["contracts".into(), "index".into(), format!("tz{:03}", n % 997), ["balance", "counter"][n as usize % 2].into()];
+    steps.into_iter().map(String::into_bytes).collect()
+}
+
+/// What the host does: update a live value, read one, commit one, drop one.
+#[derive(Clone, Debug)]
+enum Step {
+    Add(usize, u16, u8),
+    Remove(usize, u16),
+    /// Copies the directory of the first key's account to the second's.
+    Copy(usize, u16, u16),
+    Read(usize, u16),
+    Commit(usize),
+    Drop(usize),
+}
+
+fn step() -> impl Strategy<Value = Step> {
+    prop_oneof![
+        5 => (any::<usize>(), any::<u16>(), any::<u8>()).prop_map(|(i, k, v)| Step::Add(i, k, v)),
+        2 => (any::<usize>(), any::<u16>()).prop_map(|(i, k)| Step::Remove(i, k)),
+        1 => (any::<usize>(), any::<u16>(), any::<u16>()).prop_map(|(i, a, b)| Step::Copy(i, a, b)),
+        3 => (any::<usize>(), any::<u16>()).prop_map(|(i, k)| Step::Read(i, k)),
+        1 => any::<usize>().prop_map(Step::Commit),
+        2 => any::<usize>().prop_map(Step::Drop),
+    ]
+}
+
+#[test]
+fn versions_of_a_checkout_read_and_commit_as_persistent_updates() {
+    let store = Store::open_storage(Arc::new(MemStorage::new()), Options::default()).unwrap();
+    let mut base = store.empty_tree();
+    for n in 0..3000u16 {
+        base.add_mut(&key(n), &n.to_le_bytes()).unwrap();
+    }
+    let base = store.commit(&base, &[], 0, "", "").unwrap();
+    let mut runner = TestRunner::new(Config { cases: 48, failure_persistence: None, ..Config::default() });
+    runner
+        .run(&proptest::collection::vec(step(), 1..150), |steps| {
+            let checkout = || store.checkout(&base).unwrap().unwrap();
+            let mut live: Vec<(Versions, Tree)> = vec![(Versions::new(checkout()), checkout())];
+            for step in steps {
+                if live.is_empty() {
+                    live.push((Versions::new(checkout()), checkout()));
+                }
+                let at = |i: usize| i % live.len();
+                match step {
+                    Step::Add(i, k, v) => {
+                        let (versions, model) = &live[at(i)];
+                        let next = versions.update(&key(k), |t| t.add_mut(&key(k), &[v])).unwrap();
+                        let model = model.add(&key(k), &[v]).unwrap();
+                        live.push((next, model));
+                    }
+                    Step::Remove(i, k) => {
+                        let (versions, model) = &live[at(i)];
+                        let next = versions.update(&key(k), |t| t.remove_mut(&key(k))).unwrap();
+                        live.push((next, model.remove(&key(k)).unwrap()));
+                    }
+                    Step::Copy(i, a, b) => {
+                        let (versions, model) = &live[at(i)];
+                        let (from, to) = (&key(a)[..3], &key(b)[..3]);
+                        let next = versions.update(to, |t| t.copy_mut(from, to)).unwrap();
+                        let mut model = model.clone();
+                        model.copy_mut(from, to).unwrap();
+                        live.push((next, model));
+                    }
+                    Step::Read(i, k) => {
+                        let (versions, model) = &live[at(i)];
+                        prop_assert_eq!(versions.read(|t| t.find(&key(k)).unwrap()).unwrap(), model.find(&key(k)).unwrap());
+                    }
+                    Step::Commit(i) => {
+                        let (versions, model) = &live[at(i)];
+                        let tree = versions.tree().unwrap();
+                        prop_assert_eq!(
+                            store.commit(&tree, &[base], 1, "", "").unwrap(),
+                            store.commit(model, &[base], 1, "", "").unwrap()
+                        );
+                    }
+                    Step::Drop(i) => {
+                        let i = at(i);
+                        live.remove(i);
+                    }
+                }
+            }
+            for (versions, model) in &live {
+                prop_assert_eq!(versions.read(|t| t.hash().unwrap()).unwrap(), model.hash().unwrap());
+            }
+            Ok(())
+        })
+        .unwrap();
+}
