@@ -95,6 +95,38 @@ let reads index commit =
   check_eq "fold depth <= 1" Fun.id "[] [b] [d]" (walk (Some (Pando.Le 1)));
   ctx
 
+(* A context's newest version changes in place (the Rust side keeps an
+   undo log): every older one still reads, updates and hashes as it was,
+   before and after collections finalize others, and a committed one
+   reads back the same. *)
+let versions index =
+  let v i = b (string_of_int i) in
+  let chain = Array.make 101 (Pando.context_init index) in
+  for i = 0 to 100 do
+    chain.(i) <- Pando.add chain.(max 0 (i - 1)) [ "k" ] (v i)
+  done;
+  let commit = Pando.commit chain.(100) 0L "" "" in
+  Gc.full_major ();
+  let read c = Pando.find c [ "k" ] in
+  Array.iteri
+    (fun i c -> check_eq (Printf.sprintf "version %d" i) show_opt (Some (v i)) (read c))
+    chain;
+  let branch = Pando.add chain.(50) [ "b" ] (v 1) in
+  let branch = Pando.remove branch [ "k" ] in
+  check "a branch of an older version" (Pando.mem branch [ "b" ] && read branch = None);
+  check_eq "the newest after the branch" show_opt (Some (v 100)) (read chain.(100));
+  check "the newest has no b" (not (Pando.mem chain.(100) [ "b" ]));
+  let fresh = Pando.add (Pando.context_init index) [ "k" ] (v 50) in
+  check "an older version hashes as the same contents made afresh"
+    (Bytes.equal (Pando.hash chain.(50) 0L "" "") (Pando.hash fresh 0L "" ""));
+  let after = Pando.add chain.(100) [ "n" ] (v 7) in
+  check_eq "the committed version, updated" show_opt (Some (v 100)) (read after);
+  check "the committed version unchanged" (not (Pando.mem chain.(100) [ "n" ]));
+  check "the commit reads back"
+    (Bytes.equal commit (Pando.commit chain.(100) 0L "" ""));
+  Gc.full_major ();
+  check_eq "version 3 after a collection" show_opt (Some (v 3)) (read chain.(3))
+
 let errors index dir =
   check "unknown commit" (Pando.checkout index (Bytes.make 32 'x') = None);
   check "exists" (not (Pando.exists index (Bytes.make 32 'x')));
@@ -211,6 +243,7 @@ let () =
   let index = Pando.index_init dir in
   let commit = irmin_vectors index in
   let ctx = reads index commit in
+  versions index;
   errors index dir;
   snapshots index commit dir;
   let last = readonly_and_gc index dir ctx in

@@ -8,7 +8,7 @@
 use std::sync::{Arc, Mutex};
 
 use ocaml::{Int, Pointer, Raw, Runtime, Value};
-use pando_store::{Create, Depth, Hash, Kind, Options, Order, Store, Tree};
+use pando_store::{Create, Depth, Hash, Kind, Options, Order, Store, Tree, Versions};
 
 use crate::{
     Context, Holder, Index, Out, Shared, TreeValue, Walker, bytes_value, count, guard, hash_of, raise, raise_now, steps, text,
@@ -42,7 +42,7 @@ pub fn pando_context_init(index: &Index) -> Out<Pointer<Context>> {
     let shared = &index.0;
     raise(guard(|| {
         let tree = shared.store()?.empty_tree();
-        Ok(Pointer::alloc_custom(Context { shared: shared.clone(), tree, parent: None }))
+        Ok(Pointer::alloc_custom(Context { shared: shared.clone(), versions: Versions::new(tree), parent: None }))
     }))
 }
 
@@ -54,20 +54,33 @@ fn parents(ctx: &Context) -> Vec<Hash> {
 #[ocaml::func]
 #[ocaml::sig("context -> int64 -> string -> string -> bytes")]
 pub fn pando_commit(ctx: &Context, time: i64, author: String, message: String) -> Out<Value> {
-    let (shared, tree, parents) = (ctx.shared.clone(), ctx.tree.clone(), parents(ctx));
-    let hash = unlocked(move || {
-        shared.check_open()?;
-        let store = shared.store()?;
-        store.commit(&tree, &parents, time, &author, &message).map_err(text)
-    });
-    raise(hash).map(|hash| bytes_value(gc, hash.as_bytes()))
+    // `ctx` points into the OCaml heap, where a collection may move it
+    // while the runtime lock is released: what is needed after is taken now.
+    let (shared, versions, parents) = (ctx.shared.clone(), ctx.versions.clone(), parents(ctx));
+    let tree = raise(versions.tree().map_err(text))?;
+    let hash = raise(unlocked({
+        let shared = shared.clone();
+        move || {
+            shared.check_open()?;
+            let store = shared.store()?;
+            store.commit(&tree, &parents, time, &author, &message).map_err(text)
+        }
+    }))?;
+    // The context holds its tree as read back from the store: the inodes
+    // the commit wrote are then held by the store's kept tree alone, and
+    // the next block's checkout updates them in place (not copies), even
+    // while OCaml has not yet freed this context.
+    if let Ok(Some(stored)) = shared.store().and_then(|store| store.stored_tree(&hash).map_err(text)) {
+        versions.replace_newest(stored);
+    }
+    Ok(bytes_value(gc, hash.as_bytes()))
 }
 
 #[ocaml::func]
 #[ocaml::sig("context -> int64 -> string -> string -> bytes")]
 pub fn pando_hash(ctx: &Context, time: i64, author: String, message: String) -> Out<Value> {
     let hash = guard(|| {
-        let root = ctx.tree()?.hash().map_err(text)?;
+        let root = ctx.read(|tree| tree.hash().map_err(text))?;
         let info = pando_core::CommitInfo { root, parents: parents(ctx), date: time, author, message };
         Ok(info.hash())
     });
@@ -92,7 +105,8 @@ pub fn pando_checkout(index: &Index, hash: &[u8]) -> Out<Option<Pointer<Context>
             other => other.map_err(text),
         }
     });
-    raise(tree).map(|tree| tree.map(|tree| Pointer::alloc_custom(Context { shared, tree, parent: Some(hash) })))
+    raise(tree)
+        .map(|tree| tree.map(|tree| Pointer::alloc_custom(Context { shared, versions: Versions::new(tree), parent: Some(hash) })))
 }
 
 /// Runs a read of `tree` at the path `path`.
@@ -101,15 +115,15 @@ pub fn pando_checkout(index: &Index, hash: &[u8]) -> Out<Option<Pointer<Context>
 /// `path` must be an OCaml `string list`; `read` must not allocate on the
 /// OCaml heap.
 pub(crate) unsafe fn read_at<T>(
-    tree: Result<&Tree, String>,
+    versions: Result<&Versions, String>,
     path: &Value,
     read: impl FnOnce(&Tree, &[&[u8]]) -> Result<T, String>,
 ) -> Result<T, String> {
     guard(|| {
-        let tree = tree?;
+        let versions = versions?;
         // SAFETY: the caller's; the steps are dropped before `read_at` returns.
         let steps = unsafe { steps(path) };
-        read(tree, &steps)
+        versions.read(|tree| read(tree, &steps)).map_err(text)?
     })
 }
 
@@ -134,7 +148,7 @@ unsafe fn read_raw<H: Holder, T>(
     // SAFETY: both are used before anything is allocated.
     let answer = unsafe {
         let holder = &*holder.as_pointer::<H>().as_ptr();
-        read_at(holder.tree(), &Value::Raw(path.0), |tree, path| read(tree, path).map_err(text))
+        read_at(holder.versions(), &Value::Raw(path.0), |tree, path| read(tree, path).map_err(text))
     };
     match answer {
         // SAFETY: called by OCaml, with the runtime lock held.
@@ -204,7 +218,7 @@ unsafe fn int_raw(n: u64) -> Raw {
 /// `find_tree` of what `holder` holds.
 fn find_tree_in<H: Holder>(holder: &H, path: &Value) -> Out<Option<Pointer<TreeValue>>> {
     // SAFETY: `path` is a `string list`; the read allocates nothing.
-    let found = raise(unsafe { read_at(holder.tree(), path, |tree, path| tree.find_tree(path).map_err(text)) })?;
+    let found = raise(unsafe { read_at(holder.versions(), path, |tree, path| tree.find_tree(path).map_err(text)) })?;
     Ok(found.map(|found| tree_value(&holder.shared(), found)))
 }
 
@@ -225,7 +239,7 @@ pub fn pando_tree_find_tree(tree: &TreeValue, path: Value) -> Out<Option<Pointer
 fn list_in<H: Holder>(rt: &Runtime, holder: &H, offset: Option<Int>, length: Option<Int>, path: &Value) -> Out<Value> {
     let (offset, length) = (count(offset).unwrap_or(0), count(length));
     // SAFETY: `path` is a `string list`; the read allocates nothing.
-    let listed = raise(unsafe { read_at(holder.tree(), path, |tree, path| tree.list(path, offset, length).map_err(text)) })?;
+    let listed = raise(unsafe { read_at(holder.versions(), path, |tree, path| tree.list(path, offset, length).map_err(text)) })?;
     let shared = holder.shared();
     let pairs: Vec<(Value, Pointer<TreeValue>)> =
         listed.into_iter().map(|(name, tree)| (bytes_value(rt, &name), tree_value(&shared, tree))).collect();
@@ -248,33 +262,37 @@ pub fn pando_tree_list(tree: &TreeValue, offset: Option<Int>, length: Option<Int
 fn update_in<H: Holder>(
     holder: &H,
     path: &Value,
-    update: impl FnOnce(&Tree, &[&[u8]]) -> pando_store::Result<Tree>,
+    update: impl FnOnce(&mut Tree, &[&[u8]]) -> pando_store::Result<()>,
 ) -> Out<Pointer<H>> {
-    // SAFETY: `path` is a `string list`; the update allocates nothing in
-    // OCaml (a value added is read before the new block is allocated).
-    let updated = raise(unsafe { read_at(holder.tree(), path, |tree, path| update(tree, path).map_err(text)) })?;
-    Ok(holder.with_tree(updated))
+    let next = raise(guard(|| {
+        let versions = holder.versions()?;
+        // SAFETY: `path` is a `string list`; the update allocates nothing in
+        // OCaml (a value added is read before the new block is allocated).
+        let steps = unsafe { steps(path) };
+        versions.update(&steps, |tree| update(tree, &steps)).map_err(text)
+    }))?;
+    Ok(holder.with_versions(next))
 }
 
 #[ocaml::func]
 #[ocaml::sig("context -> string list -> bytes -> context")]
 pub fn pando_add(ctx: &Context, path: Value, value: &[u8]) -> Out<Pointer<Context>> {
-    update_in(ctx, &path, |tree, path| tree.add(path, value))
+    update_in(ctx, &path, |tree, path| tree.add_mut(path, value))
 }
 
 #[ocaml::func]
 #[ocaml::sig("context -> string list -> context")]
 pub fn pando_remove(ctx: &Context, path: Value) -> Out<Pointer<Context>> {
-    update_in(ctx, &path, |tree, path| tree.remove(path))
+    update_in(ctx, &path, |tree, path| tree.remove_mut(path))
 }
 
 /// `add_tree` of `added` into `tree`. A tree of another index or of a
 /// proof, which the store refuses to graft (its pointers name another
 /// source), is added as a copy in memory, read whole (a part a proof
 /// blinds is an error).
-fn graft(tree: &Tree, path: &[&[u8]], added: &Tree) -> pando_store::Result<Tree> {
-    match tree.add_tree(path, added) {
-        Err(pando_store::Error::ForeignTree) => tree.add_tree(path, &detached(added)?),
+fn graft(tree: &mut Tree, path: &[&[u8]], added: &Tree) -> pando_store::Result<()> {
+    match tree.add_tree_mut(path, added) {
+        Err(pando_store::Error::ForeignTree) => tree.add_tree_mut(path, &detached(added)?),
         other => other,
     }
 }
@@ -299,33 +317,33 @@ fn detached(tree: &Tree) -> pando_store::Result<Tree> {
 #[ocaml::func]
 #[ocaml::sig("context -> string list -> tree -> context")]
 pub fn pando_add_tree(ctx: &Context, path: Value, tree: &TreeValue) -> Out<Pointer<Context>> {
-    let added = raise(tree.tree().cloned())?;
+    let added = raise(tree.tree())?;
     update_in(ctx, &path, |tree, path| graft(tree, path, &added))
 }
 
 #[ocaml::func]
 #[ocaml::sig("tree -> string list -> bytes -> tree")]
 pub fn pando_tree_add(tree: &TreeValue, path: Value, value: &[u8]) -> Out<Pointer<TreeValue>> {
-    update_in(tree, &path, |tree, path| tree.add(path, value))
+    update_in(tree, &path, |tree, path| tree.add_mut(path, value))
 }
 
 #[ocaml::func]
 #[ocaml::sig("tree -> string list -> tree -> tree")]
 pub fn pando_tree_add_tree(tree: &TreeValue, path: Value, added: &TreeValue) -> Out<Pointer<TreeValue>> {
-    let added = raise(added.tree().cloned())?;
+    let added = raise(added.tree())?;
     update_in(tree, &path, |tree, path| graft(tree, path, &added))
 }
 
 #[ocaml::func]
 #[ocaml::sig("tree -> string list -> tree")]
 pub fn pando_tree_remove(tree: &TreeValue, path: Value) -> Out<Pointer<TreeValue>> {
-    update_in(tree, &path, |tree, path| tree.remove(path))
+    update_in(tree, &path, |tree, path| tree.remove_mut(path))
 }
 
 #[ocaml::func]
 #[ocaml::sig("context -> tree")]
 pub fn pando_get_tree(ctx: &Context) -> Out<Pointer<TreeValue>> {
-    let tree = raise(ctx.tree().cloned())?;
+    let tree = raise(ctx.tree())?;
     Ok(tree_value(&Some(ctx.shared.clone()), tree))
 }
 
@@ -356,7 +374,7 @@ pub fn pando_make_tree_walker(tree: &TreeValue, depth: Value, path: Value, order
     let order = if order == 0 { Order::Sorted } else { Order::Undefined };
     // SAFETY: `path` is a `string list`; the fold allocates nothing in OCaml.
     let visited = raise(unsafe {
-        read_at(tree.tree(), &path, |tree, path| {
+        read_at(tree.versions(), &path, |tree, path| {
             let mut visited = Vec::new();
             tree.fold(path, depth, order, &mut |key: &[Vec<u8>], subtree: &Tree| {
                 visited.push((key.to_vec(), subtree.clone()));
@@ -393,14 +411,14 @@ pub fn pando_tree_walker_next(walker: &Walker) -> Out<Value> {
 #[ocaml::func]
 #[ocaml::sig("tree -> kind")]
 pub fn pando_tree_kind(tree: &TreeValue) -> Out<Int> {
-    let kind = raise(tree.tree().map(Tree::kind))?;
+    let kind = raise(tree.read(|tree| Ok(tree.kind())))?;
     Ok(if kind == Kind::Contents { 0 } else { 1 })
 }
 
 #[ocaml::func]
 #[ocaml::sig("tree -> bool")]
 pub fn pando_tree_is_empty(tree: &TreeValue) -> Out<bool> {
-    raise(guard(|| tree.tree()?.is_empty().map_err(text)))
+    raise(guard(|| tree.read(|tree| tree.is_empty().map_err(text))))
 }
 
 #[ocaml::func]
@@ -427,12 +445,12 @@ pub fn pando_tree_of_value(ctx: &Context, value: &[u8]) -> Pointer<TreeValue> {
 #[ocaml::func]
 #[ocaml::sig("tree -> bytes")]
 pub fn pando_tree_hash(tree: &TreeValue) -> Out<Value> {
-    let hash = raise(guard(|| tree.tree()?.hash().map_err(text)))?;
+    let hash = raise(guard(|| tree.read(|tree| tree.hash().map_err(text))))?;
     Ok(bytes_value(gc, hash.as_bytes()))
 }
 
 #[ocaml::func]
 #[ocaml::sig("tree -> tree -> bool")]
 pub fn pando_tree_equal(a: &TreeValue, b: &TreeValue) -> Out<bool> {
-    raise(guard(|| Ok(a.tree()?.hash().map_err(text)? == b.tree()?.hash().map_err(text)?)))
+    raise(guard(|| Ok(a.read(|a| a.hash().map_err(text))? == b.read(|b| b.hash().map_err(text))?)))
 }

@@ -82,7 +82,7 @@ pub fn pando_tree_clear(_depth: Option<Int>, tree: &TreeValue) -> Out<()> {
     // parts are read through the store's cache, whose size is bounded, and
     // its unstored parts are its updates. So there is nothing to drop; the
     // check keeps the closed-index rule of every tree function.
-    raise(tree.tree().map(drop))
+    raise(tree.versions().map(drop))
 }
 
 #[ocaml::func]
@@ -294,7 +294,7 @@ pub fn pando_hash_of_b58check(text_form: String) -> Out<Value> {
 pub fn pando_find_in_rust(ctx: &Context, path: Value, n: Int) -> Out<f64> {
     // SAFETY: `path` is a `string list`; the loop allocates nothing in OCaml.
     raise(unsafe {
-        crate::context::read_at(ctx.tree(), &path, |tree, path| {
+        crate::context::read_at(ctx.versions(), &path, |tree, path| {
             let started = std::time::Instant::now();
             for _ in 0..n.max(0) {
                 std::hint::black_box(tree.find(std::hint::black_box(path)).map_err(text)?);

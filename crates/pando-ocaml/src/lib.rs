@@ -27,12 +27,16 @@
 mod context;
 mod extra;
 
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use ocaml::{Runtime, ToValue, Value};
-use pando_store::{Hash, Store, Tree};
+use pando_store::{Hash, Store, Tree, Versions};
 use smallvec::SmallVec;
 
 /// An open store, shared by the index value and every context and tree
@@ -70,58 +74,77 @@ fn closed() -> String {
 pub struct Index(Arc<Shared>);
 
 /// `Pando.context`: a tree, the commit it was checked out from, its index.
+/// The tree is a version of a line ([`Versions`]): an update of the newest
+/// context of a line changes its tree in place, as a native replay does,
+/// and the contexts OCaml still holds are rebuilt if they are used again.
 pub struct Context {
     shared: Arc<Shared>,
-    tree: Tree,
+    versions: Versions,
     parent: Option<Hash>,
 }
 
-/// `Pando.tree`. `shared` is `None` for a tree rebuilt from a proof.
+/// `Pando.tree`, a version as a context is. `shared` is `None` for a tree
+/// rebuilt from a proof.
 pub struct TreeValue {
     shared: Option<Arc<Shared>>,
-    tree: Tree,
+    versions: Versions,
 }
 
 /// What holds a tree, for the functions Octez's binding has twice (`find`
 /// and `tree_find`, `add` and `tree_add`, ...): a context or a tree.
+///
+/// A version's reads and updates run under its line's lock, which a
+/// finalizer of another version of the line takes too: nothing may
+/// allocate on the OCaml heap (a collection could run that finalizer) or
+/// release the runtime lock while it is held.
 trait Holder: ocaml::Custom + Sized {
-    /// The tree, unless its index was closed.
-    fn tree(&self) -> Result<&Tree, String>;
+    /// The tree's version, unless its index was closed.
+    fn versions(&self) -> Result<&Versions, String>;
     /// The index of the trees read from it (`None`: a proof's tree).
     fn shared(&self) -> Option<Arc<Shared>>;
-    /// A new value like this one, holding `tree`.
-    fn with_tree(&self, tree: Tree) -> ocaml::Pointer<Self>;
+    /// A new value like this one, holding `versions`.
+    fn with_versions(&self, versions: Versions) -> ocaml::Pointer<Self>;
+
+    /// Runs `f` on the tree, under its line's lock.
+    fn read<T>(&self, f: impl FnOnce(&Tree) -> Result<T, String>) -> Result<T, String> {
+        self.versions()?.read(f).map_err(text)?
+    }
+
+    /// The tree, as a tree of its own.
+    fn tree(&self) -> Result<Tree, String> {
+        self.versions()?.tree().map_err(text)
+    }
 }
 
 impl Holder for TreeValue {
-    fn tree(&self) -> Result<&Tree, String> {
+    fn versions(&self) -> Result<&Versions, String> {
         if let Some(shared) = &self.shared {
             shared.check_open()?;
         }
-        Ok(&self.tree)
+        Ok(&self.versions)
     }
 
     fn shared(&self) -> Option<Arc<Shared>> {
         self.shared.clone()
     }
 
-    fn with_tree(&self, tree: Tree) -> ocaml::Pointer<Self> {
-        tree_value(&self.shared, tree)
+    fn with_versions(&self, versions: Versions) -> ocaml::Pointer<Self> {
+        ocaml::Pointer::alloc_custom(TreeValue { shared: self.shared.clone(), versions })
     }
 }
 
 impl Holder for Context {
-    fn tree(&self) -> Result<&Tree, String> {
+    fn versions(&self) -> Result<&Versions, String> {
         self.shared.check_open()?;
-        Ok(&self.tree)
+        Ok(&self.versions)
     }
 
     fn shared(&self) -> Option<Arc<Shared>> {
         Some(self.shared.clone())
     }
 
-    fn with_tree(&self, tree: Tree) -> ocaml::Pointer<Self> {
-        ocaml::Pointer::alloc_custom(Context { shared: self.shared.clone(), tree, parent: self.parent })
+    fn with_versions(&self, versions: Versions) -> ocaml::Pointer<Self> {
+        ocaml::Pointer::alloc_custom(Context { shared: self.shared.clone(), versions, parent: self.parent })
     }
 }
 
@@ -276,7 +299,7 @@ fn bytes_value(rt: &Runtime, bytes: &[u8]) -> Value {
 
 /// A new `Pando.tree` of `tree`, read from `shared`'s index.
 fn tree_value(shared: &Option<Arc<Shared>>, tree: Tree) -> ocaml::Pointer<TreeValue> {
-    ocaml::Pointer::alloc_custom(TreeValue { shared: shared.clone(), tree })
+    ocaml::Pointer::alloc_custom(TreeValue { shared: shared.clone(), versions: Versions::new(tree) })
 }
 
 /// An OCaml `int option` as an optional count; a negative one is 0.
