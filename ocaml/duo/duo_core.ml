@@ -286,6 +286,18 @@ let block_reader path =
     in
     go []
 
+(* the trace, a row at a time: what a store alone replays, so that the
+   driver holds no block whole (a genesis block is hundreds of MB) *)
+let row_reader path =
+  let _header, rows = Def.open_reader path in
+  let rows = ref rows in
+  fun () ->
+    match !rows () with
+    | TSeq.Nil -> None
+    | TSeq.Cons (row, rest) ->
+        rows := rest;
+        Some row
+
 let parent k = match List.rev k with [] -> None | _ :: r -> Some (List.rev r)
 
 (* GC schedule, as bench.ml: after commit n (from 1), if n mod N = 0 and
@@ -705,10 +717,11 @@ end
 
 (* ------------------------------------------------------------------ solo *)
 
-(* One store alone, doing exactly what the trace says (as bench.ml), timed. *)
+(* One store alone, doing exactly what the trace says (as bench.ml), timed.
+   Rows are replayed as they are read (rows after the last commit too). *)
 module Solo (S : STORE) = struct
   let run () =
-    let next_block = block_reader !trace_path in
+    let next_row = row_reader !trace_path in
     let dir = store_dir S.name in
     let ops = ref 0 and mismatches = ref 0 in
     let block_s = ref [] in
@@ -730,89 +743,93 @@ module Solo (S : STORE) = struct
       let rec loop block =
         if block >= !max_blocks then Lwt.return block
         else
-          match next_block () with
-          | None -> Lwt.return block
-          | Some rows ->
-              let t0 = now () in
-              let get_ctx c =
-                match Hashtbl.find_opt contexts (unscope c) with
-                | Some t ->
-                    forget_ctx c;
-                    t
-                | None -> fail_at block "unknown context id %Ld" (unscope c)
-              in
-              let put_ctx c v =
-                Hashtbl.add contexts (unscope c) v;
-                forget_ctx c
-              in
-              let get_hash h =
-                match Hashtbl.find_opt hashes (unscope h) with
-                | Some k -> k
-                | None -> fail_at block "unknown commit hash %s" (unscope h)
-              in
-              let read b r = if b <> r then incr mismatches in
-              let exec = function
-                | Def.Checkout (h, out) ->
-                    let k = get_hash h in
-                    forget_hash h;
-                    let+ c = S.checkout repo k in
-                    put_ctx out c
-                | Def.Add { key; value; in_ctx_id; out_ctx_id } ->
-                    incr ops;
-                    let+ c = S.add (get_ctx in_ctx_id) key value in
-                    put_ctx out_ctx_id c
-                | Def.Remove (key, in_ctx_id, out_ctx_id) ->
-                    incr ops;
-                    let+ c = S.remove (get_ctx in_ctx_id) key in
-                    put_ctx out_ctx_id c
-                | Def.Copy { key_src; key_dst; in_ctx_id; out_ctx_id } -> (
-                    incr ops;
-                    let+ c = S.copy (get_ctx in_ctx_id) ~src:key_src ~dst:key_dst in
-                    match c with
-                    | Some c -> put_ctx out_ctx_id c
-                    | None -> fail_at block "copy: no tree at %s" (path_s key_src))
-                | Def.Find (key, b, c) ->
-                    incr ops;
-                    let+ r = S.find (get_ctx c) key in
-                    read b (Option.is_some r)
-                | Def.Mem (key, b, c) ->
-                    incr ops;
-                    let+ r = S.mem (get_ctx c) key in
-                    read b r
-                | Def.Mem_tree (key, b, c) ->
-                    incr ops;
-                    let+ r = S.mem_tree (get_ctx c) key in
-                    read b r
-                | Def.Commit { hash; date; message; parents; in_ctx_id } ->
-                    let pk = List.map get_hash parents in
-                    List.iter forget_hash parents;
-                    let c = get_ctx in_ctx_id in
-                    let+ k, _ = S.commit repo c ~parents:pk ~date ~message in
-                    Hashtbl.replace hashes (unscope hash) k;
-                    forget_hash hash;
-                    Hashtbl.replace by_n (block + 1) k
-              in
-              let* () =
-                Lwt_list.iteri_s
-                  (fun op r -> in_context ~block ~op r (fun () -> exec r))
-                  rows
-              in
-              let n = block + 1 in
-              let* () =
-                match gc_target n with
-                | None ->
-                    if !gc_every = 0 then Hashtbl.remove by_n n;
-                    Lwt.return_unit
-                | Some target ->
-                    let+ _ = S.gc repo (Hashtbl.find by_n target) in
-                    Hashtbl.filter_map_inplace
-                      (fun i v -> if i < target then None else Some v)
-                      by_n
-              in
-              block_s := secs t0 (now ()) :: !block_s;
-              if !progress_every > 0 && n mod !progress_every = 0 then
-                Printf.eprintf "%d blocks, %.1f s\n%!" n (secs t_start (now ()));
-              loop n
+          let t0 = now () in
+          let rec replay_block op exec =
+            match next_row () with
+            | None -> Lwt.return false
+            | Some r -> (
+                let* () = in_context ~block ~op r (fun () -> exec r) in
+                match r with
+                | Def.Commit _ -> Lwt.return true
+                | _ -> replay_block (op + 1) exec)
+          in
+          let get_ctx c =
+            match Hashtbl.find_opt contexts (unscope c) with
+            | Some t ->
+                forget_ctx c;
+                t
+            | None -> fail_at block "unknown context id %Ld" (unscope c)
+          in
+          let put_ctx c v =
+            Hashtbl.add contexts (unscope c) v;
+            forget_ctx c
+          in
+          let get_hash h =
+            match Hashtbl.find_opt hashes (unscope h) with
+            | Some k -> k
+            | None -> fail_at block "unknown commit hash %s" (unscope h)
+          in
+          let read b r = if b <> r then incr mismatches in
+          let exec = function
+            | Def.Checkout (h, out) ->
+                let k = get_hash h in
+                forget_hash h;
+                let+ c = S.checkout repo k in
+                put_ctx out c
+            | Def.Add { key; value; in_ctx_id; out_ctx_id } ->
+                incr ops;
+                let+ c = S.add (get_ctx in_ctx_id) key value in
+                put_ctx out_ctx_id c
+            | Def.Remove (key, in_ctx_id, out_ctx_id) ->
+                incr ops;
+                let+ c = S.remove (get_ctx in_ctx_id) key in
+                put_ctx out_ctx_id c
+            | Def.Copy { key_src; key_dst; in_ctx_id; out_ctx_id } -> (
+                incr ops;
+                let+ c = S.copy (get_ctx in_ctx_id) ~src:key_src ~dst:key_dst in
+                match c with
+                | Some c -> put_ctx out_ctx_id c
+                | None -> fail_at block "copy: no tree at %s" (path_s key_src))
+            | Def.Find (key, b, c) ->
+                incr ops;
+                let+ r = S.find (get_ctx c) key in
+                read b (Option.is_some r)
+            | Def.Mem (key, b, c) ->
+                incr ops;
+                let+ r = S.mem (get_ctx c) key in
+                read b r
+            | Def.Mem_tree (key, b, c) ->
+                incr ops;
+                let+ r = S.mem_tree (get_ctx c) key in
+                read b r
+            | Def.Commit { hash; date; message; parents; in_ctx_id } ->
+                let pk = List.map get_hash parents in
+                List.iter forget_hash parents;
+                let c = get_ctx in_ctx_id in
+                let+ k, _ = S.commit repo c ~parents:pk ~date ~message in
+                Hashtbl.replace hashes (unscope hash) k;
+                forget_hash hash;
+                Hashtbl.replace by_n (block + 1) k
+          in
+          let* committed = replay_block 0 exec in
+          if not committed then Lwt.return block
+          else
+            let n = block + 1 in
+          let* () =
+            match gc_target n with
+            | None ->
+                if !gc_every = 0 then Hashtbl.remove by_n n;
+                Lwt.return_unit
+            | Some target ->
+                let+ _ = S.gc repo (Hashtbl.find by_n target) in
+                Hashtbl.filter_map_inplace
+                  (fun i v -> if i < target then None else Some v)
+                  by_n
+          in
+          block_s := secs t0 (now ()) :: !block_s;
+          if !progress_every > 0 && n mod !progress_every = 0 then
+            Printf.eprintf "%d blocks, %.1f s\n%!" n (secs t_start (now ()));
+          loop n
       in
       let* blocks = loop 0 in
       let* () = S.wait_gc repo in
