@@ -9,11 +9,19 @@
    functions, on the trace's own paths (commit hashes are then those the
    trace recorded). *)
 let api = ref "context"
+let check_reader = ref false
 
 let () =
   Duo_core.parse_args
-    ~extra:[ ("--api", Arg.Set_string api, "context|raw how pando is called (default context)") ]
+    ~extra:
+      [
+        ("--api", Arg.Set_string api, "context|raw how pando is called (default context)");
+        ( "--check-reader",
+          Arg.Set check_reader,
+          " read the trace with irmin's reader and with Fast_trace, compare every row" );
+      ]
     ();
+  if !check_reader then exit (Duo_core.check_reader ());
   let irmin_solo () = let module S = Duo_core.Solo (Irmin_store) in S.run () in
   let code =
     match (!api, !Duo_core.only) with
