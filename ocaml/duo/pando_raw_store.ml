@@ -21,7 +21,7 @@ let checkout idx h =
   | Some c -> Lwt.return { c; origin = Some h }
   | None -> failwith "pando: checkout of an unknown commit"
 
-let add t p v = Lwt.return { t with c = Pando.add t.c (k p) (Bytes.of_string v) }
+let add t p v = Lwt.return { t with c = Pando.add t.c (k p) (Bytes.unsafe_of_string v) }
 let remove t p = Lwt.return { t with c = Pando.remove t.c (k p) }
 
 let copy t ~src ~dst =
@@ -30,7 +30,7 @@ let copy t ~src ~dst =
     | None -> None
     | Some sub -> Some { t with c = Pando.add_tree t.c (k dst) sub })
 
-let find t p = Lwt.return (Option.map Bytes.to_string (Pando.find t.c (k p)))
+let find t p = Lwt.return (Option.map Bytes.unsafe_to_string (Pando.find t.c (k p)))
 let mem t p = Lwt.return (Pando.mem t.c (k p))
 let mem_tree t p = Lwt.return (Pando.mem_tree t.c (k p))
 

@@ -28,7 +28,8 @@ let checkout idx h =
   | None -> failwith "pando: checkout of an unknown commit"
 
 let add t p v =
-  let+ c = C.add t.c p (Bytes.of_string v) in
+  (* Pando copies the value in: the trace's string is not copied first. *)
+  let+ c = C.add t.c p (Bytes.unsafe_of_string v) in
   { t with c }
 
 let remove t p =
@@ -45,7 +46,8 @@ let copy t ~src ~dst =
 
 let find t p =
   let+ v = C.find t.c p in
-  Option.map Bytes.to_string v
+  (* a fresh value of the binding's, never changed: no copy *)
+  Option.map Bytes.unsafe_to_string v
 
 let mem t p = C.mem t.c p
 let mem_tree t p = C.mem_tree t.c p
