@@ -60,7 +60,8 @@ if [ "$status" -eq 0 ] && [ -d ocaml ]; then
 fi
 # The duo: every result of pando (through the binding) against irmin 3.7.2
 # on two small traces; each run's last line is `duo: B blocks, O results
-# compared, D divergences`.
+# compared, D divergences`. First its trace decoder against irmin's, row
+# by row, on both.
 if [ "$status" -eq 0 ] && [ -d ocaml ]; then
   if [ -z "${IRMIN_SRC:-}" ]; then
     skip "duo against irmin" "IRMIN_SRC unset"
@@ -70,6 +71,9 @@ if [ "$status" -eq 0 ] && [ -d ocaml ]; then
     traces=$(mktemp -d)
     cargo run --release --locked -q -p pando-cli -- gen --preset tiny -o "$traces/tiny.repr" \
       && zstd -q -d tests/vectors/irmin-diff-a.repr.zst -o "$traces/irmin-diff-a.repr" \
+      && duo=$(scripts/duo.sh --build-only | tail -1) \
+      && "$duo" --check-reader "$traces/irmin-diff-a.repr" 2>&1 | tee -a "$log" \
+      && "$duo" --check-reader "$traces/tiny.repr" 2>&1 | tee -a "$log" \
       && scripts/duo.sh "$traces/tiny.repr" 2>&1 | tee -a "$log" \
       && scripts/duo.sh "$traces/irmin-diff-a.repr" 2>&1 | tee -a "$log"
     status=$?
