@@ -41,8 +41,9 @@ pub fn pando_index(ctx: &Context) -> Pointer<Index> {
 pub fn pando_context_init(index: &Index) -> Out<Pointer<Context>> {
     let shared = &index.0;
     raise(guard(|| {
-        let tree = shared.store()?.empty_tree();
-        Ok(Pointer::alloc_custom(Context { shared: shared.clone(), versions: Versions::new(tree), parent: None }))
+        let store = shared.store()?;
+        let versions = Versions::with_base(store.empty_tree(), store.empty_tree());
+        Ok(Pointer::alloc_custom(Context { shared: shared.clone(), versions, parent: None }))
     }))
 }
 
@@ -97,16 +98,25 @@ pub fn pando_exists(index: &Index, hash: &[u8]) -> Out<bool> {
 #[ocaml::sig("index -> bytes -> context option")]
 pub fn pando_checkout(index: &Index, hash: &[u8]) -> Out<Option<Pointer<Context>>> {
     let (shared, hash) = (index.0.clone(), raise(hash_of(hash))?);
-    let tree = unlocked({
+    let versions = unlocked({
         let shared = shared.clone();
-        move || match shared.store()?.checkout(&hash) {
-            // A collected commit is one the store no longer holds.
-            Err(pando_store::Error::CollectedCommit(_)) => Ok(None),
-            other => other.map_err(text),
+        move || {
+            let store = shared.store()?;
+            match store.checkout(&hash) {
+                // A collected commit is one the store no longer holds.
+                Err(pando_store::Error::CollectedCommit(_)) => Ok(None),
+                // The commit read back as the line's base: OCaml may hold the
+                // checked-out context long after the block moved on.
+                Ok(Some(tree)) => match store.stored_tree(&hash).map_err(text)? {
+                    Some(base) => Ok(Some(Versions::with_base(tree, base))),
+                    None => Ok(Some(Versions::new(tree))),
+                },
+                other => other.map(|tree| tree.map(Versions::new)).map_err(text),
+            }
         }
     });
-    raise(tree)
-        .map(|tree| tree.map(|tree| Pointer::alloc_custom(Context { shared, versions: Versions::new(tree), parent: Some(hash) })))
+    raise(versions)
+        .map(|versions| versions.map(|versions| Pointer::alloc_custom(Context { shared, versions, parent: Some(hash) })))
 }
 
 /// Runs a read of `tree` at the path `path`.

@@ -49,10 +49,21 @@ fn versions_of_a_checkout_read_and_commit_as_persistent_updates() {
     runner
         .run(&proptest::collection::vec(step(), 1..150), |steps| {
             let checkout = || store.checkout(&base).unwrap().unwrap();
-            let mut live: Vec<(Versions, Tree)> = vec![(Versions::new(checkout()), checkout())];
+            // Lines with a base (the commit read back) and without, alternately.
+            let mut lines = 0;
+            let mut line = || {
+                lines += 1;
+                let tree = checkout();
+                if lines % 2 == 0 {
+                    Versions::new(tree)
+                } else {
+                    Versions::with_base(tree, store.stored_tree(&base).unwrap().unwrap())
+                }
+            };
+            let mut live: Vec<(Versions, Tree)> = vec![(line(), checkout())];
             for step in steps {
                 if live.is_empty() {
-                    live.push((Versions::new(checkout()), checkout()));
+                    live.push((line(), checkout()));
                 }
                 let at = |i: usize| i % live.len();
                 match step {

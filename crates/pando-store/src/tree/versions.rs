@@ -12,7 +12,11 @@
 //!   `first + i + 1` back into version `first + i`; `held[i]` counts the
 //!   [`Versions`] of version `first + i` alive: `held.len() == undo.len() + 1`.
 //! - The front of the log goes as soon as no version it leads to is held:
-//!   the log is as long as the oldest version the host still holds.
+//!   the log is as long as the oldest version the host still holds. A
+//!   line made with a `base` (version 0 as a tree sharing no inode with
+//!   the newest: a commit read back from its store, an empty tree) needs
+//!   no log for version 0: its values are counted in `base_held` once the
+//!   log has moved past it (`first > 0`).
 //! - An older version read or updated is rebuilt (copying the paths the
 //!   undo entries touch) into `rebuilt`, kept while that version is held
 //!   and never changed in place: an update of it is a persistent update,
@@ -49,6 +53,10 @@ struct State {
     held: VecDeque<u32>,
     /// Older versions rebuilt, by version.
     rebuilt: HashMap<u64, Tree>,
+    /// Version 0, if the line was made with it apart.
+    base: Option<Tree>,
+    /// Values of version 0 alive once `first > 0`.
+    base_held: u32,
 }
 
 /// Puts `old` back at a path (removes what is there for `None`).
@@ -84,8 +92,31 @@ impl Undo {
 impl Versions {
     /// The first version of a new line, holding `tree`.
     pub fn new(tree: Tree) -> Versions {
-        let state =
-            State { tree, newest: 0, first: 0, undo: VecDeque::new(), held: VecDeque::from([1]), rebuilt: HashMap::new() };
+        Versions::line(tree, None)
+    }
+
+    /// [`Versions::new`], with `base`: the same contents as `tree`, sharing
+    /// none of its inodes in memory (the tree of a commit as
+    /// [`Store::stored_tree`] reads it, or another empty tree). The line
+    /// then keeps no undo entry for the host's first value, however long
+    /// it holds it (a checked-out context OCaml has not yet freed).
+    ///
+    /// [`Store::stored_tree`]: crate::Store::stored_tree
+    pub fn with_base(tree: Tree, base: Tree) -> Versions {
+        Versions::line(tree, Some(base))
+    }
+
+    fn line(tree: Tree, base: Option<Tree>) -> Versions {
+        let state = State {
+            tree,
+            newest: 0,
+            first: 0,
+            undo: VecDeque::new(),
+            held: VecDeque::from([1]),
+            rebuilt: HashMap::new(),
+            base,
+            base_held: 0,
+        };
         Versions { line: Arc::new(Mutex::new(state)), version: 0 }
     }
 
@@ -146,6 +177,11 @@ impl Versions {
 impl State {
     /// Version `version` (older than the newest), rebuilt if it is not yet.
     fn older(&mut self, version: u64) -> Result<&Tree> {
+        if version == 0
+            && let Some(base) = &self.base
+        {
+            return Ok(base);
+        }
         if !self.rebuilt.contains_key(&version) {
             let mut tree = self.tree.clone();
             let back = (version - self.first) as usize;
@@ -158,12 +194,37 @@ impl State {
     }
 }
 
+impl State {
+    /// The count of values of `version` alive.
+    fn held(&mut self, version: u64) -> &mut u32 {
+        match version.checked_sub(self.first) {
+            Some(i) => &mut self.held[i as usize],
+            None => &mut self.base_held,
+        }
+    }
+
+    /// Drops the front of the log while no version it leads to needs it.
+    fn trim(&mut self) {
+        while self.held.len() > 1 {
+            if self.held[0] > 0 {
+                if self.first > 0 || self.base.is_none() {
+                    break;
+                }
+                // Version 0, held, is its base.
+                self.base_held = self.held[0];
+                self.rebuilt.remove(&0);
+            }
+            self.held.pop_front();
+            self.undo.pop_front();
+            self.first += 1;
+        }
+    }
+}
+
 impl Clone for Versions {
     /// Another value of the same version.
     fn clone(&self) -> Versions {
-        let mut state = self.lock();
-        let i = (self.version - state.first) as usize;
-        state.held[i] += 1;
+        *self.lock().held(self.version) += 1;
         Versions { line: self.line.clone(), version: self.version }
     }
 }
@@ -171,17 +232,15 @@ impl Clone for Versions {
 impl Drop for Versions {
     fn drop(&mut self) {
         let mut state = self.lock();
-        let state = &mut *state;
-        let i = (self.version - state.first) as usize;
-        state.held[i] -= 1;
-        if state.held[i] == 0 {
+        let held = state.held(self.version);
+        *held -= 1;
+        if *held == 0 {
             state.rebuilt.remove(&self.version);
-            while state.held.len() > 1 && state.held[0] == 0 {
-                state.held.pop_front();
-                state.undo.pop_front();
-                state.first += 1;
+            if self.version < state.first {
+                state.base = None;
             }
         }
+        state.trim();
     }
 }
 
@@ -259,8 +318,9 @@ mod tests {
         /// Every version alive reads as the persistent model says, whatever
         /// order the host updates, reads and drops them in.
         #[test]
-        fn every_version_reads_as_its_persistent_model(steps in proptest::collection::vec(step(), 1..120)) {
-            let mut live: Vec<(Versions, Tree)> = vec![(Versions::new(Tree::empty()), Tree::empty())];
+        fn every_version_reads_as_its_persistent_model(steps in proptest::collection::vec(step(), 1..120), base: bool) {
+            let first = if base { Versions::with_base(Tree::empty(), Tree::empty()) } else { Versions::new(Tree::empty()) };
+            let mut live: Vec<(Versions, Tree)> = vec![(first, Tree::empty())];
             for step in steps {
                 match step {
                     Step::Update(i, op) if !live.is_empty() => {
@@ -307,6 +367,28 @@ mod tests {
         assert_eq!((state.undo.len(), state.rebuilt.len()), (0, 0));
         drop(state);
         assert_eq!(next.read(|t| t.find(&[b"k\x05"]).unwrap()).unwrap(), Some(vec![5]));
+    }
+
+    #[test]
+    fn a_line_with_a_base_keeps_no_log_for_its_first_value() {
+        let first = Versions::with_base(Tree::empty(), Tree::empty());
+        let mut version = first.add_one(0);
+        for i in 1..100u8 {
+            version = version.add_one(i);
+        }
+        assert_eq!(version.lock().undo.len(), 0, "version 0 held, and no entry for it");
+        assert!(first.read(|t| t.is_empty().unwrap()).unwrap());
+        let other = first.update(&[b"z"], |t| t.add_mut(&[b"z"], b"1")).unwrap();
+        assert!(!other.read(|t| t.mem(&[b"k\x05"]).unwrap()).unwrap());
+        drop(first);
+        let state = version.lock();
+        assert!(state.base.is_none() && state.base_held == 0);
+    }
+
+    impl Versions {
+        fn add_one(&self, i: u8) -> Versions {
+            self.update(&[[b'k', i]], |t| t.add_mut(&[[b'k', i]], &[i])).unwrap()
+        }
     }
 
     #[test]
