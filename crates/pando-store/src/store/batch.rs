@@ -280,6 +280,10 @@ impl<'a, 's> Batch<'a, 's> {
         let mut cuts: Vec<(usize, Ptr)> = Vec::new();
         let mut written: smallvec::SmallVec<[u64; ENTRIES]> = smallvec::SmallVec::new();
         let mut patch_chain = 0;
+        // Whether a value of this inode was written again, its record
+        // collected: its mark, set once, still names the old record, so
+        // the kept tree must not hold it (nor this inode, below).
+        let mut stale_value = false;
         // A tree inode written as a patch, and the children it names.
         let patch = match &inode.body {
             Body::Tree(pointers) => inode.take_patch_base().and_then(|base| self.patch_plan(base, pointers)),
@@ -304,7 +308,9 @@ impl<'a, 's> Batch<'a, 's> {
                 for (i, child) in values.children().enumerate() {
                     match child {
                         Child::Contents(Leaf::Value(value)) => {
-                            written.push(self.write_blob(value)?);
+                            let offset = self.write_blob(value)?;
+                            stale_value |= value.stored_offset(self.instance) != Some(offset);
+                            written.push(offset);
                             weight += value.weight();
                         }
                         Child::Dir(ptr @ Ptr::Mem(root, _)) => {
@@ -361,12 +367,15 @@ impl<'a, 's> Batch<'a, 's> {
         };
         let at = self.push_record(kind)?;
         // A node whose record a collection removed keeps its old mark: it
-        // is not kept, and is written again whenever it is met.
+        // is not kept, and is written again whenever it is met. Nor is
+        // one holding such a value: a tree taken from the kept tree is
+        // trusted to refer only to held records (`refs_held`), and the
+        // value's mark would make the next commit refer to the old one.
         let rewritten = inode.is_stored();
         inode.mark_stored(self.instance, at, patch_chain);
         self.superseded.extend(inode.take_replaced());
         self.kept_weight += weight;
-        if rewritten || self.kept_weight > self.keep_room {
+        if rewritten || stale_value || self.kept_weight > self.keep_room {
             return Ok((at, Kept::No));
         }
         if cuts.is_empty() {
