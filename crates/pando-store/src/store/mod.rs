@@ -389,20 +389,16 @@ impl Store {
                 None => return Ok(None),
             },
         };
-        let ctx = self
-            .repo
-            .record(|sink| {
-                if !take_kept {
-                    return None;
-                }
-                if !sink.is_known(commit) {
-                    sink.gap("a checkout of a commit made before the recording started");
-                }
-                let ctx = sink.fresh_context();
-                sink.write(&Row::Checkout { hash: Scope::Keep(commit.to_base58().into_bytes()), ctx: Scope::Keep(ctx) });
-                Some(ctx)
-            })
-            .flatten();
+        // A stored tree is no checkout of the trace being recorded.
+        let record = |sink: &dyn TraceSink| {
+            if !sink.is_known(commit) {
+                sink.gap("a checkout of a commit made before the recording started");
+            }
+            let ctx = sink.fresh_context();
+            sink.write(&Row::Checkout { hash: Scope::Keep(commit.to_base58().into_bytes()), ctx: Scope::Keep(ctx) });
+            ctx
+        };
+        let ctx = if take_kept { self.repo.record(record) } else { None };
         let source: Arc<dyn Source> = self.repo.clone();
         let tree = Tree::from_parts(Child::Dir(root), Some(source), ctx, Refs::HeldAt(epoch)).logging_from(Some(*commit));
         Ok(Some(if took_kept { tree.taking_kept() } else { tree }))

@@ -8,8 +8,8 @@
 //! rebuilt if it is used again.
 //!
 //! Invariants:
-//! - `State::tree` is version `newest`; `undo[i]` turns version
-//!   `first + i + 1` back into version `first + i`; `held[i]` counts the
+//! - `State::tree` is version `first + undo.len()`, the newest; `undo[i]`
+//!   turns version `first + i + 1` back into version `first + i`; `held[i]` counts the
 //!   [`Versions`] of version `first + i` alive: `held.len() == undo.len() + 1`.
 //! - The front of the log goes as soon as no version it leads to is held:
 //!   the log is as long as the oldest version the host still holds. A
@@ -47,7 +47,6 @@ pub struct Versions {
 /// A line: its newest tree and the way back to the versions still held.
 struct State {
     tree: Tree,
-    newest: u64,
     first: u64,
     undo: VecDeque<Undo>,
     held: VecDeque<u32>,
@@ -109,7 +108,6 @@ impl Versions {
     fn line(tree: Tree, base: Option<Tree>) -> Versions {
         let state = State {
             tree,
-            newest: 0,
             first: 0,
             undo: VecDeque::new(),
             held: VecDeque::from([1]),
@@ -123,7 +121,7 @@ impl Versions {
     /// Runs `f` on this version's tree (under the line's lock).
     pub fn read<T>(&self, f: impl FnOnce(&Tree) -> T) -> Result<T> {
         let mut state = self.lock();
-        if self.version == state.newest {
+        if self.version == state.newest() {
             return Ok(f(&state.tree));
         }
         Ok(f(state.older(self.version)?))
@@ -139,7 +137,7 @@ impl Versions {
     /// newest version is updated in place; an older one is copied.
     pub fn update<S: AsRef<[u8]>>(&self, path: &[S], update: impl FnOnce(&mut Tree) -> Result<()>) -> Result<Versions> {
         let mut state = self.lock();
-        if self.version != state.newest {
+        if self.version != state.newest() {
             let mut tree = state.older(self.version)?.clone();
             drop(state);
             update(&mut tree)?;
@@ -150,8 +148,7 @@ impl Versions {
         update(&mut state.tree)?;
         state.undo.push_back(Undo::new(&steps[..n], old));
         state.held.push_back(1);
-        state.newest += 1;
-        Ok(Versions { line: self.line.clone(), version: state.newest })
+        Ok(Versions { line: self.line.clone(), version: state.newest() })
     }
 
     /// Holds `tree` as this version's tree from now on, if this version is
@@ -162,7 +159,7 @@ impl Versions {
     /// [`Store::stored_tree`]: crate::Store::stored_tree
     pub fn replace_newest(&self, tree: Tree) {
         let mut state = self.lock();
-        if self.version == state.newest {
+        if self.version == state.newest() {
             state.tree = tree;
         }
     }
@@ -175,6 +172,11 @@ impl Versions {
 }
 
 impl State {
+    /// The newest version's number.
+    fn newest(&self) -> u64 {
+        self.first + self.undo.len() as u64
+    }
+
     /// Version `version` (older than the newest), rebuilt if it is not yet.
     fn older(&mut self, version: u64) -> Result<&Tree> {
         if version == 0
@@ -354,7 +356,7 @@ mod tests {
             version = next; // the older version is dropped here
         }
         let state = version.lock();
-        assert_eq!((state.undo.len(), state.held.len(), state.first, state.newest), (0, 1, 100, 100));
+        assert_eq!((state.undo.len(), state.held.len(), state.first, state.newest()), (0, 1, 100, 100));
         drop(state);
         let kept = version.clone();
         let next = version.update(&[b"x"], |t| t.add_mut(&[b"x"], b"1")).unwrap();
