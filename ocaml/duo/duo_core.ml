@@ -270,6 +270,51 @@ let fail_at block fmt =
 
 let unscope = function Def.Forget v -> v | Def.Keep v -> v
 
+(* The trace's contexts and commits by their ids, as both modes keep
+   them: the empty context is id 0, and an id in a Forget scope is dropped
+   once taken or put (the trace uses it no more). *)
+module Ids = struct
+  type ('c, 'k) t = {
+    contexts : (int64, 'c) Hashtbl.t;
+    hashes : (string, 'k) Hashtbl.t;
+  }
+
+  let create empty =
+    let t = { contexts = Hashtbl.create 16; hashes = Hashtbl.create 16 } in
+    Hashtbl.add t.contexts 0L empty;
+    t
+
+  let forget tbl = function
+    | Def.Forget k -> Hashtbl.remove tbl k
+    | Def.Keep _ -> ()
+
+  let find ~block tbl what show id =
+    match Hashtbl.find_opt tbl (unscope id) with
+    | Some v -> v
+    | None -> fail_at block "unknown %s %s" what (show (unscope id))
+
+  let take_ctx ~block t c =
+    let v = find ~block t.contexts "context id" Int64.to_string c in
+    forget t.contexts c;
+    v
+
+  let put_ctx t c v =
+    Hashtbl.add t.contexts (unscope c) v;
+    forget t.contexts c
+
+  (* all found before any is forgotten: a commit may name a parent twice *)
+  let take_hashes ~block t hs =
+    let ks = List.map (find ~block t.hashes "commit hash" Fun.id) hs in
+    List.iter (forget t.hashes) hs;
+    ks
+
+  let take_hash ~block t h = List.hd (take_hashes ~block t [ h ])
+
+  let put_hash t h k =
+    Hashtbl.replace t.hashes (unscope h) k;
+    forget t.hashes h
+end
+
 (* the trace, a row at a time (Fast_trace): what a store alone replays,
    so that the driver holds no block whole (a genesis block is hundreds
    of MB) *)
@@ -409,38 +454,15 @@ struct
     let main () =
       let* ra = A.open_repo dir_a in
       let* rb = B.open_repo dir_b in
-      let contexts : (int64, A.ctx * B.ctx) Hashtbl.t = Hashtbl.create 16 in
-      let hashes : (string, A.commit * B.commit) Hashtbl.t = Hashtbl.create 16 in
+      let ids = Ids.create (A.empty ra, B.empty rb) in
       let by_n : (int, A.commit * B.commit) Hashtbl.t = Hashtbl.create 16 in
-      Hashtbl.add contexts 0L (A.empty ra, B.empty rb);
-      let forget_ctx = function
-        | Def.Forget c -> Hashtbl.remove contexts c
-        | Def.Keep _ -> ()
-      in
-      let forget_hash = function
-        | Def.Forget h -> Hashtbl.remove hashes h
-        | Def.Keep _ -> ()
-      in
       let rec loop block =
         if block >= !max_blocks then Lwt.return block
         else
           match next_block () with
           | None -> Lwt.return block
           | Some rows ->
-              let get_ctx c =
-                match Hashtbl.find_opt contexts (unscope c) with
-                | Some t -> t
-                | None -> fail_at block "unknown context id %Ld" (unscope c)
-              in
-              let put_ctx c v =
-                Hashtbl.add contexts (unscope c) v;
-                forget_ctx c
-              in
-              let get_hash h =
-                match Hashtbl.find_opt hashes (unscope h) with
-                | Some k -> k
-                | None -> fail_at block "unknown commit hash %s" (unscope h)
-              in
+              let take_ctx = Ids.take_ctx ~block ids and put_ctx = Ids.put_ctx ids in
               let seen_dirs = Hashtbl.create 8 in
               let read_paths = ref [] in
               let vs_trace what key expected a b =
@@ -494,15 +516,13 @@ struct
               in
               let exec op = function
                 | Def.Checkout (h, out) ->
-                    let ka, kb = get_hash h in
-                    forget_hash h;
+                    let ka, kb = Ids.take_hash ~block ids h in
                     let* ca = A.checkout ra ka in
                     let* cb = B.checkout rb kb in
                     put_ctx out (ca, cb);
                     Lwt.return_unit
                 | Def.Add { key; value; in_ctx_id; out_ctx_id } ->
-                    let ca, cb = get_ctx in_ctx_id in
-                    forget_ctx in_ctx_id;
+                    let ca, cb = take_ctx in_ctx_id in
                     incr n_adds;
                     let vb = if !n_adds = inject_at then value ^ "!" else value in
                     let* ca = A.add ca key value in
@@ -510,15 +530,13 @@ struct
                     put_ctx out_ctx_id (ca, cb);
                     Lwt.return_unit
                 | Def.Remove (key, in_ctx_id, out_ctx_id) ->
-                    let ca, cb = get_ctx in_ctx_id in
-                    forget_ctx in_ctx_id;
+                    let ca, cb = take_ctx in_ctx_id in
                     let* ca = A.remove ca key in
                     let* cb = B.remove cb key in
                     put_ctx out_ctx_id (ca, cb);
                     Lwt.return_unit
                 | Def.Copy { key_src; key_dst; in_ctx_id; out_ctx_id } -> (
-                    let ca, cb = get_ctx in_ctx_id in
-                    forget_ctx in_ctx_id;
+                    let ca, cb = take_ctx in_ctx_id in
                     let* ha = A.find_tree_hash ca key_src in
                     let* hb = B.find_tree_hash cb key_src in
                     check ~block ~op ~what:"copy-find_tree-hash" ~path:key_src
@@ -532,8 +550,7 @@ struct
                     | _ ->
                         fail_at block "copy: no tree at %s" (path_s key_src))
                 | Def.Find (key, expected, in_ctx_id) ->
-                    let ((ca, cb) as c) = get_ctx in_ctx_id in
-                    forget_ctx in_ctx_id;
+                    let ((ca, cb) as c) = take_ctx in_ctx_id in
                     let* a = A.find ca key in
                     let* b = B.find cb key in
                     check ~block ~op ~what:"find" ~path:key (show_opt show_value) a b;
@@ -541,8 +558,7 @@ struct
                     note_read key;
                     extras op c key
                 | Def.Mem (key, expected, in_ctx_id) ->
-                    let ((ca, cb) as c) = get_ctx in_ctx_id in
-                    forget_ctx in_ctx_id;
+                    let ((ca, cb) as c) = take_ctx in_ctx_id in
                     let* a = A.mem ca key in
                     let* b = B.mem cb key in
                     check ~block ~op ~what:"mem" ~path:key string_of_bool a b;
@@ -550,8 +566,7 @@ struct
                     note_read key;
                     extras op c key
                 | Def.Mem_tree (key, expected, in_ctx_id) ->
-                    let ((ca, cb) as c) = get_ctx in_ctx_id in
-                    forget_ctx in_ctx_id;
+                    let ((ca, cb) as c) = take_ctx in_ctx_id in
                     let* a = A.mem_tree ca key in
                     let* b = B.mem_tree cb key in
                     check ~block ~op ~what:"mem_tree" ~path:key string_of_bool a b;
@@ -559,10 +574,8 @@ struct
                     note_read key;
                     extras op c key
                 | Def.Commit { hash; date; message; parents; in_ctx_id } ->
-                    let pk = List.map get_hash parents in
-                    List.iter forget_hash parents;
-                    let ca, cb = get_ctx in_ctx_id in
-                    forget_ctx in_ctx_id;
+                    let pk = Ids.take_hashes ~block ids parents in
+                    let ca, cb = take_ctx in_ctx_id in
                     let* ka, ha =
                       A.commit ra ca ~parents:(List.map fst pk) ~date ~message
                     in
@@ -570,8 +583,7 @@ struct
                       B.commit rb cb ~parents:(List.map snd pk) ~date ~message
                     in
                     check ~block ~op ~what:"commit-hash" ~path:[] hex ha hb;
-                    Hashtbl.replace hashes (unscope hash) (ka, kb);
-                    forget_hash hash;
+                    Ids.put_hash ids hash (ka, kb);
                     Hashtbl.replace by_n (block + 1) (ka, kb);
                     if !proofs > 0 && !read_paths <> [] then
                       prove_both ~block ~op ra rb ka kb (List.rev !read_paths)
@@ -734,18 +746,8 @@ module Solo (S : STORE) = struct
     let t_start = now () in
     let main () =
       let* repo = S.open_repo dir in
-      let contexts : (int64, S.ctx) Hashtbl.t = Hashtbl.create 16 in
-      let hashes : (string, S.commit) Hashtbl.t = Hashtbl.create 16 in
+      let ids = Ids.create (S.empty repo) in
       let by_n : (int, S.commit) Hashtbl.t = Hashtbl.create 16 in
-      Hashtbl.add contexts 0L (S.empty repo);
-      let forget_ctx = function
-        | Def.Forget c -> Hashtbl.remove contexts c
-        | Def.Keep _ -> ()
-      in
-      let forget_hash = function
-        | Def.Forget h -> Hashtbl.remove hashes h
-        | Def.Keep _ -> ()
-      in
       let rec loop block =
         if block >= !max_blocks then Lwt.return block
         else
@@ -759,62 +761,44 @@ module Solo (S : STORE) = struct
                 | Def.Commit _ -> Lwt.return true
                 | _ -> replay_block (op + 1) exec)
           in
-          let get_ctx c =
-            match Hashtbl.find_opt contexts (unscope c) with
-            | Some t ->
-                forget_ctx c;
-                t
-            | None -> fail_at block "unknown context id %Ld" (unscope c)
-          in
-          let put_ctx c v =
-            Hashtbl.add contexts (unscope c) v;
-            forget_ctx c
-          in
-          let get_hash h =
-            match Hashtbl.find_opt hashes (unscope h) with
-            | Some k -> k
-            | None -> fail_at block "unknown commit hash %s" (unscope h)
-          in
+          let take_ctx = Ids.take_ctx ~block ids and put_ctx = Ids.put_ctx ids in
           let read b r = if b <> r then incr mismatches in
           let exec = function
             | Def.Checkout (h, out) ->
-                let k = get_hash h in
-                forget_hash h;
+                let k = Ids.take_hash ~block ids h in
                 let+ c = S.checkout repo k in
                 put_ctx out c
             | Def.Add { key; value; in_ctx_id; out_ctx_id } ->
                 incr ops;
-                let+ c = S.add (get_ctx in_ctx_id) key value in
+                let+ c = S.add (take_ctx in_ctx_id) key value in
                 put_ctx out_ctx_id c
             | Def.Remove (key, in_ctx_id, out_ctx_id) ->
                 incr ops;
-                let+ c = S.remove (get_ctx in_ctx_id) key in
+                let+ c = S.remove (take_ctx in_ctx_id) key in
                 put_ctx out_ctx_id c
             | Def.Copy { key_src; key_dst; in_ctx_id; out_ctx_id } -> (
                 incr ops;
-                let+ c = S.copy (get_ctx in_ctx_id) ~src:key_src ~dst:key_dst in
+                let+ c = S.copy (take_ctx in_ctx_id) ~src:key_src ~dst:key_dst in
                 match c with
                 | Some c -> put_ctx out_ctx_id c
                 | None -> fail_at block "copy: no tree at %s" (path_s key_src))
             | Def.Find (key, b, c) ->
                 incr ops;
-                let+ r = S.find (get_ctx c) key in
+                let+ r = S.find (take_ctx c) key in
                 read b (Option.is_some r)
             | Def.Mem (key, b, c) ->
                 incr ops;
-                let+ r = S.mem (get_ctx c) key in
+                let+ r = S.mem (take_ctx c) key in
                 read b r
             | Def.Mem_tree (key, b, c) ->
                 incr ops;
-                let+ r = S.mem_tree (get_ctx c) key in
+                let+ r = S.mem_tree (take_ctx c) key in
                 read b r
             | Def.Commit { hash; date; message; parents; in_ctx_id } ->
-                let pk = List.map get_hash parents in
-                List.iter forget_hash parents;
-                let c = get_ctx in_ctx_id in
+                let pk = Ids.take_hashes ~block ids parents in
+                let c = take_ctx in_ctx_id in
                 let+ k, _ = S.commit repo c ~parents:pk ~date ~message in
-                Hashtbl.replace hashes (unscope hash) k;
-                forget_hash hash;
+                Ids.put_hash ids hash k;
                 Hashtbl.replace by_n (block + 1) k
           in
           let* committed = replay_block 0 exec in
