@@ -15,6 +15,9 @@ alike) unless said:
   `PANDO SUBCOMMAND --help` lists. In a fenced block a line that starts with
   white space continues the command above it (the README's command table).
 
+And README.md keeps to at most 300 lines, with no paragraph, list item or
+table cell over 600 characters (outside code blocks).
+
 PANDO is the binary built from this checkout. Each problem is printed as
 FILE:LINE: what; the exit status is 1 if there is any. Python's standard
 library only.
@@ -193,6 +196,46 @@ def check_link(target, rel, where, problems):
             problems.append(f"{where}: link to {target}: no heading with that anchor")
 
 
+README_LINES = 300
+README_PARAGRAPH = 600
+
+
+def check_readme_size(problems):
+    """README.md's length, and its paragraphs', list items' and cells'."""
+    with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as f:
+        lines = f.read().splitlines()
+    if len(lines) > README_LINES:
+        problems.append(f"README.md: {len(lines)} lines, more than {README_LINES}")
+    fence, block, start = None, [], 0
+
+    def flush():
+        text = " ".join(line.strip() for line in block)
+        if len(text) > README_PARAGRAPH:
+            problems.append(f"README.md:{start}: a paragraph of {len(text)} characters, more than {README_PARAGRAPH}")
+        block.clear()
+
+    for number, line in enumerate(lines, 1):
+        was_in = fence is not None
+        fence = fence_state(line, fence)
+        if was_in or fence is not None:
+            flush()
+            continue
+        if line.startswith("|"):
+            flush()
+            for cell in line.strip().strip("|").split("|"):
+                if len(cell.strip()) > README_PARAGRAPH:
+                    problems.append(f"README.md:{number}: a table cell of {len(cell.strip())} characters")
+            continue
+        if not line.strip() or line.startswith("#") or re.match(r"\s*([-*]|\d+\.)\s", line):
+            flush()
+            if not line.strip() or line.startswith("#"):
+                continue
+        if not block:
+            start = number
+        block.append(line)
+    flush()
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit(__doc__)
@@ -205,6 +248,7 @@ def main():
             check_file(rel, help_, problems)
         else:
             problems.append(f"{rel}: missing")
+    check_readme_size(problems)
     for p in problems:
         print(p)
     print(f"docs: {len(DOCUMENTS)} documents, {len(problems)} broken links or commands")
