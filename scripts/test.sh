@@ -8,6 +8,8 @@
 # and the last line names it after the counts. The optional steps:
 # - the OCaml binding's tests (scripts/ocaml-test.sh), when ocaml/ exists
 #   and ocamlfind and dune are installed (scripts/ocaml-deps.sh);
+# - the check of the documents' links and commands (scripts/check_docs.py),
+#   when python3 is installed;
 # - the duo, pando against irmin 3.7.2 operation by operation
 #   (scripts/duo.sh) on the tiny trace and irmin-diff-a, when IRMIN_SRC
 #   names irmin's sources (../shared/irmin-bench/irmin-src.tar.gz unpacked).
@@ -43,6 +45,17 @@ if [ "$status" -eq 0 ]; then
   # switches under Shuttle's random schedules (its locks swapped in by a feature).
   cargo test -p pando-store --features shuttle --locked --lib shuttle 2>&1 | tee -a "$log"
   status=${PIPESTATUS[0]}
+fi
+# Every link and every `pando` command in the documents works
+# (scripts/check_docs.py, against the binary the tests just built).
+if [ "$status" -eq 0 ]; then
+  if command -v python3 >/dev/null 2>&1; then
+    cargo build --locked -q -p pando-cli \
+      && python3 scripts/check_docs.py "${CARGO_TARGET_DIR:-target}/debug/pando" 2>&1 | tee -a "$log"
+    status=$?  # pipefail: the build's or the check's failure
+  else
+    skip "documents' links and commands" "no python3"
+  fi
 fi
 # The OCaml binding's own tests (with the OCaml on PATH: Debian's 4.13).
 ocaml=0

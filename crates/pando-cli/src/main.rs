@@ -277,6 +277,11 @@ enum Command {
         /// without it, that is an error naming the block.
         #[arg(long)]
         ignore_partial_tail: bool,
+        /// The time a block may take, in seconds, against which the report
+        /// page colours block times: 6, Tezos mainnet's block time since
+        /// the T protocol.
+        #[arg(long, value_name = "SECONDS", default_value_t = 6.0, value_parser = block_budget)]
+        block_budget: f64,
         /// Compare two reports side by side instead of replaying.
         #[arg(long, num_args = 2, value_names = ["A.json", "B.json"], conflicts_with_all = ["trace", "store"])]
         compare: Option<Vec<PathBuf>>,
@@ -323,6 +328,14 @@ enum TraceCommand {
         #[arg(long)]
         ignore_partial_tail: bool,
     },
+}
+
+/// `--block-budget`: a number of seconds above zero.
+fn block_budget(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(seconds) if seconds.is_finite() && seconds > 0.0 => Ok(seconds),
+        _ => Err(format!("a number of seconds above zero, such as 6 or 0.5, not {text:?}")),
+    }
 }
 
 fn sync_policy(text: &str) -> anyhow::Result<pando_store::SyncPolicy> {
@@ -465,6 +478,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             whole_trace_growth,
             append,
             ignore_partial_tail,
+            block_budget,
             compare: None,
         } => {
             let sync = sync_policy(&sync)?;
@@ -487,6 +501,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
                 whole_trace_growth,
                 append,
                 ignore_partial_tail,
+                block_budget_ms: block_budget * 1_000.0,
             })
         }
         Command::Trace { command: TraceCommand::Cat { file, limit, ignore_partial_tail } } => {

@@ -32,6 +32,8 @@ fn generate_inspect_replay_and_compare() {
     // Self-contained: charts drawn inline, no script, nothing fetched.
     assert!(html.contains("<svg class=\"chart\""));
     assert!(!html.contains("<script") && !html.contains("src=") && !html.contains("href="));
+    // Block times are compared with Tezos mainnet's 6 s unless told otherwise.
+    assert!(html.contains("Block time against a 6 s block budget, Tezos mainnet's block time:"), "{html}");
     ok(pando(&["replay", "t.repr", "--report", "b", "--label", "second", "--sync", "never", "--store", "kept"], d));
     assert!(d.join("kept/control").exists(), "--store keeps the store");
     let compare = ok(pando(&["replay", "--compare", "a/report.json", "b/report.json"], d));
@@ -42,6 +44,39 @@ fn generate_inspect_replay_and_compare() {
     let again = pando(&["replay", "t.repr", "--report", "c", "--store", "kept"], d);
     let stderr = String::from_utf8_lossy(&again.stderr);
     assert!(!again.status.success() && stderr.contains("only with --append"), "{stderr}");
+}
+
+/// The circles of the block chart, by colour.
+fn dots(html: &str, colour: &str) -> usize {
+    html.matches(&format!("r=\"1.6\" fill=\"{colour}\"")).count()
+}
+
+#[test]
+fn the_block_budget_is_an_option_the_page_names() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    ok(pando(&["gen", "--preset", "tiny", "-o", "t.repr"], d));
+    // A budget of a microsecond: every block takes at least half of it.
+    ok(pando(&["replay", "t.repr", "--sync", "never", "--report", "tight", "--block-budget", "0.000001"], d));
+    let html = std::fs::read_to_string(d.join("tight/report.html")).unwrap();
+    assert!(html.contains("Block time against a 0.000001 s block budget:"), "{html}");
+    assert!(!html.contains("mainnet"), "only the default is named as mainnet's");
+    assert!(dots(&html, "#d1392b") >= 200, "{html}");
+    assert_eq!(dots(&html, "#2a9d5c") + dots(&html, "#9bbf2a") + dots(&html, "#e9a21f"), 0);
+    let json = std::fs::read_to_string(d.join("tight/report.json")).unwrap();
+    assert!(json.contains("\"block_budget_ms\": 0.001"), "{json}");
+    // A budget of a day: every block is under 1% of it.
+    ok(pando(&["replay", "t.repr", "--sync", "never", "--report", "loose", "--block-budget", "86400"], d));
+    let html = std::fs::read_to_string(d.join("loose/report.html")).unwrap();
+    assert!(html.contains("Block time against a 86400 s block budget:"));
+    assert!(dots(&html, "#2a9d5c") >= 200, "{html}");
+    assert_eq!(dots(&html, "#d1392b"), 0);
+    // Not a duration.
+    for bad in ["0", "-6", "six", "inf"] {
+        let out = pando(&["replay", "t.repr", "--report", "bad", &format!("--block-budget={bad}")], d);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && stderr.contains("--block-budget"), "{bad}: {stderr}");
+    }
 }
 
 #[test]

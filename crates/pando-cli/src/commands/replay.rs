@@ -36,6 +36,8 @@ pub struct ReplayArgs {
     pub append: bool,
     /// Replay a trace that ends inside a block up to its last whole block.
     pub ignore_partial_tail: bool,
+    /// What the report page colours block times against, ms.
+    pub block_budget_ms: f64,
 }
 
 pub fn replay(args: &ReplayArgs) -> anyhow::Result<()> {
@@ -183,6 +185,7 @@ pub fn replay(args: &ReplayArgs) -> anyhow::Result<()> {
     let mut report =
         Report::build(&label, &trace.display().to_string(), &store_shown, &replayer.metrics, &replayer.checks, replayer.rows());
     report.gc = gc.events;
+    report.block_budget_ms = args.block_budget_ms;
     report.interrupted = stopped_by_signal;
     report.stopped_early = failure
         .as_ref()

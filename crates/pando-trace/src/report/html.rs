@@ -1,15 +1,20 @@
 //! A self-contained HTML page of a replay: numbers, checks and SVG charts
 //! drawn here (no script, no font, nothing fetched when it is viewed).
+//!
+//! Invariant: block times are coloured by their share of the report's
+//! `block_budget_ms`, and every place that shows the colours names that
+//! budget (and, at the default, that it is Tezos mainnet's block time).
 
 use std::fmt::Write;
 
 use super::svg::{Chart, STYLE, escape, histogram};
 
-use super::{BLOCK_BUDGET_MS, Report, human_bytes};
+use super::{DEFAULT_BLOCK_BUDGET_MS, Report, human_bytes};
 
-/// Colour of a block time by how close it comes to the block budget.
-fn budget_color(ms: f64) -> &'static str {
-    let share = ms / BLOCK_BUDGET_MS;
+/// Colour of a block time by its share of the block budget: under 1%,
+/// under 10%, under 50%, and at least half.
+fn budget_color(ms: f64, budget_ms: f64) -> &'static str {
+    let share = ms / budget_ms;
     if share < 0.01 {
         "#2a9d5c"
     } else if share < 0.1 {
@@ -21,7 +26,21 @@ fn budget_color(ms: f64) -> &'static str {
     }
 }
 
+/// What the block chart and its legend compare against, in words: "a 6 s
+/// block budget, Tezos mainnet's block time" at the default.
+pub fn budget_words(budget_ms: f64) -> String {
+    let seconds = budget_ms / 1_000.0;
+    let shown = if seconds.fract() == 0.0 { format!("{seconds:.0}") } else { format!("{seconds}") };
+    if budget_ms == DEFAULT_BLOCK_BUDGET_MS {
+        format!("a {shown} s block budget, Tezos mainnet's block time")
+    } else {
+        format!("a {shown} s block budget")
+    }
+}
+
 pub fn render(report: &Report) -> String {
+    let budget_ms = report.block_budget_ms;
+    let budget = budget_words(budget_ms);
     let samples = &report.samples;
     let block_points: Vec<(f64, f64)> = samples.iter().map(|s| (s.block as f64, s.wall_us as f64 / 1_000.0)).collect();
     let max_block = samples.last().map_or(1.0, |s| s.block as f64);
@@ -29,15 +48,15 @@ pub fn render(report: &Report) -> String {
     let max_ms = block_points.iter().skip(1).map(|p| p.1).fold(0.0, f64::max);
     let genesis_ms = block_points.first().map_or(0.0, |p| p.1);
     let title = if genesis_ms > max_ms && block_points.len() > 1 {
-        format!("Time per block, against the 30 s budget (genesis, {genesis_ms:.0} ms, off scale)")
+        format!("Time per block, against {budget} (genesis, {genesis_ms:.0} ms, off scale)")
     } else {
-        "Time per block, against the 30 s budget".to_string()
+        format!("Time per block, against {budget}")
     };
     let mut per_block = Chart::new(&title, "block", "ms", max_block, if max_ms > 0.0 { max_ms } else { genesis_ms });
     for gc in &report.gc {
         per_block = per_block.band(gc.start_block as f64, gc.end_block as f64, "#8a5aa8");
     }
-    let per_block = per_block.dots(&block_points, budget_color).finish();
+    let per_block = per_block.dots(&block_points, |ms| budget_color(ms, budget_ms)).finish();
     let gc_rows: String = report
         .gc
         .iter()
@@ -119,7 +138,7 @@ pub fn render(report: &Report) -> String {
 </table>
 <p>Checked {hashes} commit hashes ({hash_bad} mismatches) and {reads_checked} reads ({read_bad} mismatches).</p>
 <ul>{examples}</ul>
-<p class="legend">Block time against the 30 s budget:<span style="background:#2a9d5c"></span>&lt; 1%<span style="background:#9bbf2a"></span>&lt; 10%<span style="background:#e9a21f"></span>&lt; 50%<span style="background:#d1392b"></span>≥ 50%</p>
+<p class="legend" id="budget">Block time against {budget_html}:<span style="background:#2a9d5c"></span>&lt; 1%<span style="background:#9bbf2a"></span>&lt; 10%<span style="background:#e9a21f"></span>&lt; 50%<span style="background:#d1392b"></span>≥ 50%</p>
 <div class="grid2">{per_block}{cumulative}{disk}{memory_chart}</div>
 {gc_table}
 <h2>Latency per operation</h2>
@@ -161,5 +180,33 @@ pub fn render(report: &Report) -> String {
         read_bad = checks.read_mismatches,
         histograms = histograms.join(""),
         style = STYLE,
+        budget_html = escape(&budget),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn colours_follow_the_budget_given() {
+        // The thresholds are shares of the budget: 1%, 10%, 50%.
+        let six = DEFAULT_BLOCK_BUDGET_MS;
+        assert_eq!(budget_color(59.9, six), "#2a9d5c");
+        assert_eq!(budget_color(60.0, six), "#9bbf2a");
+        assert_eq!(budget_color(599.0, six), "#9bbf2a");
+        assert_eq!(budget_color(600.0, six), "#e9a21f");
+        assert_eq!(budget_color(2_999.0, six), "#e9a21f");
+        assert_eq!(budget_color(3_000.0, six), "#d1392b");
+        // The same block time is coloured differently against another budget.
+        assert_eq!(budget_color(2_999.0, 30_000.0), "#9bbf2a");
+        assert_eq!(budget_color(3_000.0, 1_000.0), "#d1392b");
+    }
+
+    #[test]
+    fn the_budget_is_named_in_words() {
+        assert_eq!(budget_words(6_000.0), "a 6 s block budget, Tezos mainnet's block time");
+        assert_eq!(budget_words(30_000.0), "a 30 s block budget");
+        assert_eq!(budget_words(500.0), "a 0.5 s block budget");
+    }
 }

@@ -16,8 +16,13 @@ use serde::{Deserialize, Serialize};
 use crate::replay::Checks;
 use crate::replay::metrics::{BlockSample, Metrics, OpKind};
 
-/// The time budget of a Tezos block, against which block times are coloured.
-pub const BLOCK_BUDGET_MS: f64 = 30_000.0;
+/// The block budget a report compares block times against unless told
+/// otherwise: 6 s, Tezos mainnet's block time since the T protocol.
+pub const DEFAULT_BLOCK_BUDGET_MS: f64 = 6_000.0;
+
+fn default_block_budget_ms() -> f64 {
+    DEFAULT_BLOCK_BUDGET_MS
+}
 /// At most this many per-block samples are kept in a report.
 pub const MAX_SAMPLES: usize = 2_000;
 
@@ -133,6 +138,11 @@ pub struct Report {
     /// those of the whole trace.
     #[serde(default)]
     pub stopped_early: Option<String>,
+    /// The time a block may take, ms, against which the HTML page colours
+    /// block times (`pando replay --block-budget`); a report written
+    /// before the option existed reads as the default.
+    #[serde(default = "default_block_budget_ms")]
+    pub block_budget_ms: f64,
 }
 
 /// A garbage collection during a replay, as the report shows it.
@@ -239,6 +249,7 @@ impl Report {
             gc: Vec::new(),
             interrupted: false,
             stopped_early: None,
+            block_budget_ms: DEFAULT_BLOCK_BUDGET_MS,
         }
     }
 

@@ -1,0 +1,259 @@
+#!/usr/bin/env python3
+"""check_docs.py PANDO: every link and every command in the documents works.
+
+The documents: README.md, ARCHITECTURE.md, CONTRIBUTING.md, docs/*.md and
+ocaml/README.md. Checked in each, outside nothing (prose, tables and code
+alike) unless said:
+- every relative link `[text](target)` (prose only, not code) names an
+  existing file, and a `#anchor` an existing heading of it, by GitHub's
+  slug rules (lower case, punctuation dropped, spaces as hyphens, `-1`,
+  `-2` for repeated headings);
+- every `scripts/NAME` path names an existing file;
+- every `pando SUBCOMMAND ...` in a code block or an inline code span (and
+  `cargo run ... -p pando-cli -- SUBCOMMAND ...`) names a subcommand that
+  `PANDO --help` lists, and every `-x`/`--flag` after it one that
+  `PANDO SUBCOMMAND --help` lists. In a fenced block a line that starts with
+  white space continues the command above it (the README's command table).
+
+And README.md keeps to at most 300 lines, with no paragraph, list item or
+table cell over 600 characters (outside code blocks).
+
+PANDO is the binary built from this checkout. Each problem is printed as
+FILE:LINE: what; the exit status is 1 if there is any. Python's standard
+library only.
+"""
+import glob
+import os
+import re
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DOCUMENTS = ["README.md", "ARCHITECTURE.md", "CONTRIBUTING.md", "ocaml/README.md"] + sorted(
+    os.path.relpath(p, ROOT) for p in glob.glob(os.path.join(ROOT, "docs", "*.md"))
+)
+
+LINK = re.compile(r"\[([^\]]*)\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
+SCRIPT = re.compile(r"(?<![\w./-])scripts/[A-Za-z0-9_./-]*[A-Za-z0-9_]")
+CODE_SPAN = re.compile(r"(`+)(.+?)\1")
+# `pando SUB`, `target/release/pando SUB`, `pando-cli -- SUB`, where a
+# command starts: at the start of the line or span, or after `$`, `&&`,
+# `|`, `;` or `(` (not "the pando command" in a listing).
+COMMAND = re.compile(r"(?:(?:^|[;&|($])\s*(?:[\w.~-]*/)*pando|\bpando-cli --)\s+(?=[a-z-])")
+FLAG = re.compile(r"(?<![\w-])(--?[A-Za-z][A-Za-z0-9-]*)")
+# Where a command ends on its line.
+COMMAND_END = re.compile(r"&&|\|\||[|;`)]|\s#\s|\s{3,}(?=[a-z(])")
+
+
+def slug(heading):
+    """GitHub's anchor for a heading's text (github-slugger's rule)."""
+    text = re.sub(r"!?\[([^\]]*)\]\([^)]*\)", r"\1", heading)  # a link: its text
+    text = text.replace("`", "").replace("*", "")
+    text = text.strip().lower()
+    kept = "".join(c for c in text if c.isalnum() or c in " -_")
+    return kept.replace(" ", "-")
+
+
+def anchors(path, cache={}):
+    """The anchors of a markdown file's headings, repeats numbered."""
+    if path not in cache:
+        found, seen = set(), {}
+        fence = None
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                fence = fence_state(line, fence)
+                if fence is not None or line.lstrip().startswith(("```", "~~~")):
+                    continue
+                m = re.match(r"#{1,6}\s+(.*?)\s*#*\s*$", line)
+                if m:
+                    base = slug(m.group(1))
+                    n = seen.get(base, 0)
+                    seen[base] = n + 1
+                    found.add(base if n == 0 else f"{base}-{n}")
+                for a in re.finditer(r"<a\s+(?:id|name)=\"([^\"]+)\"", line):
+                    found.add(a.group(1))
+        cache[path] = found
+    return cache[path]
+
+
+def fence_state(line, fence):
+    """The fence open after `line` (its marker), or None outside code."""
+    m = re.match(r"\s*(```+|~~~+)", line)
+    if not m:
+        return fence
+    if fence is None:
+        return m.group(1)
+    return None if m.group(1).startswith(fence) else fence
+
+
+class Help:
+    """What `pando ... --help` lists: subcommands and flags, asked once each."""
+
+    def __init__(self, pando):
+        self.pando = pando
+        self.cache = {}
+
+    def text(self, words):
+        key = tuple(words)
+        if key not in self.cache:
+            out = subprocess.run([self.pando, *words, "--help"], capture_output=True, text=True)
+            self.cache[key] = out.stdout if out.returncode == 0 else None
+        return self.cache[key]
+
+    def subcommands(self, words):
+        text = self.text(words) or ""
+        names, inside = set(), False
+        for line in text.splitlines():
+            if line.startswith("Commands:"):
+                inside = True
+            elif inside and re.match(r"  [a-z]", line):
+                names.add(line.split()[0])
+            elif inside and line and not line.startswith(" "):
+                inside = False
+        names.discard("help")
+        return names
+
+    def flags(self, words):
+        text = self.text(words) or ""
+        return set(re.findall(r"(?<![\w-])(--?[A-Za-z][A-Za-z0-9-]*)", text))
+
+
+def check_command(command, help_, where, problems):
+    """`command` is what follows `pando`: subcommands, then arguments."""
+    tokens = command.split()
+    words = []
+    while tokens and re.fullmatch(r"[a-z][a-z-]*", tokens[0]) and help_.subcommands(words):
+        if tokens[0] not in help_.subcommands(words):
+            problems.append(f"{where}: `pando {' '.join(words + tokens[:1])}`: no such subcommand")
+            return None
+        words.append(tokens.pop(0))
+    known = help_.flags(words)
+    for flag in FLAG.findall(" ".join(tokens)):
+        if flag not in known:
+            problems.append(f"{where}: `pando {' '.join(words)}` has no {flag} (`pando {' '.join(words)} --help`)")
+    return words
+
+
+def commands_in(text):
+    """Each `pando ...` command in a piece of code: the text after `pando`."""
+    for m in COMMAND.finditer(text):
+        rest = text[m.end():]
+        end = COMMAND_END.search(rest)
+        yield rest[: end.start()] if end else rest
+
+
+def check_file(rel, help_, problems):
+    path = os.path.join(ROOT, rel)
+    fence = None
+    last_command = None  # words of the command a continuation line extends
+    with open(path, encoding="utf-8") as f:
+        lines = f.read().splitlines()
+    for number, line in enumerate(lines, 1):
+        where = f"{rel}:{number}"
+        for m in SCRIPT.finditer(line):
+            if not os.path.exists(os.path.join(ROOT, m.group(0))):
+                problems.append(f"{where}: {m.group(0)} does not exist")
+        was_in = fence is not None
+        fence = fence_state(line, fence)
+        if was_in and fence is not None:
+            found = False
+            for command in commands_in(line):
+                found = True
+                last_command = check_command(command, help_, where, problems)
+            if not found and line[:1].isspace() and last_command is not None:
+                for flag in FLAG.findall(COMMAND_END.split(line.strip())[0]):
+                    if flag not in help_.flags(last_command):
+                        problems.append(f"{where}: `pando {' '.join(last_command)}` has no {flag}")
+            elif not found:
+                last_command = None
+            continue
+        last_command = None
+        if fence is not None or was_in:
+            continue
+        prose = CODE_SPAN.sub("", line)
+        for span in CODE_SPAN.finditer(line):
+            for command in commands_in(span.group(2)):
+                check_command(command, help_, where, problems)
+        for m in LINK.finditer(prose):
+            check_link(m.group(2), rel, where, problems)
+
+
+def check_link(target, rel, where, problems):
+    if re.match(r"[a-z][a-z0-9+.-]*:", target):  # https:, mailto:
+        return
+    file_part, _, anchor = target.partition("#")
+    if file_part:
+        resolved = os.path.normpath(os.path.join(ROOT, os.path.dirname(rel), file_part))
+        if not os.path.exists(resolved):
+            problems.append(f"{where}: link to {target}: no such file")
+            return
+    else:
+        resolved = os.path.join(ROOT, rel)
+    if anchor:
+        if not resolved.endswith(".md") or os.path.isdir(resolved):
+            problems.append(f"{where}: link to {target}: an anchor into a file that is not markdown")
+        elif anchor not in anchors(resolved):
+            problems.append(f"{where}: link to {target}: no heading with that anchor")
+
+
+README_LINES = 300
+README_PARAGRAPH = 600
+
+
+def check_readme_size(problems):
+    """README.md's length, and its paragraphs', list items' and cells'."""
+    with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as f:
+        lines = f.read().splitlines()
+    if len(lines) > README_LINES:
+        problems.append(f"README.md: {len(lines)} lines, more than {README_LINES}")
+    fence, block, start = None, [], 0
+
+    def flush():
+        text = " ".join(line.strip() for line in block)
+        if len(text) > README_PARAGRAPH:
+            problems.append(f"README.md:{start}: a paragraph of {len(text)} characters, more than {README_PARAGRAPH}")
+        block.clear()
+
+    for number, line in enumerate(lines, 1):
+        was_in = fence is not None
+        fence = fence_state(line, fence)
+        if was_in or fence is not None:
+            flush()
+            continue
+        if line.startswith("|"):
+            flush()
+            for cell in line.strip().strip("|").split("|"):
+                if len(cell.strip()) > README_PARAGRAPH:
+                    problems.append(f"README.md:{number}: a table cell of {len(cell.strip())} characters")
+            continue
+        if not line.strip() or line.startswith("#") or re.match(r"\s*([-*]|\d+\.)\s", line):
+            flush()
+            if not line.strip() or line.startswith("#"):
+                continue
+        if not block:
+            start = number
+        block.append(line)
+    flush()
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit(__doc__)
+    help_ = Help(sys.argv[1])
+    if not help_.subcommands([]):
+        sys.exit(f"{sys.argv[1]} --help lists no subcommands")
+    problems = []
+    for rel in DOCUMENTS:
+        if os.path.exists(os.path.join(ROOT, rel)):
+            check_file(rel, help_, problems)
+        else:
+            problems.append(f"{rel}: missing")
+    check_readme_size(problems)
+    for p in problems:
+        print(p)
+    print(f"docs: {len(DOCUMENTS)} documents, {len(problems)} broken links or commands")
+    sys.exit(1 if problems else 0)
+
+
+if __name__ == "__main__":
+    main()
