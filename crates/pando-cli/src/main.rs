@@ -353,7 +353,7 @@ fn sync_policy(text: &str) -> anyhow::Result<pando_store::SyncPolicy> {
 /// Turns transparent huge pages off for this process. The trees of a large
 /// commit grow by many small allocations: with huge pages each first touch
 /// zeroes 2 MiB, and the genesis block of the `medium` trace took 7.2-8.3 s
-/// instead of 5.9-6.2 s (three runs each, README).
+/// instead of 5.9-6.2 s (three runs each, docs/PERFORMANCE.md).
 fn no_huge_pages() {
     #[cfg(target_os = "linux")]
     // SAFETY: PR_SET_THP_DISABLE takes integer arguments and touches no memory of ours.
