@@ -648,7 +648,7 @@ mod tests {
 
     #[test]
     fn a_value_inode_is_counted_and_a_damaged_one_refused() {
-        use crate::tree::node::Step;
+        use crate::node::Step;
         let mut dict = Dict::default();
         dict.push(Step::from_slice(b"balance"));
         // Two entries: dictionary id 0 -> inline "abc"; hex "00ab" -> a directory at delta 5.

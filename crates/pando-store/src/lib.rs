@@ -1,8 +1,9 @@
 //! pando-store: a versioned Merkle store, bit-exact with the Tezos context
 //! hash, on append-only files.
 //!
-//! Module map (dependency order): [`io`] (all file access) → `format`
-//! (bytes on disk) → [`tree`] (immutable trees over a loader) → `pack`,
+//! Module map (dependency order): [`io`] (all file access) → `node` (the
+//! trie's nodes as the store holds them in memory) → `format` (bytes on
+//! disk) → [`tree`] (immutable trees over a loader) → `pack`,
 //! `cache`, `dict`, `gc_plan`, [`inspect`] → [`store`] (open, commit,
 //! checkout, recovery, garbage collection, inspection). The modules without
 //! links are private; the crate's own tests reach them through the feature
@@ -32,6 +33,7 @@ internal! {
     dict;
     format;
     gc_plan;
+    node;
     pack;
 }
 pub mod error;

@@ -16,7 +16,7 @@ use crate::dict::{Dict, RawSteps};
 use crate::error::{Error, Result};
 use crate::format::node::{MAX_PATCH_CHAIN, MAX_PATCH_CHANGES, TreePatch, encode_tree, encode_values};
 use crate::format::record::{self, RecordKind};
-use crate::tree::node::{Body, Child, Inode, Leaf, Loader, PatchBase, Pointers, Ptr, Value, Written, prefetch_children_meta};
+use crate::node::{Body, Child, Inode, Leaf, Loader, PatchBase, Pointers, Ptr, Value, Written, prefetch_children_meta};
 
 /// Builds one commit's batch of records.
 pub(super) struct Batch<'a, 's> {
@@ -490,7 +490,7 @@ fn patch_of(
 mod tests {
     use crate::format::node::TreePatch;
     use crate::format::record::RecordKind;
-    use crate::tree::node::{Child, Ptr, Written};
+    use crate::node::{Child, Ptr, Written};
     use crate::{Options, Store};
     use pando_core::inode::index;
 

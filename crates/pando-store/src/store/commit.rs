@@ -59,9 +59,9 @@ use crate::dict::{self};
 use crate::error::{Error, Result};
 use crate::format::node::CommitRecord;
 use crate::format::record::{self, RecordKind};
+use crate::node::{Child, Loader, Ptr};
 use crate::options::SyncPolicy;
 use crate::tree::Tree;
-use crate::tree::node::{Child, Loader, Ptr};
 
 /// The writer's count of commits and the window of those whose inodes the
 /// kept tree may hold: each with the weight of its kept inodes.
@@ -426,9 +426,9 @@ impl Repo {
 mod tests {
     use super::*;
     use crate::io::MemStorage;
+    use crate::node::{Body, Held, Inode, Leaf, Written};
     use crate::options::Options;
     use crate::store::Store;
-    use crate::tree::node::{Body, Held, Inode, Leaf, Written};
     use pando_core::dir::Hold;
     use std::sync::Arc;
 

@@ -29,7 +29,7 @@ use parking_lot::{Mutex, RwLock};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock, mpsc};
 
-use crate::tree::node::{Body, Inode, Loader, NoLoader, child_pointers};
+use crate::node::{Body, Inode, Loader, NoLoader, child_pointers};
 
 /// A commit with at least this many unhashed inodes in memory is hashed
 /// on two threads ([`HashingHelper`]): waking the sleeping helper costs
@@ -360,10 +360,10 @@ impl Drop for HashingHelper {
 mod tests {
     use super::*;
     use crate::io::MemStorage;
+    use crate::node::{Child, Ptr};
     use crate::options::Options;
     use crate::store::Store;
     use crate::tree::Tree;
-    use crate::tree::node::{Child, Ptr};
 
     /// A commit hashes on two threads as pando-core's reference hashes from
     /// scratch, for a block-sized tree and a genesis-sized one, with a

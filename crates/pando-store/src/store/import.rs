@@ -29,8 +29,8 @@ use crate::dict::{self, RawSteps};
 use crate::error::{Error, Result};
 use crate::format::node::{ABSENT_PARENT, CommitRecord, INLINE_MAX, encode_tree, encode_values};
 use crate::format::record::{self, MAX_PAYLOAD, RecordKind};
+use crate::node::{Child, Inline, Leaf, Ptr, Step, Values};
 use crate::snapshot::{END, ENTRY_CONTENTS, ENTRY_DIR, FrameReader, Header, SnapshotSummary, TAG_TREE, TAG_VALUES};
-use crate::tree::node::{Child, Inline, Leaf, Ptr, Step, Values};
 
 /// Bytes of records gathered before they are appended to the pack.
 const BATCH_BYTES: usize = 8 << 20;

@@ -25,8 +25,8 @@ use crate::inspect::{
     Stage, TreeShape, plan_samples, share_budget,
 };
 use crate::io::Storage;
+use crate::node::{Child, Inode, Leaf, Ptr, Step};
 use crate::pack::Source;
-use crate::tree::node::{Child, Inode, Leaf, Ptr, Step};
 use crate::tree::walk::{Visitor, walk};
 
 /// Bytes scanned between two progress reports.

@@ -49,11 +49,11 @@ use crate::format::control::Control;
 use crate::format::node::CommitRecord;
 use crate::format::record::RecordKind;
 use crate::io::{File, FsStorage, Storage};
+use crate::node::{Child, Inode, Ptr, StagedSet};
 use crate::options::Options;
 use crate::pack::Pack;
 use crate::record::{Recorder, RecordingSummary, TraceSink};
 use crate::tree::flat::FlatCache;
-use crate::tree::node::{Child, Inode, Ptr, StagedSet};
 use crate::tree::{Refs, Source, Tree};
 use pando_core::trace::{Row, Scope};
 
@@ -289,7 +289,7 @@ impl Store {
         let source: Arc<dyn Source> = self.repo.clone();
         let ctx = self.repo.recording().then_some(0);
         let refs = Refs::HeldAt(self.repo.pack.layout_epoch());
-        Tree::from_parts(Child::Dir(Ptr::mem(crate::tree::node::empty())), Some(source), ctx, refs).logging_from(None)
+        Tree::from_parts(Child::Dir(Ptr::mem(crate::node::empty())), Some(source), ctx, refs).logging_from(None)
     }
 
     /// True if `commit` is in the store.

@@ -283,7 +283,7 @@ pub(super) enum Named {
     /// A commit: its hash, computed from the record.
     Commit(Hash),
     /// Dictionary entries: the first one's id, and their steps.
-    Dict(u64, Vec<crate::tree::node::Step>),
+    Dict(u64, Vec<crate::node::Step>),
 }
 
 /// Decodes the record at `offset` if it is a commit or a dictionary

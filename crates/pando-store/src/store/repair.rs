@@ -53,9 +53,9 @@ use crate::error::{Error, Result};
 use crate::format::control::{self, Control, HINT_OFFSET, SLOT_SIZE, SlotError};
 use crate::format::record;
 use crate::io::{File, Storage, read_all};
+use crate::node::Step;
 use crate::options::Options;
 use crate::pack::Pack;
-use crate::tree::node::Step;
 
 /// What the open error of a damaged index or dictionary adds.
 pub const REPAIR_HINT: &str = "`pando check --repair` (`Store::repair`) rebuilds the index and the dictionary from the pack";

@@ -19,10 +19,10 @@ use crate::cache::Cached;
 use crate::error::{Error, Result};
 use crate::format::node::{MAX_PATCH_CHAIN, TreePatch, decode_tree, decode_values};
 use crate::format::record::{self, RecordKind};
+use crate::node::{Body, Inode, Leaf, Loader, Value, Written};
 use crate::record::TraceSink;
 use crate::tree::Source;
 use crate::tree::flat::FlatCache;
-use crate::tree::node::{Body, Inode, Leaf, Loader, Value, Written};
 
 impl Repo {
     /// Loads the inode recorded at `offset` (through the cache), following

@@ -31,9 +31,9 @@ use pando_core::proof::stream::Path;
 use pando_core::proof::{Encoding, KindedHash, ProofError, Proven, verify_stream_proof_bytes, verify_tree_proof_bytes};
 
 use super::flat::FlatCache;
-use super::node::{self, Child, Inode, Leaf, Loader, Ptr, Value};
 use super::{Refs, Source, Tree};
 use crate::error::{Error, Result};
+use crate::node::{self, Child, Inode, Leaf, Loader, Ptr, Value};
 use crate::record::TraceSink;
 
 /// A tree a proof shows, checked against the hash it is about.

@@ -44,9 +44,9 @@ use std::rc::Rc;
 use super::{CheckPhase, CheckProgress, Problems, RecordCounts};
 use crate::format::node::{ABSENT_PARENT, CommitRecord, decode_values, entries_belong};
 use crate::format::record::RecordKind;
+use crate::node::{Body, Child, Leaf, Ptr};
 use crate::pack::window::{Fault, Found, Window};
 use crate::store::{Repo, index_file};
-use crate::tree::node::{Body, Child, Leaf, Ptr};
 use tree::Pointers;
 
 // The deepest inode the walk follows is the trie's own bound: a position

@@ -16,8 +16,8 @@ use std::rc::Rc;
 use super::{Claim, Count, Here, MAX_DEPTH, Pending, Role, State};
 use crate::format::node::{MAX_PATCH_CHAIN, TreePatch, decode_tree};
 use crate::format::record::RecordKind;
+use crate::node::{Body, Inode, Loader, Pointers as StorePointers, Ptr, Written};
 use crate::pack::window::Window;
-use crate::tree::node::{Body, Inode, Loader, Pointers as StorePointers, Ptr, Written};
 use pando_core::dir::collect_sorted;
 
 /// A tree inode as its pointers, in index order.
