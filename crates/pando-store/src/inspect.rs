@@ -3,7 +3,7 @@
 //! directories and file samples into them.
 //!
 //! The mechanism (scanning the pack, walking a commit's tree, reading
-//! samples of files) is in `store/inspect.rs`; everything here is fed bytes
+//! samples of files) is in `store/tools/inspect.rs`; everything here is fed bytes
 //! and is tested without a disk.
 //!
 //! Invariants:

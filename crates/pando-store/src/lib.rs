@@ -4,8 +4,10 @@
 //! Module map (dependency order): [`io`] (all file access) → `node` (the
 //! trie's nodes as the store holds them in memory) → `format` (bytes on
 //! disk) → [`tree`] (immutable trees over a loader) → `pack`,
-//! `cache`, `dict`, `gc_plan`, [`inspect`] → [`store`] (open, commit,
-//! checkout, recovery, garbage collection, inspection). The modules without
+//! `cache`, `dict`, `gc_plan`, [`inspect`] → [`store`] (open and recovery;
+//! in folders by role, the writer's commit pipeline `write`, the readers
+//! `read`, garbage collection `gc`, and the tools `tools`: check,
+//! inspect, import, repair). The modules without
 //! links are private; the crate's own tests reach them through the feature
 //! `test-hooks`, which also arms crash points and builds the fault-injecting
 //! storage. An embedder's build has none of these.

@@ -216,7 +216,7 @@ pub struct Meta {
     /// from, so that writing it can record only the difference. Taken when
     /// written.
     base: parking_lot::Mutex<Option<Box<PatchBase>>>,
-    /// For an inode of the writer's kept tree (see `store::commit`): the
+    /// For an inode of the writer's kept tree (see `store::write::commit`): the
     /// oldest commit (by the writer's count, from 1) that wrote an inode of
     /// the kept subtree below it, itself included; 0 for other inodes.
     kept_since: AtomicU32,

@@ -6,6 +6,13 @@
 //! (commit hash to offset, checkpointed), `dict` (dictionary, checkpointed),
 //! `branches`, and `lock` (held by the writing process).
 //!
+//! Folders by role: `write` (the writer's commit pipeline: batch, hashing
+//! helper, commit protocol, pipelined sync, branches), `read` (how trees
+//! load from the store, following another process's writer, proofs),
+//! `gc` (online collection) and `tools` (check, inspect, import,
+//! repair). Beside them: `open` (creation, opening, recovery) and
+//! `index_file` (the commit index's bytes), which both sides use.
+//!
 //! Invariants:
 //! - One writer per store directory (an OS file lock) and per process (a
 //!   mutex); any number of reader threads, which never wait for a commit's
@@ -13,21 +20,15 @@
 //! - A commit hash is in the index only once its batch is in the pack.
 //! - After a failed write or fsync the store refuses writes (`PreviousIo`, naming the first failure).
 
-mod batch;
-mod branches;
-pub(crate) mod check;
-mod commit;
-mod follow;
 mod gc;
-mod hashing;
-mod import;
 mod index_file;
-mod inspect;
 mod open;
-mod proofs;
-mod repair;
-mod source;
-mod syncer;
+mod read;
+mod tools;
+mod write;
+
+use tools::{check, repair};
+use write::{branches, commit, hashing, syncer};
 
 pub use check::{CheckPhase, CheckProgress, CheckReport, CheckScope, Problem, RecordCounts};
 pub use gc::{GcPhase, GcReport, GcStatus};
@@ -71,7 +72,7 @@ pub(crate) struct Writer {
     batch_buf: Vec<u8>,
     /// The `seq` of the newest synced control slot (see `format::control`).
     synced_seq: u64,
-    /// Which commits the kept tree may hold inodes of (see `commit`).
+    /// Which commits the kept tree may hold inodes of (see `write::commit`).
     kept: commit::KeptWindow,
     /// `SyncPolicy::Pipelined`: the thread syncing the last commit, and
     /// whether a sync is in flight.
@@ -139,14 +140,14 @@ pub(crate) struct Repo {
     index: RwLock<HashMap<Hash, u64>>,
     branches: RwLock<BTreeMap<String, Hash>>,
     writer: Option<Mutex<Writer>>,
-    /// Read-only: the control slot last taken in (see `follow`).
+    /// Read-only: the control slot last taken in (see `read::follow`).
     follower: Option<Mutex<Control>>,
     options: Options,
     /// The first failure of a write step, once there was one (fail-stop).
     poisoned: OnceLock<String>,
     /// Offset of the newest commit record, `u64::MAX` when there is none.
     last_commit: AtomicU64,
-    /// The writer's newest commit and its tree in memory (see `commit`).
+    /// The writer's newest commit and its tree in memory (see `write::commit`).
     kept: Mutex<Option<KeptTree>>,
     /// Blobs written when added to a tree, that trees still hold and no
     /// commit refers to yet (see `Repo::stage`): collections keep every

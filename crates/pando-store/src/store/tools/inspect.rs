@@ -17,7 +17,6 @@
 
 use pando_core::Hash;
 
-use super::{Repo, Store};
 use crate::error::{Error, Result};
 use crate::format::record::RecordKind;
 use crate::inspect::{
@@ -27,6 +26,7 @@ use crate::inspect::{
 use crate::io::Storage;
 use crate::node::{Child, Inode, Leaf, Ptr, Step};
 use crate::pack::Source;
+use crate::store::{Repo, Store};
 use crate::tree::walk::{Visitor, walk};
 
 /// Bytes scanned between two progress reports.

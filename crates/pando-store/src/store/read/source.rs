@@ -14,13 +14,13 @@
 use pando_core::Hash;
 use std::sync::Arc;
 
-use super::Repo;
 use crate::cache::Cached;
 use crate::error::{Error, Result};
 use crate::format::node::{MAX_PATCH_CHAIN, TreePatch, decode_tree, decode_values};
 use crate::format::record::{self, RecordKind};
 use crate::node::{Body, Inode, Leaf, Loader, Value, Written};
 use crate::record::TraceSink;
+use crate::store::Repo;
 use crate::tree::Source;
 use crate::tree::flat::FlatCache;
 

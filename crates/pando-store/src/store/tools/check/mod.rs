@@ -40,9 +40,9 @@ use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use super::{Repo, Store, index_file};
 use crate::error::{Error, Result};
 use crate::format::record::RecordKind;
+use crate::store::{Repo, Store, index_file};
 
 /// What to check.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -165,7 +165,7 @@ impl CheckReport {
 }
 
 /// The problems found so far, up to a cap.
-pub(super) struct Problems {
+pub(in crate::store) struct Problems {
     list: Vec<Problem>,
     cap: usize,
 }

@@ -46,8 +46,6 @@ use std::path::Path;
 use std::sync::Arc;
 
 use super::check::{CheckProgress, CheckReport, CheckScope};
-use super::open::{self, CONTROL, DICT, LOCK, Named};
-use super::{Store, index_file};
 use crate::dict;
 use crate::error::{Error, Result};
 use crate::format::control::{self, Control, HINT_OFFSET, SLOT_SIZE, SlotError};
@@ -56,6 +54,8 @@ use crate::io::{File, Storage, read_all};
 use crate::node::Step;
 use crate::options::Options;
 use crate::pack::Pack;
+use crate::store::open::{self, CONTROL, DICT, LOCK, Named};
+use crate::store::{Store, index_file};
 
 /// What the open error of a damaged index or dictionary adds.
 pub const REPAIR_HINT: &str = "`pando check --repair` (`Store::repair`) rebuilds the index and the dictionary from the pack";
@@ -100,7 +100,7 @@ impl Store {
     /// rebuild: a damaged pack record, a control file without a valid
     /// synced slot, a dictionary entry no record defines any more.
     pub fn repair(dir: impl AsRef<Path>, options: Options, progress: &mut dyn FnMut(CheckProgress)) -> Result<RepairReport> {
-        let (storage, _) = super::store_dir(dir.as_ref(), false)?;
+        let (storage, _) = crate::store::store_dir(dir.as_ref(), false)?;
         Store::repair_storage(Arc::new(storage), options, progress)
     }
 
@@ -120,7 +120,7 @@ fn cannot(reason: impl Into<String>) -> Error {
 
 /// `error` (an error opening the store) with [`REPAIR_HINT`] added, if
 /// it is damage a repair can mend: in the index or the dictionary.
-pub(super) fn with_hint(error: Error) -> Error {
+pub(in crate::store) fn with_hint(error: Error) -> Error {
     match error {
         Error::Corrupt { file, offset, reason } if file == DICT || file.starts_with("index") => {
             Error::Corrupt { file, offset, reason: format!("{reason}; {REPAIR_HINT}") }

@@ -6,9 +6,9 @@
 use pando_core::{Hash, varint};
 use std::collections::BTreeMap;
 
-use super::Repo;
 use crate::dict::read_bytes;
 use crate::error::{Error, Result};
+use crate::store::Repo;
 
 pub const FILE: &str = "branches";
 pub const TEMP_FILE: &str = "branches.tmp";
@@ -56,7 +56,7 @@ pub fn decode(bytes: &[u8]) -> Result<BTreeMap<String, Hash>, (u64, String)> {
 }
 
 impl Repo {
-    pub(super) fn set_branch(&self, name: &str, commit: Option<&Hash>) -> Result<()> {
+    pub(in crate::store) fn set_branch(&self, name: &str, commit: Option<&Hash>) -> Result<()> {
         self.check_writable()?;
         if name.is_empty() || name.len() > 255 {
             return Err(Error::Invalid(format!("branch name {name:?} must be 1 to 255 bytes")));

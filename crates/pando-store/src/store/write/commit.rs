@@ -53,7 +53,6 @@ use std::sync::atomic::Ordering;
 
 use super::batch::{Batch, Kept, SharedHashing, check_refs};
 use super::hashing::{self, HashingHelper, Side};
-use super::{KeptTree, Repo, Writer, index_file};
 use crate::crash_point;
 use crate::dict::{self};
 use crate::error::{Error, Result};
@@ -61,12 +60,13 @@ use crate::format::node::CommitRecord;
 use crate::format::record::{self, RecordKind};
 use crate::node::{Child, Loader, Ptr};
 use crate::options::SyncPolicy;
+use crate::store::{KeptTree, Repo, Writer, index_file};
 use crate::tree::Tree;
 
 /// The writer's count of commits and the window of those whose inodes the
 /// kept tree may hold: each with the weight of its kept inodes.
 #[derive(Default)]
-pub(super) struct KeptWindow {
+pub(in crate::store) struct KeptWindow {
     seq: u32,
     window: VecDeque<(u32, u64)>,
     weight: u64,
@@ -88,7 +88,7 @@ impl KeptWindow {
     }
 
     /// Memory of the inodes of the commits in the window.
-    pub(super) fn weight(&self) -> u64 {
+    pub(in crate::store) fn weight(&self) -> u64 {
         self.weight
     }
 
@@ -126,7 +126,7 @@ impl KeptWindow {
 
 /// Notes in the writer's state a commit record appended at `at`: it joins
 /// the index file and the control slot at the next flush.
-pub(super) fn note_commit(writer: &mut Writer, hash: Hash, at: u64) {
+pub(in crate::store) fn note_commit(writer: &mut Writer, hash: Hash, at: u64) {
     writer.unflushed_index.push((hash, at));
     writer.unsynced_commits += 1;
     writer.control.commits += 1;
@@ -134,7 +134,7 @@ pub(super) fn note_commit(writer: &mut Writer, hash: Hash, at: u64) {
 }
 
 impl Repo {
-    pub(super) fn commit(
+    pub(in crate::store) fn commit(
         &self,
         tree: &Tree,
         parents: &[Hash],
@@ -343,7 +343,7 @@ impl Repo {
     /// Makes a commit whose record is at `at` visible to this process's
     /// readers (and to a running collection), once it is as durable as the
     /// sync policy promises.
-    pub(super) fn publish_commit(&self, hash: Hash, at: u64) {
+    pub(in crate::store) fn publish_commit(&self, hash: Hash, at: u64) {
         self.index.write().insert(hash, at);
         if self.gc.running.load(Ordering::Acquire) {
             self.gc.since_start.lock().push((hash, at));
@@ -351,7 +351,7 @@ impl Repo {
         self.last_commit.store(at, Ordering::Release);
     }
 
-    pub(super) fn flush(&self) -> Result<()> {
+    pub(in crate::store) fn flush(&self) -> Result<()> {
         let Some(writer) = &self.writer else { return Ok(()) };
         self.check_not_poisoned()?;
         self.flush_locked(&mut writer.lock(), true)
@@ -360,7 +360,7 @@ impl Repo {
     /// Makes the pack durable, checkpoints the index and dictionary files
     /// when due (always if `checkpoint_now`), then writes and syncs the
     /// control file.
-    pub(super) fn flush_locked(&self, writer: &mut Writer, checkpoint_now: bool) -> Result<()> {
+    pub(in crate::store) fn flush_locked(&self, writer: &mut Writer, checkpoint_now: bool) -> Result<()> {
         self.guard(writer.settle())?;
         let end = self.pack.end();
         let checkpoint = !writer.unflushed_index.is_empty()
@@ -408,7 +408,7 @@ impl Repo {
 
     /// Appends the dictionary entries not yet in its file and syncs it;
     /// `next` records the new length.
-    pub(super) fn checkpoint_dict(&self, writer: &Writer, next: &mut crate::format::control::Control) -> Result<()> {
+    pub(in crate::store) fn checkpoint_dict(&self, writer: &Writer, next: &mut crate::format::control::Control) -> Result<()> {
         let dict = self.dict.read();
         let new_steps = dict.steps_from(next.dict_entries as usize);
         if !new_steps.is_empty() {

@@ -23,14 +23,14 @@ use pando_core::tezos::{Kind, contents_hash};
 use pando_core::{CommitInfo, Hash};
 use std::io::Read;
 
-use super::Repo;
-use super::commit::note_commit;
 use crate::dict::{self, RawSteps};
 use crate::error::{Error, Result};
 use crate::format::node::{ABSENT_PARENT, CommitRecord, INLINE_MAX, encode_tree, encode_values};
 use crate::format::record::{self, MAX_PAYLOAD, RecordKind};
 use crate::node::{Child, Inline, Leaf, Ptr, Step, Values};
 use crate::snapshot::{END, ENTRY_CONTENTS, ENTRY_DIR, FrameReader, Header, SnapshotSummary, TAG_TREE, TAG_VALUES};
+use crate::store::Repo;
+use crate::store::write::commit::note_commit;
 
 /// Bytes of records gathered before they are appended to the pack.
 const BATCH_BYTES: usize = 8 << 20;
@@ -122,7 +122,7 @@ impl Output<'_> {
 impl Repo {
     /// Imports a snapshot into this store, which must be empty; returns
     /// what it held once its commit is durable.
-    pub(super) fn import(&self, input: &mut dyn Read) -> Result<SnapshotSummary> {
+    pub(in crate::store) fn import(&self, input: &mut dyn Read) -> Result<SnapshotSummary> {
         self.check_writable()?;
         let mut writer = self.writer.as_ref().expect("checked writable").lock();
         // A blob staged meanwhile makes the store not empty.

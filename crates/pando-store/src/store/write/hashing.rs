@@ -35,7 +35,7 @@ use crate::node::{Body, Inode, Loader, NoLoader, child_pointers};
 /// on two threads ([`HashingHelper`]): waking the sleeping helper costs
 /// the committing thread ~20 µs (a futex wake), and the helper
 /// starts tens of microseconds later.
-pub(super) const HELPER_INODES: usize = 64;
+pub(in crate::store) const HELPER_INODES: usize = 64;
 
 /// The children of an inode that are in memory and whose pointers do not
 /// yet carry their hashes, each with its depth (a directory's root is at
@@ -46,7 +46,7 @@ fn children_unhashed(inode: &Inode) -> smallvec::SmallVec<[(&Arc<Inode>, u32); 3
 
 /// Counts the unhashed inodes in memory below `inode` (itself included),
 /// stopping at `cap`.
-pub(super) fn count_unhashed(inode: &Inode, depth: u32, cap: usize) -> usize {
+pub(in crate::store) fn count_unhashed(inode: &Inode, depth: u32, cap: usize) -> usize {
     if inode.memo_hash(depth).is_some() {
         return 0;
     }
@@ -69,7 +69,7 @@ pub(super) fn count_unhashed(inode: &Inode, depth: u32, cap: usize) -> usize {
 /// the walk ends when `stop` is set. Returns whether the inode is hashed.
 /// It reads nothing: a stored pointer carries its hash, so what a commit
 /// hashes is in memory (what it cannot hash it leaves to the other thread).
-pub(super) fn hash_backward(inode: &Arc<Inode>, depth: u32, whole: bool, stop: &AtomicBool) -> bool {
+pub(in crate::store) fn hash_backward(inode: &Arc<Inode>, depth: u32, whole: bool, stop: &AtomicBool) -> bool {
     if inode.memo_hash(depth).is_some() {
         return true;
     }
@@ -151,7 +151,7 @@ struct Work {
 /// over a large directory leave a handful of inodes per subtree, one per
 /// level: gathering them costs more than it saves, and the two threads
 /// are better apart, hashing from either end.)
-pub(super) fn is_subtree(inode: &Inode, depth: u32) -> bool {
+pub(in crate::store) fn is_subtree(inode: &Inode, depth: u32) -> bool {
     depth > 0 && matches!(&inode.body, Body::Tree(pointers) if (pointers.changed() & pointers.bitmap()).count_ones() >= BATCHED)
 }
 
@@ -167,7 +167,7 @@ pub(super) fn is_subtree(inode: &Inode, depth: u32) -> bool {
 /// `medium`'s) that cost more than batching saved, as did counting the
 /// new inodes of every commit to decide; for one of a thousand it saves
 /// a tenth. A tree that keeps no log is hashed the usual way.
-pub(super) fn is_large(root: &Inode, logged: Option<Option<usize>>) -> bool {
+pub(in crate::store) fn is_large(root: &Inode, logged: Option<Option<usize>>) -> bool {
     match logged {
         Some(Some(updates)) => updates >= LARGE_UPDATES,
         Some(None) => count_unhashed(root, 0, LARGE_UPDATES) >= LARGE_UPDATES,
@@ -184,7 +184,7 @@ const BATCHED: u32 = 4;
 
 /// The subtrees (see [`is_subtree`]) not hashed yet below `inode`, at
 /// `depth`, in the order a commit writes them, each with its depth.
-pub(super) fn subtrees<'t>(inode: &'t Arc<Inode>, depth: u32, out: &mut Vec<(&'t Arc<Inode>, u32)>) {
+pub(in crate::store) fn subtrees<'t>(inode: &'t Arc<Inode>, depth: u32, out: &mut Vec<(&'t Arc<Inode>, u32)>) {
     if inode.memo_hash(depth).is_some() {
         return;
     }
@@ -207,7 +207,7 @@ pub(super) fn subtrees<'t>(inode: &'t Arc<Inode>, depth: u32, out: &mut Vec<(&'t
 /// is on, may be hashed by both: the same hashes, set once.) A helper
 /// that panics gives its subtree back and is gone: later commits hash on
 /// their own thread.
-pub(super) struct Claims(Vec<AtomicBool>);
+pub(in crate::store) struct Claims(Vec<AtomicBool>);
 
 impl Claims {
     /// Claims on `count` subtrees, none taken.
@@ -216,7 +216,7 @@ impl Claims {
     }
 
     /// Takes subtree `k` to hash it: `false` if a thread did.
-    pub(super) fn take(&self, k: usize) -> bool {
+    pub(in crate::store) fn take(&self, k: usize) -> bool {
         !self.0[k].load(Ordering::Relaxed) && !self.0[k].swap(true, Ordering::AcqRel)
     }
 
@@ -232,7 +232,7 @@ impl Claims {
 
 /// Where `inode` is among `subtrees` (a commit's, see [`subtrees`]),
 /// looking from `from` on: the place its claim has.
-pub(super) fn position(subtrees: &[(&Arc<Inode>, u32)], inode: &Arc<Inode>, from: usize) -> Option<usize> {
+pub(in crate::store) fn position(subtrees: &[(&Arc<Inode>, u32)], inode: &Arc<Inode>, from: usize) -> Option<usize> {
     subtrees.get(from..)?.iter().position(|(top, _)| Arc::ptr_eq(top, inode)).map(|k| from + k)
 }
 
@@ -282,13 +282,13 @@ impl Drop for Taken<'_> {
 /// the same hash. The committing thread never waits for the helper to
 /// start (waking a sleeping thread takes tens of microseconds here):
 /// dropping the helper stops it and waits only for what it is hashing.
-pub(super) struct HashingHelper {
+pub(in crate::store) struct HashingHelper {
     shared: Arc<Backward>,
 }
 
 impl HashingHelper {
     /// Whether `root`'s tree has enough to hash for a helper.
-    pub(super) fn worth_it(root: &Inode) -> bool {
+    pub(in crate::store) fn worth_it(root: &Inode) -> bool {
         count_unhashed(root, 0, HELPER_INODES) >= HELPER_INODES
     }
 
@@ -296,7 +296,7 @@ impl HashingHelper {
     /// `subtrees` are the root's [`subtrees`], which it hashes first, then
     /// it runs `side`, unless the committing thread did. `None` if no
     /// helper thread could be started.
-    pub(super) fn start(root: &Arc<Inode>, subtrees: &[(&Arc<Inode>, u32)], side: &Side) -> Option<HashingHelper> {
+    pub(in crate::store) fn start(root: &Arc<Inode>, subtrees: &[(&Arc<Inode>, u32)], side: &Side) -> Option<HashingHelper> {
         let work = Work { root: root.clone(), subtrees: subtrees.iter().map(|&(inode, depth)| (inode.clone(), depth)).collect() };
         let shared = Arc::new(Backward {
             work: RwLock::new(Some(work)),
@@ -336,7 +336,7 @@ fn helper_thread() -> Option<&'static mpsc::Sender<Arc<Backward>>> {
 
 impl HashingHelper {
     /// The claims on the subtrees the helper was started with.
-    pub(super) fn claims(&self) -> &Claims {
+    pub(in crate::store) fn claims(&self) -> &Claims {
         &self.shared.claims
     }
 }

@@ -11,8 +11,8 @@ use pando_core::Hash;
 use pando_core::proof::stream::Path;
 use pando_core::proof::{Encoding, ProofError};
 
-use super::Store;
 use crate::error::{Error, Result};
+use crate::store::Store;
 
 /// Paths given as lists of steps, owned.
 fn owned<P: AsRef<[S]>, S: AsRef<[u8]>>(paths: &[P]) -> Vec<Path> {
