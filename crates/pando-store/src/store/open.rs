@@ -24,7 +24,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
-use super::{Repo, Writer, branches, index_file};
+use super::{ReadSide, Repo, WriteSide, Writer, branches, index_file};
 use crate::cache::NodeCache;
 use crate::dict::{self, Dict};
 use crate::error::{Error, Result};
@@ -198,24 +198,28 @@ pub fn open(storage: Arc<dyn Storage>, options: Options) -> Result<Repo> {
     };
     crate::telemetry::opened(&storage.describe(), writable, commits - collected, generation, recovered_bytes, started.elapsed());
     Ok(Repo {
-        recorder,
-        id: fresh_instance_id(),
-        storage,
-        pack,
-        cache: NodeCache::new(options.cache_bytes - options.keep_bytes()),
-        kept: Mutex::new(None),
-        staged: Default::default(),
-        dict: RwLock::new(dict),
-        index: RwLock::new(index),
-        branches: RwLock::new(branches),
-        writer,
-        follower,
-        flat: FlatCache::new(options.read_cache_bytes),
-        options,
-        poisoned: OnceLock::new(),
-        last_commit: AtomicU64::new(last_commit),
-        gc: Default::default(),
-        collected_commits: AtomicU64::new(collected),
+        read: ReadSide {
+            recorder,
+            id: fresh_instance_id(),
+            storage,
+            pack,
+            cache: NodeCache::new(options.cache_bytes - options.keep_bytes()),
+            dict: RwLock::new(dict),
+            index: RwLock::new(index),
+            branches: RwLock::new(branches),
+            follower,
+            flat: FlatCache::new(options.read_cache_bytes),
+            options,
+            last_commit: AtomicU64::new(last_commit),
+            collected_commits: AtomicU64::new(collected),
+        },
+        write: WriteSide {
+            kept: Mutex::new(None),
+            staged: Default::default(),
+            writer,
+            poisoned: OnceLock::new(),
+            gc: Default::default(),
+        },
     })
 }
 

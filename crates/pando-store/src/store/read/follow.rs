@@ -27,16 +27,17 @@
 
 use std::sync::atomic::Ordering;
 
+use super::ReadSide;
 use crate::error::{Error, Result};
 use crate::format::control::{self, Control, FLAG_ARCHIVE};
 use crate::io::read_all;
+use crate::store::index_file;
 use crate::store::open::{CONTROL, DICT, load_commits, load_mapping, read_branches, scan_commits};
-use crate::store::{Repo, index_file};
 
 /// Attempts to follow a writer that keeps moving on.
 const ATTEMPTS: usize = 8;
 
-impl Repo {
+impl ReadSide {
     /// Reads the control file and takes in what the writer made durable
     /// since; returns how many commits appeared. A writable store has
     /// nothing to follow.

@@ -64,7 +64,7 @@ impl Store {
         P: AsRef<[S]>,
         S: AsRef<[u8]>,
     {
-        let Some(record) = self.repo.commit_record(commit)? else { return Err(Error::UnknownCommit(*commit)) };
+        let Some(record) = self.repo.read.commit_record(commit)? else { return Err(Error::UnknownCommit(*commit)) };
         let proof = self.tree_at(&record, None).produce_stream_proof(&owned(paths))?;
         Ok(encoding.encode_stream_proof(&proof).map_err(ProofError::from)?)
     }

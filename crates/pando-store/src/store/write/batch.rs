@@ -517,13 +517,13 @@ mod tests {
         // Two entries under two different children of the directory's root.
         let (a, b) = (5u32, (6..3_000).find(|&i| index(0, step(i).as_bytes()) != index(0, step(5).as_bytes())).unwrap());
         let mut tree = store.checkout(&first).unwrap().unwrap();
-        let base = index_root(&tree).stored_offset(store.repo.id).expect("written");
+        let base = index_root(&tree).stored_offset(store.repo.read.id).expect("written");
         tree.add_mut(&path(a), b"changed").unwrap();
         tree.add_mut(&path(b), b"changed").unwrap();
         store.commit(&tree, &[first], 2, "t", "").unwrap();
 
-        let written = index_root(&tree).stored_offset(store.repo.id).expect("written");
-        let (kind, payload) = store.repo.pack.read_record(written).unwrap();
+        let written = index_root(&tree).stored_offset(store.repo.read.id).expect("written");
+        let (kind, payload) = store.repo.read.pack.read_record(written).unwrap();
         assert_eq!(kind, RecordKind::TreePatch, "the root of the directory was patched");
         let patch = TreePatch::decode(&payload, written, 0).unwrap();
         assert_eq!(patch.base, base);

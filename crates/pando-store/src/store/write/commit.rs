@@ -152,7 +152,7 @@ impl Repo {
         let Child::Dir(root) = tree.node()? else { return Err(Error::RootNotDirectory) };
         let mut parent_links = Vec::with_capacity(parents.len());
         {
-            let index = self.index.read();
+            let index = self.read.index.read();
             for parent in parents {
                 // A collected parent is refused under the writer lock, below.
                 parent_links.push((*parent, *index.get(parent).ok_or(Error::UnknownCommit(*parent))?));
@@ -161,32 +161,32 @@ impl Repo {
         parent_links.sort();
         parent_links.dedup();
 
-        let mut writer = self.writer.as_ref().expect("checked writable").lock();
-        self.check_writable()?;
+        let mut writer = self.write.writer.as_ref().expect("checked writable").lock();
+        self.write.check_writable()?;
         // The blobs staged so far are in the pack before the batch.
-        self.guard(self.staged.settle())?;
+        self.write.guard(self.write.staged.settle())?;
         // A collected parent (also one a collection collected just now) is refused.
         if let Some((parent, _)) = {
-            let index = self.index.read();
+            let index = self.read.index.read();
             parent_links.iter().find(|(p, _)| index.get(p) == Some(&index_file::COLLECTED)).copied()
         } {
             return Err(Error::CollectedCommit(parent));
         }
         // Taken from a commit not collected since the layout it knew, the
         // tree refers only to held records (the batch need not ask either).
-        let refs_held = tree.refs_held_at(self.pack.layout_epoch());
-        if self.pack.first_chunk_start() > 0 && !refs_held {
+        let refs_held = tree.refs_held_at(self.read.pack.layout_epoch());
+        if self.read.pack.first_chunk_start() > 0 && !refs_held {
             match root {
-                Ptr::Stored { offset, .. } if !self.pack.holds_whole(*offset) => {
+                Ptr::Stored { offset, .. } if !self.read.pack.holds_whole(*offset) => {
                     return Err(Error::Collected { offset: *offset });
                 }
                 Ptr::Stored { .. } => {}
-                Ptr::Mem(inode, _) => check_refs(self.id, &self.pack, inode)?,
+                Ptr::Mem(inode, _) => check_refs(self.read.id, &self.read.pack, inode)?,
             }
         }
-        let base = self.guard(self.pack.prepare_append())?;
-        let (seq, cutoff, keep_room) = writer.kept.start_commit(self.options.keep_bytes());
-        let dict = self.dict.read();
+        let base = self.write.guard(self.read.pack.prepare_append())?;
+        let (seq, cutoff, keep_room) = writer.kept.start_commit(self.read.options.keep_bytes());
+        let dict = self.read.dict.read();
         let mut buf = std::mem::take(&mut writer.batch_buf);
         buf.clear();
         // Steps 1 and 2 together: this thread writes the new inodes
@@ -209,18 +209,18 @@ impl Repo {
         };
         let written = std::thread::scope(|scope| {
             let mut batch = Batch {
-                instance: self.id,
+                instance: self.read.id,
                 base,
                 start: base,
                 buf,
                 payload: Vec::with_capacity(4096),
                 dict: &dict,
                 loader: self,
-                pack: &self.pack,
+                pack: &self.read.pack,
                 refs_held,
                 raw_steps: Default::default(),
                 staged: Vec::new(),
-                spill_bytes: usize::try_from(self.options.commit_spill_bytes).unwrap_or(usize::MAX).max(1),
+                spill_bytes: usize::try_from(self.read.options.commit_spill_bytes).unwrap_or(usize::MAX).max(1),
                 seq,
                 cutoff,
                 kept_weight: 0,
@@ -249,7 +249,7 @@ impl Repo {
             Ok((root_offset, kept, batch.base, batch.buf, batch.raw_steps, batch.staged, weights))
         });
         drop(helper);
-        let (root_offset, kept, base, mut buf, raw_steps, staged, (kept_weight, superseded)) = self.guard(written)?;
+        let (root_offset, kept, base, mut buf, raw_steps, staged, (kept_weight, superseded)) = self.write.guard(written)?;
         // Written, and only now hashed whole: a failure, or a commit that
         // is already known, appends the records without a commit record
         // (see `append_unreferenced`).
@@ -273,7 +273,7 @@ impl Repo {
             message: message.to_string(),
         };
         let hash = info.hash();
-        let known = self.index.read().get(&hash).copied();
+        let known = self.read.index.read().get(&hash).copied();
         if let Some(at) = known {
             // The same commit again: no commit record.
             drop(dict);
@@ -282,7 +282,7 @@ impl Repo {
         }
         let first_new_id = dict.len();
         drop(dict);
-        let promoted = self.dict.write().observe(&raw_steps);
+        let promoted = self.read.dict.write().observe(&raw_steps);
         if !promoted.is_empty() {
             record::append(&mut buf, RecordKind::Dict, &dict::encode_record(first_new_id, &promoted));
         }
@@ -291,20 +291,20 @@ impl Repo {
             CommitRecord { root_offset, root_hash, parents: parent_links, date, author: info.author, message: info.message };
         record::append(&mut buf, RecordKind::Commit, &commit_record.encode(commit_at));
 
-        self.guard(self.pack.append(base, &buf))?;
+        self.write.guard(self.read.pack.append(base, &buf))?;
         crash_point::reach("after-append");
         // Keep the buffer for the next commit unless one huge commit grew it.
         if buf.capacity() <= 64 << 20 {
             writer.batch_buf = buf;
         }
         {
-            let mut dict = self.dict.write();
+            let mut dict = self.read.dict.write();
             for step in promoted {
                 dict.push(step);
             }
         }
         note_commit(&mut writer, hash, commit_at);
-        match self.options.sync {
+        match self.read.options.sync {
             SyncPolicy::EveryCommit => self.flush_locked(&mut writer, false)?,
             SyncPolicy::EveryN(n) if writer.unsynced_commits >= u64::from(n.max(1)) => self.flush_locked(&mut writer, false)?,
             SyncPolicy::EveryN(_) | SyncPolicy::Never => {}
@@ -315,11 +315,11 @@ impl Repo {
         self.publish_commit(hash, commit_at);
         // Under the writer lock, as a collection starts: it sees each of
         // these blobs either staged or referred to by a commit it traces.
-        self.staged.committed(&staged);
+        self.write.staged.committed(&staged);
         // The versions this commit replaced leave the kept tree with it.
         writer.kept.release(&superseded);
         writer.kept.finish_commit(seq, kept.is_some().then_some(kept_weight));
-        *self.kept.lock() = kept.map(|root| KeptTree { hash, root_offset, root: Some(root) });
+        *self.write.kept.lock() = kept.map(|root| KeptTree { hash, root_offset, root: Some(root) });
         Ok(hash)
     }
 
@@ -331,7 +331,7 @@ impl Repo {
     /// commit's, so the window keeps its commits.
     fn append_unreferenced(&self, writer: &mut Writer, base: u64, buf: Vec<u8>, seq: u32, kept_weight: u64) -> Result<()> {
         if !buf.is_empty() {
-            self.guard(self.pack.append(base, &buf))?;
+            self.write.guard(self.read.pack.append(base, &buf))?;
         }
         writer.kept.finish_commit(seq, Some(kept_weight));
         if buf.capacity() <= 64 << 20 {
@@ -344,16 +344,16 @@ impl Repo {
     /// readers (and to a running collection), once it is as durable as the
     /// sync policy promises.
     pub(in crate::store) fn publish_commit(&self, hash: Hash, at: u64) {
-        self.index.write().insert(hash, at);
-        if self.gc.running.load(Ordering::Acquire) {
-            self.gc.since_start.lock().push((hash, at));
+        self.read.index.write().insert(hash, at);
+        if self.write.gc.running.load(Ordering::Acquire) {
+            self.write.gc.since_start.lock().push((hash, at));
         }
-        self.last_commit.store(at, Ordering::Release);
+        self.read.last_commit.store(at, Ordering::Release);
     }
 
     pub(in crate::store) fn flush(&self) -> Result<()> {
-        let Some(writer) = &self.writer else { return Ok(()) };
-        self.check_not_poisoned()?;
+        let Some(writer) = &self.write.writer else { return Ok(()) };
+        self.write.check_not_poisoned()?;
         self.flush_locked(&mut writer.lock(), true)
     }
 
@@ -361,15 +361,15 @@ impl Repo {
     /// when due (always if `checkpoint_now`), then writes and syncs the
     /// control file.
     pub(in crate::store) fn flush_locked(&self, writer: &mut Writer, checkpoint_now: bool) -> Result<()> {
-        self.guard(writer.settle())?;
-        let end = self.pack.end();
+        self.write.guard(writer.settle())?;
+        let end = self.read.pack.end();
         let checkpoint = !writer.unflushed_index.is_empty()
-            && (checkpoint_now || writer.unflushed_index.len() as u64 >= self.options.checkpoint_commits);
+            && (checkpoint_now || writer.unflushed_index.len() as u64 >= self.read.options.checkpoint_commits);
         if end == writer.control.durable_end && writer.unsynced_commits == 0 && !checkpoint {
             return Ok(());
         }
         let result = (|| {
-            self.pack.sync()?;
+            self.read.pack.sync()?;
             crash_point::reach("after-data-sync");
             let mut next = writer.control.clone();
             next.durable_end = end;
@@ -389,7 +389,7 @@ impl Repo {
             writer.unsynced_commits = 0;
             Ok(())
         })();
-        self.guard(result)
+        self.write.guard(result)
     }
 
     /// Appends the pending index and dictionary entries to their files and
@@ -409,7 +409,7 @@ impl Repo {
     /// Appends the dictionary entries not yet in its file and syncs it;
     /// `next` records the new length.
     pub(in crate::store) fn checkpoint_dict(&self, writer: &Writer, next: &mut crate::format::control::Control) -> Result<()> {
-        let dict = self.dict.read();
+        let dict = self.read.dict.read();
         let new_steps = dict.steps_from(next.dict_entries as usize);
         if !new_steps.is_empty() {
             let bytes = dict::encode_file_entries(new_steps);
@@ -509,10 +509,10 @@ mod tests {
             parent = Some(hash);
             let stats = store.stats();
             assert!(stats.kept_bytes <= budget, "window of {} bytes over the budget of {budget}", stats.kept_bytes);
-            let writer = store.repo.writer.as_ref().unwrap().lock();
+            let writer = store.repo.write.writer.as_ref().unwrap().lock();
             let cutoff = writer.kept.window.front().map_or(u32::MAX, |(seq, _)| *seq);
             drop(writer);
-            let kept = store.repo.kept.lock().as_ref().map(|kept| (kept.hash, kept.root.clone()));
+            let kept = store.repo.write.kept.lock().as_ref().map(|kept| (kept.hash, kept.root.clone()));
             assert_eq!(kept.is_none(), block == 100, "only the large commit's tree is not kept (block {block})");
             if let Some((kept_hash, root)) = kept {
                 let root = root.expect("no checkout took it yet");
@@ -595,7 +595,7 @@ mod tests {
             written += store.stats().pack_bytes - before;
         }
         let stats = store.stats();
-        let writer = store.repo.writer.as_ref().unwrap().lock();
+        let writer = store.repo.write.writer.as_ref().unwrap().lock();
         let first_kept = writer.kept.window.front().map(|(seq, _)| *seq);
         drop(writer);
         assert_eq!(first_kept, Some(1), "the first commit left the window");
@@ -605,7 +605,7 @@ mod tests {
             "the window counts {} bytes for a tree of {first_weight}",
             stats.kept_bytes
         );
-        let root = store.repo.kept.lock().as_ref().and_then(|kept| kept.root.clone()).expect("the newest tree is kept");
+        let root = store.repo.write.kept.lock().as_ref().and_then(|kept| kept.root.clone()).expect("the newest tree is kept");
         let held = kept_weight(&root, 1, &mut Default::default());
         assert!(held <= stats.kept_bytes, "kept tree holds {held} bytes, the window counts {}", stats.kept_bytes);
         drop(root);
@@ -628,7 +628,7 @@ mod tests {
     fn shared_versions_stay_counted() {
         let check = |store: &Store| {
             let counted = store.stats().kept_bytes;
-            let root = store.repo.kept.lock().as_ref().and_then(|kept| kept.root.clone()).expect("kept");
+            let root = store.repo.write.kept.lock().as_ref().and_then(|kept| kept.root.clone()).expect("kept");
             let held = kept_weight(&root, 1, &mut Default::default());
             assert!(held <= counted, "kept tree holds {held} bytes, the window counts {counted}");
         };
@@ -757,17 +757,17 @@ mod tests {
         };
         let root_offset = *root_offset;
         assert_eq!(tree.find(&path(5)).unwrap(), Some(5u32.to_be_bytes().to_vec()));
-        let cached_root = match store.repo.cache.get(root_offset) {
+        let cached_root = match store.repo.read.cache.get(root_offset) {
             Some(Cached::Inode(root, _)) => Arc::as_ptr(&root),
             _ => panic!("the read left the root in the cache"),
         };
-        let cached = store.repo.cache.len();
+        let cached = store.repo.read.cache.len();
 
         tree.add_mut(&path(5), b"changed").unwrap();
         let Ok(Child::Dir(Ptr::Mem(root, _))) = tree.node() else { panic!("an updated root is in memory") };
         assert_eq!(Arc::as_ptr(root), cached_root, "the cached root was changed in place, not copied");
-        assert!(store.repo.cache.get(root_offset).is_none(), "the updated root left the cache");
-        assert!(store.repo.cache.len() < cached, "the inodes on the updated path left the cache");
+        assert!(store.repo.read.cache.get(root_offset).is_none(), "the updated root left the cache");
+        assert!(store.repo.read.cache.len() < cached, "the inodes on the updated path left the cache");
 
         let next = store.commit(&tree, &[first], 2, "t", "").unwrap();
         assert!(patches(&store) > patches_before, "the updated tree inodes were written as patches");

@@ -83,18 +83,18 @@ impl Repo {
     /// failure is this commit's), then hands this one's to the sync thread.
     /// A checkpoint, when due, is made here, as `flush_locked` makes it.
     pub(in crate::store) fn sync_behind(&self, writer: &mut Writer) -> Result<()> {
-        if writer.unflushed_index.len() as u64 >= self.options.checkpoint_commits {
+        if writer.unflushed_index.len() as u64 >= self.read.options.checkpoint_commits {
             return self.flush_locked(writer, false);
         }
-        self.guard(writer.settle())?;
+        self.write.guard(writer.settle())?;
         let mut next = writer.control.clone();
-        next.durable_end = self.pack.end();
+        next.durable_end = self.read.pack.end();
         let hint = writer.next_hint(next);
         if writer.syncer.is_none() {
-            writer.syncer = Some(self.guard(Syncer::start())?);
+            writer.syncer = Some(self.write.guard(Syncer::start())?);
         }
-        let job = SyncJob { pack: self.pack.syncing(), control_file: writer.control_file.clone(), hint: hint.clone() };
-        self.guard(writer.syncer.as_ref().expect("started above").send(job))?;
+        let job = SyncJob { pack: self.read.pack.syncing(), control_file: writer.control_file.clone(), hint: hint.clone() };
+        self.write.guard(writer.syncer.as_ref().expect("started above").send(job))?;
         writer.in_flight = true;
         writer.control = hint;
         writer.unsynced_commits = 0;
@@ -103,8 +103,8 @@ impl Repo {
 
     /// Waits until every commit returned is on disk (`SyncPolicy::Pipelined`).
     pub(in crate::store) fn wait_durable(&self) -> Result<()> {
-        let Some(writer) = &self.writer else { return Ok(()) };
+        let Some(writer) = &self.write.writer else { return Ok(()) };
         let mut writer = writer.lock();
-        self.guard(writer.settle())
+        self.write.guard(writer.settle())
     }
 }
