@@ -34,7 +34,7 @@ use crate::format::node::CommitRecord;
 use crate::format::record::RecordKind;
 use crate::io::{File, Storage, read_all};
 use crate::options::{Create, Options};
-use crate::pack::Pack;
+use crate::pack::{Pack, PackOptions};
 use crate::record::Recorder;
 use crate::tree::flat::FlatCache;
 
@@ -148,12 +148,14 @@ pub fn open(storage: Arc<dyn Storage>, options: Options) -> Result<Repo> {
         if generation > 0 { Some((generation, load_mapping(&*storage, generation, control.first_chunk_start)?)) } else { None };
     let pack = Pack::open(
         storage.clone(),
-        control.first_chunk_start,
-        control.durable_end,
-        control.chunk_target_bytes,
-        writable,
-        runs,
-        control.flags & crate::format::control::FLAG_ARCHIVE != 0,
+        PackOptions {
+            first_chunk_start: control.first_chunk_start,
+            durable_end: control.durable_end,
+            chunk_target_bytes: control.chunk_target_bytes,
+            writable,
+            collected: runs,
+            archive: control.flags & crate::format::control::FLAG_ARCHIVE != 0,
+        },
     )?;
     // A writable pack took in the whole batches past the slot's durable end
     // (commits whose slot, a hint not synced, was lost); the scan of the

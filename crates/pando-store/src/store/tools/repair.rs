@@ -53,7 +53,7 @@ use crate::format::record;
 use crate::io::{File, Storage, read_all};
 use crate::node::Step;
 use crate::options::Options;
-use crate::pack::Pack;
+use crate::pack::{Pack, PackOptions};
 use crate::store::open::{self, CONTROL, DICT, LOCK, Named};
 use crate::store::{Store, index_file};
 
@@ -190,12 +190,14 @@ fn repair(storage: Arc<dyn Storage>, options: &Options, progress: &mut dyn FnMut
     let durable_end = crate::pack::whole_batches_end(&*storage, &names, control.first_chunk_start, control.durable_end)?;
     let pack = Pack::open(
         storage.clone(),
-        control.first_chunk_start,
-        durable_end,
-        control.chunk_target_bytes,
-        false,
-        runs,
-        control.flags & control::FLAG_ARCHIVE != 0,
+        PackOptions {
+            first_chunk_start: control.first_chunk_start,
+            durable_end,
+            chunk_target_bytes: control.chunk_target_bytes,
+            writable: false,
+            collected: runs,
+            archive: control.flags & control::FLAG_ARCHIVE != 0,
+        },
     )
     .map_err(|e| {
         cannot(format!("the pack does not open: {e}; repair rebuilds only the index, the dictionary and the control file"))
