@@ -56,7 +56,7 @@ pub use options::{Create, Options, Retention, SyncPolicy};
 pub use pando_core::{CommitInfo, Hash, Kind};
 pub use snapshot::SnapshotSummary;
 pub use store::{
-    CheckPhase, CheckProgress, CheckReport, CheckScope, Commit, GcPhase, GcReport, GcStatus, Problem, REPAIR_HINT, RecordCounts,
-    RepairReport, Store, StoreStats,
+    CheckPhase, CheckProgress, CheckReport, CheckScope, Commit, CommitMeta, GcPhase, GcReport, GcStatus, Problem, REPAIR_HINT,
+    RecordCounts, RepairReport, Store, StoreStats,
 };
 pub use tree::{Depth, Order, ProvenTree, Tree, Versions, verify_stream_proof, verify_stream_proof_reads, verify_tree_proof};

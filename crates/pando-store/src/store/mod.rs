@@ -64,18 +64,18 @@ pub(crate) struct Repo {
 ///
 /// ```
 /// # let dir = tempfile::tempdir()?;
-/// use pando_store::{Options, Store};
+/// use pando_store::{CommitMeta, Options, Store};
 ///
 /// let store = Store::open(dir.path(), Options::default())?;
 /// let tree = store.empty_tree().add(&["contracts", "global_counter"], b"42")?;
 /// // Durable when it returns (the default `SyncPolicy::EveryCommit`).
-/// let genesis = store.commit(&tree, &[], 1_600_000_000, "Tezos", "block 0")?;
+/// let genesis = store.commit(&tree, CommitMeta { parents: &[], date: 1_600_000_000, author: "Tezos", message: "block 0" })?;
 /// assert!(genesis.to_string().starts_with("Co")); // the Tezos context hash
 ///
 /// // The next block starts from its parent's commit.
 /// let mut next = store.checkout(&genesis)?.expect("just committed");
 /// next.add_mut(&["contracts", "global_counter"], b"43")?;
-/// let block_1 = store.commit(&next, &[genesis], 1_600_000_030, "Tezos", "block 1")?;
+/// let block_1 = store.commit(&next, CommitMeta { parents: &[genesis], date: 1_600_000_030, author: "Tezos", message: "block 1" })?;
 /// store.set_branch("main", &block_1)?;
 /// assert_eq!(store.last_commit()?, Some(block_1));
 /// assert_eq!(store.commit_info(&block_1)?.expect("known").parents, vec![genesis]);
@@ -90,6 +90,32 @@ pub struct Store {
 pub struct Commit {
     pub hash: Hash,
     pub info: CommitInfo,
+}
+
+/// What [`Store::commit`] records beside the tree: the commit's parents
+/// and metadata, as Octez's `Context.commit` takes them.
+///
+/// ```
+/// # let dir = tempfile::tempdir()?;
+/// use pando_store::{CommitMeta, Options, Store};
+///
+/// let store = Store::open(dir.path(), Options::default())?;
+/// let tree = store.empty_tree().add(&["version"], b"genesis")?;
+/// let meta = CommitMeta { parents: &[], date: 1_600_000_000, author: "Tezos", message: "block 0" };
+/// let genesis = store.commit(&tree, meta)?;
+/// assert_eq!(store.commit_info(&genesis)?.expect("known").author, "Tezos");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CommitMeta<'a> {
+    /// The parent commits (none for a first commit).
+    pub parents: &'a [Hash],
+    /// Seconds since the Unix epoch (the block's timestamp).
+    pub date: i64,
+    /// The author (Octez commits as `"Tezos"`).
+    pub author: &'a str,
+    /// The message.
+    pub message: &'a str,
 }
 
 /// Sizes and counts, for `pando info`.
@@ -327,11 +353,11 @@ impl Store {
     /// ```
     /// # let dir = tempfile::tempdir()?;
     /// use pando_core::proof::keys::Held;
-    /// use pando_store::{Options, Store};
+    /// use pando_store::{CommitMeta, Options, Store};
     ///
     /// let store = Store::open(dir.path(), Options::default())?;
     /// let tree = store.empty_tree().add(&["contracts", "global_counter"], b"42")?;
-    /// let commit = store.commit(&tree, &[], 1_600_000_000, "Tezos", "block 0")?;
+    /// let commit = store.commit(&tree, CommitMeta { parents: &[], date: 1_600_000_000, author: "Tezos", message: "block 0" })?;
     /// let proof = store.prove_keys(&commit, &[&["contracts", "global_counter"][..], &["contracts"], &["nothing"]])?;
     /// // Checked against the commit hash alone, without the store.
     /// let held = proof.verify(&commit)?;
@@ -382,21 +408,22 @@ impl Store {
 
     /// The metadata and parents of `commit`.
     pub fn commit_info(&self, commit: &Hash) -> Result<Option<CommitInfo>> {
-        Ok(self.repo.commit_record(commit)?.map(|r| r.info()))
+        Ok(self.repo.read.commit_record(commit)?.map(|r| r.info()))
     }
 
-    /// Commits `tree` with the given parents and metadata; returns the
+    /// Commits `tree` with the parents and metadata `meta`; returns the
     /// commit hash once the commit is as durable as the sync policy says.
-    pub fn commit(&self, tree: &Tree, parents: &[Hash], date: i64, author: &str, message: &str) -> Result<Hash> {
-        let (started, end_before) = (std::time::Instant::now(), self.repo.pack.end());
+    pub fn commit(&self, tree: &Tree, meta: CommitMeta<'_>) -> Result<Hash> {
+        let CommitMeta { parents, date, author, message } = meta;
+        let (started, end_before) = (std::time::Instant::now(), self.repo.read.pack.end());
         // The flat read cache is carried over the tree's updates on the
         // commit's helper thread, while this one encodes (`FlatCache::carry`).
-        let carry = self.repo.flat.next_carry();
+        let carry = self.repo.read.flat.next_carry();
         let side = {
             let (repo, writes) = (self.repo.clone(), tree.shared_writes());
-            hashing::Side::new(Box::new(move || repo.flat.carry(carry, writes.as_deref())))
+            hashing::Side::new(Box::new(move || repo.read.flat.carry(carry, writes.as_deref())))
         };
-        let hash = match self.repo.commit(tree, parents, date, author, message, &side) {
+        let hash = match self.repo.commit(tree, meta, &side) {
             Ok(hash) => hash,
             Err(e) => {
                 side.cancel();

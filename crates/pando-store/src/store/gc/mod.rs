@@ -575,7 +575,11 @@ mod tests {
             tracing::subscriber::with_default(subscriber, || {
                 for block in 0..6u32 {
                     tree.add_mut(&["block"], &block.to_le_bytes()).unwrap();
-                    parents = vec![store.commit(&tree, &parents, 0, "Tezos", "block").unwrap()];
+                    parents = vec![
+                        store
+                            .commit(&tree, crate::CommitMeta { parents: &parents, date: 0, author: "Tezos", message: "block" })
+                            .unwrap(),
+                    ];
                 }
             })
         });

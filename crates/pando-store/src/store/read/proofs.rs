@@ -48,11 +48,11 @@ impl Store {
     /// ```
     /// # let dir = tempfile::tempdir()?;
     /// use pando_core::proof::Encoding;
-    /// use pando_store::{Options, Store};
+    /// use pando_store::{CommitMeta, Options, Store};
     ///
     /// let store = Store::open(dir.path(), Options::default())?;
     /// let tree = store.empty_tree().add(&["a", "b"], b"1")?.add(&["c"], b"2")?;
-    /// let commit = store.commit(&tree, &[], 1_600_000_000, "Tezos", "block 0")?;
+    /// let commit = store.commit(&tree, CommitMeta { parents: &[], date: 1_600_000_000, author: "Tezos", message: "block 0" })?;
     /// let paths = vec![vec![b"a".to_vec(), b"b".to_vec()]];
     /// let bytes = store.produce_stream_proof(&commit, &paths, Encoding::V1)?;
     /// let proven = pando_store::verify_stream_proof(Encoding::V1, &bytes, &tree.hash()?, &paths)?;

@@ -507,7 +507,7 @@ mod tests {
         for i in 0..3_000u32 {
             tree.add_mut(&path(i), &i.to_be_bytes()).unwrap();
         }
-        let first = store.commit(&tree, &[], 1, "t", "").unwrap();
+        let first = store.commit(&tree, crate::CommitMeta { parents: &[], date: 1, author: "t", message: "" }).unwrap();
         drop(tree);
         let index_root = |tree: &crate::Tree| match tree.find_tree(&["index"]).unwrap().unwrap().node().unwrap() {
             Child::Dir(Ptr::Mem(root, _)) => root.clone(),
@@ -520,7 +520,7 @@ mod tests {
         let base = index_root(&tree).stored_offset(store.repo.read.id).expect("written");
         tree.add_mut(&path(a), b"changed").unwrap();
         tree.add_mut(&path(b), b"changed").unwrap();
-        store.commit(&tree, &[first], 2, "t", "").unwrap();
+        store.commit(&tree, crate::CommitMeta { parents: &[first], date: 2, author: "t", message: "" }).unwrap();
 
         let written = index_root(&tree).stored_offset(store.repo.read.id).expect("written");
         let (kind, payload) = store.repo.read.pack.read_record(written).unwrap();

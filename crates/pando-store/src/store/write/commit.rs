@@ -60,7 +60,7 @@ use crate::format::node::CommitRecord;
 use crate::format::record::{self, RecordKind};
 use crate::node::{Child, Loader, Ptr};
 use crate::options::SyncPolicy;
-use crate::store::{KeptTree, Repo, Writer, index_file};
+use crate::store::{CommitMeta, KeptTree, Repo, Writer, index_file};
 use crate::tree::Tree;
 
 /// The writer's count of commits and the window of those whose inodes the
@@ -134,18 +134,11 @@ pub(in crate::store) fn note_commit(writer: &mut Writer, hash: Hash, at: u64) {
 }
 
 impl Repo {
-    pub(in crate::store) fn commit(
-        &self,
-        tree: &Tree,
-        parents: &[Hash],
-        date: i64,
-        author: &str,
-        message: &str,
-        side: &Side,
-    ) -> Result<Hash> {
-        self.check_writable()?;
+    pub(in crate::store) fn commit(&self, tree: &Tree, meta: CommitMeta<'_>, side: &Side) -> Result<Hash> {
+        let CommitMeta { parents, date, author, message } = meta;
+        self.write.check_writable()?;
         if let Some(source) = tree.source()
-            && source.instance_id() != self.id
+            && source.instance_id() != self.read.id
         {
             return Err(Error::ForeignTree);
         }
@@ -505,7 +498,9 @@ mod tests {
                     tree.add_mut(&["bulk".to_string(), (i % 50).to_string(), i.to_string()], &[7; 40]).unwrap();
                 }
             }
-            let hash = store.commit(&tree, parent.as_slice(), i64::from(block), "t", "").unwrap();
+            let hash = store
+                .commit(&tree, CommitMeta { parents: parent.as_slice(), date: i64::from(block), author: "t", message: "" })
+                .unwrap();
             parent = Some(hash);
             let stats = store.stats();
             assert!(stats.kept_bytes <= budget, "window of {} bytes over the budget of {budget}", stats.kept_bytes);
@@ -542,9 +537,9 @@ mod tests {
         for i in 0..2_000 {
             tree.add_mut(&path(i), format!("{i:040}").as_bytes()).unwrap();
         }
-        let first = store.commit(&tree, &[], 1, "t", "").unwrap();
+        let first = store.commit(&tree, CommitMeta { parents: &[], date: 1, author: "t", message: "" }).unwrap();
         tree.add_mut(&path(7), b"changed").unwrap();
-        let second = store.commit(&tree, &[first], 2, "t", "").unwrap();
+        let second = store.commit(&tree, CommitMeta { parents: &[first], date: 2, author: "t", message: "" }).unwrap();
         let reads = || store.io_times().unwrap().reads;
 
         let before = reads();
@@ -577,12 +572,12 @@ mod tests {
         // The first commit's weight, then a budget whose half holds it
         // about one and a half times.
         let sizing = Store::open_storage(Arc::new(MemStorage::new()), Options::default()).unwrap();
-        sizing.commit(&genesis(), &[], 0, "t", "").unwrap();
+        sizing.commit(&genesis(), CommitMeta { parents: &[], date: 0, author: "t", message: "" }).unwrap();
         let first_weight = sizing.stats().kept_bytes;
         let options = Options { cache_bytes: first_weight * 4, ..Options::default() };
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path(), options).unwrap();
-        let mut head = store.commit(&genesis(), &[], 0, "t", "").unwrap();
+        let mut head = store.commit(&genesis(), CommitMeta { parents: &[], date: 0, author: "t", message: "" }).unwrap();
         let mut written = 0;
         for block in 1..=200u32 {
             let mut tree = store.checkout(&head).unwrap().unwrap();
@@ -591,7 +586,8 @@ mod tests {
                 tree.add_mut(&path((block * 40 + k * 2) % 2_000), &block.to_be_bytes()).unwrap();
             }
             let before = store.stats().pack_bytes;
-            head = store.commit(&tree, &[head], i64::from(block), "t", "").unwrap();
+            head =
+                store.commit(&tree, CommitMeta { parents: &[head], date: i64::from(block), author: "t", message: "" }).unwrap();
             written += store.stats().pack_bytes - before;
         }
         let stats = store.stats();
@@ -617,7 +613,7 @@ mod tests {
             tree.add_mut(&path(i), b"late").unwrap();
         }
         assert_eq!(reads(), before, "entries of the first commit were read from disk");
-        store.commit(&tree, &[head], 201, "t", "").unwrap();
+        store.commit(&tree, CommitMeta { parents: &[head], date: 201, author: "t", message: "" }).unwrap();
     }
 
     /// Only a version changed in place leaves the window's count: a
@@ -644,26 +640,26 @@ mod tests {
         let store = Store::open_storage(Arc::new(MemStorage::new()), Options::default()).unwrap();
         let mut tree = genesis();
         tree.copy_mut(&["a"], &["b"]).unwrap();
-        let head = store.commit(&tree, &[], 0, "t", "").unwrap();
+        let head = store.commit(&tree, CommitMeta { parents: &[], date: 0, author: "t", message: "" }).unwrap();
         let mut tree = store.checkout(&head).unwrap().unwrap();
         for i in (0..2_000u32).step_by(20) {
             tree.add_mut(&["a".to_string(), i.to_string()], &[2; 40]).unwrap();
         }
-        store.commit(&tree, &[head], 1, "t", "").unwrap();
+        store.commit(&tree, CommitMeta { parents: &[head], date: 1, author: "t", message: "" }).unwrap();
         check(&store);
 
         // Two trees from one checkout, both committed.
         let store = Store::open_storage(Arc::new(MemStorage::new()), Options::default()).unwrap();
-        let head = store.commit(&genesis(), &[], 0, "t", "").unwrap();
+        let head = store.commit(&genesis(), CommitMeta { parents: &[], date: 0, author: "t", message: "" }).unwrap();
         let base = store.checkout(&head).unwrap().unwrap();
         let mut one = base.clone();
         for i in 0..2_000u32 {
             one.add_mut(&["a".to_string(), i.to_string()], &[2]).unwrap();
         }
-        store.commit(&one, &[head], 1, "t", "").unwrap();
+        store.commit(&one, CommitMeta { parents: &[head], date: 1, author: "t", message: "" }).unwrap();
         let mut two = base.clone();
         two.add_mut(&["z"], b"x").unwrap();
-        store.commit(&two, &[head], 2, "t", "").unwrap();
+        store.commit(&two, CommitMeta { parents: &[head], date: 2, author: "t", message: "" }).unwrap();
         check(&store);
     }
 
@@ -681,7 +677,7 @@ mod tests {
         for i in 0..3_000u32 {
             tree.add_mut(&path(i), &i.to_be_bytes()).unwrap();
         }
-        let first = store.commit(&tree, &[], 1, "t", "").unwrap();
+        let first = store.commit(&tree, CommitMeta { parents: &[], date: 1, author: "t", message: "" }).unwrap();
         drop(tree);
         let reads = || store.io_times().unwrap().reads;
         let root_of = |tree: &Tree| match tree.node().unwrap() {
@@ -714,7 +710,7 @@ mod tests {
             let value = if [3, 1_500, 2_999].contains(&i) { b"changed".to_vec() } else { i.to_be_bytes().to_vec() };
             model.add_mut(&path(i), &value).unwrap();
         }
-        let next = store.commit(&tree, &[first], 2, "t", "").unwrap();
+        let next = store.commit(&tree, CommitMeta { parents: &[first], date: 2, author: "t", message: "" }).unwrap();
         assert_eq!(tree.hash().unwrap(), model.hash().unwrap());
         assert!(patches(&store) > patches_before, "the updated tree inodes were written as patches");
         drop(tree);
@@ -746,7 +742,7 @@ mod tests {
             for i in 0..3_000u32 {
                 tree.add_mut(&path(i), &i.to_be_bytes()).unwrap();
             }
-            store.commit(&tree, &[], 1, "t", "").unwrap()
+            store.commit(&tree, CommitMeta { parents: &[], date: 1, author: "t", message: "" }).unwrap()
         };
         // Reopened, the store keeps no tree: the checkout reads through the cache.
         let store = Store::open(dir.path(), Options::default()).unwrap();
@@ -769,7 +765,7 @@ mod tests {
         assert!(store.repo.read.cache.get(root_offset).is_none(), "the updated root left the cache");
         assert!(store.repo.read.cache.len() < cached, "the inodes on the updated path left the cache");
 
-        let next = store.commit(&tree, &[first], 2, "t", "").unwrap();
+        let next = store.commit(&tree, CommitMeta { parents: &[first], date: 2, author: "t", message: "" }).unwrap();
         assert!(patches(&store) > patches_before, "the updated tree inodes were written as patches");
         let mut model = Tree::empty();
         for i in 0..3_000u32 {

@@ -396,7 +396,9 @@ mod tests {
             let Ok(Child::Dir(Ptr::Mem(root, _))) = tree.node() else { panic!("a new tree is in memory") };
             assert_eq!(count_unhashed(root, 0, HELPER_INODES), HELPER_INODES, "{accounts} accounts: hashed on one thread");
 
-            let commit = store.commit(&tree, &[], 1, "Tezos", "two threads").unwrap();
+            let commit = store
+                .commit(&tree, crate::CommitMeta { parents: &[], date: 1, author: "Tezos", message: "two threads" })
+                .unwrap();
             assert_eq!(tree.hash().unwrap(), reference.hash(), "{accounts} accounts");
             let again = store.checkout(&commit).unwrap().unwrap();
             assert_eq!(again.hash().unwrap(), reference.hash());
@@ -445,7 +447,7 @@ mod tests {
         let parallel = build();
         assert_eq!(count_unhashed(&root_of(&parallel), 0, HELPER_INODES), HELPER_INODES);
         // The commit writes the tree while the helper hashes it backward.
-        store.commit(&parallel, &[], 1, "Tezos", "two threads").unwrap();
+        store.commit(&parallel, crate::CommitMeta { parents: &[], date: 1, author: "Tezos", message: "two threads" }).unwrap();
         assert_eq!(root_of(&parallel).memo_hash(0), Some(expected));
         assert_eq!(parallel.hash().unwrap(), expected);
     }
@@ -463,7 +465,8 @@ mod tests {
         for (i, balance) in balances.iter().enumerate() {
             tree.add_mut(&["index", &format!("tz{i:05}"), "balance"], balance.to_string().as_bytes()).unwrap();
         }
-        let mut head = store.commit(&tree, &[], 0, "Tezos", "genesis").unwrap();
+        let mut head =
+            store.commit(&tree, crate::CommitMeta { parents: &[], date: 0, author: "Tezos", message: "genesis" }).unwrap();
         drop(tree);
         for block in 1..4u32 {
             let mut tree = store.checkout(&head).unwrap().unwrap();
@@ -476,7 +479,9 @@ mod tests {
             let mut found = Vec::new();
             subtrees(root, 0, &mut found);
             assert_eq!(found.len(), 32, "block {block}: every subtree of the index changed");
-            head = store.commit(&tree, &[head], i64::from(block), "Tezos", "block").unwrap();
+            head = store
+                .commit(&tree, crate::CommitMeta { parents: &[head], date: i64::from(block), author: "Tezos", message: "block" })
+                .unwrap();
             let index = balances
                 .iter()
                 .enumerate()
