@@ -7,8 +7,10 @@
 //! [`WriteSide`] is the writing half of an open store (`Repo`): the
 //! writer's state behind its lock ([`Writer`]), the fail-stop flag, the
 //! kept tree, the staged blobs and the collector; its own `impl` is
-//! here, and the operations that also need the reading side are `impl
-//! Repo` blocks in the files of this folder, `tools::import` and `gc`.
+//! here. The operations that also need the reading side are `impl Repo`
+//! blocks beside their roles: `commit`, `syncer` and `branches` here,
+//! staging in `read::source`, `tools::import`, `gc`, and `kept_root` in
+//! the store's module.
 //!
 //! Invariants:
 //! - Only a writable store reaches this pipeline, and only under the
