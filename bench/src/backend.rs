@@ -8,7 +8,7 @@ use anyhow::Context;
 use nomt::hasher::Blake3Hasher;
 use nomt::{KeyReadWrite, Nomt, SessionParams};
 use pando_core::Hash;
-use pando_store::{Options, Store, Tree};
+use pando_store::{CommitMeta, Options, Store, Tree};
 use redb::ReadableTable;
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -79,7 +79,8 @@ impl Backend for PandoFlat {
         }
         let start = Instant::now();
         let parents: Vec<Hash> = self.head.into_iter().collect();
-        self.head = Some(self.store.commit(&tree, &parents, self.block, "bench", "")?);
+        self.head =
+            Some(self.store.commit(&tree, CommitMeta { parents: &parents, date: self.block, author: "bench", message: "" })?);
         self.block += 1;
         Ok(start.elapsed())
     }

@@ -31,7 +31,10 @@ const CATEGORIES: &[(&str, &[&str])] = &[
     ("memory copies", &["memmove", "memcpy", "memset", "memcmp", "Clone>::clone", "extend"]),
     ("node cache", &["quick_cache", "pando_store::cache", "hashbrown"]),
     ("locking, once-cells", &["futex", "parking_lot", "Once", "Mutex", "RwLock", "lock_api"]),
-    ("tree operations", &["pando_store::tree", "pando_store::store", "pando_store::pack", "pando_store::dict", "smallvec"]),
+    (
+        "tree operations",
+        &["pando_store::tree", "pando_store::node", "pando_store::store", "pando_store::pack", "pando_store::dict", "smallvec"],
+    ),
     (
         "workload driver (trace, replay, timers)",
         &["pando_trace", "pando_core::trace", "pando_bench", "hdrhistogram", "clock_gettime", "workload"],

@@ -4,7 +4,7 @@
 //! beside the published figures (Ryzen 7 3700U, LMDB).
 
 use pando_core::Hash;
-use pando_store::{Options, Store, Tree};
+use pando_store::{CommitMeta, Options, Store, Tree};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::path::Path;
@@ -40,7 +40,7 @@ pub fn run(out: &Path) -> anyhow::Result<()> {
                 for (k, v) in records(&mut rng, prefilled) {
                     tree.add_mut(&[&k[..]], &v)?;
                 }
-                head = vec![store.commit(&tree, &[], 0, "bench", "prefill")?];
+                head = vec![store.commit(&tree, CommitMeta { parents: &[], date: 0, author: "bench", message: "prefill" })?];
             }
             let base: Tree = match head.first() {
                 Some(h) => store.checkout(h)?.expect("just committed"),
@@ -54,7 +54,7 @@ pub fn run(out: &Path) -> anyhow::Result<()> {
             for (k, v) in &batch {
                 tree.add_mut(&[&k[..]], v)?;
             }
-            let inserted = store.commit(&tree, &head, 1, "bench", "insert")?;
+            let inserted = store.commit(&tree, CommitMeta { parents: &head, date: 1, author: "bench", message: "insert" })?;
             let insert_s = start.elapsed().as_secs_f64();
             let size = store.pack_bytes() - before;
 
@@ -70,7 +70,7 @@ pub fn run(out: &Path) -> anyhow::Result<()> {
             for (k, _) in &batch {
                 tree.remove_mut(&[&k[..]])?;
             }
-            store.commit(&tree, &[inserted], 2, "bench", "delete")?;
+            store.commit(&tree, CommitMeta { parents: &[inserted], date: 2, author: "bench", message: "delete" })?;
             let delete_s = start.elapsed().as_secs_f64();
             drop(store);
             let _ = std::fs::remove_dir_all(&dir);

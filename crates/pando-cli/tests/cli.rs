@@ -1,7 +1,7 @@
 //! The `pando` command on a store made through the library: every command,
 //! and clean errors (non-zero exit, a message, no panic) on bad input.
 
-use pando_store::{Options, Store};
+use pando_store::{CommitMeta, Options, Store};
 
 mod common;
 
@@ -14,9 +14,9 @@ fn two_blocks(path: &std::path::Path) -> (pando_core::Hash, pando_core::Hash) {
     for i in 0..300 {
         tree.add_mut(&["contracts", "index", &format!("{i:04}"), "balance"], format!("{i}").as_bytes()).unwrap();
     }
-    let first = store.commit(&tree, &[], 1, "Tezos", "block 1").unwrap();
+    let first = store.commit(&tree, CommitMeta { parents: &[], date: 1, author: "Tezos", message: "block 1" }).unwrap();
     let tree = tree.add(&["contracts", "index", "0007", "balance"], b"changed").unwrap();
-    let second = store.commit(&tree, &[first], 2, "Tezos", "block 2").unwrap();
+    let second = store.commit(&tree, CommitMeta { parents: &[first], date: 2, author: "Tezos", message: "block 2" }).unwrap();
     (first, second)
 }
 
@@ -31,9 +31,12 @@ fn commands_on_a_small_store() {
     let (first, second) = {
         let store = Store::open(&path, Options::default()).unwrap();
         let tree = store.empty_tree().add(&["contracts", "global_counter"], b"42").unwrap();
-        let first = store.commit(&tree, &[], 1_600_000_001, "Tezos", "block 1").unwrap();
+        let first =
+            store.commit(&tree, CommitMeta { parents: &[], date: 1_600_000_001, author: "Tezos", message: "block 1" }).unwrap();
         let tree = tree.add(&["contracts", "index", "00ab", "balance"], &[0, 1, 2]).unwrap();
-        let second = store.commit(&tree, &[first], 1_600_000_002, "Tezos", "block 2").unwrap();
+        let second = store
+            .commit(&tree, CommitMeta { parents: &[first], date: 1_600_000_002, author: "Tezos", message: "block 2" })
+            .unwrap();
         store.set_branch("main", &second).unwrap();
         (first, second)
     };
@@ -91,7 +94,12 @@ fn gc_keeps_the_last_levels() {
                 tree.add_mut(&["contracts", &format!("{:03}", (block * 3 + i) % 97), "balance"], &block.to_be_bytes()).unwrap();
             }
             let parents: Vec<_> = commits.last().copied().into_iter().collect();
-            let hash = store.commit(&tree, &parents, i64::from(block), "Tezos", &format!("block {block}")).unwrap();
+            let hash = store
+                .commit(
+                    &tree,
+                    CommitMeta { parents: &parents, date: i64::from(block), author: "Tezos", message: &format!("block {block}") },
+                )
+                .unwrap();
             commits.push(hash);
         }
         commits
@@ -205,9 +213,9 @@ fn stats_of_a_store() {
             tree.add_mut(&["contracts", "index", &format!("{i:04}"), "balance"], format!("{i}").as_bytes()).unwrap();
         }
         tree.add_mut(&["code"], &[7; 100]).unwrap();
-        let first = store.commit(&tree, &[], 1, "Tezos", "block 1").unwrap();
+        let first = store.commit(&tree, CommitMeta { parents: &[], date: 1, author: "Tezos", message: "block 1" }).unwrap();
         let tree = tree.add(&["contracts", "global_counter"], b"42").unwrap();
-        let second = store.commit(&tree, &[first], 2, "Tezos", "block 2").unwrap();
+        let second = store.commit(&tree, CommitMeta { parents: &[first], date: 2, author: "Tezos", message: "block 2" }).unwrap();
         store.set_branch("main", &first).unwrap();
         (first, second)
     };

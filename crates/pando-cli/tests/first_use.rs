@@ -2,7 +2,7 @@
 //! binary, with pipes that close, a disk that fills, wrong paths, signals,
 //! and output read by people and by scripts.
 
-use pando_store::{Options, Store, SyncPolicy};
+use pando_store::{CommitMeta, Options, Store, SyncPolicy};
 use std::path::Path;
 use std::process::{Output, Stdio};
 
@@ -22,7 +22,12 @@ fn store(path: &Path) {
     let mut parent = Vec::new();
     for block in 0..600 {
         tree.add_mut(&["level"], format!("{block}").as_bytes()).unwrap();
-        let hash = store.commit(&tree, &parent, 1_600_000_000 + block, "Tezos", &format!("block {block}")).unwrap();
+        let hash = store
+            .commit(
+                &tree,
+                CommitMeta { parents: &parent, date: 1_600_000_000 + block, author: "Tezos", message: &format!("block {block}") },
+            )
+            .unwrap();
         parent = vec![hash];
     }
 }

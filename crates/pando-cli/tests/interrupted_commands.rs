@@ -217,7 +217,9 @@ fn large_store(path: &Path) {
             .collect();
         tree.add_mut(&["data", &format!("{:03}", i % 997), &format!("{i}")], &value).unwrap();
     }
-    store.commit(&tree, &[], 1_600_000_000, "Tezos", "large").unwrap();
+    store
+        .commit(&tree, pando_store::CommitMeta { parents: &[], date: 1_600_000_000, author: "Tezos", message: "large" })
+        .unwrap();
     store.close().unwrap();
 }
 

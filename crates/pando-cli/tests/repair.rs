@@ -5,7 +5,7 @@
 //! damage; an undamaged store is left as it was; a damaged pack record is
 //! refused, naming its offset, and nothing changes.
 
-use pando_store::{Options, Store};
+use pando_store::{CommitMeta, Options, Store};
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::Output;
@@ -32,7 +32,9 @@ fn store(path: &Path) {
             }
         }
         tree.add_mut(&["blocks", &format!("{b:03}")], &[b as u8; 40]).unwrap();
-        let commit = store.commit(&tree, &parents, i64::from(b), "Tezos", &format!("block {b}")).unwrap();
+        let commit = store
+            .commit(&tree, CommitMeta { parents: &parents, date: i64::from(b), author: "Tezos", message: &format!("block {b}") })
+            .unwrap();
         parents = vec![commit];
         tree = store.checkout(&commit).unwrap().unwrap();
     }

@@ -21,7 +21,7 @@
 use pando_core::dir::MAX_DEPTH;
 use pando_core::inode::index;
 use pando_core::{Hash, Kind};
-use pando_store::{Store, Tree};
+use pando_store::{CommitMeta, Store, Tree};
 
 use crate::dict::Dict;
 use crate::entry::{self, Address, Entry, EntryKind, InodeBody};
@@ -267,14 +267,16 @@ pub fn import_on(
     let (entry, body, parents) = target;
     let mut tree = store.checkout(&base.0.hash)?.ok_or(Error::UnknownCommit(base.0.hash))?;
     differ.dir((base.0, base.1.node), (entry, body.node), &mut Vec::new(), &mut tree)?;
-    let hash = store.commit(&tree, parents, body.date, &body.author, &body.message).map_err(|e| match e {
-        pando_store::Error::UnknownCommit(parent) => Error::Unsupported(format!(
-            "{} at byte {}: commit {} has parent {parent}, which the files do not hold whole; \
+    let hash = store
+        .commit(&tree, CommitMeta { parents, date: body.date, author: &body.author, message: &body.message })
+        .map_err(|e| match e {
+            pando_store::Error::UnknownCommit(parent) => Error::Unsupported(format!(
+                "{} at byte {}: commit {} has parent {parent}, which the files do not hold whole; \
              --all imports the commits that descend from the oldest one",
-            entry.loc.file, entry.loc.offset, entry.hash
-        )),
-        other => other.into(),
-    })?;
+                entry.loc.file, entry.loc.offset, entry.hash
+            )),
+            other => other.into(),
+        })?;
     entry.verify("commit", hash)?;
     Ok(hash)
 }

@@ -8,7 +8,7 @@
 use std::sync::{Arc, Mutex};
 
 use ocaml::{Int, Pointer, Raw, Runtime, Value};
-use pando_store::{Create, Depth, Hash, Kind, Options, Order, Store, Tree, Versions};
+use pando_store::{CommitMeta, Create, Depth, Hash, Kind, Options, Order, Store, Tree, Versions};
 
 use crate::{
     Context, Holder, Index, Out, Shared, TreeValue, Walker, bytes_value, count, guard, hash_of, raise, raise_now, steps, text,
@@ -64,7 +64,7 @@ pub fn pando_commit(ctx: &Context, time: i64, author: String, message: String) -
         move || {
             shared.check_open()?;
             let store = shared.store()?;
-            store.commit(&tree, &parents, time, &author, &message).map_err(text)
+            store.commit(&tree, CommitMeta { parents: &parents, date: time, author: &author, message: &message }).map_err(text)
         }
     }))?;
     // The context holds its tree as read back from the store: the inodes

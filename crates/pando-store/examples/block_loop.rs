@@ -10,7 +10,7 @@
 //! `PANDO_SYNC=pipelined` syncs each commit on a second thread,
 //! `SyncPolicy::Pipelined`, and `PANDO_SYNC=never` not at all).
 
-use pando_store::{Options, Store, SyncPolicy};
+use pando_store::{CommitMeta, Options, Store, SyncPolicy};
 
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -47,7 +47,7 @@ fn main() {
     for i in 0..accounts {
         tree.add_mut(&[b"contracts".as_slice(), b"index", &account(i), b"balance"], &rng.r#gen::<u32>().to_be_bytes()).unwrap();
     }
-    let mut head = store.commit(&tree, &[], 0, "Tezos", "genesis").unwrap();
+    let mut head = store.commit(&tree, CommitMeta { parents: &[], date: 0, author: "Tezos", message: "genesis" }).unwrap();
     // Dropped once committed, as a node drops each block's tree: a tree
     // still held shares its inodes with the kept tree, so that the
     // blocks' updates copy them instead of changing them in place.
@@ -76,7 +76,8 @@ fn main() {
             tree.add_mut(&[b"contracts".as_slice(), b"index", key, b"balance"], value).unwrap();
         }
         let t2 = Instant::now();
-        head = store.commit(&tree, &[head], i64::from(b), "Tezos", "block").unwrap();
+        head =
+            store.commit(&tree, CommitMeta { parents: &[head], date: i64::from(b), author: "Tezos", message: "block" }).unwrap();
         let t3 = Instant::now();
         t_read += (t1 - t0).as_secs_f64();
         t_write += (t2 - t1).as_secs_f64();

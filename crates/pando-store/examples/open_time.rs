@@ -4,7 +4,7 @@
 //!
 //! `cargo run --release -p pando-store --example open_time -- [DIR] [COMMITS]`
 
-use pando_store::{Options, Store, SyncPolicy};
+use pando_store::{CommitMeta, Options, Store, SyncPolicy};
 use std::time::Instant;
 
 #[global_allocator]
@@ -22,7 +22,8 @@ fn main() {
         let mut parent = Vec::new();
         for n in 0..commits {
             tree.add_mut(&["counter"], &n.to_be_bytes()).unwrap();
-            let hash = store.commit(&tree, &parent, n as i64, "Tezos", "").unwrap();
+            let hash =
+                store.commit(&tree, CommitMeta { parents: &parent, date: n as i64, author: "Tezos", message: "" }).unwrap();
             parent = vec![hash];
         }
         store.close().unwrap();

@@ -19,7 +19,7 @@ use pando_core::proof::encoding::encode;
 use pando_core::proof::keys::read_paths;
 use pando_core::proof::verify_tree_proof;
 use pando_store::io::MemStorage;
-use pando_store::{Hash, Kind, Options, Order, Store, SyncPolicy};
+use pando_store::{CommitMeta, Hash, Kind, Options, Order, Store, SyncPolicy};
 use rand::{Rng, SeedableRng, rngs::SmallRng};
 use std::sync::Arc;
 use std::time::Instant;
@@ -100,7 +100,7 @@ fn irmin_setup() {
     for key in &keys {
         tree.add_mut(&[key.as_slice()], b"0000000000").unwrap();
     }
-    let commit = store.commit(&tree, &[], 0, "pando", "irmin setup").unwrap();
+    let commit = store.commit(&tree, CommitMeta { parents: &[], date: 0, author: "pando", message: "irmin setup" }).unwrap();
     println!();
     println!("irmin's setup: one directory of {} entries", keys.len());
     println!();

@@ -11,7 +11,7 @@
 //! `targets: ["127.0.0.1:9184"]`.
 
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
-use pando_store::{Options, Store};
+use pando_store::{CommitMeta, Options, Store};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 
@@ -73,7 +73,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let account = format!("tz1{:06}", (i * 7919 + block * 31) % 20_000);
             tree.add_mut(&["contracts", "index", account.as_str(), "balance"], &(block * i).to_le_bytes())?;
         }
-        let hash = store.commit(&tree, &parent, 1_600_000_000 + i64::from(block) * 30, "Tezos", &format!("block {block}"))?;
+        let hash = store.commit(
+            &tree,
+            CommitMeta {
+                parents: &parent,
+                date: 1_600_000_000 + i64::from(block) * 30,
+                author: "Tezos",
+                message: &format!("block {block}"),
+            },
+        )?;
         parent = vec![hash];
         tree = store.checkout(&hash)?.expect("just committed");
         if block % 50 == 49 {

@@ -10,7 +10,7 @@ use quick_cache::Weighter;
 use quick_cache::sync::Cache;
 use std::sync::Arc;
 
-use crate::tree::node::{ENTRY_OVERHEAD, Inode, Value, Written};
+use crate::node::{ENTRY_OVERHEAD, Inode, Value, Written};
 
 /// A cached record with its weight, computed once.
 #[derive(Clone)]
@@ -85,7 +85,7 @@ impl NodeCache {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tree::node::{Loader, NoLoader, empty, value_child};
+    use crate::node::{Loader, NoLoader, empty, value_child};
 
     /// An entry is weighed with everything it costs (the allocations and the
     /// cache's own entry), not by the trie's size of the node alone.

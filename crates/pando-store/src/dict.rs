@@ -15,7 +15,7 @@
 use pando_core::varint;
 use foldhash::HashMap;
 
-use crate::tree::node::Step;
+use crate::node::Step;
 
 /// Most entries the dictionary takes.
 pub const MAX_ENTRIES: usize = 1 << 20;

@@ -3,7 +3,7 @@
 //! directories and file samples into them.
 //!
 //! The mechanism (scanning the pack, walking a commit's tree, reading
-//! samples of files) is in `store/inspect.rs`; everything here is fed bytes
+//! samples of files) is in `store/tools/inspect.rs`; everything here is fed bytes
 //! and is tested without a disk.
 //!
 //! Invariants:
@@ -648,7 +648,7 @@ mod tests {
 
     #[test]
     fn a_value_inode_is_counted_and_a_damaged_one_refused() {
-        use crate::tree::node::Step;
+        use crate::node::Step;
         let mut dict = Dict::default();
         dict.push(Step::from_slice(b"balance"));
         // Two entries: dictionary id 0 -> inline "abc"; hex "00ab" -> a directory at delta 5.

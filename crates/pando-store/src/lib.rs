@@ -1,10 +1,13 @@
 //! pando-store: a versioned Merkle store, bit-exact with the Tezos context
 //! hash, on append-only files.
 //!
-//! Module map (dependency order): [`io`] (all file access) → `format`
-//! (bytes on disk) → [`tree`] (immutable trees over a loader) → `pack`,
-//! `cache`, `dict`, `gc_plan`, [`inspect`] → [`store`] (open, commit,
-//! checkout, recovery, garbage collection, inspection). The modules without
+//! Module map (dependency order): [`io`] (all file access) → `node` (the
+//! trie's nodes as the store holds them in memory) → `format` (bytes on
+//! disk) → [`tree`] (immutable trees over a loader) → `pack`,
+//! `cache`, `dict`, `gc_plan`, [`inspect`] → [`store`] (open and recovery;
+//! in folders by role, the writer's commit pipeline `write`, the readers
+//! `read`, garbage collection `gc`, and the tools `tools`: check,
+//! inspect, import, repair). The modules without
 //! links are private; the crate's own tests reach them through the feature
 //! `test-hooks`, which also arms crash points and builds the fault-injecting
 //! storage. An embedder's build has none of these.
@@ -32,6 +35,7 @@ internal! {
     dict;
     format;
     gc_plan;
+    node;
     pack;
 }
 pub mod error;
@@ -52,7 +56,7 @@ pub use options::{Create, Options, Retention, SyncPolicy};
 pub use pando_core::{CommitInfo, Hash, Kind};
 pub use snapshot::SnapshotSummary;
 pub use store::{
-    CheckPhase, CheckProgress, CheckReport, CheckScope, Commit, GcPhase, GcReport, GcStatus, Problem, REPAIR_HINT, RecordCounts,
-    RepairReport, Store, StoreStats,
+    CheckPhase, CheckProgress, CheckReport, CheckScope, Commit, CommitMeta, GcPhase, GcReport, GcStatus, Problem, REPAIR_HINT,
+    RecordCounts, RepairReport, Store, StoreStats,
 };
 pub use tree::{Depth, Order, ProvenTree, Tree, Versions, verify_stream_proof, verify_stream_proof_reads, verify_tree_proof};

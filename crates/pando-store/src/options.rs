@@ -144,7 +144,7 @@ pub struct Options {
 
 impl Options {
     /// The part of `cache_bytes` the writer's kept tree may hold: the
-    /// inodes its last commits wrote (see `store::commit`).
+    /// inodes its last commits wrote (see `store::write::commit`).
     pub fn keep_bytes(&self) -> u64 {
         if self.read_only { 0 } else { self.cache_bytes / 4 * 3 }
     }

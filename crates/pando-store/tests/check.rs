@@ -10,7 +10,7 @@ use pando_core::varint;
 use pando_store::format::record::{self, Parse, RecordKind};
 use pando_store::io::{MemStorage, Storage};
 use pando_store::pack::chunk_name;
-use pando_store::{CheckReport, CheckScope, Error, Options, Problem, Retention, Store};
+use pando_store::{CheckReport, CheckScope, CommitMeta, Error, Options, Problem, Retention, Store};
 use std::sync::Arc;
 
 fn options() -> Options {
@@ -51,7 +51,14 @@ fn build(store: &Store, blocks: std::ops::Range<u32>, head: Option<Hash>) -> Vec
             }
         }
         let parents: Vec<Hash> = commits.last().copied().into_iter().collect();
-        commits.push(store.commit(&tree, &parents, i64::from(b), "Tezos", &format!("block {b}")).unwrap());
+        commits.push(
+            store
+                .commit(
+                    &tree,
+                    CommitMeta { parents: &parents, date: i64::from(b), author: "Tezos", message: &format!("block {b}") },
+                )
+                .unwrap(),
+        );
         tree = store.checkout(commits.last().unwrap()).unwrap().unwrap();
     }
     commits.into_iter().skip(usize::from(head.is_some())).collect()

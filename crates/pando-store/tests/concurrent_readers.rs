@@ -1,7 +1,7 @@
 //! Many reader threads read any stored commit while one writer commits.
 
 use pando_core::Hash;
-use pando_store::{Options, Store};
+use pando_store::{CommitMeta, Options, Store};
 use parking_lot::RwLock;
 use rand::{Rng, SeedableRng, rngs::SmallRng};
 use std::sync::Arc;
@@ -46,7 +46,7 @@ fn readers_see_every_commit_while_the_writer_commits() {
     for n in 0..400u64 {
         tree.add_mut(&["last"], &n.to_be_bytes()).unwrap();
         tree.add_mut(&["accounts", &format!("{:03}", n % 300)], &n.to_be_bytes()).unwrap();
-        let hash = store.commit(&tree, &parent, n as i64, "Tezos", "").unwrap();
+        let hash = store.commit(&tree, CommitMeta { parents: &parent, date: n as i64, author: "Tezos", message: "" }).unwrap();
         parent = vec![hash];
         commits.write().push((n, hash));
         tree = store.checkout(&hash).unwrap().unwrap();

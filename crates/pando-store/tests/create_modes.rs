@@ -4,7 +4,7 @@
 //! missing directory and a store where a new one is asked for are each
 //! their own error.
 
-use pando_store::{Create, Error, Options, Store};
+use pando_store::{CommitMeta, Create, Error, Options, Store};
 use std::path::Path;
 
 fn open(dir: &Path, create: Create, read_only: bool) -> Result<Store, Error> {
@@ -63,7 +63,7 @@ fn creating_opens_make_the_store_and_new_refuses_an_existing_one() {
     let store = open(&path, Create::Never, false).unwrap();
     let mut tree = store.empty_tree();
     tree.add_mut(&["k"], b"v").unwrap();
-    store.commit(&tree, &[], 1, "test", "one").unwrap();
+    store.commit(&tree, CommitMeta { parents: &[], date: 1, author: "test", message: "one" }).unwrap();
     drop(tree);
     store.close().unwrap();
     match open(&path, Create::New, false) {
@@ -112,7 +112,7 @@ fn a_closed_store_frees_its_directory_while_its_trees_live() -> Result<(), Box<d
     let dir = tempfile::tempdir()?;
     let store = Store::open(dir.path(), Options::default())?;
     let tree = store.empty_tree().add(&["a"], b"1")?;
-    let commit = store.commit(&tree, &[], 1, "", "")?;
+    let commit = store.commit(&tree, CommitMeta { parents: &[], date: 1, author: "", message: "" })?;
     let kept = store.checkout(&commit)?.expect("just committed");
     store.close()?;
     let next = Store::open(dir.path(), Options::default())?;

@@ -7,7 +7,7 @@
 //! open may call what is left "not a pando store".
 
 use pando_store::io::{CrashMode, FaultKind, FaultPlan, FaultyStorage, Storage};
-use pando_store::{Create, Error, Options, Store};
+use pando_store::{CommitMeta, Create, Error, Options, Store};
 use std::sync::Arc;
 
 fn options(create: Create, read_only: bool) -> Options {
@@ -66,7 +66,7 @@ fn check_usable(image: FaultyStorage, what: &str) {
     assert_eq!(store.commit_count(), 0, "{what}");
     let mut tree = store.empty_tree();
     tree.add_mut(&["a"], b"1").unwrap();
-    let hash = store.commit(&tree, &[], 1, "test", "first").unwrap();
+    let hash = store.commit(&tree, CommitMeta { parents: &[], date: 1, author: "test", message: "first" }).unwrap();
     store.close().unwrap();
     let store = Store::open_storage(Arc::new(image), options(Create::Never, true)).unwrap();
     assert_eq!(store.last_commit().unwrap(), Some(hash), "{what}");

@@ -10,7 +10,7 @@ mod common;
 
 use common::*;
 use pando_store::io::MemStorage;
-use pando_store::{Hash, Options, Store, Tree};
+use pando_store::{CommitMeta, Hash, Options, Store, Tree};
 use std::sync::Arc;
 
 fn store() -> Store {
@@ -30,7 +30,7 @@ fn empty_hash() -> Hash {
 /// and checked out; returns the checked-out tree.
 fn check(store: &Store, tree: &Tree, model: &Model) -> Tree {
     check_tree(tree, model).unwrap();
-    let commit = store.commit(tree, &[], 0, "Tezos", "").unwrap();
+    let commit = store.commit(tree, CommitMeta { parents: &[], date: 0, author: "Tezos", message: "" }).unwrap();
     let back = store.checkout(&commit).unwrap().expect("the commit just made");
     check_tree(&back, model).unwrap();
     back
@@ -108,7 +108,10 @@ fn adding_an_empty_tree_removes_the_path() {
     // out of a commit of the empty tree (a root on disk).
     let emptied = Tree::empty().add(&["p", "q"], b"v").unwrap().remove(&["p", "q"]).unwrap();
     assert!(emptied.is_empty().unwrap());
-    let committed = store.checkout(&store.commit(&store.empty_tree(), &[], 0, "Tezos", "").unwrap()).unwrap().unwrap();
+    let committed = store
+        .checkout(&store.commit(&store.empty_tree(), CommitMeta { parents: &[], date: 0, author: "Tezos", message: "" }).unwrap())
+        .unwrap()
+        .unwrap();
     for empty in [Tree::empty(), emptied, committed] {
         // Over a directory: it goes; `a` stays, it still holds `d`.
         let tree = base.add_tree(&["a", "b"], &empty).unwrap();

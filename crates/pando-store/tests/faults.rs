@@ -10,7 +10,7 @@ mod common;
 use common::*;
 use pando_core::Hash;
 use pando_store::io::{CrashMode, FaultKind, FaultPlan, FaultyStorage, Storage};
-use pando_store::{Error, Options, Store, SyncPolicy};
+use pando_store::{CommitMeta, Error, Options, Store, SyncPolicy};
 use std::sync::Arc;
 
 fn options() -> Options {
@@ -80,7 +80,10 @@ fn workload_with(storage: &FaultyStorage, with_gc: bool, pipelined: bool) -> (Ve
             tree.remove_mut(&path).unwrap();
             model_remove(&mut model, &path);
         }
-        match store.commit(&tree, &parent, i64::from(block), "Tezos", &format!("block {block}")) {
+        match store.commit(
+            &tree,
+            CommitMeta { parents: &parent, date: i64::from(block), author: "Tezos", message: &format!("block {block}") },
+        ) {
             Ok(hash) if pipelined => {
                 acknowledged.extend(returned.replace((hash, model.clone())));
                 parent = vec![hash];
@@ -93,7 +96,12 @@ fn workload_with(storage: &FaultyStorage, with_gc: bool, pipelined: bool) -> (Ve
             }
             Err(e) => {
                 // Fail-stop: nothing more is accepted.
-                assert_refuses_naming(store.commit(&tree, &parent, 99, "Tezos", "after failure").map(drop), &e);
+                assert_refuses_naming(
+                    store
+                        .commit(&tree, CommitMeta { parents: &parent, date: 99, author: "Tezos", message: "after failure" })
+                        .map(drop),
+                    &e,
+                );
                 std::mem::forget(store);
                 return (acknowledged, Some(e));
             }
@@ -148,7 +156,7 @@ fn verify_with(image: FaultyStorage, acknowledged: &[(Hash, Model)], collectible
         // The store accepts new commits after recovery.
         let tree = store.checkout(last).unwrap().unwrap().add(&["after"], b"recovery").unwrap();
         store
-            .commit(&tree, &[*last], 1000, "Tezos", "after recovery")
+            .commit(&tree, CommitMeta { parents: &[*last], date: 1000, author: "Tezos", message: "after recovery" })
             .unwrap_or_else(|e| panic!("{what}: commit after recovery: {e}"));
     }
 }
@@ -384,7 +392,9 @@ fn commits_past_the_synced_control_are_recovered_and_a_torn_batch_cut() {
                 tree.add_mut(&path, &value).unwrap();
                 model_add(&mut model, &path, &value);
             }
-            let hash = store.commit(&tree, &parents, i64::from(block), "Tezos", "block").unwrap();
+            let hash = store
+                .commit(&tree, CommitMeta { parents: &parents, date: i64::from(block), author: "Tezos", message: "block" })
+                .unwrap();
             acknowledged.push((hash, model.clone()));
             parents = vec![hash];
         }

@@ -8,7 +8,7 @@ use common::held::{HeldStorage, Hold};
 use common::*;
 use pando_core::Hash;
 use pando_store::io::{MemStorage, Storage};
-use pando_store::{Error, Options, Store};
+use pando_store::{CommitMeta, Error, Options, Store};
 use std::sync::Arc;
 
 fn options() -> Options {
@@ -35,7 +35,17 @@ fn blocks(store: &Store, head: Option<(Hash, Model)>, n: usize, seed: u32) -> Ve
         let value = vec![(b % 251) as u8; 100];
         tree.add_mut(&big, &value).unwrap();
         model_add(&mut model, &big, &value);
-        let hash = store.commit(&tree, &parent.into_iter().collect::<Vec<_>>(), b as i64, "Tezos", "block").unwrap();
+        let hash = store
+            .commit(
+                &tree,
+                CommitMeta {
+                    parents: &parent.into_iter().collect::<Vec<_>>(),
+                    date: b as i64,
+                    author: "Tezos",
+                    message: "block",
+                },
+            )
+            .unwrap();
         parent = Some(hash);
         out.push((hash, model.clone()));
         tree = store.checkout(&hash).unwrap().unwrap();
@@ -153,23 +163,31 @@ fn pinned_commits_survive_and_stale_trees_are_refused() {
     // A tree of a collected commit: reading what was collected, or
     // committing it, is a clear error, never wrong data.
     let changed = stale.add(&["x"], b"y");
-    let committed = changed.and_then(|tree| store.commit(&tree, &[commits[49].0], 0, "Tezos", "stale"));
+    let committed = changed.and_then(|tree| {
+        store.commit(&tree, CommitMeta { parents: &[commits[49].0], date: 0, author: "Tezos", message: "stale" })
+    });
     assert!(matches!(committed, Err(Error::Collected { .. })), "expected Collected, got {committed:?}");
     // Even when the stale root is still in memory, its collected subtrees are refused.
     let loaded = store.checkout(&commits[45].0).unwrap().unwrap();
     let mut mixed = loaded.clone();
     mixed.add_tree_mut(&["old"], &pinned.find_tree(&["contracts"]).unwrap().unwrap()).unwrap();
-    store.commit(&mixed, &[commits[49].0], 0, "Tezos", "pinned subtree").expect("a pinned commit's subtree is kept");
+    store
+        .commit(&mixed, CommitMeta { parents: &[commits[49].0], date: 0, author: "Tezos", message: "pinned subtree" })
+        .expect("a pinned commit's subtree is kept");
     // A tree taken from a kept commit after the collection, with a stale
     // tree (taken before it, its commit collected) grafted in: refused,
     // though each part was taken from a commit not collected then.
     let mut grafted = store.checkout(&commits[45].0).unwrap().unwrap();
     grafted.add_tree_mut(&["old"], &stale_changed).unwrap();
-    let committed = store.commit(&grafted, &[commits[49].0], 0, "Tezos", "stale subtree");
+    let committed =
+        store.commit(&grafted, CommitMeta { parents: &[commits[49].0], date: 0, author: "Tezos", message: "stale subtree" });
     assert!(matches!(committed, Err(Error::Collected { .. })), "expected Collected, got {committed:?}");
     // A collected parent is refused too.
     let fresh = store.checkout(&commits[49].0).unwrap().unwrap();
-    assert!(matches!(store.commit(&fresh, &[commits[5].0], 0, "Tezos", ""), Err(Error::CollectedCommit(_))));
+    assert!(matches!(
+        store.commit(&fresh, CommitMeta { parents: &[commits[5].0], date: 0, author: "Tezos", message: "" }),
+        Err(Error::CollectedCommit(_))
+    ));
     // The store still works.
     blocks(&store, commits.last().cloned(), 3, 5);
     assert!(matches!(store.gc(&commits[5].0), Err(Error::CollectedCommit(_))));
@@ -232,7 +250,7 @@ fn a_collection_traces_what_was_written_since_the_last_boundary() {
         tree.add_mut(&path, format!("code {i}").as_bytes()).unwrap();
         model_add(&mut model, &path, format!("code {i}").as_bytes());
     }
-    let genesis = store.commit(&tree, &[], 0, "Tezos", "genesis").unwrap();
+    let genesis = store.commit(&tree, CommitMeta { parents: &[], date: 0, author: "Tezos", message: "genesis" }).unwrap();
     let mut commits = blocks(&store, Some((genesis, model)), 40, 1);
     let collect = |store: &Store, keep: &Hash| {
         store.gc(keep).unwrap();
@@ -390,12 +408,14 @@ fn keeping_from_a_commit_in_the_prefix() {
 fn recommitting_a_collected_commit_is_an_error() {
     let store = Store::open_storage(Arc::new(MemStorage::new()), options()).unwrap();
     let genesis_tree = store.empty_tree().add(&["a"], b"1").unwrap();
-    let genesis = store.commit(&genesis_tree, &[], 0, "Tezos", "genesis").unwrap();
+    let genesis = store.commit(&genesis_tree, CommitMeta { parents: &[], date: 0, author: "Tezos", message: "genesis" }).unwrap();
     let commits = blocks(&store, Some((genesis, model_of(&[("a", "1")]))), 30, 1);
     store.gc(&commits[20].0).unwrap();
     store.wait_gc().unwrap();
     let fresh = store.empty_tree().add(&["a"], b"1").unwrap();
-    assert!(matches!(store.commit(&fresh, &[], 0, "Tezos", "genesis"), Err(Error::CollectedCommit(h)) if h == genesis));
+    assert!(
+        matches!(store.commit(&fresh, CommitMeta { parents: &[], date: 0, author: "Tezos", message: "genesis" }), Err(Error::CollectedCommit(h)) if h == genesis)
+    );
 }
 
 fn model_of(entries: &[(&str, &str)]) -> Model {
@@ -500,7 +520,7 @@ fn archive_then_rolling_refuses_a_tree_into_removed_chunks() {
     let stale = store.checkout(&more[2].0).unwrap().unwrap().add(&["x"], b"y").unwrap();
     store.gc(&more[35].0).unwrap();
     store.wait_gc().unwrap().unwrap();
-    match store.commit(&stale, &[more[39].0], 0, "Tezos", "stale") {
+    match store.commit(&stale, CommitMeta { parents: &[more[39].0], date: 0, author: "Tezos", message: "stale" }) {
         Err(Error::Collected { .. }) => {}
         Err(e) => panic!("expected Collected, got {e}"),
         Ok(hash) => panic!("a tree into removed chunks was committed as {hash}"),
@@ -571,12 +591,12 @@ fn stale_tree_sharing_a_patched_inode(minor: bool) {
         tree.add_mut(&path, &value).unwrap();
         model_add(&mut model, &path, &value);
     }
-    let first = store.commit(&tree, &[], 0, "Tezos", "first").unwrap();
+    let first = store.commit(&tree, CommitMeta { parents: &[], date: 0, author: "Tezos", message: "first" }).unwrap();
     // The next commit changes one entry of `d`: its root becomes a patch
     // of the first commit's, which replaces one child.
     let mut next = store.checkout(&first).unwrap().unwrap();
     next.add_mut(&["d", "k7"], b"changed").unwrap();
-    let second = store.commit(&next, &[first], 1, "Tezos", "second").unwrap();
+    let second = store.commit(&next, CommitMeta { parents: &[first], date: 1, author: "Tezos", message: "second" }).unwrap();
     // A tree of the first commit, changed beside `d`: its root in memory
     // points at the first commit's `d` as stored.
     let mut stale = store.checkout(&first).unwrap().unwrap();
@@ -590,7 +610,7 @@ fn stale_tree_sharing_a_patched_inode(minor: bool) {
     for b in 0..6 {
         let mut t = store.checkout(&head).unwrap().unwrap();
         t.add_mut(&["e", &format!("{b}")], &[b as u8; 300]).unwrap();
-        head = store.commit(&t, &[head], 2 + b, "Tezos", "more").unwrap();
+        head = store.commit(&t, CommitMeta { parents: &[head], date: 2 + b, author: "Tezos", message: "more" }).unwrap();
     }
     store.gc(&second).unwrap();
     assert_eq!(store.wait_gc().unwrap().unwrap().traced_from, 0, "the first collection traces all");
@@ -599,13 +619,13 @@ fn stale_tree_sharing_a_patched_inode(minor: bool) {
         for b in 0..6 {
             let mut t = store.checkout(&head).unwrap().unwrap();
             t.add_mut(&["f", &format!("{b}")], &[b as u8; 300]).unwrap();
-            head = store.commit(&t, &[head], 10 + b, "Tezos", "more").unwrap();
+            head = store.commit(&t, CommitMeta { parents: &[head], date: 10 + b, author: "Tezos", message: "more" }).unwrap();
         }
         store.gc(&head).unwrap();
         assert!(store.wait_gc().unwrap().unwrap().traced_from > 0, "the second traces what is new");
     }
     for (tree, model) in [(&stale, &model), (&inside, &inside_model)] {
-        match store.commit(tree, &[head], 9, "Tezos", "stale") {
+        match store.commit(tree, CommitMeta { parents: &[head], date: 9, author: "Tezos", message: "stale" }) {
             Err(Error::Collected { .. }) => {}
             Err(e) => panic!("expected Collected, got {e}"),
             Ok(hash) => check_tree(&store.checkout(&hash).unwrap().unwrap(), model).unwrap(),
@@ -623,19 +643,24 @@ fn a_stale_tree_committed_after_its_base_is_collected_reads_back_whole() {
     let storage = MemStorage::new();
     let store = Store::open_storage(Arc::new(storage.clone()), options()).unwrap();
     let value = vec![7u8; 41];
-    let c0 = store.commit(&store.empty_tree().add(&["a"], &value).unwrap(), &[], 0, "Tezos", "c0").unwrap();
+    let c0 = store
+        .commit(
+            &store.empty_tree().add(&["a"], &value).unwrap(),
+            CommitMeta { parents: &[], date: 0, author: "Tezos", message: "c0" },
+        )
+        .unwrap();
     // This collection removes nothing, but the next batch starts a chunk
     // of its own, so that the next collection can discard `c0`'s records.
     store.gc(&c0).unwrap();
     store.wait_gc().unwrap();
     let stale = store.checkout(&c0).unwrap().unwrap().add(&["b", "c"], &[8u8; 38]).unwrap();
-    let c1 = store.commit(&store.empty_tree(), &[c0], 1, "Tezos", "c1").unwrap();
+    let c1 = store.commit(&store.empty_tree(), CommitMeta { parents: &[c0], date: 1, author: "Tezos", message: "c1" }).unwrap();
     store.gc(&c1).unwrap();
     store.wait_gc().unwrap();
     let mut model = Model::new();
     model_add(&mut model, &[b"a".to_vec()], &value);
     model_add(&mut model, &[b"b".to_vec(), b"c".to_vec()], &[8u8; 38]);
-    let c2 = match store.commit(&stale, &[c1], 2, "Tezos", "stale") {
+    let c2 = match store.commit(&stale, CommitMeta { parents: &[c1], date: 2, author: "Tezos", message: "stale" }) {
         Ok(hash) => hash,
         Err(Error::Collected { .. }) => return,
         Err(e) => panic!("stale commit: {e}"),
@@ -643,7 +668,7 @@ fn a_stale_tree_committed_after_its_base_is_collected_reads_back_whole() {
     check_tree(&store.checkout(&c2).unwrap().unwrap(), &model).unwrap();
     let next = store.checkout(&c2).unwrap().unwrap().add(&["index"], b"xyz").unwrap();
     model_add(&mut model, &[b"index".to_vec()], b"xyz");
-    let c3 = store.commit(&next, &[c2], 3, "Tezos", "on top").unwrap();
+    let c3 = store.commit(&next, CommitMeta { parents: &[c2], date: 3, author: "Tezos", message: "on top" }).unwrap();
     drop(store);
     let store = Store::open_storage(Arc::new(storage), options()).unwrap();
     check_tree(&store.checkout(&c3).unwrap().unwrap(), &model).unwrap_or_else(|e| panic!("after a reopen: {e}"));

@@ -11,7 +11,7 @@ mod common;
 use common::*;
 use pando_core::Hash;
 use pando_store::io::MemStorage;
-use pando_store::{Error, Options, Store};
+use pando_store::{CommitMeta, Error, Options, Store};
 use parking_lot::RwLock;
 use rand::{Rng, SeedableRng, rngs::SmallRng};
 use std::sync::Arc;
@@ -50,7 +50,17 @@ fn collections_writer_and_readers_together() {
             let mut parent: Option<Hash> = None;
             for n in 0..400u32 {
                 block(&mut tree, &mut model, n);
-                let hash = store.commit(&tree, &parent.into_iter().collect::<Vec<_>>(), i64::from(n), "Tezos", "b").unwrap();
+                let hash = store
+                    .commit(
+                        &tree,
+                        CommitMeta {
+                            parents: &parent.into_iter().collect::<Vec<_>>(),
+                            date: i64::from(n),
+                            author: "Tezos",
+                            message: "b",
+                        },
+                    )
+                    .unwrap();
                 commits.write().push((hash, model.clone()));
                 parent = Some(hash);
                 tree = store.checkout(&hash).unwrap().unwrap();

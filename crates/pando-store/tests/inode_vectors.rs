@@ -7,7 +7,7 @@ mod common;
 
 use common::*;
 use pando_store::io::MemStorage;
-use pando_store::{Options, Store, Tree};
+use pando_store::{CommitMeta, Options, Store, Tree};
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng, rngs::SmallRng};
 use serde_json::Value;
@@ -47,7 +47,7 @@ fn inode_vectors_through_the_store() {
             }
             let expected = v["hash"].as_str().unwrap();
             assert_eq!(tree.hash().unwrap().to_base58(), expected, "vector {}", v["name"]);
-            let commit = store.commit(&tree, &[], 0, "Tezos", "").unwrap();
+            let commit = store.commit(&tree, CommitMeta { parents: &[], date: 0, author: "Tezos", message: "" }).unwrap();
             commits.push((commit, expected.to_string(), leaves));
         }
     }
@@ -80,7 +80,7 @@ fn crossing_thresholds_both_ways_in_any_order() {
             if checkpoints.contains(&(count + 1)) {
                 check_tree(&tree, &model).unwrap();
                 // Through the disk as well: commit, check out, compare.
-                let hash = store.commit(&tree, &[], 0, "Tezos", "").unwrap();
+                let hash = store.commit(&tree, CommitMeta { parents: &[], date: 0, author: "Tezos", message: "" }).unwrap();
                 tree = store.checkout(&hash).unwrap().unwrap();
                 check_tree(&tree, &model).unwrap();
             }
@@ -94,7 +94,7 @@ fn crossing_thresholds_both_ways_in_any_order() {
             if [400, 257, 256, 255, 33, 32, 31, 1, 0].contains(&left) {
                 check_tree(&tree, &model).unwrap();
                 assert_eq!(tree.length(&[b"dir"]).unwrap(), left as u64);
-                let hash = store.commit(&tree, &[], 1, "Tezos", "").unwrap();
+                let hash = store.commit(&tree, CommitMeta { parents: &[], date: 1, author: "Tezos", message: "" }).unwrap();
                 tree = store.checkout(&hash).unwrap().unwrap();
                 check_tree(&tree, &model).unwrap();
             }
@@ -111,7 +111,7 @@ fn list_pages_cover_the_directory_in_a_stable_order() {
     for i in 0..1000u32 {
         tree = tree.add(&["big".as_bytes(), format!("k{i}").as_bytes()], &i.to_le_bytes()).unwrap();
     }
-    let hash = store.commit(&tree, &[], 0, "Tezos", "").unwrap();
+    let hash = store.commit(&tree, CommitMeta { parents: &[], date: 0, author: "Tezos", message: "" }).unwrap();
     let tree = store.checkout(&hash).unwrap().unwrap();
     let all: Vec<Vec<u8>> = tree.list(&["big"], 0, None).unwrap().into_iter().map(|(k, _)| k).collect();
     assert_eq!(all.len(), 1000);
@@ -143,7 +143,7 @@ fn one_change_in_a_large_directory_writes_a_patch_not_the_directory() {
             tree.add_mut(&path, &i.to_le_bytes()).unwrap();
             model_add(&mut model, &path, &i.to_le_bytes());
         }
-        let mut head = store.commit(&tree, &[], 0, "Tezos", "").unwrap();
+        let mut head = store.commit(&tree, CommitMeta { parents: &[], date: 0, author: "Tezos", message: "" }).unwrap();
         let mut full_rewrites = 0;
         // Many single changes in a row: chains of patches, then full records again.
         for round in 0..12u32 {
@@ -152,7 +152,7 @@ fn one_change_in_a_large_directory_writes_a_patch_not_the_directory() {
             let path = vec![b"big".to_vec(), format!("key-{}", round * 7).into_bytes()];
             tree.add_mut(&path, b"changed").unwrap();
             model_add(&mut model, &path, b"changed");
-            head = store.commit(&tree, &[head], 1, "Tezos", "").unwrap();
+            head = store.commit(&tree, CommitMeta { parents: &[head], date: 1, author: "Tezos", message: "" }).unwrap();
             commits.push((head, model.clone()));
             let written = store.stats().pack_bytes - before;
             // Full tree inodes at depths 0 and 1 alone would be over 2 KB.

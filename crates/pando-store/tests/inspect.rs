@@ -7,7 +7,7 @@ use pando_core::inode::index;
 use pando_store::format::record::{self, Parse, RecordKind};
 use pando_store::inspect::{EntryKinds, FileKind, Inspection, StepUse};
 use pando_store::io::{MemStorage, Storage};
-use pando_store::{Error, InspectOptions, Options, Store, Tree};
+use pando_store::{CommitMeta, Error, InspectOptions, Options, Store, Tree};
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
@@ -45,10 +45,14 @@ fn build(store: &Store) -> Vec<pando_store::Hash> {
         tree.add_mut(&["big", &big_step(i)], format!("{i:02}").as_bytes()).unwrap();
     }
     tree.add_mut(&["deep", "00", "ab", "c0ffee", "leaf"], b"7").unwrap();
-    let mut commits = vec![store.commit(&tree, &[], 1, "Tezos", "one").unwrap()];
+    let mut commits = vec![store.commit(&tree, CommitMeta { parents: &[], date: 1, author: "Tezos", message: "one" }).unwrap()];
     for (date, value) in [(2, b"y"), (3, b"z")] {
         tree.add_mut(&["small", "one"], value).unwrap();
-        commits.push(store.commit(&tree, &commits[commits.len() - 1..], date, "Tezos", "next").unwrap());
+        commits.push(
+            store
+                .commit(&tree, CommitMeta { parents: &commits[commits.len() - 1..], date, author: "Tezos", message: "next" })
+                .unwrap(),
+        );
     }
     commits
 }
@@ -145,7 +149,9 @@ fn blocks(store: &Store, n: u32) -> Vec<pando_store::Hash> {
         }
         tree.add_mut(&["big", &format!("{}", b % 5)], &[b as u8; 100]).unwrap();
         let parents: Vec<_> = commits.last().copied().into_iter().collect();
-        commits.push(store.commit(&tree, &parents, i64::from(b), "Tezos", "block").unwrap());
+        commits.push(
+            store.commit(&tree, CommitMeta { parents: &parents, date: i64::from(b), author: "Tezos", message: "block" }).unwrap(),
+        );
     }
     commits
 }

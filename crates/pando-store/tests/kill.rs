@@ -16,7 +16,7 @@ mod common;
 use common::*;
 use pando_core::Hash;
 use pando_store::crash_point::{GC_POINTS, POINTS};
-use pando_store::{Error, Options, Retention, Store, SyncPolicy};
+use pando_store::{CommitMeta, Error, Options, Retention, Store, SyncPolicy};
 use rand::{Rng, SeedableRng, rngs::SmallRng};
 use std::io::{BufRead, BufReader};
 use std::os::unix::process::ExitStatusExt;
@@ -108,7 +108,9 @@ fn kill_child() {
             }
         }
         let parents: Vec<Hash> = head.into_iter().collect();
-        let hash = store.commit(&tree, &parents, n as i64, "Tezos", &format!("block {n}")).unwrap();
+        let hash = store
+            .commit(&tree, CommitMeta { parents: &parents, date: n as i64, author: "Tezos", message: &format!("block {n}") })
+            .unwrap();
         if pipelined {
             // Only now is the commit before it durable: acknowledge that one.
             if let Some((before, hash)) = not_acknowledged.replace((n, hash)) {

@@ -14,7 +14,7 @@ mod common;
 use common::*;
 use pando_core::Hash;
 use pando_store::io::MemStorage;
-use pando_store::{Depth, Error, Kind, Options, Order, Store, SyncPolicy, Tree};
+use pando_store::{CommitMeta, Depth, Error, Kind, Options, Order, Store, SyncPolicy, Tree};
 use proptest::prelude::*;
 #[path = "../../pando-core/tests/support/seeds.rs"]
 mod seeds;
@@ -180,7 +180,10 @@ fn run(ops: Vec<Op>, read_cache_bytes: u64) -> Result<(), TestCaseError> {
             Op::CommitStale(i) => {
                 let Some((old, old_model)) = stale.get(i % stale.len().max(1)) else { continue };
                 let parents: Vec<Hash> = head.into_iter().collect();
-                match s.commit(old, &parents, n as i64, "Tezos", &format!("stale {n}")) {
+                match s.commit(
+                    old,
+                    CommitMeta { parents: &parents, date: n as i64, author: "Tezos", message: &format!("stale {n}") },
+                ) {
                     Ok(hash) => {
                         let t = s.checkout(&hash).unwrap().expect("just committed");
                         check_tree(&t, old_model).map_err(|e| TestCaseError::fail(format!("stale tree committed: {e}")))?;
@@ -225,7 +228,9 @@ fn run(ops: Vec<Op>, read_cache_bytes: u64) -> Result<(), TestCaseError> {
             }
             Op::Commit => {
                 let parents: Vec<Hash> = head.into_iter().collect();
-                match s.commit(&tree, &parents, n as i64, "Tezos", &format!("op {n}")) {
+                match s
+                    .commit(&tree, CommitMeta { parents: &parents, date: n as i64, author: "Tezos", message: &format!("op {n}") })
+                {
                     Ok(hash) => {
                         commits.push((hash, model.clone()));
                         head = Some(hash);
@@ -432,7 +437,7 @@ proptest! {
 fn unbound_tree_commits_into_store() {
     let store = Store::open_storage(Arc::new(MemStorage::new()), options(Options::default().read_cache_bytes)).unwrap();
     let tree = Tree::empty().add(&["a", "b"], b"v").unwrap();
-    let hash = store.commit(&tree, &[], 0, "Tezos", "").unwrap();
+    let hash = store.commit(&tree, CommitMeta { parents: &[], date: 0, author: "Tezos", message: "" }).unwrap();
     let back = store.checkout(&hash).unwrap().unwrap();
     assert_eq!(back.find(&["a", "b"]).unwrap().unwrap(), b"v");
     assert_eq!(back.hash().unwrap(), tree.hash().unwrap());

@@ -7,7 +7,7 @@
 //! writer acknowledged unless a collection it has taken in removed it.
 
 use pando_core::Hash;
-use pando_store::{Error, Options, Retention, Store};
+use pando_store::{CommitMeta, Error, Options, Retention, Store};
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
@@ -46,7 +46,17 @@ fn follow_child() {
         tree.add_mut(&["last"], &value).unwrap();
         tree.add_mut(&["accounts", &account(n)], &value).unwrap();
         tree.add_mut(&["blob", &format!("{}", n % 7)], &[n as u8; 100]).unwrap();
-        let hash = store.commit(&tree, &parent.into_iter().collect::<Vec<_>>(), n as i64, "Tezos", "block").unwrap();
+        let hash = store
+            .commit(
+                &tree,
+                CommitMeta {
+                    parents: &parent.into_iter().collect::<Vec<_>>(),
+                    date: n as i64,
+                    author: "Tezos",
+                    message: "block",
+                },
+            )
+            .unwrap();
         println!("ack {n} {hash}");
         if n % 60 == 59 {
             // Collections finish while the writer runs, however busy the

@@ -8,7 +8,7 @@ use pando_core::proof::encoding::{decode, encode};
 use pando_core::proof::keys::{Held, KeysProof};
 use pando_core::proof::{PartialTree, ProofError, verify_tree_proof};
 use pando_store::io::{MemStorage, Storage};
-use pando_store::{Error, Hash, Kind, Options, Store, SyncPolicy, Tree};
+use pando_store::{CommitMeta, Error, Hash, Kind, Options, Store, SyncPolicy, Tree};
 use proptest::prelude::*;
 #[path = "../../pando-core/tests/support/seeds.rs"]
 mod seeds;
@@ -39,7 +39,7 @@ fn store() -> &'static (Store, Hash) {
             tree.add_mut(&[b"small".to_vec(), name(i)], &vec![i as u8; 100 + 50 * i]).unwrap();
         }
         tree.add_mut(&[b"version"], b"genesis").unwrap();
-        let commit = store.commit(&tree, &[], 1, "pando", "proof test").unwrap();
+        let commit = store.commit(&tree, CommitMeta { parents: &[], date: 1, author: "pando", message: "proof test" }).unwrap();
         (store, commit)
     })
 }
@@ -228,7 +228,7 @@ fn unknown_commits_and_damaged_records_are_errors() {
     for i in 0..300 {
         tree.add_mut(&[b"dir".to_vec(), name(i)], &[7u8; 40]).unwrap();
     }
-    let commit = store.commit(&tree, &[], 1, "pando", "damaged").unwrap();
+    let commit = store.commit(&tree, CommitMeta { parents: &[], date: 1, author: "pando", message: "damaged" }).unwrap();
     store.close().unwrap();
     // One byte in the middle of the pack, among the directory's records.
     let names = storage.list().unwrap();

@@ -16,7 +16,7 @@ use pando_core::proof::types::Elt;
 use pando_core::proof::{Encoding, ProofError};
 use pando_store::io::MemStorage;
 use pando_store::{
-    Error, Hash, Options, Store, SyncPolicy, Tree, verify_stream_proof, verify_stream_proof_reads, verify_tree_proof,
+    CommitMeta, Error, Hash, Options, Store, SyncPolicy, Tree, verify_stream_proof, verify_stream_proof_reads, verify_tree_proof,
 };
 use proptest::prelude::*;
 #[path = "../../pando-core/tests/support/seeds.rs"]
@@ -53,7 +53,8 @@ fn store() -> &'static (Store, Hash, Hash, Model) {
         for (k, v) in &model {
             tree.add_mut(k, v).unwrap();
         }
-        let commit = store.commit(&tree, &[], 1_600_000_000, "Tezos", "block 0").unwrap();
+        let commit =
+            store.commit(&tree, CommitMeta { parents: &[], date: 1_600_000_000, author: "Tezos", message: "block 0" }).unwrap();
         let root = tree.hash().unwrap();
         (store, commit, root, model)
     })
@@ -212,7 +213,10 @@ fn a_proofs_tree_updates_in_memory_and_stays_apart_from_stores() {
     assert_eq!(updated.find(&["mid", "m042"]).unwrap().as_deref(), Some(&b"new"[..]));
     let expected = store.checkout(commit).unwrap().unwrap().add(&["mid", "m042"], b"new").unwrap().hash().unwrap();
     assert_eq!(updated.hash().unwrap(), expected, "an update of revealed parts hashes as the store's");
-    assert!(matches!(store.commit(&updated, &[], 1, "Tezos", "x"), Err(Error::ForeignTree)));
+    assert!(matches!(
+        store.commit(&updated, CommitMeta { parents: &[], date: 1, author: "Tezos", message: "x" }),
+        Err(Error::ForeignTree)
+    ));
     let mut mine = store.empty_tree();
     assert!(matches!(mine.add_tree_mut(&["graft"], &proven.tree), Err(Error::ForeignTree)));
 }
@@ -307,7 +311,7 @@ fn colliding_names_stream_an_extender_from_the_store() {
         tree.add_mut(&path, &[i as u8]).unwrap();
         memory.add(&path, &[i as u8]).unwrap();
     }
-    let commit = store.commit(&tree, &[], 1, "Tezos", "collisions").unwrap();
+    let commit = store.commit(&tree, CommitMeta { parents: &[], date: 1, author: "Tezos", message: "collisions" }).unwrap();
     let root = tree.hash().unwrap();
     let paths: Vec<Path> = vec![vec![b"d".to_vec(), names[7].clone()], vec![b"d".to_vec(), names[250].clone()], p(&["d", "zz"])];
     for encoding in [Encoding::V1, Encoding::V2] {

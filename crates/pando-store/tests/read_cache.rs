@@ -5,7 +5,7 @@
 //! reader in another store instance; a cache that does not pay rests.
 
 use pando_store::io::MemStorage;
-use pando_store::{Hash, Options, Store, SyncPolicy, Tree};
+use pando_store::{CommitMeta, Hash, Options, Store, SyncPolicy, Tree};
 use std::sync::Arc;
 
 fn open(storage: &MemStorage) -> Store {
@@ -28,7 +28,7 @@ const ABSENT: (Option<Vec<u8>>, bool, bool) = (None, false, false);
 /// Commits `tree` on `parent` and checks out the commit.
 fn commit(store: &Store, tree: &Tree, parent: Option<Hash>) -> (Hash, Tree) {
     let parents: Vec<Hash> = parent.into_iter().collect();
-    let hash = store.commit(tree, &parents, 0, "Tezos", "").unwrap();
+    let hash = store.commit(tree, CommitMeta { parents: &parents, date: 0, author: "Tezos", message: "" }).unwrap();
     (hash, store.checkout(&hash).unwrap().unwrap())
 }
 
@@ -333,7 +333,7 @@ fn a_failed_commit_carries_nothing() {
     for k in 0..200 {
         tree.add_mut(&path(k), b"old").unwrap();
     }
-    let first = store.commit(&tree, &[], 0, "Tezos", "").unwrap();
+    let first = store.commit(&tree, CommitMeta { parents: &[], date: 0, author: "Tezos", message: "" }).unwrap();
     let reader = store.checkout(&first).unwrap().unwrap();
     for k in 0..200 {
         assert_eq!(reader.find(&path(k)).unwrap().as_deref(), Some(&b"old"[..]));
@@ -344,7 +344,7 @@ fn a_failed_commit_carries_nothing() {
     }
     // The commit's next write to the storage is its batch, after the helper.
     storage.set_plan(FaultPlan { fail_op: Some((0, FaultKind::Eio)), ..FaultPlan::default() });
-    assert!(store.commit(&next, &[first], 1, "Tezos", "").is_err());
+    assert!(store.commit(&next, CommitMeta { parents: &[first], date: 1, author: "Tezos", message: "" }).is_err());
     assert!(storage.injected().iter().any(|fault| fault.contains("write")), "{:?}", storage.injected());
     for tree in [&reader, &store.checkout(&first).unwrap().unwrap()] {
         for k in 0..200 {

@@ -1,6 +1,6 @@
 //! The API example of the README, kept compiling and true.
 
-use pando_store::{Options, Store};
+use pando_store::{CommitMeta, Options, Store};
 
 #[test]
 fn readme_example() -> Result<(), pando_store::Error> {
@@ -11,7 +11,7 @@ fn readme_example() -> Result<(), pando_store::Error> {
     let mut tree = store.empty_tree();
     tree.add_mut(&["contracts", "global_counter"], b"42")?; // in place
     let tree = tree.add(&["version"], b"genesis")?; // or a new tree
-    let genesis = store.commit(&tree, &[], 1_600_000_000, "Tezos", "block 0")?;
+    let genesis = store.commit(&tree, CommitMeta { parents: &[], date: 1_600_000_000, author: "Tezos", message: "block 0" })?;
 
     let tree = store.checkout(&genesis)?.expect("just committed");
     assert_eq!(tree.find(&["contracts", "global_counter"])?.as_deref(), Some(&b"42"[..]));
@@ -31,7 +31,7 @@ fn readme_proof_example() -> Result<(), Box<dyn std::error::Error>> {
     let store = Store::open(dir.path().join("pando"), Options::default())?;
     let addr = "tz1ddb9NMYHZi5UzPdzTZMYQQZoMub195zgv";
     let tree = store.empty_tree().add(&["contracts", "index", addr, "balance"], b"500")?;
-    let commit = store.commit(&tree, &[], 1, "Tezos", "block 1")?;
+    let commit = store.commit(&tree, CommitMeta { parents: &[], date: 1, author: "Tezos", message: "block 1" })?;
 
     // Producer, with the store: run a computation, get the proof of what it read.
     let (proof, balance) = store.produce_tree_proof(&commit, |tree| {

@@ -3,7 +3,7 @@
 //! a non-canonical tree, and panics on crafted (checksummed) bytes.
 
 use pando_store::io::{CrashMode, FaultyStorage, MemStorage};
-use pando_store::{Options, Store, SyncPolicy, Tree};
+use pando_store::{CommitMeta, Options, Store, SyncPolicy, Tree};
 use std::sync::Arc;
 
 /// A tree built from `Tree::empty()` has no source; committing it marks its
@@ -20,15 +20,15 @@ fn sourceless_tree_committed_to_two_stores() {
     for i in 0..200u32 {
         pad.add_mut(&[format!("z{i}")], &[7u8; 100]).unwrap();
     }
-    b.commit(&pad, &[], 0, "x", "pad").unwrap();
+    b.commit(&pad, CommitMeta { parents: &[], date: 0, author: "x", message: "pad" }).unwrap();
 
     let mut t = Tree::empty();
     for i in 0..40u32 {
         t.add_mut(&["dir".as_bytes(), format!("k{i}").as_bytes()], &[i as u8; 40]).unwrap();
     }
-    let ha = a.commit(&t, &[], 0, "x", "m").unwrap();
+    let ha = a.commit(&t, CommitMeta { parents: &[], date: 0, author: "x", message: "m" }).unwrap();
     let t2 = t.add(&["other"], b"v").unwrap(); // still sourceless, shares "dir"
-    let hb = b.commit(&t2, &[], 0, "x", "m").unwrap();
+    let hb = b.commit(&t2, CommitMeta { parents: &[], date: 0, author: "x", message: "m" }).unwrap();
     assert!(a.checkout(&ha).unwrap().unwrap().find(&["dir", "k3"]).unwrap().is_some());
     drop((t, t2));
     b.close().unwrap();
@@ -51,7 +51,7 @@ fn removed_chunk_stays_removed_after_a_crash() {
         let mut parent = vec![];
         for i in 0..40u32 {
             t.add_mut(&[format!("k{i}")], &[i as u8; 200]).unwrap();
-            let h = s.commit(&t, &parent, 0, "x", "m").unwrap();
+            let h = s.commit(&t, CommitMeta { parents: &parent, date: 0, author: "x", message: "m" }).unwrap();
             parent = vec![h];
         }
         std::mem::forget(s); // crash: no flush
@@ -65,7 +65,7 @@ fn removed_chunk_stays_removed_after_a_crash() {
         for i in 0..200u32 {
             t.add_mut(&[format!("big{i}")], &[i as u8; 100]).unwrap();
         }
-        s.commit(&t, &[], 0, "x", "big").unwrap();
+        s.commit(&t, CommitMeta { parents: &[], date: 0, author: "x", message: "big" }).unwrap();
         std::mem::forget(s); // power loss right after an acknowledged commit
     }
     let after2 = after1.crash(CrashMode::DropAll, 2);
@@ -87,7 +87,7 @@ fn retry_after_io_error_writes_its_own_records() {
     {
         let s = Store::open_storage(Arc::new(storage.clone()), Options::default()).unwrap();
         storage.set_plan(FaultPlan { fail_op: Some((0, FaultKind::Eio)), ..FaultPlan::default() });
-        assert!(s.commit(&t, &[], 0, "x", "m").is_err());
+        assert!(s.commit(&t, CommitMeta { parents: &[], date: 0, author: "x", message: "m" }).is_err());
         storage.set_plan(FaultPlan::default());
     }
     let s = Store::open_storage(Arc::new(storage.clone()), Options::default()).unwrap();
@@ -96,9 +96,9 @@ fn retry_after_io_error_writes_its_own_records() {
     for i in 0..100u32 {
         other.add_mut(&[format!("o{i}")], &[1u8; 50]).unwrap();
     }
-    s.commit(&other, &[], 0, "x", "other").unwrap();
+    s.commit(&other, CommitMeta { parents: &[], date: 0, author: "x", message: "other" }).unwrap();
     let t2 = t.add(&["x"], b"y").unwrap();
-    let h = s.commit(&t2, &[], 0, "x", "retry").unwrap();
+    let h = s.commit(&t2, CommitMeta { parents: &[], date: 0, author: "x", message: "retry" }).unwrap();
     drop((t, t2));
     s.close().unwrap();
     let s = Store::open_storage(Arc::new(storage), Options::default()).unwrap();
@@ -153,7 +153,7 @@ mod hostile {
             let s = Store::open_storage(storage.clone(), Options::default()).unwrap();
             let mut t = s.empty_tree();
             t.add_mut(&["a"], b"1").unwrap();
-            s.commit(&t, &[], 0, "x", "m").unwrap();
+            s.commit(&t, CommitMeta { parents: &[], date: 0, author: "x", message: "m" }).unwrap();
             s.close().unwrap();
             let file = storage.open("control", false).unwrap();
             let c = control::decode(&read_all(&*file).unwrap()).unwrap().newest;
@@ -235,7 +235,7 @@ fn a_failed_remove_leaves_no_usable_broken_tree() {
         for k in &keys {
             t.add_mut(&[b"d".to_vec(), k.clone()], b"v").unwrap();
         }
-        let h = s.commit(&t, &[], 0, "x", "m").unwrap();
+        let h = s.commit(&t, CommitMeta { parents: &[], date: 0, author: "x", message: "m" }).unwrap();
         s.close().unwrap();
         h
     };
@@ -252,7 +252,9 @@ fn a_failed_remove_leaves_no_usable_broken_tree() {
             // use of it, commit included: never a tree that breaks the rules.
             match t.hash() {
                 Ok(h) => assert_eq!(h, h_before, "reads allowed {n}: a failed update changed the tree"),
-                Err(_) => assert!(s.commit(&t, &[head], 1, "x", "after error").is_err()),
+                Err(_) => {
+                    assert!(s.commit(&t, CommitMeta { parents: &[head], date: 1, author: "x", message: "after error" }).is_err())
+                }
             }
             // Taken again from the commit, the same removal succeeds and is right.
             let mut again = s.checkout(&head).unwrap().unwrap();
@@ -275,12 +277,19 @@ fn a_reader_meeting_a_torn_hint_sees_nothing_new() {
     use pando_store::io::Storage;
     let storage = Arc::new(MemStorage::new());
     let writer = Store::open_storage(storage.clone(), Options::default()).unwrap();
-    let mut head = writer.commit(&writer.empty_tree().add(&["a"], b"1").unwrap(), &[], 0, "Tezos", "one").unwrap();
+    let mut head = writer
+        .commit(
+            &writer.empty_tree().add(&["a"], b"1").unwrap(),
+            CommitMeta { parents: &[], date: 0, author: "Tezos", message: "one" },
+        )
+        .unwrap();
     writer.flush().unwrap();
     let reader = Store::open_storage(storage.clone(), Options { read_only: true, ..Options::default() }).unwrap();
     for (n, key) in ["b", "c"].iter().enumerate() {
         let tree = writer.checkout(&head).unwrap().unwrap().add(&[key], b"2").unwrap();
-        head = writer.commit(&tree, &[head], n as i64 + 1, "Tezos", "hinted").unwrap();
+        head = writer
+            .commit(&tree, CommitMeta { parents: &[head], date: n as i64 + 1, author: "Tezos", message: "hinted" })
+            .unwrap();
     }
     assert_eq!(reader.sync().unwrap(), 2, "the hint slot names both commits");
     // The hint slot torn by a rewrite in progress.
@@ -314,16 +323,20 @@ fn the_same_commit_again_from_a_new_tree() {
         let storage = FaultyStorage::new();
         let options = Options { sync: SyncPolicy::EveryCommit, ..Options::default() };
         let store = Store::open_storage(Arc::new(storage.clone()), options.clone()).unwrap();
-        let first = store.commit(&build(&store, false), &[], 1, "x", "m").unwrap();
+        let first = store.commit(&build(&store, false), CommitMeta { parents: &[], date: 1, author: "x", message: "m" }).unwrap();
         let again = build(&store, false);
-        assert_eq!(store.commit(&again, &[], 1, "x", "m").unwrap(), first, "the same commit");
+        assert_eq!(
+            store.commit(&again, CommitMeta { parents: &[], date: 1, author: "x", message: "m" }).unwrap(),
+            first,
+            "the same commit"
+        );
         let mut later: Option<Hash> = None;
         if later_commit {
             // A later commit of the rebuilt tree's inodes, written by the
             // commit that found its hash known.
             let mut next = again.clone();
             next.add_mut(&["d7", "extra"], b"more").unwrap();
-            later = Some(store.commit(&next, &[first], 2, "x", "m").unwrap());
+            later = Some(store.commit(&next, CommitMeta { parents: &[first], date: 2, author: "x", message: "m" }).unwrap());
             assert_eq!(next.hash().unwrap(), build(&store, true).hash().unwrap());
             drop((again, next));
             store.close().unwrap();

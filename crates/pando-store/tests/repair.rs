@@ -13,7 +13,7 @@ use pando_core::Hash;
 use pando_store::format::control::{SLOT_SIZE, decode_slot};
 use pando_store::format::record::{self, Parse};
 use pando_store::io::{CrashMode, FaultKind, FaultPlan, FaultyStorage, MemStorage, Storage};
-use pando_store::{CheckScope, Error, Options, REPAIR_HINT, RepairReport, Retention, Store};
+use pando_store::{CheckScope, CommitMeta, Error, Options, REPAIR_HINT, RepairReport, Retention, Store};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -57,7 +57,14 @@ fn build(store: &Store, blocks: std::ops::Range<u32>, head: Option<Hash>) -> Vec
             tree.add_mut(&["accounts", &format!("{}", b % 4), name], &b.to_le_bytes()).unwrap();
         }
         let parents: Vec<Hash> = commits.last().copied().into_iter().collect();
-        commits.push(store.commit(&tree, &parents, i64::from(b), "Tezos", &format!("block {b}")).unwrap());
+        commits.push(
+            store
+                .commit(
+                    &tree,
+                    CommitMeta { parents: &parents, date: i64::from(b), author: "Tezos", message: &format!("block {b}") },
+                )
+                .unwrap(),
+        );
         tree = store.checkout(commits.last().unwrap()).unwrap().unwrap();
     }
     commits.into_iter().skip(usize::from(head.is_some())).collect()

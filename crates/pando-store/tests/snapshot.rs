@@ -9,7 +9,7 @@ use common::*;
 use pando_core::Hash;
 use pando_store::io::MemStorage;
 use pando_store::snapshot::write_frames;
-use pando_store::{Error, Options, Store};
+use pando_store::{CommitMeta, Error, Options, Store};
 use proptest::prelude::*;
 #[path = "../../pando-core/tests/support/seeds.rs"]
 mod seeds;
@@ -44,12 +44,13 @@ fn committed(model: &Model) -> (Store, Hash) {
     let store = mem_store();
     let mut tree = store.empty_tree();
     tree.add_mut(&["before"], b"parent").unwrap();
-    let parent = store.commit(&tree, &[], 1, "Tezos", "parent").unwrap();
+    let parent = store.commit(&tree, CommitMeta { parents: &[], date: 1, author: "Tezos", message: "parent" }).unwrap();
     let mut tree = store.empty_tree();
     for (path, value) in model {
         tree.add_mut(path, value).unwrap();
     }
-    let commit = store.commit(&tree, &[parent], 1_600_000_000, "Tezos", "block 2").unwrap();
+    let commit =
+        store.commit(&tree, CommitMeta { parents: &[parent], date: 1_600_000_000, author: "Tezos", message: "block 2" }).unwrap();
     (store, commit)
 }
 
@@ -86,7 +87,9 @@ fn a_commit_imported_elsewhere_is_the_same_commit() {
     let reopened = Store::open_storage(storage, Options::default()).unwrap();
     let mut tree = reopened.checkout(&commit).unwrap().unwrap();
     tree.add_mut(&["data", "small", "new"], b"value").unwrap();
-    let child = reopened.commit(&tree, &[commit], 1_600_000_001, "Tezos", "block 3").unwrap();
+    let child = reopened
+        .commit(&tree, CommitMeta { parents: &[commit], date: 1_600_000_001, author: "Tezos", message: "block 3" })
+        .unwrap();
     let mut expected = model.clone();
     model_add(&mut expected, &path(&["data", "small", "new"]), b"value");
     check_tree(&reopened.checkout(&child).unwrap().unwrap(), &expected).unwrap();
@@ -104,7 +107,7 @@ fn a_commit_imported_elsewhere_is_the_same_commit() {
 #[test]
 fn the_empty_tree_round_trips() {
     let store = mem_store();
-    let commit = store.commit(&store.empty_tree(), &[], 0, "", "").unwrap();
+    let commit = store.commit(&store.empty_tree(), CommitMeta { parents: &[], date: 0, author: "", message: "" }).unwrap();
     let (imported, found) = import(&export(&store, &commit)).unwrap();
     assert_eq!(found, commit);
     assert!(imported.checkout(&commit).unwrap().unwrap().list(&[] as &[&str], 0, None).unwrap().is_empty());
@@ -240,7 +243,7 @@ fn a_failed_import_leaves_an_empty_store_that_reopens() {
     let storage = Arc::new(MemStorage::new());
     let target = Store::open_storage(storage.clone(), Options::default()).unwrap();
     let failure = target.import_snapshot(&mut &bytes[..bytes.len() - 10]).unwrap_err();
-    match target.commit(&target.empty_tree(), &[], 0, "", "") {
+    match target.commit(&target.empty_tree(), CommitMeta { parents: &[], date: 0, author: "", message: "" }) {
         Err(Error::PreviousIo { first }) => assert_eq!(first, failure.to_string()),
         other => panic!("expected a refusal naming the failed import, got {other:?}"),
     }

@@ -10,7 +10,7 @@ use common::*;
 use pando_core::Hash;
 use pando_core::proof::keys::Held;
 use pando_store::io::{FaultKind, FaultPlan, FaultyStorage, MemStorage};
-use pando_store::{CheckScope, Error, Options, Store, Tree};
+use pando_store::{CheckScope, CommitMeta, Error, Options, Store, Tree};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -71,8 +71,11 @@ fn staged_contents_are_on_disk_before_the_commit_and_hash_the_same() {
     check_tree(&staged, &model).unwrap();
     assert_eq!(staged.hash().unwrap(), model_hash(&model));
 
-    let commit = staging.commit(&staged, &[], 1, "Tezos", "genesis").unwrap();
-    assert_eq!(commit, in_memory.commit(&held, &[], 1, "Tezos", "genesis").unwrap());
+    let commit = staging.commit(&staged, CommitMeta { parents: &[], date: 1, author: "Tezos", message: "genesis" }).unwrap();
+    assert_eq!(
+        commit,
+        in_memory.commit(&held, CommitMeta { parents: &[], date: 1, author: "Tezos", message: "genesis" }).unwrap()
+    );
     // The commit wrote each staged value once: the two packs differ only
     // in how long the encodings of the blobs' offsets are (a value written
     // twice would add 3,000 bytes).
@@ -114,8 +117,11 @@ fn staged_contents_hashed_on_their_thread_hash_as_in_memory() {
         assert_eq!(staged.hash().unwrap(), held.hash().unwrap(), "round {round}");
     }
     assert_eq!(staged.hash().unwrap(), model_hash(&model));
-    let commit = staging.commit(&staged, &[], 1, "Tezos", "genesis").unwrap();
-    assert_eq!(commit, in_memory.commit(&held, &[], 1, "Tezos", "genesis").unwrap());
+    let commit = staging.commit(&staged, CommitMeta { parents: &[], date: 1, author: "Tezos", message: "genesis" }).unwrap();
+    assert_eq!(
+        commit,
+        in_memory.commit(&held, CommitMeta { parents: &[], date: 1, author: "Tezos", message: "genesis" }).unwrap()
+    );
     check_tree(&staging.checkout(&commit).unwrap().unwrap(), &model).unwrap();
 }
 
@@ -137,7 +143,8 @@ fn a_staged_value_is_read_and_committed_once_its_thread_wrote_it() {
     }
     let (read, committed) = std::thread::scope(|scope| {
         let read = scope.spawn(|| tree.find(&["contracts", "code"]));
-        let committed = scope.spawn(|| store.commit(&tree, &[], 0, "Tezos", "genesis"));
+        let committed =
+            scope.spawn(|| store.commit(&tree, CommitMeta { parents: &[], date: 0, author: "Tezos", message: "genesis" }));
         std::thread::sleep(Duration::from_millis(100));
         let waiting = !read.is_finished() && !committed.is_finished();
         storage.release();
@@ -161,14 +168,19 @@ fn a_staged_value_is_read_and_committed_once_its_thread_wrote_it() {
 fn a_failed_staged_write_fails_the_next_commit() {
     let storage = FaultyStorage::new();
     let store = Store::open_storage(Arc::new(storage.clone()), options(2048)).unwrap();
-    let genesis = store.commit(&store.empty_tree().add(&["a"], b"1").unwrap(), &[], 0, "Tezos", "genesis").unwrap();
+    let genesis = store
+        .commit(
+            &store.empty_tree().add(&["a"], b"1").unwrap(),
+            CommitMeta { parents: &[], date: 0, author: "Tezos", message: "genesis" },
+        )
+        .unwrap();
     let mut tree = store.checkout(&genesis).unwrap().unwrap();
     // The staged record's write is the next mutating operation.
     storage.set_plan(FaultPlan { fail_op: Some((0, FaultKind::NoSpace)), fail_reads_after: None });
     tree.add_mut(&["contracts", "code"], &code(3, 4000)).unwrap();
-    let failed = store.commit(&tree, &[genesis], 1, "Tezos", "block").unwrap_err();
+    let failed = store.commit(&tree, CommitMeta { parents: &[genesis], date: 1, author: "Tezos", message: "block" }).unwrap_err();
     assert!(failed.to_string().contains("injected ENOSPC"), "{failed}");
-    match store.commit(&tree, &[genesis], 1, "Tezos", "block") {
+    match store.commit(&tree, CommitMeta { parents: &[genesis], date: 1, author: "Tezos", message: "block" }) {
         Err(Error::PreviousIo { first }) => assert_eq!(first, failed.to_string()),
         other => panic!("expected a refusal naming {failed}, got {other:?}"),
     }
@@ -190,7 +202,7 @@ fn a_crash_before_the_commit_loses_only_the_staged_contents() {
     let mut model = Model::new();
     let mut tree = store.empty_tree();
     add_contracts(&mut tree, &mut model, 5, 1);
-    let first = store.commit(&tree, &[], 1, "Tezos", "one").unwrap();
+    let first = store.commit(&tree, CommitMeta { parents: &[], date: 1, author: "Tezos", message: "one" }).unwrap();
     let committed_bytes = store.pack_bytes();
     let mut next = store.checkout(&first).unwrap().unwrap();
     add_contracts(&mut next, &mut Model::new(), 5, 2);
@@ -208,7 +220,7 @@ fn a_crash_before_the_commit_loses_only_the_staged_contents() {
     // The store goes on, staging again where the lost values were.
     let mut again = store.checkout(&first).unwrap().unwrap();
     add_contracts(&mut again, &mut model, 5, 3);
-    let second = store.commit(&again, &[first], 2, "Tezos", "two").unwrap();
+    let second = store.commit(&again, CommitMeta { parents: &[first], date: 2, author: "Tezos", message: "two" }).unwrap();
     drop(store);
     let store = Store::open_storage(Arc::new(storage), options(2048)).unwrap();
     check_tree(&store.checkout(&second).unwrap().unwrap(), &model).unwrap();
@@ -221,7 +233,7 @@ fn a_crash_after_the_commit_keeps_the_staged_contents() {
     let mut model = Model::new();
     let mut tree = store.empty_tree();
     add_contracts(&mut tree, &mut model, 8, 1);
-    let commit = store.commit(&tree, &[], 1, "Tezos", "one").unwrap();
+    let commit = store.commit(&tree, CommitMeta { parents: &[], date: 1, author: "Tezos", message: "one" }).unwrap();
     std::mem::forget((tree, store));
     let store = Store::open_storage(Arc::new(storage), options(2048)).unwrap();
     check_tree(&store.checkout(&commit).unwrap().unwrap(), &model).unwrap();
@@ -236,7 +248,9 @@ fn blocks(store: &Store, parent: Hash, n: u32) -> Hash {
             let key = format!("{:04}", (b * 17 + i) % 200);
             tree.add_mut(&["accounts", &key], format!("{b}-{i}").as_bytes()).unwrap();
         }
-        parent = store.commit(&tree, &[parent], i64::from(b), "Tezos", "block").unwrap();
+        parent = store
+            .commit(&tree, CommitMeta { parents: &[parent], date: i64::from(b), author: "Tezos", message: "block" })
+            .unwrap();
     }
     parent
 }
@@ -247,7 +261,7 @@ fn store_with_genesis() -> (Store, Hash) {
     let store = Store::open_storage(Arc::new(MemStorage::new()), options(2048)).unwrap();
     let mut tree = store.empty_tree();
     add_contracts(&mut tree, &mut Model::new(), 2, 1);
-    let genesis = store.commit(&tree, &[], 0, "Tezos", "genesis").unwrap();
+    let genesis = store.commit(&tree, CommitMeta { parents: &[], date: 0, author: "Tezos", message: "genesis" }).unwrap();
     (store, genesis)
 }
 
@@ -266,7 +280,7 @@ fn collections_keep_what_an_uncommitted_tree_staged() {
     assert!(report.collected_commits >= 60, "{report:?}");
     // The staged value is still there: the tree reads it and commits.
     assert_eq!(waiting.find(&long).unwrap().as_deref(), Some(&value[..]));
-    let late = store.commit(&waiting, &[head], 99, "Tezos", "late").unwrap();
+    let late = store.commit(&waiting, CommitMeta { parents: &[head], date: 99, author: "Tezos", message: "late" }).unwrap();
     let tree = store.checkout(&late).unwrap().unwrap();
     assert_eq!(tree.find(&long).unwrap().as_deref(), Some(&value[..]));
     let report = store.check(CheckScope::All, 10, &mut |_| {}).unwrap();
@@ -286,7 +300,8 @@ fn a_committed_staged_value_does_not_hold_back_collections() {
     let long = path(&["contracts", "index", "late", "code"]);
     let value = code(9, 5000);
     holding.add_mut(&long, &value).unwrap();
-    let with_value = store.commit(&holding, &[genesis], 1, "Tezos", "value").unwrap();
+    let with_value =
+        store.commit(&holding, CommitMeta { parents: &[genesis], date: 1, author: "Tezos", message: "value" }).unwrap();
     // Many blocks later, the value is still in the newest tree: the
     // collection keeps it by tracing, past a boundary beyond its offset.
     let head = blocks(&store, with_value, 60);
@@ -302,13 +317,13 @@ fn a_committed_staged_value_does_not_hold_back_collections() {
     // holds it cannot commit it again.
     let mut without = store.checkout(&head).unwrap().unwrap();
     without.remove_mut(&long).unwrap();
-    let removed = store.commit(&without, &[head], 70, "Tezos", "removed").unwrap();
+    let removed = store.commit(&without, CommitMeta { parents: &[head], date: 70, author: "Tezos", message: "removed" }).unwrap();
     let head = blocks(&store, removed, 60);
     store.gc(&head).unwrap();
     let report = store.wait_gc().unwrap().expect("a collection ran");
     assert!(report.boundary > staged_at, "{report:?}");
     holding.add_mut(&["accounts", "late"], b"late").unwrap();
-    match store.commit(&holding, &[head], 200, "Tezos", "stale") {
+    match store.commit(&holding, CommitMeta { parents: &[head], date: 200, author: "Tezos", message: "stale" }) {
         Err(pando_store::Error::Collected { offset }) => assert!(offset < report.boundary, "{offset}"),
         other => panic!("a tree holding collected records committed: {other:?}"),
     }

@@ -4,7 +4,7 @@
 
 use pando_core::reference::RefTree;
 use pando_store::io::MemStorage;
-use pando_store::{Options, Store};
+use pando_store::{CommitMeta, Options, Store};
 use rand::{Rng, SeedableRng, rngs::SmallRng};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -35,7 +35,7 @@ fn patches_and_collapses_match_reference() {
                 model.insert((d, k), b"v0".to_vec());
             }
         }
-        let mut head = store.commit(&tree, &[], 0, "x", "g").unwrap();
+        let mut head = store.commit(&tree, CommitMeta { parents: &[], date: 0, author: "x", message: "g" }).unwrap();
         let mut heads = vec![(head, model.clone())];
         for round in 0..150 {
             let (h, m) = heads[rng.gen_range(0..heads.len())].clone();
@@ -56,7 +56,7 @@ fn patches_and_collapses_match_reference() {
                 }
             }
             assert_eq!(tree.hash().unwrap(), reference(&model), "seed {seed} round {round} before commit");
-            head = store.commit(&tree, &[h], round, "x", "b").unwrap();
+            head = store.commit(&tree, CommitMeta { parents: &[h], date: round, author: "x", message: "b" }).unwrap();
             heads.push((head, model.clone()));
             if round % 25 == 24 {
                 drop(tree);

@@ -6,7 +6,7 @@
 use metrics_util::debugging::{DebugValue, DebuggingRecorder, Snapshotter};
 use pando_store::io::{FaultKind, FaultPlan, FaultyStorage};
 use pando_store::telemetry;
-use pando_store::{Options, Store, SyncPolicy};
+use pando_store::{CommitMeta, Options, Store, SyncPolicy};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
@@ -67,7 +67,9 @@ fn a_store_reports_what_it_does() {
         for i in 0..50u32 {
             tree.add_mut(&["contracts", "index", &format!("{:04}", i * 31 + block), "balance"], &block.to_le_bytes()).unwrap();
         }
-        let hash = store.commit(&tree, &parent, i64::from(block), "Tezos", "block").unwrap();
+        let hash = store
+            .commit(&tree, CommitMeta { parents: &parent, date: i64::from(block), author: "Tezos", message: "block" })
+            .unwrap();
         parent = vec![hash];
         tree = store.checkout(&hash).unwrap().unwrap();
     }
@@ -116,8 +118,8 @@ fn a_store_reports_what_it_does() {
     lines.take();
     storage.set_plan(FaultPlan { fail_op: Some((0, FaultKind::NoSpace)), fail_reads_after: None });
     let tree = store.empty_tree().add(&["a"], b"1").unwrap();
-    assert!(store.commit(&tree, &[], 0, "Tezos", "fails").is_err());
-    assert!(store.commit(&tree, &[], 0, "Tezos", "refused").is_err());
+    assert!(store.commit(&tree, CommitMeta { parents: &[], date: 0, author: "Tezos", message: "fails" }).is_err());
+    assert!(store.commit(&tree, CommitMeta { parents: &[], date: 0, author: "Tezos", message: "refused" }).is_err());
     let failure = lines.take();
     assert_eq!(failure.matches("ERROR").count(), 1, "{failure}");
     assert!(failure.contains("injected ENOSPC") && failure.contains("refuses further writes"), "{failure}");

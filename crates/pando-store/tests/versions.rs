@@ -4,7 +4,7 @@
 //! loader, and committed: every commit hash as the model's.
 
 use pando_store::io::MemStorage;
-use pando_store::{Options, Store, Tree, Versions};
+use pando_store::{CommitMeta, Options, Store, Tree, Versions};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 use std::sync::Arc;
@@ -44,7 +44,7 @@ fn versions_of_a_checkout_read_and_commit_as_persistent_updates() {
     for n in 0..3000u16 {
         base.add_mut(&key(n), &n.to_le_bytes()).unwrap();
     }
-    let base = store.commit(&base, &[], 0, "", "").unwrap();
+    let base = store.commit(&base, CommitMeta { parents: &[], date: 0, author: "", message: "" }).unwrap();
     let mut runner = TestRunner::new(Config { cases: 48, failure_persistence: None, ..Config::default() });
     runner
         .run(&proptest::collection::vec(step(), 1..150), |steps| {
@@ -94,8 +94,8 @@ fn versions_of_a_checkout_read_and_commit_as_persistent_updates() {
                         let (versions, model) = &live[at(i)];
                         let tree = versions.tree().unwrap();
                         prop_assert_eq!(
-                            store.commit(&tree, &[base], 1, "", "").unwrap(),
-                            store.commit(model, &[base], 1, "", "").unwrap()
+                            store.commit(&tree, CommitMeta { parents: &[base], date: 1, author: "", message: "" }).unwrap(),
+                            store.commit(model, CommitMeta { parents: &[base], date: 1, author: "", message: "" }).unwrap()
                         );
                     }
                     Step::Drop(i) => {

@@ -2,7 +2,7 @@
 //! API; replaying the recording into a fresh store reproduces every commit
 //! hash and every read result.
 
-use pando_store::{Options, Store};
+use pando_store::{CommitMeta, Options, Store};
 use pando_trace::TraceReader;
 use pando_trace::replay::{Applied, Replayer};
 
@@ -32,8 +32,17 @@ fn a_recorded_session_replays_exactly() {
             // The functional forms are recorded too.
             tree = tree.add(&["level"], &block.to_be_bytes()).unwrap();
             assert!(tree.mem_tree(&["contracts"]).unwrap());
-            let hash =
-                store.commit(&tree, &parents, 1_600_000_000 + i64::from(block), "Tezos", &format!("block {block}")).unwrap();
+            let hash = store
+                .commit(
+                    &tree,
+                    CommitMeta {
+                        parents: &parents,
+                        date: 1_600_000_000 + i64::from(block),
+                        author: "Tezos",
+                        message: &format!("block {block}"),
+                    },
+                )
+                .unwrap();
             commits.push(hash);
             parents = vec![hash];
             tree = store.checkout(&hash).unwrap().unwrap();

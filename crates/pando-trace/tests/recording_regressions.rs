@@ -5,7 +5,7 @@
 //! replay exactly.
 
 use pando_core::trace::Row;
-use pando_store::{Options, Store};
+use pando_store::{CommitMeta, Options, Store};
 use pando_trace::TraceReader;
 use pando_trace::replay::{Applied, Replayer};
 use std::path::Path;
@@ -57,7 +57,7 @@ fn modified_find_tree_result_recorded_as_copy() {
         sub.add_mut(&["y"], b"2").unwrap(); // gap: update of a subtree
         tree.add_tree_mut(&["b"], &sub).unwrap();
         assert!(tree.mem(&["b", "y"]).unwrap());
-        let c = store.commit(&tree, &[], 1, "Tezos", "m").unwrap();
+        let c = store.commit(&tree, CommitMeta { parents: &[], date: 1, author: "Tezos", message: "m" }).unwrap();
         (c, store.finish_recording().unwrap().unwrap())
     };
     // Changed after it was read, the subtree is not a copy: no Copy row,
@@ -79,7 +79,7 @@ fn remove_records_a_spurious_mem_tree() {
         let mut tree = store.empty_tree();
         tree.add_mut(&["a", "x"], b"1").unwrap();
         tree.remove_mut(&["a", "x"]).unwrap();
-        store.commit(&tree, &[], 1, "Tezos", "m").unwrap();
+        store.commit(&tree, CommitMeta { parents: &[], date: 1, author: "Tezos", message: "m" }).unwrap();
         store.finish_recording().unwrap();
     }
     let kinds: Vec<&str> = rows(&trace).iter().map(|r| r.kind()).collect();
@@ -94,7 +94,7 @@ fn recording_on_a_non_empty_store() {
     let first = {
         let store = Store::open(dir.path().join("orig"), Options::default()).unwrap();
         let t = store.empty_tree().add(&["a"], b"1").unwrap();
-        let c = store.commit(&t, &[], 1, "Tezos", "m").unwrap();
+        let c = store.commit(&t, CommitMeta { parents: &[], date: 1, author: "Tezos", message: "m" }).unwrap();
         store.close().unwrap();
         c
     };
@@ -103,7 +103,7 @@ fn recording_on_a_non_empty_store() {
             Store::open(dir.path().join("orig"), Options { record_trace: Some(trace.clone()), ..Options::default() }).unwrap();
         let mut t = store.checkout(&first).unwrap().unwrap();
         t.add_mut(&["b"], b"2").unwrap();
-        store.commit(&t, &[first], 2, "Tezos", "m2").unwrap();
+        store.commit(&t, CommitMeta { parents: &[first], date: 2, author: "Tezos", message: "m2" }).unwrap();
         store.finish_recording().unwrap().unwrap()
     };
     let (_, _, err) = replay(&trace, dir.path());
@@ -121,15 +121,15 @@ fn complex_session_replays() {
             Store::open(dir.path().join("orig"), Options { record_trace: Some(trace.clone()), ..Options::default() }).unwrap();
         let e = store.empty_tree();
         let t1 = e.add(&["a"], b"1").unwrap();
-        let c1 = store.commit(&t1, &[], 1, "Tezos", "m").unwrap();
+        let c1 = store.commit(&t1, CommitMeta { parents: &[], date: 1, author: "Tezos", message: "m" }).unwrap();
         commits.push(c1);
         // same commit again (same hash)
-        let c1b = store.commit(&t1, &[], 1, "Tezos", "m").unwrap();
+        let c1b = store.commit(&t1, CommitMeta { parents: &[], date: 1, author: "Tezos", message: "m" }).unwrap();
         commits.push(c1b);
         assert_eq!(c1, c1b);
         // empty tree again (ctx 0) after it was used
         let e2 = store.empty_tree();
-        let c0 = store.commit(&e2, &[], 5, "Tezos", "empty").unwrap();
+        let c0 = store.commit(&e2, CommitMeta { parents: &[], date: 5, author: "Tezos", message: "empty" }).unwrap();
         commits.push(c0);
         let x = store.checkout(&c1).unwrap().unwrap();
         let y = store.checkout(&c1).unwrap().unwrap();
@@ -137,9 +137,9 @@ fn complex_session_replays() {
         let mut y2 = y.clone();
         y2.remove_mut(&["a"]).unwrap();
         assert!(y.find(&["b"]).unwrap().is_none());
-        let c2 = store.commit(&x2, &[c1], 2, "Tezos", "x").unwrap();
+        let c2 = store.commit(&x2, CommitMeta { parents: &[c1], date: 2, author: "Tezos", message: "x" }).unwrap();
         commits.push(c2);
-        let c3 = store.commit(&y2, &[c1, c0], 3, "Tezos", "y").unwrap();
+        let c3 = store.commit(&y2, CommitMeta { parents: &[c1, c0], date: 3, author: "Tezos", message: "y" }).unwrap();
         commits.push(c3);
         // keep using x after commit, copy from x into x2-derived
         let sub = x.find_tree(&["a"]).unwrap().unwrap();
@@ -147,11 +147,11 @@ fn complex_session_replays() {
         z.add_tree_mut(&["c"], &sub).unwrap();
         let mut w = x2.clone();
         w.add_tree_mut(&["d"], &sub).unwrap(); // not same context -> gap expected
-        let c4 = store.commit(&z, &[c2, c3], 4, "Tezos", "z").unwrap();
+        let c4 = store.commit(&z, CommitMeta { parents: &[c2, c3], date: 4, author: "Tezos", message: "z" }).unwrap();
         commits.push(c4);
         let again = store.checkout(&c1).unwrap().unwrap();
         assert!(again.mem(&["a"]).unwrap());
-        let c5 = store.commit(&again, &[c4], 6, "Tezos", "again").unwrap();
+        let c5 = store.commit(&again, CommitMeta { parents: &[c4], date: 6, author: "Tezos", message: "again" }).unwrap();
         commits.push(c5);
         let s = store.finish_recording().unwrap().unwrap();
         assert_eq!(s.gaps, 1, "only the add_tree from another context: {:?}", s.first_gap);
@@ -237,7 +237,7 @@ fn non_tezos_author_is_a_gap() {
         let store =
             Store::open(dir.path().join("orig"), Options { record_trace: Some(trace.clone()), ..Options::default() }).unwrap();
         let t = store.empty_tree().add(&["a"], b"1").unwrap();
-        let c = store.commit(&t, &[], 1, "alice", "m").unwrap();
+        let c = store.commit(&t, CommitMeta { parents: &[], date: 1, author: "alice", message: "m" }).unwrap();
         (c, store.finish_recording().unwrap().unwrap())
     };
     let (commits, checks, _) = replay(&trace, dir.path());

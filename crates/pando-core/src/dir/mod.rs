@@ -1,5 +1,5 @@
 //! The directory trie, once for every tree of pando: the store's trees
-//! (`pando_store::tree::node`) and the partial trees of proofs
+//! (`pando_store::node`) and the partial trees of proofs
 //! ([`crate::proof::partial`]); snapshot import and the integrity check
 //! stream records and share its hashing rule and depth bound. It builds, finds, sets,
 //! removes and enumerates entries, walks and updates paths of directories

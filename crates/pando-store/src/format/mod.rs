@@ -1,7 +1,8 @@
 //! The bytes on disk: record framing, node and commit encodings, the control
 //! file. `docs/FORMAT.md` describes the same bytes in prose.
 //!
-//! Boundary: this module encodes and decodes; it never opens a file.
+//! Boundary: this module encodes and decodes; it never opens a file, and
+//! of the in-memory nodes it knows only `crate::node`, never the trees.
 
 pub mod control;
 pub mod mapping;

@@ -24,10 +24,10 @@ use pando_core::varint::{self, write_u64};
 
 use crate::dict::{Dict, RawSteps, read_bytes};
 use crate::format::record::RecordKind;
-use crate::tree::node::{Body, Child, Held, Inline, Inode, Leaf, Pointers, Ptr, Values, ValuesBuilder};
+use crate::node::{Body, Child, Held, Inline, Inode, Leaf, Pointers, Ptr, Values, ValuesBuilder};
 use pando_core::dir::Hold;
 
-pub use crate::tree::node::INLINE_MAX;
+pub use crate::node::INLINE_MAX;
 
 const STEP_DICT: u8 = 0;
 const STEP_RAW: u8 = 1;
@@ -588,7 +588,7 @@ pub fn references(kind: RecordKind, payload: &[u8], at: u64, mask: u32, out: &mu
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tree::node::value_child;
+    use crate::node::value_child;
 
     /// Steps of lower-case hex of an even length are stored as binary,
     /// every other step as it is, and each decodes to the same step.

@@ -1,5 +1,5 @@
 //! A read-only pack following the writer of another process (see
-//! `store::follow`): the chunks it started, the layouts its collections
+//! `store::read::follow`): the chunks it started, the layouts its collections
 //! installed.
 //!
 //! Invariant: the pack only learns what a control slot made durable, and

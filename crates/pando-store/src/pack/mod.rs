@@ -44,6 +44,27 @@ mod shuttle_tests;
 pub use layout::{Collected, Layout, Resolved, Source};
 use layout::open_collected;
 
+/// What [`Pack::open`] opens and how it may change it: the fields of the
+/// control file that describe the pack, and the store's mode.
+#[derive(Clone, Debug, Default)]
+pub struct PackOptions {
+    /// The start of the first chunk; records below it lie in `collected`'s runs.
+    pub first_chunk_start: u64,
+    /// The end of the pack's durable bytes, as the control file says.
+    pub durable_end: u64,
+    /// The size past which the next batch starts a new chunk.
+    pub chunk_target_bytes: u64,
+    /// Writable: takes in the whole batches past `durable_end`, cuts off
+    /// what follows them, and finishes what a collection left. Read-only
+    /// changes nothing.
+    pub writable: bool,
+    /// A collected store's generation and run table.
+    pub collected: Option<(u64, Vec<Run>)>,
+    /// Archive mode: chunks below the first become cold files instead of
+    /// being removed.
+    pub archive: bool,
+}
+
 /// How many bytes a read of a record asks for first; most records fit.
 const READ_AHEAD: u64 = 512;
 
@@ -293,22 +314,16 @@ impl Pack {
     }
 
     /// Opens the chunks of a store whose durable end is `durable_end`, and
-    /// the files the run table `collected` (generation and runs) points into.
+    /// the files the run table `collected` (generation and runs) points into
+    /// (see [`PackOptions`]).
     /// Writable: first extends the durable end over the whole batches found
     /// after it (see [`whole_batches_end`]; [`Pack::end`] tells the caller),
     /// then removes chunks past it and truncates the last one there;
     /// finishes what a collection left (chunks and segments no run needs
     /// are removed, or in archive mode chunks below the first become cold).
     /// Read-only: ignores what lies past the durable end.
-    pub fn open(
-        storage: Arc<dyn Storage>,
-        first_start: u64,
-        durable_end: u64,
-        chunk_target_bytes: u64,
-        writable: bool,
-        collected: Option<(u64, Vec<Run>)>,
-        archive: bool,
-    ) -> Result<Pack> {
+    pub fn open(storage: Arc<dyn Storage>, options: PackOptions) -> Result<Pack> {
+        let PackOptions { first_chunk_start: first_start, durable_end, chunk_target_bytes, writable, collected, archive } = options;
         let names = storage.list().map_err(Error::io(storage.describe(), "list"))?;
         let durable_end = if writable { whole_batches_end(&*storage, &names, first_start, durable_end)? } else { durable_end };
         let needed: BTreeSet<u64> = collected.iter().flat_map(|(_, runs)| runs.iter().map(|r| r.file)).collect();
@@ -753,7 +768,7 @@ mod tests {
     fn pack() -> Pack {
         let storage: Arc<dyn Storage> = Arc::new(MemStorage::new());
         Pack::create_files(&*storage).unwrap();
-        Pack::open(storage, 0, 0, 1 << 20, true, None, false).unwrap()
+        Pack::open(storage, PackOptions { chunk_target_bytes: 1 << 20, writable: true, ..PackOptions::default() }).unwrap()
     }
 
     /// Reserved records become readable in the order reserved: one

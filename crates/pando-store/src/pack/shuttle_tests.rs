@@ -26,7 +26,7 @@ fn shuttle_readers_never_see_a_switch() {
             let storage: Arc<dyn Storage> = Arc::new(MemStorage::new());
             Pack::create_files(&*storage).unwrap();
             // A new chunk for every batch: records 0..4 in chunks of their own.
-            let pack = Arc::new(Pack::open(storage.clone(), 0, 0, 1, true, None, false).unwrap());
+            let pack = Arc::new(Pack::open(storage.clone(), PackOptions { chunk_target_bytes: 1, writable: true, ..PackOptions::default() }).unwrap());
             let at: Vec<u64> = (0..4).map(|tag| append(&pack, tag)).collect();
             let len = batch(0).len() as u64;
             // Record 1 is garbage; 0 stays, first in place, then in segment 7.

@@ -7,7 +7,7 @@ use std::io::Write;
 
 use super::{END, ENTRY_CONTENTS, ENTRY_DIR, FrameWriter, Header, SnapshotSummary, TAG_TREE, TAG_VALUES, write_frames};
 use crate::error::Result;
-use crate::tree::node::{Body, Child, Inode, Loader, Ptr, with_value};
+use crate::node::{Body, Child, Inode, Loader, Ptr, with_value};
 use crate::tree::walk::{Visitor, walk};
 
 /// Writes the tree whose root directory is `root` under `header`.

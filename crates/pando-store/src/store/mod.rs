@@ -6,6 +6,13 @@
 //! (commit hash to offset, checkpointed), `dict` (dictionary, checkpointed),
 //! `branches`, and `lock` (held by the writing process).
 //!
+//! Folders by role: `write` (the writer's commit pipeline: batch, hashing
+//! helper, commit protocol, pipelined sync, branches), `read` (how trees
+//! load from the store, following another process's writer, proofs),
+//! `gc` (online collection) and `tools` (check, inspect, import,
+//! repair). Beside them: `open` (creation, opening, recovery) and
+//! `index_file` (the commit index's bytes), which both sides use.
+//!
 //! Invariants:
 //! - One writer per store directory (an OS file lock) and per process (a
 //!   mutex); any number of reader threads, which never wait for a commit's
@@ -13,21 +20,16 @@
 //! - A commit hash is in the index only once its batch is in the pack.
 //! - After a failed write or fsync the store refuses writes (`PreviousIo`, naming the first failure).
 
-mod batch;
-mod branches;
-pub(crate) mod check;
-mod commit;
-mod follow;
 mod gc;
-mod hashing;
-mod import;
 mod index_file;
-mod inspect;
 mod open;
-mod proofs;
-mod repair;
-mod source;
-mod syncer;
+mod read;
+mod tools;
+mod write;
+
+use read::ReadSide;
+use tools::{check, repair};
+use write::{KeptTree, WriteSide, Writer, branches, hashing, write_hint};
 
 pub use check::{CheckPhase, CheckProgress, CheckReport, CheckScope, Problem, RecordCounts};
 pub use gc::{GcPhase, GcReport, GcStatus};
@@ -35,130 +37,26 @@ pub(crate) use open::fresh_instance_id;
 pub use repair::{REPAIR_HINT, RepairReport};
 
 use pando_core::{CommitInfo, Hash};
-use parking_lot::{Mutex, RwLock};
-use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
-use crate::cache::NodeCache;
-use crate::crash_point;
-use crate::dict::Dict;
 use crate::error::{Error, Result};
-use crate::format::control::Control;
 use crate::format::node::CommitRecord;
-use crate::format::record::RecordKind;
-use crate::io::{File, FsStorage, Storage};
+use crate::io::{FsStorage, Storage};
+use crate::node::{Child, Inode, Ptr};
 use crate::options::Options;
-use crate::pack::Pack;
-use crate::record::{Recorder, RecordingSummary, TraceSink};
-use crate::tree::flat::FlatCache;
-use crate::tree::node::{Child, Inode, Ptr, StagedSet};
+use crate::record::{RecordingSummary, TraceSink};
 use crate::tree::{Refs, Source, Tree};
 use pando_core::trace::{Row, Scope};
 
-/// State only the writer touches.
-pub(crate) struct Writer {
-    control: Control,
-    control_file: Arc<dyn File>,
-    index_file: Arc<dyn File>,
-    dict_file: Arc<dyn File>,
-    /// Commits not yet in the index file.
-    unflushed_index: Vec<(Hash, u64)>,
-    /// Commits appended since the last durable control write.
-    unsynced_commits: u64,
-    /// The batch buffer, kept between commits so its pages stay mapped.
-    batch_buf: Vec<u8>,
-    /// The `seq` of the newest synced control slot (see `format::control`).
-    synced_seq: u64,
-    /// Which commits the kept tree may hold inodes of (see `commit`).
-    kept: commit::KeptWindow,
-    /// `SyncPolicy::Pipelined`: the thread syncing the last commit, and
-    /// whether a sync is in flight.
-    syncer: Option<syncer::Syncer>,
-    in_flight: bool,
-    _lock: Option<Box<dyn std::any::Any + Send + Sync>>,
-}
-
-impl Writer {
-    /// Waits for the sync in flight, if any; its error is the store's (the
-    /// caller poisons). Every step that syncs or writes the control file
-    /// settles first, so that control writes stay in order.
-    fn settle(&mut self) -> Result<()> {
-        if !std::mem::take(&mut self.in_flight) {
-            return Ok(());
-        }
-        self.syncer.as_ref().expect("a sync in flight has a thread").wait()
-    }
-
-    /// Writes `next` (a state derived from `self.control`) to the synced
-    /// control slot not holding the newest synced state, and fsyncs it. Its
-    /// `seq` is chosen here. The caller poisons the store on failure: the
-    /// slot may or may not have reached the disk.
-    fn write_synced_control(&mut self, next: Control) -> Result<()> {
-        self.settle()?;
-        let next = Control { seq: self.control.next_synced_seq(self.synced_seq), ..next };
-        self.control_file.write_all_at(&next.encode(), next.slot_offset()).map_err(Error::io("control", "write"))?;
-        crash_point::reach("after-control-write");
-        self.control_file.sync().map_err(Error::io("control", "sync"))?;
-        crash_point::reach("after-control-sync");
-        self.synced_seq = next.seq;
-        self.control = next;
-        Ok(())
-    }
-
-    /// Writes `next` to the hint slot, without an fsync: what readers in
-    /// other processes follow. The pack bytes it describes are durable.
-    fn write_control_hint(&mut self, next: Control) -> Result<()> {
-        let next = self.next_hint(next);
-        write_hint(&*self.control_file, &next)?;
-        self.control = next;
-        Ok(())
-    }
-
-    /// `next` as the hint slot's state, its `seq` chosen.
-    fn next_hint(&self, mut next: Control) -> Control {
-        next.seq = self.control.seq + 1;
-        next
-    }
-}
-
-/// Writes the control file's hint slot (not synced).
-pub(super) fn write_hint(control_file: &dyn File, next: &Control) -> Result<()> {
-    control_file.write_all_at(&next.encode(), crate::format::control::HINT_OFFSET).map_err(Error::io("control", "write"))?;
-    crash_point::reach("after-control-hint");
-    Ok(())
-}
-
+/// An open store: its reading side, which every reader uses, and its
+/// writing side, which only a writable store's writer changes. Operations
+/// that need both (commit, collection, import, branches, staging) are
+/// `impl Repo` blocks in the folders of their roles.
 pub(crate) struct Repo {
-    id: u64,
-    storage: Arc<dyn Storage>,
-    pack: Pack,
-    cache: NodeCache,
-    dict: RwLock<Dict>,
-    index: RwLock<HashMap<Hash, u64>>,
-    branches: RwLock<BTreeMap<String, Hash>>,
-    writer: Option<Mutex<Writer>>,
-    /// Read-only: the control slot last taken in (see `follow`).
-    follower: Option<Mutex<Control>>,
-    options: Options,
-    /// The first failure of a write step, once there was one (fail-stop).
-    poisoned: OnceLock<String>,
-    /// Offset of the newest commit record, `u64::MAX` when there is none.
-    last_commit: AtomicU64,
-    /// The writer's newest commit and its tree in memory (see `commit`).
-    kept: Mutex<Option<KeptTree>>,
-    /// Blobs written when added to a tree, that trees still hold and no
-    /// commit refers to yet (see `Repo::stage`): collections keep every
-    /// record from the oldest on.
-    staged: Arc<StagedSet>,
-    /// Records calls as a trace, when asked to.
-    recorder: Option<Recorder>,
-    gc: gc::GcState,
-    /// Index entries of collected commits.
-    collected_commits: AtomicU64,
-    /// What paths hold in the newest commit's tree (see `tree::flat`).
-    flat: FlatCache,
+    pub(in crate::store) read: ReadSide,
+    pub(in crate::store) write: WriteSide,
 }
 
 /// A pando store: one directory of append-only files, one writer (across
@@ -166,18 +64,18 @@ pub(crate) struct Repo {
 ///
 /// ```
 /// # let dir = tempfile::tempdir()?;
-/// use pando_store::{Options, Store};
+/// use pando_store::{CommitMeta, Options, Store};
 ///
 /// let store = Store::open(dir.path(), Options::default())?;
 /// let tree = store.empty_tree().add(&["contracts", "global_counter"], b"42")?;
 /// // Durable when it returns (the default `SyncPolicy::EveryCommit`).
-/// let genesis = store.commit(&tree, &[], 1_600_000_000, "Tezos", "block 0")?;
+/// let genesis = store.commit(&tree, CommitMeta { parents: &[], date: 1_600_000_000, author: "Tezos", message: "block 0" })?;
 /// assert!(genesis.to_string().starts_with("Co")); // the Tezos context hash
 ///
 /// // The next block starts from its parent's commit.
 /// let mut next = store.checkout(&genesis)?.expect("just committed");
 /// next.add_mut(&["contracts", "global_counter"], b"43")?;
-/// let block_1 = store.commit(&next, &[genesis], 1_600_000_030, "Tezos", "block 1")?;
+/// let block_1 = store.commit(&next, CommitMeta { parents: &[genesis], date: 1_600_000_030, author: "Tezos", message: "block 1" })?;
 /// store.set_branch("main", &block_1)?;
 /// assert_eq!(store.last_commit()?, Some(block_1));
 /// assert_eq!(store.commit_info(&block_1)?.expect("known").parents, vec![genesis]);
@@ -192,6 +90,32 @@ pub struct Store {
 pub struct Commit {
     pub hash: Hash,
     pub info: CommitInfo,
+}
+
+/// What [`Store::commit`] records beside the tree: the commit's parents
+/// and metadata, as Octez's `Context.commit` takes them.
+///
+/// ```
+/// # let dir = tempfile::tempdir()?;
+/// use pando_store::{CommitMeta, Options, Store};
+///
+/// let store = Store::open(dir.path(), Options::default())?;
+/// let tree = store.empty_tree().add(&["version"], b"genesis")?;
+/// let meta = CommitMeta { parents: &[], date: 1_600_000_000, author: "Tezos", message: "block 0" };
+/// let genesis = store.commit(&tree, meta)?;
+/// assert_eq!(store.commit_info(&genesis)?.expect("known").author, "Tezos");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CommitMeta<'a> {
+    /// The parent commits (none for a first commit).
+    pub parents: &'a [Hash],
+    /// Seconds since the Unix epoch (the block's timestamp).
+    pub date: i64,
+    /// The author (Octez commits as `"Tezos"`).
+    pub author: &'a str,
+    /// The message.
+    pub message: &'a str,
 }
 
 /// Sizes and counts, for `pando info`.
@@ -287,20 +211,20 @@ impl Store {
     /// An empty tree bound to this store (context 0 of a recorded trace).
     pub fn empty_tree(&self) -> Tree {
         let source: Arc<dyn Source> = self.repo.clone();
-        let ctx = self.repo.recording().then_some(0);
-        let refs = Refs::HeldAt(self.repo.pack.layout_epoch());
-        Tree::from_parts(Child::Dir(Ptr::mem(crate::tree::node::empty())), Some(source), ctx, refs).logging_from(None)
+        let ctx = self.repo.read.recording().then_some(0);
+        let refs = Refs::HeldAt(self.repo.read.pack.layout_epoch());
+        Tree::from_parts(Child::Dir(Ptr::mem(crate::node::empty())), Some(source), ctx, refs).logging_from(None)
     }
 
     /// True if `commit` is in the store.
     /// (A read-only store syncs first if it does not know `commit`.)
     pub fn exists(&self, commit: &Hash) -> bool {
-        self.repo.commit_offset(commit).is_ok_and(|found| found.is_some_and(|offset| offset != index_file::COLLECTED))
+        self.repo.read.commit_offset(commit).is_ok_and(|found| found.is_some_and(|offset| offset != index_file::COLLECTED))
     }
 
     /// Number of commits (not counting collected ones).
     pub fn commit_count(&self) -> u64 {
-        self.repo.index.read().len() as u64 - self.repo.collected_commits.load(Ordering::Relaxed)
+        self.repo.read.index.read().len() as u64 - self.repo.read.collected_commits.load(Ordering::Relaxed)
     }
 
     /// Starts a garbage collection in the background: every record not
@@ -347,7 +271,7 @@ impl Store {
     pub fn ancestor(&self, from: &Hash, n: u64) -> Result<Hash> {
         let mut at = *from;
         for _ in 1..n.max(1) {
-            let record = self.repo.commit_record(&at)?.ok_or(Error::UnknownCommit(at))?;
+            let record = self.repo.read.commit_record(&at)?.ok_or(Error::UnknownCommit(at))?;
             match record.parents.first() {
                 Some((parent, _)) if self.exists(parent) => at = *parent,
                 _ => break,
@@ -378,13 +302,13 @@ impl Store {
     fn checkout_taking(&self, commit: &Hash, take_kept: bool) -> Result<Option<Tree>> {
         // Read first: a collection marks the commits it collects before
         // the layout that removes their records (see `Pack::layout_epoch`).
-        let epoch = self.repo.pack.layout_epoch();
+        let epoch = self.repo.read.pack.layout_epoch();
         // The writer's newest commit, as it wrote it: no record to read.
         let kept = if take_kept { self.repo.kept_root(commit) } else { None };
         let took_kept = kept.is_some();
         let root = match kept {
             Some(root) => Ptr::mem(root),
-            None => match self.repo.commit_record(commit)? {
+            None => match self.repo.read.commit_record(commit)? {
                 Some(record) => Ptr::stored(record.root_offset, record.root_hash),
                 None => return Ok(None),
             },
@@ -398,7 +322,7 @@ impl Store {
             sink.write(&Row::Checkout { hash: Scope::Keep(commit.to_base58().into_bytes()), ctx: Scope::Keep(ctx) });
             ctx
         };
-        let ctx = if take_kept { self.repo.record(record) } else { None };
+        let ctx = if take_kept { self.repo.read.record(record) } else { None };
         let source: Arc<dyn Source> = self.repo.clone();
         let tree = Tree::from_parts(Child::Dir(root), Some(source), ctx, Refs::HeldAt(epoch)).logging_from(Some(*commit));
         Ok(Some(if took_kept { tree.taking_kept() } else { tree }))
@@ -417,7 +341,7 @@ impl Store {
         commit: &Hash,
         f: impl FnOnce(&mut pando_core::proof::PartialTree<'_>) -> Result<R, pando_core::proof::ProofError>,
     ) -> Result<(pando_core::proof::TreeProof, R)> {
-        let Some(record) = self.repo.commit_record(commit)? else { return Err(Error::UnknownCommit(*commit)) };
+        let Some(record) = self.repo.read.commit_record(commit)? else { return Err(Error::UnknownCommit(*commit)) };
         // Not `checkout`: a proof is not an operation of the recorded trace.
         self.tree_at(&record, None).produce_proof(f)
     }
@@ -429,11 +353,11 @@ impl Store {
     /// ```
     /// # let dir = tempfile::tempdir()?;
     /// use pando_core::proof::keys::Held;
-    /// use pando_store::{Options, Store};
+    /// use pando_store::{CommitMeta, Options, Store};
     ///
     /// let store = Store::open(dir.path(), Options::default())?;
     /// let tree = store.empty_tree().add(&["contracts", "global_counter"], b"42")?;
-    /// let commit = store.commit(&tree, &[], 1_600_000_000, "Tezos", "block 0")?;
+    /// let commit = store.commit(&tree, CommitMeta { parents: &[], date: 1_600_000_000, author: "Tezos", message: "block 0" })?;
     /// let proof = store.prove_keys(&commit, &[&["contracts", "global_counter"][..], &["contracts"], &["nothing"]])?;
     /// // Checked against the commit hash alone, without the store.
     /// let held = proof.verify(&commit)?;
@@ -460,7 +384,7 @@ impl Store {
     /// [`crate::snapshot`]): a stream holding one inode per level in
     /// memory, whatever the directories' sizes.
     pub fn export_snapshot(&self, commit: &Hash, out: &mut (dyn std::io::Write + Send)) -> Result<crate::SnapshotSummary> {
-        let record = self.repo.commit_record(commit)?.ok_or(Error::UnknownCommit(*commit))?;
+        let record = self.repo.read.commit_record(commit)?.ok_or(Error::UnknownCommit(*commit))?;
         let mut parents = record.info().parents;
         parents.sort();
         let header = crate::snapshot::Header {
@@ -484,44 +408,45 @@ impl Store {
 
     /// The metadata and parents of `commit`.
     pub fn commit_info(&self, commit: &Hash) -> Result<Option<CommitInfo>> {
-        Ok(self.repo.commit_record(commit)?.map(|r| r.info()))
+        Ok(self.repo.read.commit_record(commit)?.map(|r| r.info()))
     }
 
-    /// Commits `tree` with the given parents and metadata; returns the
+    /// Commits `tree` with the parents and metadata `meta`; returns the
     /// commit hash once the commit is as durable as the sync policy says.
-    pub fn commit(&self, tree: &Tree, parents: &[Hash], date: i64, author: &str, message: &str) -> Result<Hash> {
-        let (started, end_before) = (std::time::Instant::now(), self.repo.pack.end());
+    pub fn commit(&self, tree: &Tree, meta: CommitMeta<'_>) -> Result<Hash> {
+        let CommitMeta { parents, date, author, message } = meta;
+        let (started, end_before) = (std::time::Instant::now(), self.repo.read.pack.end());
         // The flat read cache is carried over the tree's updates on the
         // commit's helper thread, while this one encodes (`FlatCache::carry`).
-        let carry = self.repo.flat.next_carry();
+        let carry = self.repo.read.flat.next_carry();
         let side = {
             let (repo, writes) = (self.repo.clone(), tree.shared_writes());
-            hashing::Side::new(Box::new(move || repo.flat.carry(carry, writes.as_deref())))
+            hashing::Side::new(Box::new(move || repo.read.flat.carry(carry, writes.as_deref())))
         };
-        let hash = match self.repo.commit(tree, parents, date, author, message, &side) {
+        let hash = match self.repo.commit(tree, meta, &side) {
             Ok(hash) => hash,
             Err(e) => {
                 side.cancel();
-                self.repo.flat.abandon(carry);
+                self.repo.read.flat.abandon(carry);
                 return Err(e);
             }
         };
         side.run();
-        self.repo.flat.committed(hash, carry);
-        let (cache_hits, cache_misses) = self.repo.cache.hits_and_misses();
+        self.repo.read.flat.committed(hash, carry);
+        let (cache_hits, cache_misses) = self.repo.read.cache.hits_and_misses();
         crate::telemetry::commit_done(
             &hash,
             &crate::telemetry::CommitDone {
                 took: started.elapsed(),
-                bytes_written: self.repo.pack.end().saturating_sub(end_before),
-                pack_bytes: self.repo.pack.size_bytes(),
+                bytes_written: self.repo.read.pack.end().saturating_sub(end_before),
+                pack_bytes: self.repo.read.pack.size_bytes(),
                 cache_hits,
                 cache_misses,
-                warn_after: self.repo.options.slow_commit_warning,
+                warn_after: self.repo.read.options.slow_commit_warning,
             },
         );
         self.repo.apply_retention(hash)?;
-        self.repo.record(|sink| {
+        self.repo.read.record(|sink| {
             // A replay commits as Tezos does, with the parents it made itself.
             if author != crate::record::TEZOS_AUTHOR {
                 sink.gap("a commit by an author other than Tezos");
@@ -547,18 +472,18 @@ impl Store {
     /// Ends the recording of a trace (if the store records one): flushes it
     /// and marks last occurrences. Later calls are not recorded.
     pub fn finish_recording(&self) -> Result<Option<RecordingSummary>> {
-        let Some(recorder) = &self.repo.recorder else { return Ok(None) };
+        let Some(recorder) = &self.repo.read.recorder else { return Ok(None) };
         let path = recorder.path().display().to_string();
         recorder.finish().map_err(Error::io(path, "record trace"))
     }
 
     /// The most recent commit, if any.
     pub fn last_commit(&self) -> Result<Option<Hash>> {
-        let offset = self.repo.last_commit.load(Ordering::Acquire);
+        let offset = self.repo.read.last_commit.load(Ordering::Acquire);
         if offset == u64::MAX {
             return Ok(None);
         }
-        Ok(Some(self.repo.read_commit_at(offset)?.info().hash()))
+        Ok(Some(self.repo.read.read_commit_at(offset)?.info().hash()))
     }
 
     /// Read-only: takes in the commits (and collections) the writer of
@@ -569,7 +494,7 @@ impl Store {
     /// a sync takes in a collection that removed them. A writable store
     /// has nothing to follow (returns 0).
     pub fn sync(&self) -> Result<u64> {
-        self.repo.sync()
+        self.repo.read.sync()
     }
 
     /// Makes every commit durable and brings the index file up to date.
@@ -605,55 +530,55 @@ impl Store {
 
     /// The commit the branch `name` points at, if there is such a branch.
     pub fn branch(&self, name: &str) -> Option<Hash> {
-        self.repo.branches.read().get(name).copied()
+        self.repo.read.branches.read().get(name).copied()
     }
 
     /// Every branch and its commit, sorted by name.
     pub fn branches(&self) -> Vec<(String, Hash)> {
-        self.repo.branches.read().iter().map(|(n, h)| (n.clone(), *h)).collect()
+        self.repo.read.branches.read().iter().map(|(n, h)| (n.clone(), *h)).collect()
     }
 
     /// Bytes in the pack: cheap (no lock), for callers sampling every block.
     pub fn pack_bytes(&self) -> u64 {
-        self.repo.pack.size_bytes()
+        self.repo.read.pack.size_bytes()
     }
 
     /// Counts and sizes (commits, branches, pack bytes per chunk,
     /// dictionary entries, collections), as `pando info` prints them. Cheap:
     /// it reads no file.
     pub fn stats(&self) -> StoreStats {
-        let collected = self.repo.pack.collected();
-        let read_cache = self.repo.flat.counts();
+        let collected = self.repo.read.pack.collected();
+        let read_cache = self.repo.read.flat.counts();
         StoreStats {
             commits: self.commit_count(),
             pack_bytes: self.pack_bytes(),
-            chunks: self.repo.pack.chunk_sizes(),
-            dict_entries: self.repo.dict.read().len(),
-            cache_bytes: self.repo.cache.weight_bytes(),
-            cache_entries: self.repo.cache.len(),
-            kept_bytes: self.repo.writer.as_ref().map_or(0, |writer| writer.lock().kept.weight()),
+            chunks: self.repo.read.pack.chunk_sizes(),
+            dict_entries: self.repo.read.dict.read().len(),
+            cache_bytes: self.repo.read.cache.weight_bytes(),
+            cache_entries: self.repo.read.cache.len(),
+            kept_bytes: self.repo.write.writer.as_ref().map_or(0, |writer| writer.lock().kept.weight()),
             read_cache_entries: read_cache.0,
             read_cache_bytes: read_cache.1,
             read_cache_hits: read_cache.2,
             read_cache_misses: read_cache.3,
-            branches: self.repo.branches.read().len(),
+            branches: self.repo.read.branches.read().len(),
             generation: collected.as_ref().map_or(0, |c| c.generation),
             collected_live_bytes: collected.as_ref().map_or(0, |c| c.live_bytes()),
             collected_files: collected.as_ref().map_or(0, |c| c.files.len()),
             collected_file_bytes: collected.as_ref().map_or(0, |c| c.file_bytes()),
-            collected_commits: self.repo.collected_commits.load(Ordering::Relaxed),
+            collected_commits: self.repo.read.collected_commits.load(Ordering::Relaxed),
         }
     }
 
     /// The store's system calls so far and the time spent in them (for a
     /// store on real files).
     pub fn io_times(&self) -> Option<crate::io::IoTimes> {
-        self.repo.storage.io_times()
+        self.repo.read.storage.io_times()
     }
 
     /// Where the store lives.
     pub fn describe(&self) -> String {
-        self.repo.storage.describe()
+        self.repo.read.storage.describe()
     }
 }
 
@@ -664,116 +589,28 @@ impl Drop for Store {
         self.repo.cancel_gc();
         // No staged record is written after the store is gone (a store
         // opened next on the same files would have cut it off).
-        let _ = self.repo.staged.settle();
+        let _ = self.repo.write.staged.settle();
         let _ = self.finish_recording();
         let _ = self.repo.flush();
         // Trees read from the store may outlive it (a binding's garbage
         // collector frees them later); the directory is free for the next
         // writer now, which the line above made safe.
-        if let Some(writer) = &self.repo.writer {
+        if let Some(writer) = &self.repo.write.writer {
             writer.lock()._lock = None;
         }
     }
 }
 
 impl Repo {
-    fn recording(&self) -> bool {
-        self.trace_sink().is_some()
-    }
-
-    /// Runs `f` on the trace sink, if the store is recording.
-    fn record<T>(&self, f: impl FnOnce(&dyn TraceSink) -> T) -> Option<T> {
-        self.trace_sink().map(f)
-    }
-
-    fn check_writable(&self) -> Result<()> {
-        if self.writer.is_none() {
-            return Err(Error::ReadOnly);
-        }
-        self.check_not_poisoned()
-    }
-
-    fn check_not_poisoned(&self) -> Result<()> {
-        match self.poisoned.get() {
-            Some(first) => Err(Error::PreviousIo { first: first.clone() }),
-            None => Ok(()),
-        }
-    }
-
-    fn is_poisoned(&self) -> bool {
-        self.poisoned.get().is_some()
-    }
-
-    /// Runs a write step; any failure poisons the store (fail-stop), and
-    /// later writes name this first failure.
-    fn guard<T>(&self, result: Result<T>) -> Result<T> {
-        self.poison_on_error(result, crate::telemetry::poisoned)
-    }
-
-    /// Poisons the store on `result`'s error, as `guard` does, and has
-    /// `log` say so the first time.
-    fn poison_on_error<T>(&self, result: Result<T>, log: fn(&str)) -> Result<T> {
-        if let Err(e) = &result {
-            let mut first = false;
-            let message = self.poisoned.get_or_init(|| {
-                first = true;
-                e.to_string()
-            });
-            if first {
-                log(message);
-            }
-        }
-        result
-    }
-
-    /// The index entry of `commit`; a read-only store that does not know
-    /// it syncs first.
-    fn commit_offset(&self, commit: &Hash) -> Result<Option<u64>> {
-        let found = self.index.read().get(commit).copied();
-        if found.is_none() && self.follower.is_some() && self.sync()? > 0 {
-            return Ok(self.index.read().get(commit).copied());
-        }
-        Ok(found)
-    }
-
     /// The root of the kept tree, if it is the tree of `commit`, no
     /// collection removed that commit, and no other checkout holds it. It
     /// is taken: the tree checked out holds it alone, so that its updates
     /// change the kept inodes in place instead of copying them; dropped
     /// unchanged, that tree gives it back (`give_back_kept`).
     fn kept_root(&self, commit: &Hash) -> Option<Arc<Inode>> {
-        let mut kept = self.kept.lock();
+        let mut kept = self.write.kept.lock();
         let kept = kept.as_mut().filter(|kept| kept.hash == *commit)?;
-        let live = self.index.read().get(commit).is_some_and(|&offset| offset != index_file::COLLECTED);
+        let live = self.read.index.read().get(commit).is_some_and(|&offset| offset != index_file::COLLECTED);
         if live { kept.root.take() } else { None }
     }
-
-    fn commit_record(&self, commit: &Hash) -> Result<Option<CommitRecord>> {
-        let Some(offset) = self.commit_offset(commit)? else { return Ok(None) };
-        if offset == index_file::COLLECTED {
-            return Err(Error::CollectedCommit(*commit));
-        }
-        let record = self.read_commit_at(offset)?;
-        let found = record.info().hash();
-        if found != *commit {
-            return Err(Error::corrupt("pack", offset, format!("commit record hashes to {found}, the index says {commit}")));
-        }
-        Ok(Some(record))
-    }
-
-    fn read_commit_at(&self, offset: u64) -> Result<CommitRecord> {
-        let (kind, payload) = self.pack.read_record(offset)?;
-        if kind != RecordKind::Commit {
-            return Err(Error::corrupt("pack", offset, format!("expected a commit record, found {kind:?}")));
-        }
-        CommitRecord::decode(&payload, offset).map_err(|reason| Error::corrupt("pack", offset, reason))
-    }
-}
-
-/// The writer's newest commit and the root of its tree in memory, unless
-/// a checkout took it (see [`Repo::kept_root`]).
-pub(super) struct KeptTree {
-    pub(super) hash: Hash,
-    pub(super) root_offset: u64,
-    pub(super) root: Option<Arc<Inode>>,
 }

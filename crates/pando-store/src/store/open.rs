@@ -24,7 +24,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 
-use super::{Repo, Writer, branches, index_file};
+use super::{ReadSide, Repo, WriteSide, Writer, branches, index_file};
 use crate::cache::NodeCache;
 use crate::dict::{self, Dict};
 use crate::error::{Error, Result};
@@ -34,7 +34,7 @@ use crate::format::node::CommitRecord;
 use crate::format::record::RecordKind;
 use crate::io::{File, Storage, read_all};
 use crate::options::{Create, Options};
-use crate::pack::Pack;
+use crate::pack::{Pack, PackOptions};
 use crate::record::Recorder;
 use crate::tree::flat::FlatCache;
 
@@ -148,12 +148,14 @@ pub fn open(storage: Arc<dyn Storage>, options: Options) -> Result<Repo> {
         if generation > 0 { Some((generation, load_mapping(&*storage, generation, control.first_chunk_start)?)) } else { None };
     let pack = Pack::open(
         storage.clone(),
-        control.first_chunk_start,
-        control.durable_end,
-        control.chunk_target_bytes,
-        writable,
-        runs,
-        control.flags & crate::format::control::FLAG_ARCHIVE != 0,
+        PackOptions {
+            first_chunk_start: control.first_chunk_start,
+            durable_end: control.durable_end,
+            chunk_target_bytes: control.chunk_target_bytes,
+            writable,
+            collected: runs,
+            archive: control.flags & crate::format::control::FLAG_ARCHIVE != 0,
+        },
     )?;
     // A writable pack took in the whole batches past the slot's durable end
     // (commits whose slot, a hint not synced, was lost); the scan of the
@@ -198,24 +200,28 @@ pub fn open(storage: Arc<dyn Storage>, options: Options) -> Result<Repo> {
     };
     crate::telemetry::opened(&storage.describe(), writable, commits - collected, generation, recovered_bytes, started.elapsed());
     Ok(Repo {
-        recorder,
-        id: fresh_instance_id(),
-        storage,
-        pack,
-        cache: NodeCache::new(options.cache_bytes - options.keep_bytes()),
-        kept: Mutex::new(None),
-        staged: Default::default(),
-        dict: RwLock::new(dict),
-        index: RwLock::new(index),
-        branches: RwLock::new(branches),
-        writer,
-        follower,
-        flat: FlatCache::new(options.read_cache_bytes),
-        options,
-        poisoned: OnceLock::new(),
-        last_commit: AtomicU64::new(last_commit),
-        gc: Default::default(),
-        collected_commits: AtomicU64::new(collected),
+        read: ReadSide {
+            recorder,
+            id: fresh_instance_id(),
+            storage,
+            pack,
+            cache: NodeCache::new(options.cache_bytes - options.keep_bytes()),
+            dict: RwLock::new(dict),
+            index: RwLock::new(index),
+            branches: RwLock::new(branches),
+            follower,
+            flat: FlatCache::new(options.read_cache_bytes),
+            options,
+            last_commit: AtomicU64::new(last_commit),
+            collected_commits: AtomicU64::new(collected),
+        },
+        write: WriteSide {
+            kept: Mutex::new(None),
+            staged: Default::default(),
+            writer,
+            poisoned: OnceLock::new(),
+            gc: Default::default(),
+        },
     })
 }
 
@@ -283,7 +289,7 @@ pub(super) enum Named {
     /// A commit: its hash, computed from the record.
     Commit(Hash),
     /// Dictionary entries: the first one's id, and their steps.
-    Dict(u64, Vec<crate::tree::node::Step>),
+    Dict(u64, Vec<crate::node::Step>),
 }
 
 /// Decodes the record at `offset` if it is a commit or a dictionary

@@ -385,7 +385,7 @@ impl FlatCache {
     /// The first of a commit's two steps moving the cache to it: applies
     /// the updates `writes` logged (`None`: not known) to a tree taken from
     /// `writes.base`, while the commit is written (on the commit's helper
-    /// thread when it has one, see `store::hashing`), and leaves the cache
+    /// thread when it has one, see `store::write::hashing`), and leaves the cache
     /// at no commit, noting no read, until [`FlatCache::committed`] names
     /// the commit of carry `token` (or [`FlatCache::abandon`] empties the
     /// cache if it failed). A carry while another is pending (commits on

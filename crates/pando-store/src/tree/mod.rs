@@ -11,14 +11,11 @@
 //! - Empty directories are never entries: removing the last entry of a
 //!   directory removes the directory from its parent, and adding an empty
 //!   tree at a path removes what was there.
-//! - Boundary: the tree never touches a file; it reads through `node::Loader`.
+//! - Boundary: the tree never touches a file; it reads through `crate::node::Loader`.
 
 pub(crate) mod flat;
-mod memo;
-pub(crate) mod node;
 mod proof;
 mod proven;
-mod staged;
 mod versions;
 pub(crate) mod walk;
 
@@ -45,8 +42,8 @@ fn to_key<S: AsRef<[u8]>>(path: &[S]) -> Key {
 }
 
 use crate::error::Result;
+use crate::node::{self, Child, Loader, NoLoader, Ptr, Written, empty, load, value_child, value_of};
 use flat::{FlatCache, Held, Key as FlatKey, Write, Writes};
-use node::{Child, Loader, NoLoader, Ptr, Written, empty, load, value_child, value_of};
 use pando_core::dir::{self, Resolve};
 
 /// Where the lazily loaded parts of a tree come from.

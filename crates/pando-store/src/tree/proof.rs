@@ -16,8 +16,8 @@ use std::sync::Arc;
 
 use pando_core::dir::{self, Body, Pointers, Values};
 
-use super::node::{Child, Inode, Loader, Ptr, load, value_of};
 use crate::error::{Error, Result};
+use crate::node::{Child, Inode, Loader, Ptr, load, value_of};
 
 /// What a handle names.
 enum Part {

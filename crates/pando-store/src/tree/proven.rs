@@ -31,9 +31,9 @@ use pando_core::proof::stream::Path;
 use pando_core::proof::{Encoding, KindedHash, ProofError, Proven, verify_stream_proof_bytes, verify_tree_proof_bytes};
 
 use super::flat::FlatCache;
-use super::node::{self, Child, Inode, Leaf, Loader, Ptr, Value};
 use super::{Refs, Source, Tree};
 use crate::error::{Error, Result};
+use crate::node::{self, Child, Inode, Leaf, Loader, Ptr, Value};
 use crate::record::TraceSink;
 
 /// A tree a proof shows, checked against the hash it is about.
@@ -55,11 +55,11 @@ pub struct ProvenTree {
 /// ```
 /// # let dir = tempfile::tempdir()?;
 /// use pando_core::proof::Encoding;
-/// use pando_store::{Options, Store};
+/// use pando_store::{CommitMeta, Options, Store};
 ///
 /// let store = Store::open(dir.path(), Options::default())?;
 /// let tree = store.empty_tree().add(&["a", "b"], b"1")?.add(&["c"], b"2")?;
-/// let commit = store.commit(&tree, &[], 1_600_000_000, "Tezos", "block 0")?;
+/// let commit = store.commit(&tree, CommitMeta { parents: &[], date: 1_600_000_000, author: "Tezos", message: "block 0" })?;
 /// let bytes = store.produce_tree_proof_of_paths(&commit, &[&["a", "b"][..]], Encoding::V2)?;
 /// let proven = pando_store::verify_tree_proof(Encoding::V2, &bytes, &tree.hash()?)?;
 /// assert_eq!(proven.tree.find(&["a", "b"])?.as_deref(), Some(&b"1"[..]));

@@ -35,8 +35,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use smallvec::SmallVec;
 
 use super::Tree;
-use super::node::Child;
 use crate::error::Result;
+use crate::node::Child;
 
 /// One version of a line of trees (see the module's text).
 pub struct Versions {

@@ -11,8 +11,8 @@
 use pando_core::dir::ENTRIES;
 use std::sync::Arc;
 
-use super::node::{Body, Child, Inode, Loader, Ptr, load};
 use crate::error::Result;
+use crate::node::{Body, Child, Inode, Loader, Ptr, load};
 
 /// What a walk reports, in order.
 pub trait Visitor {

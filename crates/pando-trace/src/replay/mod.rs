@@ -16,7 +16,7 @@ use foldhash::HashMap;
 use foldhash::HashMapExt;
 use pando_core::Hash;
 use pando_core::trace::{ContextId, KeyRef, Row, RowRef, Scope};
-use pando_store::{Store, Tree};
+use pando_store::{CommitMeta, Store, Tree};
 use smallvec::SmallVec;
 use std::time::Instant;
 
@@ -265,7 +265,10 @@ impl<'a> Replayer<'a> {
                     real_parents.push(self.resolve_commit(parent)?);
                 }
                 let message = std::str::from_utf8(message).map_err(|_| self.trace_error("commit message is not UTF-8"))?;
-                let real = self.store.commit(&tree, &real_parents, date, AUTHOR, message).map_err(self.store_error())?;
+                let real = self
+                    .store
+                    .commit(&tree, CommitMeta { parents: &real_parents, date, author: AUTHOR, message })
+                    .map_err(self.store_error())?;
                 drop(tree);
                 match recorded_hash(hash.value()) {
                     Some(recorded) => {

@@ -202,17 +202,18 @@ impl Repo {
         if !self.live_commit(commit)? {
             return Err(Error::UnknownCommit(*commit));
         }
-        let offset = self.index.read().get(commit).copied().unwrap_or(0);
-        let collecting = self.gc.job.lock().as_ref().is_some_and(|job| !job.handle.is_finished() && offset < job.keep_offset);
-        if collecting && !self.options.retention.archive() {
+        let offset = self.read.index.read().get(commit).copied().unwrap_or(0);
+        let collecting =
+            self.write.gc.job.lock().as_ref().is_some_and(|job| !job.handle.is_finished() && offset < job.keep_offset);
+        if collecting && !self.read.options.retention.archive() {
             return Err(Error::GcRunning);
         }
-        *self.gc.pinned.lock().entry(*commit).or_insert(0) += 1;
+        *self.write.gc.pinned.lock().entry(*commit).or_insert(0) += 1;
         Ok(())
     }
 
     pub(crate) fn unpin(&self, commit: &Hash) {
-        let mut pinned = self.gc.pinned.lock();
+        let mut pinned = self.write.gc.pinned.lock();
         if let Some(count) = pinned.get_mut(commit) {
             *count -= 1;
             if *count == 0 {
@@ -223,7 +224,7 @@ impl Repo {
 
     /// True if `commit` is in the store and not collected.
     fn live_commit(&self, commit: &Hash) -> Result<bool> {
-        match self.index.read().get(commit) {
+        match self.read.index.read().get(commit) {
             None => Ok(false),
             Some(&index_file::COLLECTED) => Err(Error::CollectedCommit(*commit)),
             Some(_) => Ok(true),
@@ -233,7 +234,7 @@ impl Repo {
     /// The running collection's progress; `None` once it has finished
     /// (its outcome waits for `wait_gc` or `take_gc_reports`).
     pub(crate) fn gc_status(&self) -> Option<GcStatus> {
-        let job = self.gc.job.lock();
+        let job = self.write.gc.job.lock();
         job.as_ref().filter(|job| !job.handle.is_finished()).map(|job| GcStatus {
             generation: job.generation,
             phase: job.progress.phase(),
@@ -246,24 +247,24 @@ impl Repo {
     /// Starts a collection keeping `keep_from`, the commits after it and
     /// the pinned commits.
     pub(crate) fn start_gc(self: &Arc<Self>, keep_from: &Hash) -> Result<()> {
-        self.check_writable()?;
+        self.write.check_writable()?;
         // Locks in the writer's order: the writer, then the job.
         let started = Instant::now();
-        let writer = self.writer.as_ref().expect("checked writable").lock();
-        let mut job = self.gc.job.lock();
+        let writer = self.write.writer.as_ref().expect("checked writable").lock();
+        let mut job = self.write.gc.job.lock();
         // A finished job is reaped under the same lock the next one is
         // installed under, so `wait_gc` never sees an empty slot between
         // the two while its report is not yet among the finished ones.
         if job.as_ref().is_some_and(|j| j.handle.is_finished()) {
             let finished = job.take().expect("checked");
             if let Err(e) = self.settle_job(finished) {
-                *self.gc.last_error.lock() = Some(e.to_string());
+                *self.write.gc.last_error.lock() = Some(e.to_string());
             }
         }
         if job.is_some() {
             return Err(Error::GcRunning);
         }
-        let keep_offset = match self.index.read().get(keep_from) {
+        let keep_offset = match self.read.index.read().get(keep_from) {
             None => return Err(Error::UnknownCommit(*keep_from)),
             Some(&index_file::COLLECTED) => return Err(Error::CollectedCommit(*keep_from)),
             Some(&offset) => offset,
@@ -271,24 +272,24 @@ impl Repo {
         // From here on, commits are noted for the new index; those before
         // are all below `scan_end`.
         let generation = writer.control.generation.checked_add(1).ok_or(Error::Invalid("generation overflow".into()))?;
-        self.gc.since_start.lock().clear();
-        self.gc.running.store(true, Ordering::Release);
-        let scan_end = self.pack.end();
+        self.write.gc.since_start.lock().clear();
+        self.write.gc.running.store(true, Ordering::Release);
+        let scan_end = self.read.pack.end();
         // The next batch starts a chunk: the next collection's boundary
         // can fall there.
-        self.pack.split();
+        self.read.pack.split();
         // Blobs staged from now on lie past `scan_end`.
-        let oldest_staged = self.staged.oldest().unwrap_or(u64::MAX);
+        let oldest_staged = self.write.staged.oldest().unwrap_or(u64::MAX);
         drop(writer);
         let start_pause = started.elapsed();
         // The chunk holding `keep_from`, or the oldest blob a tree staged
         // and no commit refers to yet (it cannot be traced), if older; a
         // commit kept below the first chunk (pinned by an earlier
         // collection) keeps the boundary where it is, and is a root.
-        let first = self.pack.first_chunk_start();
+        let first = self.read.pack.first_chunk_start();
         let keep_at = keep_offset.min(oldest_staged);
-        let boundary = self.pack.chunk_bounds().iter().rev().find(|(start, _)| *start <= keep_at).map_or(first, |c| c.0);
-        let pinned: std::collections::HashSet<Hash> = self.gc.pinned.lock().keys().copied().collect();
+        let boundary = self.read.pack.chunk_bounds().iter().rev().find(|(start, _)| *start <= keep_at).map_or(first, |c| c.0);
+        let pinned: std::collections::HashSet<Hash> = self.write.gc.pinned.lock().keys().copied().collect();
         let progress = Arc::new(Progress::default());
         crate::telemetry::gc_started(generation, keep_offset, boundary);
         let repo = self.clone();
@@ -302,10 +303,10 @@ impl Repo {
                 // Kept: commits from `keep_from` on, and pinned ones (their
                 // records are roots). Commits after `scan_end` are in
                 // `since_start`; no other collection runs meanwhile.
-                let archive = repo.options.retention.archive();
+                let archive = repo.read.options.retention.archive();
                 let (mut entries, mut collected, mut roots) = (Vec::new(), Vec::new(), Vec::new());
                 // A copy, so that the writer's index updates wait only for it.
-                let mut snapshot: Vec<(Hash, u64)> = repo.index.read().iter().map(|(h, o)| (*h, *o)).collect();
+                let mut snapshot: Vec<(Hash, u64)> = repo.read.index.read().iter().map(|(h, o)| (*h, *o)).collect();
                 // In the order of the pack (collected commits last, by
                 // hash), not of the map's hashing: the new index file is
                 // then the same bytes for the same store, run after run.
@@ -337,18 +338,18 @@ impl Repo {
                     report: GcReport { start_pause, ..GcReport::default() },
                 };
                 let result = work.run(scan_end, roots, entries, collected);
-                repo.gc.running.store(false, Ordering::Release);
+                repo.write.gc.running.store(false, Ordering::Release);
                 match &result {
                     Ok(report) => crate::telemetry::gc_done(report),
                     Err(e) => crate::telemetry::gc_failed(e),
                 }
-                if result.is_err() && !repo.is_poisoned() {
+                if result.is_err() && !repo.write.is_poisoned() {
                     work.remove_in_flight();
                 }
                 result
             })
             .map_err(|e| {
-                self.gc.running.store(false, Ordering::Release);
+                self.write.gc.running.store(false, Ordering::Release);
                 Error::io("pando-gc", "spawn thread")(e)
             })?;
         *job = Some(Job { generation, keep_offset, started, progress, handle });
@@ -363,9 +364,9 @@ impl Repo {
     /// the older live records have grown past the share allowed over what
     /// the last whole trace found (`Options::gc_whole_trace_growth_percent`).
     fn trace_whole(&self, current: Option<&crate::pack::Collected>) -> bool {
-        let growth = self.options.gc_whole_trace_growth_percent;
-        let (Some(last), Some(current)) = (*self.gc.whole_live_bytes.lock(), current) else { return true };
-        if growth == 0 || self.options.retention.archive() {
+        let growth = self.read.options.gc_whole_trace_growth_percent;
+        let (Some(last), Some(current)) = (*self.write.gc.whole_live_bytes.lock(), current) else { return true };
+        if growth == 0 || self.read.options.retention.archive() {
             return true;
         }
         current.live_bytes().saturating_mul(100) > last.max(1).saturating_mul(100u64.saturating_add(growth))
@@ -374,29 +375,30 @@ impl Repo {
     /// Waits for the running collection, if any, to finish, and returns its
     /// report (or its error).
     pub(crate) fn wait_gc(&self) -> Result<Option<GcReport>> {
-        let Some(target) = self.gc.job.lock().as_ref().map(|job| job.generation) else {
-            return self.gc.last_error.lock().take().map_or(Ok(None), |e| Err(Error::GcFailed(e)));
+        let Some(target) = self.write.gc.job.lock().as_ref().map(|job| job.generation) else {
+            return self.write.gc.last_error.lock().take().map_or(Ok(None), |e| Err(Error::GcFailed(e)));
         };
-        let pending = || self.gc.job.lock().as_ref().is_some_and(|job| job.generation == target && !job.handle.is_finished());
+        let pending =
+            || self.write.gc.job.lock().as_ref().is_some_and(|job| job.generation == target && !job.handle.is_finished());
         while pending() {
             std::thread::sleep(Duration::from_millis(2));
         }
-        if self.gc.job.lock().as_ref().is_some_and(|job| job.generation == target)
+        if self.write.gc.job.lock().as_ref().is_some_and(|job| job.generation == target)
             && let Some(outcome) = self.reap()
         {
             return outcome.map(Some);
         }
         // Another caller took it (and may have started the next one).
-        if let Some(report) = self.gc.finished.lock().iter().rev().find(|r| r.generation == target) {
+        if let Some(report) = self.write.gc.finished.lock().iter().rev().find(|r| r.generation == target) {
             return Ok(Some(report.clone()));
         }
-        self.gc.last_error.lock().take().map_or(Ok(None), |e| Err(Error::GcFailed(e)))
+        self.write.gc.last_error.lock().take().map_or(Ok(None), |e| Err(Error::GcFailed(e)))
     }
 
     /// Takes a finished job, if any; its report joins the finished ones.
     fn reap(&self) -> Option<Result<GcReport>> {
         let job = {
-            let mut job = self.gc.job.lock();
+            let mut job = self.write.gc.job.lock();
             if !job.as_ref().is_some_and(|j| j.handle.is_finished()) {
                 return None;
             }
@@ -413,7 +415,7 @@ impl Repo {
             Err(_) => Err(Error::GcFailed("the collector thread panicked".into())),
         };
         if let Ok(report) = &outcome {
-            let mut finished = self.gc.finished.lock();
+            let mut finished = self.write.gc.finished.lock();
             if finished.len() == MAX_REPORTS {
                 finished.remove(0);
             }
@@ -425,54 +427,54 @@ impl Repo {
     /// Takes a finished job, keeping its error for `wait_gc`.
     fn reap_quietly(&self) {
         if let Some(Err(e)) = self.reap() {
-            *self.gc.last_error.lock() = Some(e.to_string());
+            *self.write.gc.last_error.lock() = Some(e.to_string());
         }
     }
 
     /// Loads the most recent commits for the retention policy (at open).
     pub(crate) fn init_retention(&self) {
-        let Some((commits, _)) = self.options.retention.keep_last() else { return };
+        let Some((commits, _)) = self.read.options.retention.keep_last() else { return };
         let mut live: Vec<(u64, Hash)> =
-            self.index.read().iter().filter(|(_, o)| **o != index_file::COLLECTED).map(|(h, o)| (*o, *h)).collect();
+            self.read.index.read().iter().filter(|(_, o)| **o != index_file::COLLECTED).map(|(h, o)| (*o, *h)).collect();
         live.sort_unstable();
         let keep = live.len().saturating_sub(commits as usize);
-        *self.gc.recent.lock() = live[keep..].iter().map(|(_, h)| *h).collect();
+        *self.write.gc.recent.lock() = live[keep..].iter().map(|(_, h)| *h).collect();
     }
 
     /// After a commit: notes it, and starts a collection when the
     /// retention policy says one is due (and none is running).
     pub(crate) fn apply_retention(self: &Arc<Self>, commit: Hash) -> Result<()> {
-        let Some((commits, every)) = self.options.retention.keep_last() else { return Ok(()) };
+        let Some((commits, every)) = self.read.options.retention.keep_last() else { return Ok(()) };
         let (keep_from, since) = {
-            let mut recent = self.gc.recent.lock();
+            let mut recent = self.write.gc.recent.lock();
             if recent.back() != Some(&commit) {
                 recent.push_back(commit);
             }
             while recent.len() as u64 > commits.max(1) {
                 recent.pop_front();
             }
-            let since = self.gc.since_retention.fetch_add(1, Ordering::Relaxed) + 1;
+            let since = self.write.gc.since_retention.fetch_add(1, Ordering::Relaxed) + 1;
             if since < every.max(1) || (recent.len() as u64) < commits {
                 return Ok(());
             }
             (*recent.front().expect("not empty"), since)
         };
-        let running = self.gc.job.lock().as_ref().filter(|j| !j.handle.is_finished()).map(|j| (j.generation, j.started));
+        let running = self.write.gc.job.lock().as_ref().filter(|j| !j.handle.is_finished()).map(|j| (j.generation, j.started));
         if let Some((generation, started)) = running {
             // Said once per running collection: the first time one is due
             // while it runs.
-            if self.gc.overdue_noted.swap(generation, Ordering::Relaxed) != generation {
+            if self.write.gc.overdue_noted.swap(generation, Ordering::Relaxed) != generation {
                 crate::telemetry::gc_overdue(generation, started.elapsed(), every, commits);
             }
             if since.is_multiple_of(every.max(1)) {
                 // Due while one runs: a chunk starts here all the same, so
                 // that the next collection's boundary, a chunk's start, can
                 // fall within `every` commits of the commit it keeps from.
-                self.pack.split();
+                self.read.pack.split();
             }
             return Ok(());
         }
-        self.gc.since_retention.store(0, Ordering::Relaxed);
+        self.write.gc.since_retention.store(0, Ordering::Relaxed);
         match self.start_gc(&keep_from) {
             Ok(()) | Err(Error::GcRunning) => Ok(()),
             Err(e) => Err(e),
@@ -482,20 +484,20 @@ impl Repo {
     /// Stops a running collection (the store is closing): it stops at the
     /// next check, and what it had not made durable is removed.
     pub(crate) fn cancel_gc(&self) {
-        self.gc.cancel.store(true, Ordering::Release);
-        if let Some(job) = self.gc.job.lock().take() {
+        self.write.gc.cancel.store(true, Ordering::Release);
+        if let Some(job) = self.write.gc.job.lock().take() {
             let _ = job.handle.join();
         }
-        self.gc.cancel.store(false, Ordering::Release);
+        self.write.gc.cancel.store(false, Ordering::Release);
     }
 
     pub(crate) fn take_gc_reports(&self) -> Vec<GcReport> {
         self.reap_quietly();
-        std::mem::take(&mut *self.gc.finished.lock())
+        std::mem::take(&mut *self.write.gc.finished.lock())
     }
 
     fn check_cancel(&self) -> Result<()> {
-        if self.gc.cancel.load(Ordering::Relaxed) {
+        if self.write.gc.cancel.load(Ordering::Relaxed) {
             return Err(Error::GcFailed("cancelled: the store is closing".into()));
         }
         Ok(())
@@ -505,7 +507,7 @@ impl Repo {
     /// file and syncs it: the commit point of a collection step. A failure
     /// poisons the store, since the slot may or may not have reached the disk.
     fn write_control(&self, writer: &mut Writer, next: crate::format::control::Control) -> Result<()> {
-        self.guard(writer.write_synced_control(next))
+        self.write.guard(writer.write_synced_control(next))
     }
 
     /// Removes the files a switch replaced and (archive mode) renames the
@@ -513,12 +515,12 @@ impl Repo {
     /// next open finishes what is left.
     fn retire(&self, remove: &[String], rename: &[(String, String)]) {
         for name in remove {
-            let _ = self.storage.remove(name);
+            let _ = self.read.storage.remove(name);
         }
         for (name, cold) in rename {
-            let _ = self.storage.rename(name, cold);
+            let _ = self.read.storage.rename(name, cold);
         }
-        let _ = self.storage.sync_dir();
+        let _ = self.read.storage.sync_dir();
     }
 }
 
@@ -560,7 +562,7 @@ mod tests {
             Ok(GcReport::default())
         });
         let progress = Arc::new(Progress::default());
-        *repo.gc.job.lock() = Some(Job { generation: 7, keep_offset: 0, started: Instant::now(), progress, handle });
+        *repo.write.gc.job.lock() = Some(Job { generation: 7, keep_offset: 0, started: Instant::now(), progress, handle });
 
         let recorder = DebuggingRecorder::new();
         let snapshotter = recorder.snapshotter();
@@ -573,7 +575,11 @@ mod tests {
             tracing::subscriber::with_default(subscriber, || {
                 for block in 0..6u32 {
                     tree.add_mut(&["block"], &block.to_le_bytes()).unwrap();
-                    parents = vec![store.commit(&tree, &parents, 0, "Tezos", "block").unwrap()];
+                    parents = vec![
+                        store
+                            .commit(&tree, crate::CommitMeta { parents: &parents, date: 0, author: "Tezos", message: "block" })
+                            .unwrap(),
+                    ];
                 }
             })
         });
@@ -591,7 +597,7 @@ mod tests {
         let logs = String::from_utf8(logs.lock().clone()).unwrap();
         assert_eq!(logs.matches("collections are behind the writer").count(), 1, "{logs}");
         assert!(logs.contains("WARN") && logs.contains("running_generation=7"), "{logs}");
-        assert!(repo.gc.job.lock().as_ref().is_some_and(|job| job.generation == 7), "no other collection was started");
+        assert!(repo.write.gc.job.lock().as_ref().is_some_and(|job| job.generation == 7), "no other collection was started");
         release.send(()).unwrap();
         store.wait_gc().unwrap();
     }

@@ -68,7 +68,7 @@ struct Prepared {
 fn catch_up(repo: &Repo, prepared: &mut Prepared, end: u64) -> Result<()> {
     let boundary = prepared.boundary;
     let mut roots = Vec::new();
-    repo.pack.scan(prepared.scanned_end, end, &mut |offset, kind, payload| {
+    repo.read.pack.scan(prepared.scanned_end, end, &mut |offset, kind, payload| {
         gc_plan::references_in(prepared.traced_from..boundary, offset, kind, payload, &mut roots)
     })?;
     prepared.scanned_end = end;
@@ -85,7 +85,7 @@ fn catch_up(repo: &Repo, prepared: &mut Prepared, end: u64) -> Result<()> {
     if found.ranges.is_empty() {
         return Ok(());
     }
-    let placed = gc_plan::place(&found.ranges, &mut |o| repo.pack.whereabouts(o))?;
+    let placed = gc_plan::place(&found.ranges, &mut |o| repo.read.pack.whereabouts(o))?;
     prepared.runs = gc_plan::merge(std::mem::take(&mut prepared.runs), placed);
     prepared.mapping_stale = true;
     Ok(())
@@ -96,7 +96,7 @@ fn catch_up(repo: &Repo, prepared: &mut Prepared, end: u64) -> Result<()> {
 /// would keep it catching up forever).
 fn catch_up_rounds(repo: &Repo, prepared: &mut Prepared) -> Result<()> {
     for _ in 0..CATCH_UP_ROUNDS {
-        let end = repo.pack.end();
+        let end = repo.read.pack.end();
         if end - prepared.scanned_end < CATCH_UP_BYTES {
             break;
         }
@@ -110,7 +110,7 @@ fn catch_up_rounds(repo: &Repo, prepared: &mut Prepared) -> Result<()> {
 /// not hold yet (`since_start` only grows while a collection runs: the
 /// index holds its first `since_written`).
 fn unwritten_since(repo: &Repo, prepared: &Prepared) -> Vec<(Hash, u64)> {
-    let since = repo.gc.since_start.lock();
+    let since = repo.write.gc.since_start.lock();
     since[prepared.since_written.min(since.len())..].to_vec()
 }
 
@@ -138,7 +138,7 @@ fn sync_index(prepared: &Prepared) -> Result<()> {
 /// in descending offset order, so one read serves many), its payload into
 /// `payload`; a blob's is not copied: it refers to nothing.
 fn read(window: &mut Window, repo: &Repo, offset: u64, payload: &mut Vec<u8>) -> Result<(RecordKind, u64)> {
-    let found = window.read(&repo.pack, offset).map_err(|fault| fault.into_error(offset))?;
+    let found = window.read(&repo.read.pack, offset).map_err(|fault| fault.into_error(offset))?;
     payload.clear();
     if found.kind != RecordKind::Blob {
         payload.extend_from_slice(window.payload(&found));
@@ -174,14 +174,14 @@ impl Work<'_> {
     /// is still the last durable step's.
     pub(super) fn remove_in_flight(&mut self) {
         for name in self.in_flight.drain(..) {
-            let _ = self.repo.storage.remove(&name);
+            let _ = self.repo.read.storage.remove(&name);
         }
-        let _ = self.repo.storage.sync_dir();
+        let _ = self.repo.read.storage.sync_dir();
     }
 
     fn create(&mut self, name: &str) -> Result<Arc<dyn File>> {
         self.in_flight.push(name.to_string());
-        let file = self.repo.storage.open(name, true).map_err(Error::io(name, "create"))?;
+        let file = self.repo.read.storage.open(name, true).map_err(Error::io(name, "create"))?;
         file.truncate(0).map_err(Error::io(name, "truncate"))?;
         Ok(file)
     }
@@ -198,7 +198,7 @@ impl Work<'_> {
         entries: Vec<(Hash, u64)>,
         collected: Vec<Hash>,
     ) -> Result<GcReport> {
-        self.report.bytes_before = self.repo.pack.size_bytes();
+        self.report.bytes_before = self.repo.read.pack.size_bytes();
         let mut prepared = self.aside(move |work| work.find_live(scan_end, roots, entries, collected))?;
         self.write_plan(&mut prepared)?;
         self.switch(prepared)?;
@@ -206,14 +206,14 @@ impl Work<'_> {
         // cancel at close) leaves the store at the previous step, and the
         // report says so.
         if let Err(e) = self.relocate() {
-            if self.repo.is_poisoned() {
+            if self.repo.write.is_poisoned() {
                 return Err(e);
             }
             self.remove_in_flight();
             self.report.relocation_error = Some(e.to_string());
         }
         let report = &mut self.report;
-        report.bytes_after = self.repo.pack.size_bytes();
+        report.bytes_after = self.repo.read.pack.size_bytes();
         report.peak_bytes = report.peak_bytes.max(report.bytes_before).max(report.bytes_after);
         report.duration = self.started.elapsed();
         Ok(std::mem::take(report))
@@ -224,7 +224,7 @@ impl Work<'_> {
     /// writer waits for, beyond a lookup's: the writer never waits for a
     /// thread the machine's other work can starve.
     fn aside<T: Send>(&mut self, stage: impl FnOnce(&mut Self) -> Result<T> + Send) -> Result<T> {
-        if !self.repo.options.gc_low_priority {
+        if !self.repo.read.options.gc_low_priority {
             return stage(self);
         }
         std::thread::scope(|scope| {
@@ -247,14 +247,14 @@ impl Work<'_> {
         let (repo, boundary) = (self.repo, self.boundary);
         // The layout below the first chunk: none is installed until this
         // collection's switch.
-        let current = repo.pack.collected();
-        let traced_from = if repo.trace_whole(current.as_deref()) { 0 } else { repo.pack.first_chunk_start() };
+        let current = repo.read.pack.collected();
+        let traced_from = if repo.trace_whole(current.as_deref()) { 0 } else { repo.read.pack.first_chunk_start() };
         // 1. References into the region traced, from the records kept in
         //    place and from the kept commits below the boundary.
         self.progress.enter(GcPhase::Scanning, scan_end - boundary);
         let mut pending: Vec<(u64, u32)> = roots.into_iter().filter(|&o| o < boundary).map(|o| (o, 0)).collect();
         let progress = self.progress;
-        repo.pack.scan(boundary, scan_end, &mut |offset, kind, payload| {
+        repo.read.pack.scan(boundary, scan_end, &mut |offset, kind, payload| {
             progress.done.store(offset - boundary, Ordering::Relaxed);
             repo.check_cancel()?;
             gc_plan::references_in(traced_from..boundary, offset, kind, payload, &mut pending)
@@ -269,7 +269,7 @@ impl Work<'_> {
         })?;
         let mut masked = HashMap::default();
         note_masks(&mut masked, &found.masks);
-        let placed = gc_plan::place(&found.ranges, &mut |o| repo.pack.whereabouts(o))?;
+        let placed = gc_plan::place(&found.ranges, &mut |o| repo.read.pack.whereabouts(o))?;
         drop(found);
         // What an earlier collection found live below `traced_from`, then
         // what this one found above it.
@@ -315,7 +315,7 @@ impl Work<'_> {
         let file = self.create(&mapping_name)?;
         Self::write_whole(&*file, &mapping_name, &mapping::encode(&prepared.runs))?;
         prepared.mapping_stale = false;
-        repo.storage.sync_dir().map_err(Error::io(repo.storage.describe(), "sync directory"))?;
+        repo.read.storage.sync_dir().map_err(Error::io(repo.read.storage.describe(), "sync directory"))?;
         crash_point::reach("gc-planned");
         Ok(())
     }
@@ -325,13 +325,13 @@ impl Work<'_> {
     /// the boundary.
     fn switch(&mut self, mut prepared: Prepared) -> Result<()> {
         let repo = self.repo;
-        let archive = repo.options.retention.archive();
+        let archive = repo.read.options.retention.archive();
         let (generation, boundary) = (prepared.generation, prepared.boundary);
         let layout = |runs: Vec<Run>| Layout { generation, runs, new_files: Vec::new(), boundary, archive };
         // Every run's file is found before the commit point, and (the
         // usual case) outside the writer lock: the runs are only copied
         // again if the last catch-up adds some.
-        let mut install = repo.pack.resolve(layout(prepared.runs.clone()))?;
+        let mut install = repo.read.pack.resolve(layout(prepared.runs.clone()))?;
         let mut attempts = 0;
         let (mut writer, pause) = loop {
             // Caught up at this thread's priority, without the writer lock,
@@ -351,12 +351,12 @@ impl Work<'_> {
             }
             // A failed fsync of the pack is the writer's too: the store
             // refuses further writes, as after its own.
-            repo.guard(repo.pack.sync())?;
-            let mut writer = repo.writer.as_ref().expect("a collection runs on a writable store").lock();
+            repo.write.guard(repo.read.pack.sync())?;
+            let mut writer = repo.write.writer.as_ref().expect("a collection runs on a writable store").lock();
             let pause = Instant::now();
-            repo.check_writable()?;
+            repo.write.check_writable()?;
             repo.check_cancel()?;
-            if repo.pack.end() - prepared.scanned_end >= CATCH_UP_BYTES && attempts < MAX_SWITCH_ATTEMPTS {
+            if repo.read.pack.end() - prepared.scanned_end >= CATCH_UP_BYTES && attempts < MAX_SWITCH_ATTEMPTS {
                 // The writer wrote much since: catch up again first.
                 drop(writer);
                 attempts += 1;
@@ -364,7 +364,7 @@ impl Work<'_> {
             }
             // Everything committed so far becomes durable first.
             repo.flush_locked(&mut writer, false)?;
-            let end = repo.pack.end();
+            let end = repo.read.pack.end();
             // The last catch-up: the records committed since the last round
             // (a failure here changes nothing durable: no poisoning).
             catch_up(repo, &mut prepared, end)?;
@@ -382,8 +382,8 @@ impl Work<'_> {
         // The new index: what was written before, then the commits made
         // since. Failures up to the control write leave the store as it
         // was: the new files are removed, the writer goes on.
-        let since: Vec<(Hash, u64)> = std::mem::take(&mut *repo.gc.since_start.lock());
-        repo.gc.running.store(false, Ordering::Release);
+        let since: Vec<(Hash, u64)> = std::mem::take(&mut *repo.write.gc.since_start.lock());
+        repo.write.gc.running.store(false, Ordering::Release);
         let tail = &since[prepared.since_written.min(since.len())..];
         if append_since(&mut prepared, tail)? {
             sync_index(&prepared)?;
@@ -398,7 +398,7 @@ impl Work<'_> {
         next.index_entries = prepared.index_entries;
         // The new index holds every commit: the checkpoint is complete.
         writer.unflushed_index.clear();
-        repo.guard(repo.checkpoint_dict(&writer, &mut next))?;
+        repo.write.guard(repo.checkpoint_dict(&writer, &mut next))?;
         next.checkpoint_end = next.durable_end;
         let old_index = index_file::name(writer.control.index_generation);
         let old_mapping = (writer.control.generation > 0).then(|| mapping::file_name(writer.control.generation));
@@ -409,18 +409,18 @@ impl Work<'_> {
 
         // Publish: collected commits, then the new layout.
         {
-            let mut index = repo.index.write();
+            let mut index = repo.read.index.write();
             for hash in &prepared.collected {
                 index.insert(*hash, index_file::COLLECTED);
             }
         }
-        repo.collected_commits.fetch_add(prepared.collected.len() as u64, Ordering::Relaxed);
+        repo.read.collected_commits.fetch_add(prepared.collected.len() as u64, Ordering::Relaxed);
         // Patch bases kept without the children their patches replaced (in
         // archive mode those stay, in cold files), added to those the runs
         // kept as they were still hold.
         let masked = if archive { HashSet::new() } else { prepared.masked.keys().copied().collect() };
-        repo.pack.set_partial(masked, prepared.traced_from > 0);
-        let (mut remove, rename) = repo.pack.install(install);
+        repo.read.pack.set_partial(masked, prepared.traced_from > 0);
+        let (mut remove, rename) = repo.read.pack.install(install);
         self.report.switch_pause = pause.elapsed();
         drop(writer);
         remove.push(old_index);
@@ -435,7 +435,7 @@ impl Work<'_> {
         report.live_runs = prepared.runs.len() as u64;
         report.live_bytes = prepared.runs.iter().map(|r| r.len).sum();
         if prepared.traced_from == 0 {
-            *repo.gc.whole_live_bytes.lock() = Some(report.live_bytes);
+            *repo.write.gc.whole_live_bytes.lock() = Some(report.live_bytes);
         }
         report.collected_commits = prepared.collected.len() as u64;
         Ok(())
@@ -445,10 +445,10 @@ impl Work<'_> {
     /// in flight) and resolves their files again.
     fn rewrite_mapping(repo: &Repo, prepared: &mut Prepared, layout: &dyn Fn(Vec<Run>) -> Layout) -> Result<Resolved> {
         let name = mapping::file_name(prepared.generation);
-        let file = repo.storage.open(&name, true).map_err(Error::io(&name, "create"))?;
+        let file = repo.read.storage.open(&name, true).map_err(Error::io(&name, "create"))?;
         Self::write_whole(&*file, &name, &mapping::encode(&prepared.runs))?;
         prepared.mapping_stale = false;
-        repo.pack.resolve(layout(prepared.runs.clone()))
+        repo.read.pack.resolve(layout(prepared.runs.clone()))
     }
 
     /// Stage 2: rewrites the files whose live share is low, a group at a
@@ -456,13 +456,13 @@ impl Work<'_> {
     /// The runs are the pack's: the worker keeps no copy of its own.
     fn relocate(&mut self) -> Result<()> {
         let repo = self.repo;
-        let Some(current) = repo.pack.collected() else { return Ok(()) };
+        let Some(current) = repo.read.pack.collected() else { return Ok(()) };
         let sizes: BTreeMap<u64, u64> = current.files.iter().map(|(key, f)| (*key, f.len)).collect();
         // Archive mode keeps old segments as they are: records their runs
         // no longer need may belong to archived commits.
-        let archive = repo.options.retention.archive();
+        let archive = repo.read.options.retention.archive();
         let may_rewrite = |key: u64| !archive || key & IN_CHUNK != 0;
-        let groups = gc_plan::rewrite_groups(&current.runs, &sizes, &may_rewrite, repo.options.chunk_target_bytes);
+        let groups = gc_plan::rewrite_groups(&current.runs, &sizes, &may_rewrite, repo.read.options.chunk_target_bytes);
         let total: u64 = {
             let live = mapping::live_bytes(&current.runs);
             groups.iter().flatten().map(|key| live[key]).sum()
@@ -484,7 +484,7 @@ impl Work<'_> {
     fn write_segment(&mut self, sources: &BTreeSet<u64>) -> Result<(u64, Resolved, u64)> {
         let repo = self.repo;
         let generation = self.report.last_generation + 1;
-        let current = repo.pack.collected().expect("relocation follows a switch");
+        let current = repo.read.pack.collected().expect("relocation follows a switch");
         let (next_runs, len) = gc_plan::relocate(&current.runs, sources, generation);
         drop(current);
         let name = segment_name(generation);
@@ -496,7 +496,7 @@ impl Work<'_> {
                 let n = (run.len - done).min(8 << 20);
                 buf.resize(n as usize, 0);
                 repo.check_cancel()?;
-                repo.pack.read_raw(run.old + done, &mut buf)?;
+                repo.read.pack.read_raw(run.old + done, &mut buf)?;
                 segment.write_all_at(&buf, run.new + done).map_err(Error::io(&name, "write"))?;
                 done += n;
                 self.progress.done.fetch_add(n, Ordering::Relaxed);
@@ -506,15 +506,15 @@ impl Work<'_> {
         let mapping_name = mapping::file_name(generation);
         let file = self.create(&mapping_name)?;
         Self::write_whole(&*file, &mapping_name, &mapping::encode(&next_runs))?;
-        repo.storage.sync_dir().map_err(Error::io(repo.storage.describe(), "sync directory"))?;
+        repo.read.storage.sync_dir().map_err(Error::io(repo.read.storage.describe(), "sync directory"))?;
         crash_point::reach("gc-segment-written");
-        self.report.peak_bytes = self.report.peak_bytes.max(repo.pack.size_bytes() + len);
-        let install = repo.pack.resolve(Layout {
+        self.report.peak_bytes = self.report.peak_bytes.max(repo.read.pack.size_bytes() + len);
+        let install = repo.read.pack.resolve(Layout {
             generation,
             runs: next_runs,
             new_files: vec![(generation, Source { name: name.clone(), file: segment, len })],
-            boundary: repo.pack.first_chunk_start(),
-            archive: repo.options.retention.archive(),
+            boundary: repo.read.pack.first_chunk_start(),
+            archive: repo.read.options.retention.archive(),
         })?;
         Ok((generation, install, len))
     }
@@ -523,16 +523,16 @@ impl Work<'_> {
     /// under the writer lock, names the segment's generation.
     fn relocation_step(&mut self, generation: u64, install: Resolved, len: u64) -> Result<()> {
         let repo = self.repo;
-        let mut writer = repo.writer.as_ref().expect("a collection runs on a writable store").lock();
+        let mut writer = repo.write.writer.as_ref().expect("a collection runs on a writable store").lock();
         let pause = Instant::now();
-        repo.check_writable()?;
+        repo.write.check_writable()?;
         let mut next = writer.control.clone();
         next.generation = generation;
         let old_mapping = mapping::file_name(writer.control.generation);
         repo.write_control(&mut writer, next)?;
         self.in_flight.clear();
         crash_point::reach("gc-relocated");
-        let (mut remove, rename) = repo.pack.install(install);
+        let (mut remove, rename) = repo.read.pack.install(install);
         self.report.step_pause = self.report.step_pause.max(pause.elapsed());
         drop(writer);
         remove.push(old_mapping);

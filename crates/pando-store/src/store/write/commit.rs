@@ -53,20 +53,20 @@ use std::sync::atomic::Ordering;
 
 use super::batch::{Batch, Kept, SharedHashing, check_refs};
 use super::hashing::{self, HashingHelper, Side};
-use super::{KeptTree, Repo, Writer, index_file};
 use crate::crash_point;
 use crate::dict::{self};
 use crate::error::{Error, Result};
 use crate::format::node::CommitRecord;
 use crate::format::record::{self, RecordKind};
+use crate::node::{Child, Loader, Ptr};
 use crate::options::SyncPolicy;
+use crate::store::{CommitMeta, KeptTree, Repo, Writer, index_file};
 use crate::tree::Tree;
-use crate::tree::node::{Child, Loader, Ptr};
 
 /// The writer's count of commits and the window of those whose inodes the
 /// kept tree may hold: each with the weight of its kept inodes.
 #[derive(Default)]
-pub(super) struct KeptWindow {
+pub(in crate::store) struct KeptWindow {
     seq: u32,
     window: VecDeque<(u32, u64)>,
     weight: u64,
@@ -88,7 +88,7 @@ impl KeptWindow {
     }
 
     /// Memory of the inodes of the commits in the window.
-    pub(super) fn weight(&self) -> u64 {
+    pub(in crate::store) fn weight(&self) -> u64 {
         self.weight
     }
 
@@ -126,7 +126,7 @@ impl KeptWindow {
 
 /// Notes in the writer's state a commit record appended at `at`: it joins
 /// the index file and the control slot at the next flush.
-pub(super) fn note_commit(writer: &mut Writer, hash: Hash, at: u64) {
+pub(in crate::store) fn note_commit(writer: &mut Writer, hash: Hash, at: u64) {
     writer.unflushed_index.push((hash, at));
     writer.unsynced_commits += 1;
     writer.control.commits += 1;
@@ -134,25 +134,18 @@ pub(super) fn note_commit(writer: &mut Writer, hash: Hash, at: u64) {
 }
 
 impl Repo {
-    pub(super) fn commit(
-        &self,
-        tree: &Tree,
-        parents: &[Hash],
-        date: i64,
-        author: &str,
-        message: &str,
-        side: &Side,
-    ) -> Result<Hash> {
-        self.check_writable()?;
+    pub(in crate::store) fn commit(&self, tree: &Tree, meta: CommitMeta<'_>, side: &Side) -> Result<Hash> {
+        let CommitMeta { parents, date, author, message } = meta;
+        self.write.check_writable()?;
         if let Some(source) = tree.source()
-            && source.instance_id() != self.id
+            && source.instance_id() != self.read.id
         {
             return Err(Error::ForeignTree);
         }
         let Child::Dir(root) = tree.node()? else { return Err(Error::RootNotDirectory) };
         let mut parent_links = Vec::with_capacity(parents.len());
         {
-            let index = self.index.read();
+            let index = self.read.index.read();
             for parent in parents {
                 // A collected parent is refused under the writer lock, below.
                 parent_links.push((*parent, *index.get(parent).ok_or(Error::UnknownCommit(*parent))?));
@@ -161,32 +154,32 @@ impl Repo {
         parent_links.sort();
         parent_links.dedup();
 
-        let mut writer = self.writer.as_ref().expect("checked writable").lock();
-        self.check_writable()?;
+        let mut writer = self.write.writer.as_ref().expect("checked writable").lock();
+        self.write.check_writable()?;
         // The blobs staged so far are in the pack before the batch.
-        self.guard(self.staged.settle())?;
+        self.write.guard(self.write.staged.settle())?;
         // A collected parent (also one a collection collected just now) is refused.
         if let Some((parent, _)) = {
-            let index = self.index.read();
+            let index = self.read.index.read();
             parent_links.iter().find(|(p, _)| index.get(p) == Some(&index_file::COLLECTED)).copied()
         } {
             return Err(Error::CollectedCommit(parent));
         }
         // Taken from a commit not collected since the layout it knew, the
         // tree refers only to held records (the batch need not ask either).
-        let refs_held = tree.refs_held_at(self.pack.layout_epoch());
-        if self.pack.first_chunk_start() > 0 && !refs_held {
+        let refs_held = tree.refs_held_at(self.read.pack.layout_epoch());
+        if self.read.pack.first_chunk_start() > 0 && !refs_held {
             match root {
-                Ptr::Stored { offset, .. } if !self.pack.holds_whole(*offset) => {
+                Ptr::Stored { offset, .. } if !self.read.pack.holds_whole(*offset) => {
                     return Err(Error::Collected { offset: *offset });
                 }
                 Ptr::Stored { .. } => {}
-                Ptr::Mem(inode, _) => check_refs(self.id, &self.pack, inode)?,
+                Ptr::Mem(inode, _) => check_refs(self.read.id, &self.read.pack, inode)?,
             }
         }
-        let base = self.guard(self.pack.prepare_append())?;
-        let (seq, cutoff, keep_room) = writer.kept.start_commit(self.options.keep_bytes());
-        let dict = self.dict.read();
+        let base = self.write.guard(self.read.pack.prepare_append())?;
+        let (seq, cutoff, keep_room) = writer.kept.start_commit(self.read.options.keep_bytes());
+        let dict = self.read.dict.read();
         let mut buf = std::mem::take(&mut writer.batch_buf);
         buf.clear();
         // Steps 1 and 2 together: this thread writes the new inodes
@@ -209,18 +202,18 @@ impl Repo {
         };
         let written = std::thread::scope(|scope| {
             let mut batch = Batch {
-                instance: self.id,
+                instance: self.read.id,
                 base,
                 start: base,
                 buf,
                 payload: Vec::with_capacity(4096),
                 dict: &dict,
                 loader: self,
-                pack: &self.pack,
+                pack: &self.read.pack,
                 refs_held,
                 raw_steps: Default::default(),
                 staged: Vec::new(),
-                spill_bytes: usize::try_from(self.options.commit_spill_bytes).unwrap_or(usize::MAX).max(1),
+                spill_bytes: usize::try_from(self.read.options.commit_spill_bytes).unwrap_or(usize::MAX).max(1),
                 seq,
                 cutoff,
                 kept_weight: 0,
@@ -249,7 +242,7 @@ impl Repo {
             Ok((root_offset, kept, batch.base, batch.buf, batch.raw_steps, batch.staged, weights))
         });
         drop(helper);
-        let (root_offset, kept, base, mut buf, raw_steps, staged, (kept_weight, superseded)) = self.guard(written)?;
+        let (root_offset, kept, base, mut buf, raw_steps, staged, (kept_weight, superseded)) = self.write.guard(written)?;
         // Written, and only now hashed whole: a failure, or a commit that
         // is already known, appends the records without a commit record
         // (see `append_unreferenced`).
@@ -273,7 +266,7 @@ impl Repo {
             message: message.to_string(),
         };
         let hash = info.hash();
-        let known = self.index.read().get(&hash).copied();
+        let known = self.read.index.read().get(&hash).copied();
         if let Some(at) = known {
             // The same commit again: no commit record.
             drop(dict);
@@ -282,7 +275,7 @@ impl Repo {
         }
         let first_new_id = dict.len();
         drop(dict);
-        let promoted = self.dict.write().observe(&raw_steps);
+        let promoted = self.read.dict.write().observe(&raw_steps);
         if !promoted.is_empty() {
             record::append(&mut buf, RecordKind::Dict, &dict::encode_record(first_new_id, &promoted));
         }
@@ -291,20 +284,20 @@ impl Repo {
             CommitRecord { root_offset, root_hash, parents: parent_links, date, author: info.author, message: info.message };
         record::append(&mut buf, RecordKind::Commit, &commit_record.encode(commit_at));
 
-        self.guard(self.pack.append(base, &buf))?;
+        self.write.guard(self.read.pack.append(base, &buf))?;
         crash_point::reach("after-append");
         // Keep the buffer for the next commit unless one huge commit grew it.
         if buf.capacity() <= 64 << 20 {
             writer.batch_buf = buf;
         }
         {
-            let mut dict = self.dict.write();
+            let mut dict = self.read.dict.write();
             for step in promoted {
                 dict.push(step);
             }
         }
         note_commit(&mut writer, hash, commit_at);
-        match self.options.sync {
+        match self.read.options.sync {
             SyncPolicy::EveryCommit => self.flush_locked(&mut writer, false)?,
             SyncPolicy::EveryN(n) if writer.unsynced_commits >= u64::from(n.max(1)) => self.flush_locked(&mut writer, false)?,
             SyncPolicy::EveryN(_) | SyncPolicy::Never => {}
@@ -315,11 +308,11 @@ impl Repo {
         self.publish_commit(hash, commit_at);
         // Under the writer lock, as a collection starts: it sees each of
         // these blobs either staged or referred to by a commit it traces.
-        self.staged.committed(&staged);
+        self.write.staged.committed(&staged);
         // The versions this commit replaced leave the kept tree with it.
         writer.kept.release(&superseded);
         writer.kept.finish_commit(seq, kept.is_some().then_some(kept_weight));
-        *self.kept.lock() = kept.map(|root| KeptTree { hash, root_offset, root: Some(root) });
+        *self.write.kept.lock() = kept.map(|root| KeptTree { hash, root_offset, root: Some(root) });
         Ok(hash)
     }
 
@@ -331,7 +324,7 @@ impl Repo {
     /// commit's, so the window keeps its commits.
     fn append_unreferenced(&self, writer: &mut Writer, base: u64, buf: Vec<u8>, seq: u32, kept_weight: u64) -> Result<()> {
         if !buf.is_empty() {
-            self.guard(self.pack.append(base, &buf))?;
+            self.write.guard(self.read.pack.append(base, &buf))?;
         }
         writer.kept.finish_commit(seq, Some(kept_weight));
         if buf.capacity() <= 64 << 20 {
@@ -343,33 +336,33 @@ impl Repo {
     /// Makes a commit whose record is at `at` visible to this process's
     /// readers (and to a running collection), once it is as durable as the
     /// sync policy promises.
-    pub(super) fn publish_commit(&self, hash: Hash, at: u64) {
-        self.index.write().insert(hash, at);
-        if self.gc.running.load(Ordering::Acquire) {
-            self.gc.since_start.lock().push((hash, at));
+    pub(in crate::store) fn publish_commit(&self, hash: Hash, at: u64) {
+        self.read.index.write().insert(hash, at);
+        if self.write.gc.running.load(Ordering::Acquire) {
+            self.write.gc.since_start.lock().push((hash, at));
         }
-        self.last_commit.store(at, Ordering::Release);
+        self.read.last_commit.store(at, Ordering::Release);
     }
 
-    pub(super) fn flush(&self) -> Result<()> {
-        let Some(writer) = &self.writer else { return Ok(()) };
-        self.check_not_poisoned()?;
+    pub(in crate::store) fn flush(&self) -> Result<()> {
+        let Some(writer) = &self.write.writer else { return Ok(()) };
+        self.write.check_not_poisoned()?;
         self.flush_locked(&mut writer.lock(), true)
     }
 
     /// Makes the pack durable, checkpoints the index and dictionary files
     /// when due (always if `checkpoint_now`), then writes and syncs the
     /// control file.
-    pub(super) fn flush_locked(&self, writer: &mut Writer, checkpoint_now: bool) -> Result<()> {
-        self.guard(writer.settle())?;
-        let end = self.pack.end();
+    pub(in crate::store) fn flush_locked(&self, writer: &mut Writer, checkpoint_now: bool) -> Result<()> {
+        self.write.guard(writer.settle())?;
+        let end = self.read.pack.end();
         let checkpoint = !writer.unflushed_index.is_empty()
-            && (checkpoint_now || writer.unflushed_index.len() as u64 >= self.options.checkpoint_commits);
+            && (checkpoint_now || writer.unflushed_index.len() as u64 >= self.read.options.checkpoint_commits);
         if end == writer.control.durable_end && writer.unsynced_commits == 0 && !checkpoint {
             return Ok(());
         }
         let result = (|| {
-            self.pack.sync()?;
+            self.read.pack.sync()?;
             crash_point::reach("after-data-sync");
             let mut next = writer.control.clone();
             next.durable_end = end;
@@ -389,7 +382,7 @@ impl Repo {
             writer.unsynced_commits = 0;
             Ok(())
         })();
-        self.guard(result)
+        self.write.guard(result)
     }
 
     /// Appends the pending index and dictionary entries to their files and
@@ -408,8 +401,8 @@ impl Repo {
 
     /// Appends the dictionary entries not yet in its file and syncs it;
     /// `next` records the new length.
-    pub(super) fn checkpoint_dict(&self, writer: &Writer, next: &mut crate::format::control::Control) -> Result<()> {
-        let dict = self.dict.read();
+    pub(in crate::store) fn checkpoint_dict(&self, writer: &Writer, next: &mut crate::format::control::Control) -> Result<()> {
+        let dict = self.read.dict.read();
         let new_steps = dict.steps_from(next.dict_entries as usize);
         if !new_steps.is_empty() {
             let bytes = dict::encode_file_entries(new_steps);
@@ -426,9 +419,9 @@ impl Repo {
 mod tests {
     use super::*;
     use crate::io::MemStorage;
+    use crate::node::{Body, Held, Inode, Leaf, Written};
     use crate::options::Options;
     use crate::store::Store;
-    use crate::tree::node::{Body, Held, Inode, Leaf, Written};
     use pando_core::dir::Hold;
     use std::sync::Arc;
 
@@ -505,14 +498,16 @@ mod tests {
                     tree.add_mut(&["bulk".to_string(), (i % 50).to_string(), i.to_string()], &[7; 40]).unwrap();
                 }
             }
-            let hash = store.commit(&tree, parent.as_slice(), i64::from(block), "t", "").unwrap();
+            let hash = store
+                .commit(&tree, CommitMeta { parents: parent.as_slice(), date: i64::from(block), author: "t", message: "" })
+                .unwrap();
             parent = Some(hash);
             let stats = store.stats();
             assert!(stats.kept_bytes <= budget, "window of {} bytes over the budget of {budget}", stats.kept_bytes);
-            let writer = store.repo.writer.as_ref().unwrap().lock();
+            let writer = store.repo.write.writer.as_ref().unwrap().lock();
             let cutoff = writer.kept.window.front().map_or(u32::MAX, |(seq, _)| *seq);
             drop(writer);
-            let kept = store.repo.kept.lock().as_ref().map(|kept| (kept.hash, kept.root.clone()));
+            let kept = store.repo.write.kept.lock().as_ref().map(|kept| (kept.hash, kept.root.clone()));
             assert_eq!(kept.is_none(), block == 100, "only the large commit's tree is not kept (block {block})");
             if let Some((kept_hash, root)) = kept {
                 let root = root.expect("no checkout took it yet");
@@ -542,9 +537,9 @@ mod tests {
         for i in 0..2_000 {
             tree.add_mut(&path(i), format!("{i:040}").as_bytes()).unwrap();
         }
-        let first = store.commit(&tree, &[], 1, "t", "").unwrap();
+        let first = store.commit(&tree, CommitMeta { parents: &[], date: 1, author: "t", message: "" }).unwrap();
         tree.add_mut(&path(7), b"changed").unwrap();
-        let second = store.commit(&tree, &[first], 2, "t", "").unwrap();
+        let second = store.commit(&tree, CommitMeta { parents: &[first], date: 2, author: "t", message: "" }).unwrap();
         let reads = || store.io_times().unwrap().reads;
 
         let before = reads();
@@ -577,12 +572,12 @@ mod tests {
         // The first commit's weight, then a budget whose half holds it
         // about one and a half times.
         let sizing = Store::open_storage(Arc::new(MemStorage::new()), Options::default()).unwrap();
-        sizing.commit(&genesis(), &[], 0, "t", "").unwrap();
+        sizing.commit(&genesis(), CommitMeta { parents: &[], date: 0, author: "t", message: "" }).unwrap();
         let first_weight = sizing.stats().kept_bytes;
         let options = Options { cache_bytes: first_weight * 4, ..Options::default() };
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path(), options).unwrap();
-        let mut head = store.commit(&genesis(), &[], 0, "t", "").unwrap();
+        let mut head = store.commit(&genesis(), CommitMeta { parents: &[], date: 0, author: "t", message: "" }).unwrap();
         let mut written = 0;
         for block in 1..=200u32 {
             let mut tree = store.checkout(&head).unwrap().unwrap();
@@ -591,11 +586,12 @@ mod tests {
                 tree.add_mut(&path((block * 40 + k * 2) % 2_000), &block.to_be_bytes()).unwrap();
             }
             let before = store.stats().pack_bytes;
-            head = store.commit(&tree, &[head], i64::from(block), "t", "").unwrap();
+            head =
+                store.commit(&tree, CommitMeta { parents: &[head], date: i64::from(block), author: "t", message: "" }).unwrap();
             written += store.stats().pack_bytes - before;
         }
         let stats = store.stats();
-        let writer = store.repo.writer.as_ref().unwrap().lock();
+        let writer = store.repo.write.writer.as_ref().unwrap().lock();
         let first_kept = writer.kept.window.front().map(|(seq, _)| *seq);
         drop(writer);
         assert_eq!(first_kept, Some(1), "the first commit left the window");
@@ -605,7 +601,7 @@ mod tests {
             "the window counts {} bytes for a tree of {first_weight}",
             stats.kept_bytes
         );
-        let root = store.repo.kept.lock().as_ref().and_then(|kept| kept.root.clone()).expect("the newest tree is kept");
+        let root = store.repo.write.kept.lock().as_ref().and_then(|kept| kept.root.clone()).expect("the newest tree is kept");
         let held = kept_weight(&root, 1, &mut Default::default());
         assert!(held <= stats.kept_bytes, "kept tree holds {held} bytes, the window counts {}", stats.kept_bytes);
         drop(root);
@@ -617,7 +613,7 @@ mod tests {
             tree.add_mut(&path(i), b"late").unwrap();
         }
         assert_eq!(reads(), before, "entries of the first commit were read from disk");
-        store.commit(&tree, &[head], 201, "t", "").unwrap();
+        store.commit(&tree, CommitMeta { parents: &[head], date: 201, author: "t", message: "" }).unwrap();
     }
 
     /// Only a version changed in place leaves the window's count: a
@@ -628,7 +624,7 @@ mod tests {
     fn shared_versions_stay_counted() {
         let check = |store: &Store| {
             let counted = store.stats().kept_bytes;
-            let root = store.repo.kept.lock().as_ref().and_then(|kept| kept.root.clone()).expect("kept");
+            let root = store.repo.write.kept.lock().as_ref().and_then(|kept| kept.root.clone()).expect("kept");
             let held = kept_weight(&root, 1, &mut Default::default());
             assert!(held <= counted, "kept tree holds {held} bytes, the window counts {counted}");
         };
@@ -644,26 +640,26 @@ mod tests {
         let store = Store::open_storage(Arc::new(MemStorage::new()), Options::default()).unwrap();
         let mut tree = genesis();
         tree.copy_mut(&["a"], &["b"]).unwrap();
-        let head = store.commit(&tree, &[], 0, "t", "").unwrap();
+        let head = store.commit(&tree, CommitMeta { parents: &[], date: 0, author: "t", message: "" }).unwrap();
         let mut tree = store.checkout(&head).unwrap().unwrap();
         for i in (0..2_000u32).step_by(20) {
             tree.add_mut(&["a".to_string(), i.to_string()], &[2; 40]).unwrap();
         }
-        store.commit(&tree, &[head], 1, "t", "").unwrap();
+        store.commit(&tree, CommitMeta { parents: &[head], date: 1, author: "t", message: "" }).unwrap();
         check(&store);
 
         // Two trees from one checkout, both committed.
         let store = Store::open_storage(Arc::new(MemStorage::new()), Options::default()).unwrap();
-        let head = store.commit(&genesis(), &[], 0, "t", "").unwrap();
+        let head = store.commit(&genesis(), CommitMeta { parents: &[], date: 0, author: "t", message: "" }).unwrap();
         let base = store.checkout(&head).unwrap().unwrap();
         let mut one = base.clone();
         for i in 0..2_000u32 {
             one.add_mut(&["a".to_string(), i.to_string()], &[2]).unwrap();
         }
-        store.commit(&one, &[head], 1, "t", "").unwrap();
+        store.commit(&one, CommitMeta { parents: &[head], date: 1, author: "t", message: "" }).unwrap();
         let mut two = base.clone();
         two.add_mut(&["z"], b"x").unwrap();
-        store.commit(&two, &[head], 2, "t", "").unwrap();
+        store.commit(&two, CommitMeta { parents: &[head], date: 2, author: "t", message: "" }).unwrap();
         check(&store);
     }
 
@@ -681,7 +677,7 @@ mod tests {
         for i in 0..3_000u32 {
             tree.add_mut(&path(i), &i.to_be_bytes()).unwrap();
         }
-        let first = store.commit(&tree, &[], 1, "t", "").unwrap();
+        let first = store.commit(&tree, CommitMeta { parents: &[], date: 1, author: "t", message: "" }).unwrap();
         drop(tree);
         let reads = || store.io_times().unwrap().reads;
         let root_of = |tree: &Tree| match tree.node().unwrap() {
@@ -714,7 +710,7 @@ mod tests {
             let value = if [3, 1_500, 2_999].contains(&i) { b"changed".to_vec() } else { i.to_be_bytes().to_vec() };
             model.add_mut(&path(i), &value).unwrap();
         }
-        let next = store.commit(&tree, &[first], 2, "t", "").unwrap();
+        let next = store.commit(&tree, CommitMeta { parents: &[first], date: 2, author: "t", message: "" }).unwrap();
         assert_eq!(tree.hash().unwrap(), model.hash().unwrap());
         assert!(patches(&store) > patches_before, "the updated tree inodes were written as patches");
         drop(tree);
@@ -746,7 +742,7 @@ mod tests {
             for i in 0..3_000u32 {
                 tree.add_mut(&path(i), &i.to_be_bytes()).unwrap();
             }
-            store.commit(&tree, &[], 1, "t", "").unwrap()
+            store.commit(&tree, CommitMeta { parents: &[], date: 1, author: "t", message: "" }).unwrap()
         };
         // Reopened, the store keeps no tree: the checkout reads through the cache.
         let store = Store::open(dir.path(), Options::default()).unwrap();
@@ -757,19 +753,19 @@ mod tests {
         };
         let root_offset = *root_offset;
         assert_eq!(tree.find(&path(5)).unwrap(), Some(5u32.to_be_bytes().to_vec()));
-        let cached_root = match store.repo.cache.get(root_offset) {
+        let cached_root = match store.repo.read.cache.get(root_offset) {
             Some(Cached::Inode(root, _)) => Arc::as_ptr(&root),
             _ => panic!("the read left the root in the cache"),
         };
-        let cached = store.repo.cache.len();
+        let cached = store.repo.read.cache.len();
 
         tree.add_mut(&path(5), b"changed").unwrap();
         let Ok(Child::Dir(Ptr::Mem(root, _))) = tree.node() else { panic!("an updated root is in memory") };
         assert_eq!(Arc::as_ptr(root), cached_root, "the cached root was changed in place, not copied");
-        assert!(store.repo.cache.get(root_offset).is_none(), "the updated root left the cache");
-        assert!(store.repo.cache.len() < cached, "the inodes on the updated path left the cache");
+        assert!(store.repo.read.cache.get(root_offset).is_none(), "the updated root left the cache");
+        assert!(store.repo.read.cache.len() < cached, "the inodes on the updated path left the cache");
 
-        let next = store.commit(&tree, &[first], 2, "t", "").unwrap();
+        let next = store.commit(&tree, CommitMeta { parents: &[first], date: 2, author: "t", message: "" }).unwrap();
         assert!(patches(&store) > patches_before, "the updated tree inodes were written as patches");
         let mut model = Tree::empty();
         for i in 0..3_000u32 {

@@ -27,20 +27,21 @@
 
 use std::sync::atomic::Ordering;
 
-use super::open::{CONTROL, DICT, load_commits, load_mapping, read_branches, scan_commits};
-use super::{Repo, index_file};
+use super::ReadSide;
 use crate::error::{Error, Result};
 use crate::format::control::{self, Control, FLAG_ARCHIVE};
 use crate::io::read_all;
+use crate::store::index_file;
+use crate::store::open::{CONTROL, DICT, load_commits, load_mapping, read_branches, scan_commits};
 
 /// Attempts to follow a writer that keeps moving on.
 const ATTEMPTS: usize = 8;
 
-impl Repo {
+impl ReadSide {
     /// Reads the control file and takes in what the writer made durable
     /// since; returns how many commits appeared. A writable store has
     /// nothing to follow.
-    pub(super) fn sync(&self) -> Result<u64> {
+    pub(in crate::store) fn sync(&self) -> Result<u64> {
         let Some(follower) = &self.follower else { return Ok(0) };
         let mut seen = follower.lock();
         let mut attempt = 0;

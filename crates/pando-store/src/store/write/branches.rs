@@ -6,9 +6,9 @@
 use pando_core::{Hash, varint};
 use std::collections::BTreeMap;
 
-use super::Repo;
 use crate::dict::read_bytes;
 use crate::error::{Error, Result};
+use crate::store::Repo;
 
 pub const FILE: &str = "branches";
 pub const TEMP_FILE: &str = "branches.tmp";
@@ -56,19 +56,19 @@ pub fn decode(bytes: &[u8]) -> Result<BTreeMap<String, Hash>, (u64, String)> {
 }
 
 impl Repo {
-    pub(super) fn set_branch(&self, name: &str, commit: Option<&Hash>) -> Result<()> {
-        self.check_writable()?;
+    pub(in crate::store) fn set_branch(&self, name: &str, commit: Option<&Hash>) -> Result<()> {
+        self.write.check_writable()?;
         if name.is_empty() || name.len() > 255 {
             return Err(Error::Invalid(format!("branch name {name:?} must be 1 to 255 bytes")));
         }
         if let Some(commit) = commit
-            && !self.index.read().contains_key(commit)
+            && !self.read.index.read().contains_key(commit)
         {
             return Err(Error::UnknownCommit(*commit));
         }
         // The writer lock orders branch updates with commits.
-        let mut writer = self.writer.as_ref().expect("checked writable").lock();
-        let mut branches = self.branches.read().clone();
+        let mut writer = self.write.writer.as_ref().expect("checked writable").lock();
+        let mut branches = self.read.branches.read().clone();
         match commit {
             Some(commit) => branches.insert(name.to_string(), *commit),
             None => branches.remove(name),
@@ -77,15 +77,15 @@ impl Repo {
         let result = (|| {
             // A branch must not point to a commit that a crash could lose.
             self.flush_locked(&mut writer, false)?;
-            let temp = self.storage.open(TEMP_FILE, true).map_err(Error::io(TEMP_FILE, "create"))?;
+            let temp = self.read.storage.open(TEMP_FILE, true).map_err(Error::io(TEMP_FILE, "create"))?;
             temp.truncate(0).map_err(Error::io(TEMP_FILE, "truncate"))?;
             temp.write_all_at(&bytes, 0).map_err(Error::io(TEMP_FILE, "write"))?;
             temp.sync().map_err(Error::io(TEMP_FILE, "sync"))?;
-            self.storage.rename(TEMP_FILE, FILE).map_err(Error::io(FILE, "rename"))?;
-            self.storage.sync_dir().map_err(Error::io(self.storage.describe(), "sync directory"))
+            self.read.storage.rename(TEMP_FILE, FILE).map_err(Error::io(FILE, "rename"))?;
+            self.read.storage.sync_dir().map_err(Error::io(self.read.storage.describe(), "sync directory"))
         })();
-        self.guard(result)?;
-        *self.branches.write() = branches;
+        self.write.guard(result)?;
+        *self.read.branches.write() = branches;
         Ok(())
     }
 }

@@ -29,13 +29,13 @@ use parking_lot::{Mutex, RwLock};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock, mpsc};
 
-use crate::tree::node::{Body, Inode, Loader, NoLoader, child_pointers};
+use crate::node::{Body, Inode, Loader, NoLoader, child_pointers};
 
 /// A commit with at least this many unhashed inodes in memory is hashed
 /// on two threads ([`HashingHelper`]): waking the sleeping helper costs
 /// the committing thread ~20 µs (a futex wake), and the helper
 /// starts tens of microseconds later.
-pub(super) const HELPER_INODES: usize = 64;
+pub(in crate::store) const HELPER_INODES: usize = 64;
 
 /// The children of an inode that are in memory and whose pointers do not
 /// yet carry their hashes, each with its depth (a directory's root is at
@@ -46,7 +46,7 @@ fn children_unhashed(inode: &Inode) -> smallvec::SmallVec<[(&Arc<Inode>, u32); 3
 
 /// Counts the unhashed inodes in memory below `inode` (itself included),
 /// stopping at `cap`.
-pub(super) fn count_unhashed(inode: &Inode, depth: u32, cap: usize) -> usize {
+pub(in crate::store) fn count_unhashed(inode: &Inode, depth: u32, cap: usize) -> usize {
     if inode.memo_hash(depth).is_some() {
         return 0;
     }
@@ -69,7 +69,7 @@ pub(super) fn count_unhashed(inode: &Inode, depth: u32, cap: usize) -> usize {
 /// the walk ends when `stop` is set. Returns whether the inode is hashed.
 /// It reads nothing: a stored pointer carries its hash, so what a commit
 /// hashes is in memory (what it cannot hash it leaves to the other thread).
-pub(super) fn hash_backward(inode: &Arc<Inode>, depth: u32, whole: bool, stop: &AtomicBool) -> bool {
+pub(in crate::store) fn hash_backward(inode: &Arc<Inode>, depth: u32, whole: bool, stop: &AtomicBool) -> bool {
     if inode.memo_hash(depth).is_some() {
         return true;
     }
@@ -151,7 +151,7 @@ struct Work {
 /// over a large directory leave a handful of inodes per subtree, one per
 /// level: gathering them costs more than it saves, and the two threads
 /// are better apart, hashing from either end.)
-pub(super) fn is_subtree(inode: &Inode, depth: u32) -> bool {
+pub(in crate::store) fn is_subtree(inode: &Inode, depth: u32) -> bool {
     depth > 0 && matches!(&inode.body, Body::Tree(pointers) if (pointers.changed() & pointers.bitmap()).count_ones() >= BATCHED)
 }
 
@@ -167,7 +167,7 @@ pub(super) fn is_subtree(inode: &Inode, depth: u32) -> bool {
 /// `medium`'s) that cost more than batching saved, as did counting the
 /// new inodes of every commit to decide; for one of a thousand it saves
 /// a tenth. A tree that keeps no log is hashed the usual way.
-pub(super) fn is_large(root: &Inode, logged: Option<Option<usize>>) -> bool {
+pub(in crate::store) fn is_large(root: &Inode, logged: Option<Option<usize>>) -> bool {
     match logged {
         Some(Some(updates)) => updates >= LARGE_UPDATES,
         Some(None) => count_unhashed(root, 0, LARGE_UPDATES) >= LARGE_UPDATES,
@@ -184,7 +184,7 @@ const BATCHED: u32 = 4;
 
 /// The subtrees (see [`is_subtree`]) not hashed yet below `inode`, at
 /// `depth`, in the order a commit writes them, each with its depth.
-pub(super) fn subtrees<'t>(inode: &'t Arc<Inode>, depth: u32, out: &mut Vec<(&'t Arc<Inode>, u32)>) {
+pub(in crate::store) fn subtrees<'t>(inode: &'t Arc<Inode>, depth: u32, out: &mut Vec<(&'t Arc<Inode>, u32)>) {
     if inode.memo_hash(depth).is_some() {
         return;
     }
@@ -207,7 +207,7 @@ pub(super) fn subtrees<'t>(inode: &'t Arc<Inode>, depth: u32, out: &mut Vec<(&'t
 /// is on, may be hashed by both: the same hashes, set once.) A helper
 /// that panics gives its subtree back and is gone: later commits hash on
 /// their own thread.
-pub(super) struct Claims(Vec<AtomicBool>);
+pub(in crate::store) struct Claims(Vec<AtomicBool>);
 
 impl Claims {
     /// Claims on `count` subtrees, none taken.
@@ -216,7 +216,7 @@ impl Claims {
     }
 
     /// Takes subtree `k` to hash it: `false` if a thread did.
-    pub(super) fn take(&self, k: usize) -> bool {
+    pub(in crate::store) fn take(&self, k: usize) -> bool {
         !self.0[k].load(Ordering::Relaxed) && !self.0[k].swap(true, Ordering::AcqRel)
     }
 
@@ -232,7 +232,7 @@ impl Claims {
 
 /// Where `inode` is among `subtrees` (a commit's, see [`subtrees`]),
 /// looking from `from` on: the place its claim has.
-pub(super) fn position(subtrees: &[(&Arc<Inode>, u32)], inode: &Arc<Inode>, from: usize) -> Option<usize> {
+pub(in crate::store) fn position(subtrees: &[(&Arc<Inode>, u32)], inode: &Arc<Inode>, from: usize) -> Option<usize> {
     subtrees.get(from..)?.iter().position(|(top, _)| Arc::ptr_eq(top, inode)).map(|k| from + k)
 }
 
@@ -282,13 +282,13 @@ impl Drop for Taken<'_> {
 /// the same hash. The committing thread never waits for the helper to
 /// start (waking a sleeping thread takes tens of microseconds here):
 /// dropping the helper stops it and waits only for what it is hashing.
-pub(super) struct HashingHelper {
+pub(in crate::store) struct HashingHelper {
     shared: Arc<Backward>,
 }
 
 impl HashingHelper {
     /// Whether `root`'s tree has enough to hash for a helper.
-    pub(super) fn worth_it(root: &Inode) -> bool {
+    pub(in crate::store) fn worth_it(root: &Inode) -> bool {
         count_unhashed(root, 0, HELPER_INODES) >= HELPER_INODES
     }
 
@@ -296,7 +296,7 @@ impl HashingHelper {
     /// `subtrees` are the root's [`subtrees`], which it hashes first, then
     /// it runs `side`, unless the committing thread did. `None` if no
     /// helper thread could be started.
-    pub(super) fn start(root: &Arc<Inode>, subtrees: &[(&Arc<Inode>, u32)], side: &Side) -> Option<HashingHelper> {
+    pub(in crate::store) fn start(root: &Arc<Inode>, subtrees: &[(&Arc<Inode>, u32)], side: &Side) -> Option<HashingHelper> {
         let work = Work { root: root.clone(), subtrees: subtrees.iter().map(|&(inode, depth)| (inode.clone(), depth)).collect() };
         let shared = Arc::new(Backward {
             work: RwLock::new(Some(work)),
@@ -336,7 +336,7 @@ fn helper_thread() -> Option<&'static mpsc::Sender<Arc<Backward>>> {
 
 impl HashingHelper {
     /// The claims on the subtrees the helper was started with.
-    pub(super) fn claims(&self) -> &Claims {
+    pub(in crate::store) fn claims(&self) -> &Claims {
         &self.shared.claims
     }
 }
@@ -360,10 +360,10 @@ impl Drop for HashingHelper {
 mod tests {
     use super::*;
     use crate::io::MemStorage;
+    use crate::node::{Child, Ptr};
     use crate::options::Options;
     use crate::store::Store;
     use crate::tree::Tree;
-    use crate::tree::node::{Child, Ptr};
 
     /// A commit hashes on two threads as pando-core's reference hashes from
     /// scratch, for a block-sized tree and a genesis-sized one, with a
@@ -396,7 +396,9 @@ mod tests {
             let Ok(Child::Dir(Ptr::Mem(root, _))) = tree.node() else { panic!("a new tree is in memory") };
             assert_eq!(count_unhashed(root, 0, HELPER_INODES), HELPER_INODES, "{accounts} accounts: hashed on one thread");
 
-            let commit = store.commit(&tree, &[], 1, "Tezos", "two threads").unwrap();
+            let commit = store
+                .commit(&tree, crate::CommitMeta { parents: &[], date: 1, author: "Tezos", message: "two threads" })
+                .unwrap();
             assert_eq!(tree.hash().unwrap(), reference.hash(), "{accounts} accounts");
             let again = store.checkout(&commit).unwrap().unwrap();
             assert_eq!(again.hash().unwrap(), reference.hash());
@@ -445,7 +447,7 @@ mod tests {
         let parallel = build();
         assert_eq!(count_unhashed(&root_of(&parallel), 0, HELPER_INODES), HELPER_INODES);
         // The commit writes the tree while the helper hashes it backward.
-        store.commit(&parallel, &[], 1, "Tezos", "two threads").unwrap();
+        store.commit(&parallel, crate::CommitMeta { parents: &[], date: 1, author: "Tezos", message: "two threads" }).unwrap();
         assert_eq!(root_of(&parallel).memo_hash(0), Some(expected));
         assert_eq!(parallel.hash().unwrap(), expected);
     }
@@ -463,7 +465,8 @@ mod tests {
         for (i, balance) in balances.iter().enumerate() {
             tree.add_mut(&["index", &format!("tz{i:05}"), "balance"], balance.to_string().as_bytes()).unwrap();
         }
-        let mut head = store.commit(&tree, &[], 0, "Tezos", "genesis").unwrap();
+        let mut head =
+            store.commit(&tree, crate::CommitMeta { parents: &[], date: 0, author: "Tezos", message: "genesis" }).unwrap();
         drop(tree);
         for block in 1..4u32 {
             let mut tree = store.checkout(&head).unwrap().unwrap();
@@ -476,7 +479,9 @@ mod tests {
             let mut found = Vec::new();
             subtrees(root, 0, &mut found);
             assert_eq!(found.len(), 32, "block {block}: every subtree of the index changed");
-            head = store.commit(&tree, &[head], i64::from(block), "Tezos", "block").unwrap();
+            head = store
+                .commit(&tree, crate::CommitMeta { parents: &[head], date: i64::from(block), author: "Tezos", message: "block" })
+                .unwrap();
             let index = balances
                 .iter()
                 .enumerate()

@@ -44,9 +44,9 @@ use std::rc::Rc;
 use super::{CheckPhase, CheckProgress, Problems, RecordCounts};
 use crate::format::node::{ABSENT_PARENT, CommitRecord, decode_values, entries_belong};
 use crate::format::record::RecordKind;
+use crate::node::{Body, Child, Leaf, Ptr};
 use crate::pack::window::{Fault, Found, Window};
 use crate::store::{Repo, index_file};
-use crate::tree::node::{Body, Child, Leaf, Ptr};
 use tree::Pointers;
 
 // The deepest inode the walk follows is the trie's own bound: a position
@@ -217,7 +217,7 @@ pub(super) fn walk(
         let Some(pending) = state.pending.remove(&at) else { continue };
         // Every patch over a base read ahead has been visited: it is its turn.
         let known = state.bases.remove(&at);
-        let entries = match window.read(&repo.pack, at) {
+        let entries = match window.read(&repo.read.pack, at) {
             Ok(found) => state.visit(at, &pending, &found, &window, known),
             Err(fault) => {
                 state.unreadable(at, &pending, fault);
@@ -275,7 +275,7 @@ impl State<'_> {
     /// A problem about the record at `offset` found while visiting another
     /// one (a referrer): located where that record lies.
     fn problem_at(&mut self, offset: u64, what: String) {
-        match self.repo.pack.region(offset) {
+        match self.repo.read.pack.region(offset) {
             Ok(region) => self.problems.push(region.name, region.pos + (offset - region.start), Some(offset), what),
             Err(_) if offset == INDEX => self.problems.push("index", 0, None, what),
             Err(_) => self.problems.push("pack", offset, Some(offset), what),
@@ -383,7 +383,7 @@ impl State<'_> {
         }
         self.commits += 1;
         for (parent, offset) in &record.parents {
-            let known = self.repo.index.read().get(parent).copied();
+            let known = self.repo.read.index.read().get(parent).copied();
             match known {
                 // The parent of a commit imported from a snapshot.
                 None if *offset == ABSENT_PARENT => {}
@@ -400,7 +400,7 @@ impl State<'_> {
     }
 
     fn values(&mut self, here: &Here<'_>, claims: &[Claim], payload: &[u8]) -> Option<u64> {
-        let decoded = decode_values(payload, here.at, &self.repo.dict.read());
+        let decoded = decode_values(payload, here.at, &self.repo.read.dict.read());
         let inode = match decoded {
             Ok(inode) => inode,
             Err(reason) => {

@@ -23,14 +23,14 @@ use pando_core::tezos::{Kind, contents_hash};
 use pando_core::{CommitInfo, Hash};
 use std::io::Read;
 
-use super::Repo;
-use super::commit::note_commit;
 use crate::dict::{self, RawSteps};
 use crate::error::{Error, Result};
 use crate::format::node::{ABSENT_PARENT, CommitRecord, INLINE_MAX, encode_tree, encode_values};
 use crate::format::record::{self, MAX_PAYLOAD, RecordKind};
+use crate::node::{Child, Inline, Leaf, Ptr, Step, Values};
 use crate::snapshot::{END, ENTRY_CONTENTS, ENTRY_DIR, FrameReader, Header, SnapshotSummary, TAG_TREE, TAG_VALUES};
-use crate::tree::node::{Child, Inline, Leaf, Ptr, Step, Values};
+use crate::store::Repo;
+use crate::store::write::commit::note_commit;
 
 /// Bytes of records gathered before they are appended to the pack.
 const BATCH_BYTES: usize = 8 << 20;
@@ -95,12 +95,12 @@ impl Output<'_> {
     /// Appends the dictionary record promoting the steps seen twice so far
     /// (used from the next batch on, as a commit's promotions are).
     fn promote(&mut self) {
-        let first_id = self.repo.dict.read().len();
-        let promoted = self.repo.dict.write().observe(&self.raw_steps);
+        let first_id = self.repo.read.dict.read().len();
+        let promoted = self.repo.read.dict.write().observe(&self.raw_steps);
         self.raw_steps.clear();
         if !promoted.is_empty() {
             record::append(&mut self.buf, RecordKind::Dict, &dict::encode_record(first_id, &promoted));
-            let mut dict = self.repo.dict.write();
+            let mut dict = self.repo.read.dict.write();
             for step in promoted {
                 dict.push(step);
             }
@@ -111,9 +111,9 @@ impl Output<'_> {
     fn maybe_flush(&mut self) -> Result<()> {
         if self.buf.len() >= BATCH_BYTES {
             self.promote();
-            self.repo.pack.append(self.base, &self.buf)?;
+            self.repo.read.pack.append(self.base, &self.buf)?;
             self.buf.clear();
-            self.base = self.repo.pack.prepare_append()?;
+            self.base = self.repo.read.pack.prepare_append()?;
         }
         Ok(())
     }
@@ -122,18 +122,18 @@ impl Output<'_> {
 impl Repo {
     /// Imports a snapshot into this store, which must be empty; returns
     /// what it held once its commit is durable.
-    pub(super) fn import(&self, input: &mut dyn Read) -> Result<SnapshotSummary> {
-        self.check_writable()?;
-        let mut writer = self.writer.as_ref().expect("checked writable").lock();
+    pub(in crate::store) fn import(&self, input: &mut dyn Read) -> Result<SnapshotSummary> {
+        self.write.check_writable()?;
+        let mut writer = self.write.writer.as_ref().expect("checked writable").lock();
         // A blob staged meanwhile makes the store not empty.
-        self.guard(self.staged.settle())?;
-        if writer.control.commits != 0 || self.pack.end() != 0 {
+        self.write.guard(self.write.staged.settle())?;
+        if writer.control.commits != 0 || self.read.pack.end() != 0 {
             return Err(Error::Invalid("a snapshot is imported into an empty store".into()));
         }
         let result = self.import_locked(input);
         // Poisoned, as after any failed write, but not logged as one: the
         // caller has the cause, most often the snapshot's own damage.
-        let (summary, commit_at) = self.poison_on_error(result, crate::telemetry::import_failed)?;
+        let (summary, commit_at) = self.write.poison_on_error(result, crate::telemetry::import_failed)?;
         note_commit(&mut writer, summary.commit, commit_at);
         self.flush_locked(&mut writer, true)?;
         self.publish_commit(summary.commit, commit_at);
@@ -148,7 +148,7 @@ impl Repo {
         let mut summary = SnapshotSummary { commit: header.commit, directories: 1, ..SnapshotSummary::default() };
         let mut out = Output {
             repo: self,
-            base: self.pack.prepare_append()?,
+            base: self.read.pack.prepare_append()?,
             buf: Vec::new(),
             payload: Vec::new(),
             hashed: Vec::new(),
@@ -282,7 +282,7 @@ impl Repo {
             message: header.message,
         };
         record::append(&mut out.buf, RecordKind::Commit, &record.encode(commit_at));
-        self.pack.append(out.base, &out.buf)?;
+        self.read.pack.append(out.base, &out.buf)?;
         Ok((summary, commit_at))
     }
 
@@ -296,7 +296,7 @@ impl Repo {
         let (len, kind, hash) = match building.body {
             Body::Values { entries, hashes, .. } => {
                 let values = Values::from_sorted(entries);
-                encode_values(&values, at, &[], &self.dict.read(), &mut out.raw_steps, &mut out.payload);
+                encode_values(&values, at, &[], &self.read.dict.read(), &mut out.raw_steps, &mut out.payload);
                 let hash =
                     values_hash(&mut buf, root, values.len(), values.iter().zip(&hashes).map(|((s, c), h)| (s, c.kind(), h)));
                 (values.len() as u64, RecordKind::Values, hash)

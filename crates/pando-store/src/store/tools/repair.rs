@@ -46,16 +46,16 @@ use std::path::Path;
 use std::sync::Arc;
 
 use super::check::{CheckProgress, CheckReport, CheckScope};
-use super::open::{self, CONTROL, DICT, LOCK, Named};
-use super::{Store, index_file};
 use crate::dict;
 use crate::error::{Error, Result};
 use crate::format::control::{self, Control, HINT_OFFSET, SLOT_SIZE, SlotError};
 use crate::format::record;
 use crate::io::{File, Storage, read_all};
+use crate::node::Step;
 use crate::options::Options;
-use crate::pack::Pack;
-use crate::tree::node::Step;
+use crate::pack::{Pack, PackOptions};
+use crate::store::open::{self, CONTROL, DICT, LOCK, Named};
+use crate::store::{Store, index_file};
 
 /// What the open error of a damaged index or dictionary adds.
 pub const REPAIR_HINT: &str = "`pando check --repair` (`Store::repair`) rebuilds the index and the dictionary from the pack";
@@ -100,7 +100,7 @@ impl Store {
     /// rebuild: a damaged pack record, a control file without a valid
     /// synced slot, a dictionary entry no record defines any more.
     pub fn repair(dir: impl AsRef<Path>, options: Options, progress: &mut dyn FnMut(CheckProgress)) -> Result<RepairReport> {
-        let (storage, _) = super::store_dir(dir.as_ref(), false)?;
+        let (storage, _) = crate::store::store_dir(dir.as_ref(), false)?;
         Store::repair_storage(Arc::new(storage), options, progress)
     }
 
@@ -120,7 +120,7 @@ fn cannot(reason: impl Into<String>) -> Error {
 
 /// `error` (an error opening the store) with [`REPAIR_HINT`] added, if
 /// it is damage a repair can mend: in the index or the dictionary.
-pub(super) fn with_hint(error: Error) -> Error {
+pub(in crate::store) fn with_hint(error: Error) -> Error {
     match error {
         Error::Corrupt { file, offset, reason } if file == DICT || file.starts_with("index") => {
             Error::Corrupt { file, offset, reason: format!("{reason}; {REPAIR_HINT}") }
@@ -190,12 +190,14 @@ fn repair(storage: Arc<dyn Storage>, options: &Options, progress: &mut dyn FnMut
     let durable_end = crate::pack::whole_batches_end(&*storage, &names, control.first_chunk_start, control.durable_end)?;
     let pack = Pack::open(
         storage.clone(),
-        control.first_chunk_start,
-        durable_end,
-        control.chunk_target_bytes,
-        false,
-        runs,
-        control.flags & control::FLAG_ARCHIVE != 0,
+        PackOptions {
+            first_chunk_start: control.first_chunk_start,
+            durable_end,
+            chunk_target_bytes: control.chunk_target_bytes,
+            writable: false,
+            collected: runs,
+            archive: control.flags & control::FLAG_ARCHIVE != 0,
+        },
     )
     .map_err(|e| {
         cannot(format!("the pack does not open: {e}; repair rebuilds only the index, the dictionary and the control file"))

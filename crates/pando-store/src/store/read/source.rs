@@ -1,7 +1,7 @@
-//! How trees read and write through the store: the writer's and readers'
+//! How trees read and write through the store: the reading side's
 //! `Loader` (inodes and blobs through the cache, or taken out of it for an
-//! update) and `Source` (the kept tree given back, contents staged when
-//! added).
+//! update), which the store's (`Repo`) passes on to, and the store's
+//! `Source` (the kept tree given back, contents staged when added).
 //!
 //! Invariants:
 //! - An inode read to be changed is not left in the cache (the cache's
@@ -14,24 +14,25 @@
 use pando_core::Hash;
 use std::sync::Arc;
 
-use super::Repo;
+use super::ReadSide;
 use crate::cache::Cached;
 use crate::error::{Error, Result};
 use crate::format::node::{MAX_PATCH_CHAIN, TreePatch, decode_tree, decode_values};
 use crate::format::record::{self, RecordKind};
+use crate::node::{Body, Inode, Leaf, Loader, Value, Written};
 use crate::record::TraceSink;
+use crate::store::Repo;
 use crate::tree::Source;
 use crate::tree::flat::FlatCache;
-use crate::tree::node::{Body, Inode, Leaf, Loader, Value, Written};
 
-impl Repo {
+impl ReadSide {
     /// Loads the inode recorded at `offset` (through the cache), following
     /// at most `patches` patch records to their bases.
     fn load_inode_at(&self, offset: u64, depth: u32, patches: u8) -> Result<Arc<Inode>> {
         self.load_inode_cached(offset, depth, patches, true)
     }
 
-    /// [`Repo::load_inode_at`], from the cache or the disk; `keep` puts an
+    /// [`ReadSide::load_inode_at`], from the cache or the disk; `keep` puts an
     /// inode read from disk in the cache, and leaves one found there, which
     /// is otherwise taken out of it (for an update).
     fn load_inode_cached(&self, offset: u64, depth: u32, patches: u8, keep: bool) -> Result<Arc<Inode>> {
@@ -74,7 +75,7 @@ impl Repo {
     }
 }
 
-impl Loader for Repo {
+impl Loader for ReadSide {
     fn load_inode(&self, offset: u64, hash: &Hash, depth: u32) -> Result<Arc<Inode>> {
         let inode = self.load_inode_at(offset, depth, MAX_PATCH_CHAIN)?;
         // The pointer's hash is the directory hash for a root, the inode hash below.
@@ -107,27 +108,45 @@ impl Loader for Repo {
     }
 }
 
+/// A tree's source is the whole store, and it loads through the reading side.
+impl Loader for Repo {
+    #[inline]
+    fn load_inode(&self, offset: u64, hash: &Hash, depth: u32) -> Result<Arc<Inode>> {
+        self.read.load_inode(offset, hash, depth)
+    }
+
+    #[inline]
+    fn load_inode_to_update(&self, offset: u64, hash: &Hash, depth: u32) -> Result<Arc<Inode>> {
+        self.read.load_inode_to_update(offset, hash, depth)
+    }
+
+    #[inline]
+    fn load_blob(&self, offset: u64, hash: &Hash) -> Result<Arc<Value>> {
+        self.read.load_blob(offset, hash)
+    }
+}
+
 impl Source for Repo {
     fn flat(&self) -> &FlatCache {
-        &self.flat
+        &self.read.flat
     }
 
     fn instance_id(&self) -> u64 {
-        self.id
+        self.read.id
     }
 
     fn trace_sink(&self) -> Option<&dyn TraceSink> {
-        self.recorder.as_ref().filter(|r| r.is_recording()).map(|r| r as &dyn TraceSink)
+        self.read.trace_sink()
     }
 
     fn give_back_kept(&self, root: Arc<Inode>) {
-        let mut kept = self.kept.lock();
+        let mut kept = self.write.kept.lock();
         // Only the root of the newest commit's tree, written by this store,
         // and only into an empty place (a later commit replaced it, or
         // another tree gave it back).
         if let Some(kept) = kept.as_mut()
             && kept.root.is_none()
-            && root.stored_offset(self.id) == Some(kept.root_offset)
+            && root.stored_offset(self.read.id) == Some(kept.root_offset)
         {
             kept.root = Some(root);
         }
@@ -143,26 +162,26 @@ impl Source for Repo {
     /// whole commit and truncates a staged blob after it, which nothing
     /// committed refers to.
     fn stage(&self, bytes: &[u8]) -> Result<Option<Leaf>> {
-        let (Some(writer), threshold) = (&self.writer, self.options.stage_bytes) else { return Ok(None) };
+        let (Some(writer), threshold) = (&self.write.writer, self.read.options.stage_bytes) else { return Ok(None) };
         if threshold == 0 || (bytes.len() as u64) < threshold {
             return Ok(None);
         }
-        let mut buf = self.staged.buffer();
+        let mut buf = self.write.staged.buffer();
         record::append(&mut buf, RecordKind::Blob, bytes);
         let contents = record::header_len(bytes.len() as u64)..buf.len() - 4;
         let _writer = writer.lock();
-        self.check_writable()?;
-        if let Some(failed) = self.staged.take_failure() {
-            return self.guard(Err(failed));
+        self.write.check_writable()?;
+        if let Some(failed) = self.write.staged.take_failure() {
+            return self.write.guard(Err(failed));
         }
-        if self.pack.starts_chunk() {
+        if self.read.pack.starts_chunk() {
             // The chunk is finished (synced) only once its records are written.
-            self.guard(self.staged.settle())?;
+            self.write.guard(self.write.staged.settle())?;
         }
-        let at = self.guard(self.pack.prepare_append())?;
-        let reserved = self.pack.reserve(at, buf.len() as u64);
+        let at = self.write.guard(self.read.pack.prepare_append())?;
+        let reserved = self.read.pack.reserve(at, buf.len() as u64);
         // Registered under the writer lock, so that a collection starting
         // sees either the blob kept or the pack's end before it.
-        Ok(Some(Leaf::Staged(self.staged.stage(at, buf, contents, Box::new(move |record| reserved.write(record))))))
+        Ok(Some(Leaf::Staged(self.write.staged.stage(at, buf, contents, Box::new(move |record| reserved.write(record))))))
     }
 }

@@ -2,6 +2,10 @@
 //! memory or on disk, contents as values or blobs, and beside each inode
 //! where it was written.
 //!
+//! Boundary: the floor below both `format` (which encodes these nodes)
+//! and `tree` (which updates them); it imports neither, and never touches
+//! a file (what is on disk comes through a [`Loader`]).
+//!
 //! Invariants:
 //! - Nodes are immutable once shared; `OnceLock` fields only memoise values
 //!   that are functions of the node (hashes) or record where it was written
@@ -24,14 +28,17 @@
 //!   offset stays in the store's [`StagedSet`] until a commit referring to
 //!   it is in the index, or the last copy drops.
 
+mod memo;
+mod staged;
+
 use pando_core::Hash;
 use pando_core::dir::{self, Hold, Resolve};
 use pando_core::tezos::contents_hash;
 use std::sync::atomic::{AtomicU8, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock, OnceLock};
 
-pub use super::memo::HashMemo;
-pub use super::staged::{Staged, StagedSet};
+pub use memo::HashMemo;
+pub use staged::{Staged, StagedSet};
 use crate::error::{Error, Result};
 
 /// One step of a path, outside a trie (the dictionary, walks): names of up
@@ -209,7 +216,7 @@ pub struct Meta {
     /// from, so that writing it can record only the difference. Taken when
     /// written.
     base: parking_lot::Mutex<Option<Box<PatchBase>>>,
-    /// For an inode of the writer's kept tree (see `store::commit`): the
+    /// For an inode of the writer's kept tree (see `store::write::commit`): the
     /// oldest commit (by the writer's count, from 1) that wrote an inode of
     /// the kept subtree below it, itself included; 0 for other inodes.
     kept_since: AtomicU32,

@@ -150,7 +150,7 @@ impl Scanner<'_> {
             RecordKind::Commit => match CommitRecord::decode(payload, at) {
                 Ok(commit) => {
                     let hash = commit.info().hash();
-                    match self.repo.index.read().get(&hash).copied() {
+                    match self.repo.read.index.read().get(&hash).copied() {
                         Some(offset) if offset == at || offset == index_file::COLLECTED => Ok(()),
                         Some(offset) => Err(format!("commit {hash} is at offset {offset} in the index")),
                         None => Err(format!("commit {hash} is not in the index")),
@@ -160,7 +160,7 @@ impl Scanner<'_> {
             },
             RecordKind::Dict => match dict::decode_record(payload) {
                 Ok((first_id, steps)) => {
-                    let dict = self.repo.dict.read();
+                    let dict = self.repo.read.dict.read();
                     let wrong = (first_id..).zip(&steps).find(|(id, step)| dict.step_of(*id) != Some(*step));
                     match wrong {
                         Some((id, _)) => Err(format!("dictionary record defines id {id} otherwise than the dictionary")),

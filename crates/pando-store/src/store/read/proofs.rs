@@ -11,8 +11,8 @@ use pando_core::Hash;
 use pando_core::proof::stream::Path;
 use pando_core::proof::{Encoding, ProofError};
 
-use super::Store;
 use crate::error::{Error, Result};
+use crate::store::Store;
 
 /// Paths given as lists of steps, owned.
 fn owned<P: AsRef<[S]>, S: AsRef<[u8]>>(paths: &[P]) -> Vec<Path> {
@@ -48,11 +48,11 @@ impl Store {
     /// ```
     /// # let dir = tempfile::tempdir()?;
     /// use pando_core::proof::Encoding;
-    /// use pando_store::{Options, Store};
+    /// use pando_store::{CommitMeta, Options, Store};
     ///
     /// let store = Store::open(dir.path(), Options::default())?;
     /// let tree = store.empty_tree().add(&["a", "b"], b"1")?.add(&["c"], b"2")?;
-    /// let commit = store.commit(&tree, &[], 1_600_000_000, "Tezos", "block 0")?;
+    /// let commit = store.commit(&tree, CommitMeta { parents: &[], date: 1_600_000_000, author: "Tezos", message: "block 0" })?;
     /// let paths = vec![vec![b"a".to_vec(), b"b".to_vec()]];
     /// let bytes = store.produce_stream_proof(&commit, &paths, Encoding::V1)?;
     /// let proven = pando_store::verify_stream_proof(Encoding::V1, &bytes, &tree.hash()?, &paths)?;
@@ -64,7 +64,7 @@ impl Store {
         P: AsRef<[S]>,
         S: AsRef<[u8]>,
     {
-        let Some(record) = self.repo.commit_record(commit)? else { return Err(Error::UnknownCommit(*commit)) };
+        let Some(record) = self.repo.read.commit_record(commit)? else { return Err(Error::UnknownCommit(*commit)) };
         let proof = self.tree_at(&record, None).produce_stream_proof(&owned(paths))?;
         Ok(encoding.encode_stream_proof(&proof).map_err(ProofError::from)?)
     }

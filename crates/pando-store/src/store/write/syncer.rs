@@ -10,31 +10,31 @@
 use std::sync::Arc;
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
 
-use super::{Repo, Writer, write_hint};
 use crate::crash_point;
 use crate::error::{Error, Result};
 use crate::format::control::Control;
 use crate::io::File;
 use crate::pack::ChunkSync;
+use crate::store::{Repo, Writer, write_hint};
 
 /// `SyncPolicy::Pipelined`: the thread that makes a commit durable (the
 /// pack's fsync, then the control file's hint slot) while the caller goes
 /// on. One sync at a time, in commit order: a commit waits for the sync
 /// before it (`Writer::settle`) before it hands over its own.
-pub(super) struct Syncer {
+pub(in crate::store) struct Syncer {
     jobs: Option<SyncSender<SyncJob>>,
     done: Receiver<Result<()>>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
-pub(super) struct SyncJob {
-    pub(super) pack: ChunkSync,
-    pub(super) control_file: Arc<dyn File>,
-    pub(super) hint: Control,
+pub(in crate::store) struct SyncJob {
+    pub(in crate::store) pack: ChunkSync,
+    pub(in crate::store) control_file: Arc<dyn File>,
+    pub(in crate::store) hint: Control,
 }
 
 impl Syncer {
-    pub(super) fn start() -> Result<Syncer> {
+    pub(in crate::store) fn start() -> Result<Syncer> {
         let (jobs, received) = sync_channel::<SyncJob>(1);
         let (report, done) = sync_channel(1);
         let thread = std::thread::Builder::new()
@@ -54,12 +54,12 @@ impl Syncer {
         Ok(Syncer { jobs: Some(jobs), done, thread: Some(thread) })
     }
 
-    pub(super) fn send(&self, job: SyncJob) -> Result<()> {
+    pub(in crate::store) fn send(&self, job: SyncJob) -> Result<()> {
         self.jobs.as_ref().expect("open until dropped").send(job).map_err(|_| stopped())
     }
 
     /// The outcome of the sync handed over last.
-    pub(super) fn wait(&self) -> Result<()> {
+    pub(in crate::store) fn wait(&self) -> Result<()> {
         self.done.recv().unwrap_or_else(|_| Err(stopped()))
     }
 }
@@ -82,19 +82,19 @@ impl Repo {
     /// `SyncPolicy::Pipelined`: waits for the previous commit's sync (its
     /// failure is this commit's), then hands this one's to the sync thread.
     /// A checkpoint, when due, is made here, as `flush_locked` makes it.
-    pub(super) fn sync_behind(&self, writer: &mut Writer) -> Result<()> {
-        if writer.unflushed_index.len() as u64 >= self.options.checkpoint_commits {
+    pub(in crate::store) fn sync_behind(&self, writer: &mut Writer) -> Result<()> {
+        if writer.unflushed_index.len() as u64 >= self.read.options.checkpoint_commits {
             return self.flush_locked(writer, false);
         }
-        self.guard(writer.settle())?;
+        self.write.guard(writer.settle())?;
         let mut next = writer.control.clone();
-        next.durable_end = self.pack.end();
+        next.durable_end = self.read.pack.end();
         let hint = writer.next_hint(next);
         if writer.syncer.is_none() {
-            writer.syncer = Some(self.guard(Syncer::start())?);
+            writer.syncer = Some(self.write.guard(Syncer::start())?);
         }
-        let job = SyncJob { pack: self.pack.syncing(), control_file: writer.control_file.clone(), hint: hint.clone() };
-        self.guard(writer.syncer.as_ref().expect("started above").send(job))?;
+        let job = SyncJob { pack: self.read.pack.syncing(), control_file: writer.control_file.clone(), hint: hint.clone() };
+        self.write.guard(writer.syncer.as_ref().expect("started above").send(job))?;
         writer.in_flight = true;
         writer.control = hint;
         writer.unsynced_commits = 0;
@@ -102,9 +102,9 @@ impl Repo {
     }
 
     /// Waits until every commit returned is on disk (`SyncPolicy::Pipelined`).
-    pub(super) fn wait_durable(&self) -> Result<()> {
-        let Some(writer) = &self.writer else { return Ok(()) };
+    pub(in crate::store) fn wait_durable(&self) -> Result<()> {
+        let Some(writer) = &self.write.writer else { return Ok(()) };
         let mut writer = writer.lock();
-        self.guard(writer.settle())
+        self.write.guard(writer.settle())
     }
 }

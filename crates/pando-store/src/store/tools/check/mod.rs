@@ -40,9 +40,9 @@ use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use super::{Repo, Store, index_file};
 use crate::error::{Error, Result};
 use crate::format::record::RecordKind;
+use crate::store::{Repo, Store, index_file};
 
 /// What to check.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -165,7 +165,7 @@ impl CheckReport {
 }
 
 /// The problems found so far, up to a cap.
-pub(super) struct Problems {
+pub(in crate::store) struct Problems {
     list: Vec<Problem>,
     cap: usize,
 }
@@ -199,21 +199,21 @@ fn check(repo: &Repo, scope: CheckScope, max_problems: usize, progress: &mut dyn
     let started = Instant::now();
     let mut problems = Problems { list: Vec::new(), cap: max_problems };
     let roots: Vec<(Hash, u64)> = match scope {
-        CheckScope::Commit(hash) => match repo.index.read().get(&hash) {
+        CheckScope::Commit(hash) => match repo.read.index.read().get(&hash) {
             None => return Err(Error::UnknownCommit(hash)),
             Some(&index_file::COLLECTED) => return Err(Error::CollectedCommit(hash)),
             Some(&offset) => vec![(hash, offset)],
         },
         CheckScope::All => {
-            repo.index.read().iter().filter(|(_, offset)| **offset != index_file::COLLECTED).map(|(h, o)| (*h, *o)).collect()
+            repo.read.index.read().iter().filter(|(_, offset)| **offset != index_file::COLLECTED).map(|(h, o)| (*h, *o)).collect()
         }
     };
-    let mut report = CheckReport { pack_bytes: repo.pack.size_bytes(), ..CheckReport::default() };
+    let mut report = CheckReport { pack_bytes: repo.read.pack.size_bytes(), ..CheckReport::default() };
     check_names(repo, &mut problems);
     let walked = if scope == CheckScope::All {
         // The scan reads every file forward, the walk reads backwards and
         // hashes: the scan runs beside it, on a thread of its own.
-        let regions = repo.pack.regions();
+        let regions = repo.read.pack.regions();
         let total = regions.iter().map(|r| r.end - r.start).sum();
         let done = AtomicU64::new(0);
         let walker = std::thread::current();
@@ -260,20 +260,20 @@ fn check(repo: &Repo, scope: CheckScope, max_problems: usize, progress: &mut dyn
 /// The last commit the control file names, and the branches, name commits
 /// of the index.
 fn check_names(repo: &Repo, problems: &mut Problems) {
-    let last = repo.last_commit.load(Ordering::Acquire);
+    let last = repo.read.last_commit.load(Ordering::Acquire);
     if last != u64::MAX {
-        match repo.read_commit_at(last) {
+        match repo.read.read_commit_at(last) {
             Ok(record) => {
                 let hash = record.info().hash();
-                if repo.index.read().get(&hash) != Some(&last) {
+                if repo.read.index.read().get(&hash) != Some(&last) {
                     problems.push("control", 0, Some(last), format!("the last commit {hash} is not in the index at this offset"));
                 }
             }
             Err(e) => problems.push("control", 0, Some(last), format!("the last commit cannot be read: {e}")),
         }
     }
-    for (name, hash) in repo.branches.read().iter() {
-        if !repo.index.read().contains_key(hash) {
+    for (name, hash) in repo.read.branches.read().iter() {
+        if !repo.read.index.read().contains_key(hash) {
             problems.push("branches", 0, None, format!("branch {name:?} names {hash}, which the index does not know"));
         }
     }

@@ -17,7 +17,6 @@
 
 use pando_core::Hash;
 
-use super::{Repo, Store};
 use crate::error::{Error, Result};
 use crate::format::record::RecordKind;
 use crate::inspect::{
@@ -25,8 +24,9 @@ use crate::inspect::{
     Stage, TreeShape, plan_samples, share_budget,
 };
 use crate::io::Storage;
+use crate::node::{Child, Inode, Leaf, Ptr, Step};
 use crate::pack::Source;
-use crate::tree::node::{Child, Inode, Leaf, Ptr, Step};
+use crate::store::{Repo, Store};
 use crate::tree::walk::{Visitor, walk};
 
 /// Bytes scanned between two progress reports.
@@ -53,7 +53,7 @@ impl Store {
         // An unknown or collected commit is refused before the long scan.
         let root = match commit {
             Some(hash) => {
-                let record = repo.commit_record(&hash)?.ok_or(Error::UnknownCommit(hash))?;
+                let record = repo.read.commit_record(&hash)?.ok_or(Error::UnknownCommit(hash))?;
                 Some((hash, record.root_offset, record.root_hash))
             }
             None => None,
@@ -64,7 +64,7 @@ impl Store {
             Some((hash, offset, root_hash)) => Some(walk_tree(repo, hash, Ptr::stored(offset, root_hash), progress)?),
             None => None,
         };
-        let files = sample_files(&*repo.storage, options.sample_bytes, progress)?;
+        let files = sample_files(&*repo.read.storage, options.sample_bytes, progress)?;
         Ok(Inspection {
             pack_bytes: stats.pack_bytes,
             commits: stats.commits,
@@ -80,7 +80,7 @@ impl Store {
 
 /// Counts every record of the runs below the first chunk, then of the chunks.
 fn scan_records(repo: &Repo, progress: &mut dyn FnMut(Progress)) -> Result<PackRecords> {
-    let pack = &repo.pack;
+    let pack = &repo.read.pack;
     let first = pack.first_chunk_start();
     let end = pack.end();
     let collected = pack.collected();
@@ -92,7 +92,7 @@ fn scan_records(repo: &Repo, progress: &mut dyn FnMut(Progress)) -> Result<PackR
     let mut scan = |tally: &mut RecordTally, from: u64, to: u64| {
         pack.scan(from, to, &mut |offset, kind, payload| {
             // Taken per record: a writer in this process adds entries meanwhile.
-            let counted = tally.record(offset, kind, payload, &repo.dict.read());
+            let counted = tally.record(offset, kind, payload, &repo.read.dict.read());
             counted.map_err(|reason| corrupt_record(repo, offset, kind, reason))?;
             if tally.scanned_bytes() - reported >= PROGRESS_BYTES {
                 reported = tally.scanned_bytes();
@@ -115,7 +115,7 @@ fn scan_records(repo: &Repo, progress: &mut dyn FnMut(Progress)) -> Result<PackR
 /// the file holding it and the position there.
 fn corrupt_record(repo: &Repo, offset: u64, kind: RecordKind, reason: String) -> Error {
     let reason = format!("{} record at pack offset {offset}: {reason}", kind.name());
-    match repo.pack.file_position(offset) {
+    match repo.read.pack.file_position(offset) {
         Ok((file, position)) => Error::corrupt(file, position, reason),
         Err(_) => Error::corrupt("pack", offset, reason),
     }

@@ -16,61 +16,61 @@ use crate::dict::{Dict, RawSteps};
 use crate::error::{Error, Result};
 use crate::format::node::{MAX_PATCH_CHAIN, MAX_PATCH_CHANGES, TreePatch, encode_tree, encode_values};
 use crate::format::record::{self, RecordKind};
-use crate::tree::node::{Body, Child, Inode, Leaf, Loader, PatchBase, Pointers, Ptr, Value, Written, prefetch_children_meta};
+use crate::node::{Body, Child, Inode, Leaf, Loader, PatchBase, Pointers, Ptr, Value, Written, prefetch_children_meta};
 
 /// Builds one commit's batch of records.
-pub(super) struct Batch<'a, 's> {
+pub(in crate::store) struct Batch<'a, 's> {
     /// The store instance writing: marks of other instances are ignored.
-    pub(super) instance: u64,
+    pub(in crate::store) instance: u64,
     /// Logical offset of the batch's first byte not yet appended.
-    pub(super) base: u64,
+    pub(in crate::store) base: u64,
     /// Logical offset of the batch's first byte: records from there on
     /// are this commit's.
-    pub(super) start: u64,
-    pub(super) buf: Vec<u8>,
-    pub(super) payload: Vec<u8>,
-    pub(super) dict: &'a Dict,
-    pub(super) loader: &'a dyn Loader,
-    pub(super) pack: &'a crate::pack::Pack,
+    pub(in crate::store) start: u64,
+    pub(in crate::store) buf: Vec<u8>,
+    pub(in crate::store) payload: Vec<u8>,
+    pub(in crate::store) dict: &'a Dict,
+    pub(in crate::store) loader: &'a dyn Loader,
+    pub(in crate::store) pack: &'a crate::pack::Pack,
     /// Every record the tree refers to is known to be held (see
     /// `Tree::refs_held_at`): the pack is not asked.
-    pub(super) refs_held: bool,
-    pub(super) raw_steps: RawSteps,
+    pub(in crate::store) refs_held: bool,
+    pub(in crate::store) raw_steps: RawSteps,
     /// Staged blobs the written inodes refer to: released once the commit
     /// is in the index (`StagedSet::committed`).
-    pub(super) staged: Vec<u64>,
+    pub(in crate::store) staged: Vec<u64>,
     /// Bytes of records held before they are appended to the pack.
-    pub(super) spill_bytes: usize,
+    pub(in crate::store) spill_bytes: usize,
     /// This commit's number in the writer's count, and the oldest commit
     /// whose inodes the kept tree may still hold.
-    pub(super) seq: u32,
-    pub(super) cutoff: u32,
+    pub(in crate::store) seq: u32,
+    pub(in crate::store) cutoff: u32,
     /// Memory the kept inodes of this commit hold, and how much they may.
-    pub(super) kept_weight: u64,
-    pub(super) keep_room: u64,
+    pub(in crate::store) kept_weight: u64,
+    pub(in crate::store) keep_room: u64,
     /// The commits and weights of kept inodes this batch wrote new
     /// versions of: they leave the kept tree with this commit.
-    pub(super) superseded: Vec<(u32, u64)>,
+    pub(in crate::store) superseded: Vec<(u32, u64)>,
     /// Where a thread appending the pieces of a large batch is started.
-    pub(super) scope: &'s std::thread::Scope<'s, 'a>,
-    pub(super) spill: Option<Spill<'s>>,
+    pub(in crate::store) scope: &'s std::thread::Scope<'s, 'a>,
+    pub(in crate::store) spill: Option<Spill<'s>>,
     /// Whether the subtrees of large directories are hashed whole (a
     /// large commit, see `hashing::is_large`).
-    pub(super) subtrees_whole: bool,
+    pub(in crate::store) subtrees_whole: bool,
     /// The subtrees the commit's helper hashes beside this thread, if it
     /// has one.
-    pub(super) shared: Option<SharedHashing<'a>>,
+    pub(in crate::store) shared: Option<SharedHashing<'a>>,
 }
 
 /// The committing thread's view of the subtrees it hashes with the
 /// helper (see `hashing::Claims`).
-pub(super) struct SharedHashing<'a> {
-    pub(super) subtrees: &'a [(&'a Arc<Inode>, u32)],
-    pub(super) claims: &'a Claims,
+pub(in crate::store) struct SharedHashing<'a> {
+    pub(in crate::store) subtrees: &'a [(&'a Arc<Inode>, u32)],
+    pub(in crate::store) claims: &'a Claims,
     /// The next subtree to write, and the one before which this thread
     /// takes subtrees to hash from the last.
-    pub(super) next: usize,
-    pub(super) last: usize,
+    pub(in crate::store) next: usize,
+    pub(in crate::store) last: usize,
 }
 
 impl SharedHashing<'_> {
@@ -121,7 +121,7 @@ impl SharedHashing<'_> {
 const SPINS: u32 = 1 << 12;
 
 /// What the kept tree holds of an inode a batch wrote or met written.
-pub(super) enum Kept {
+pub(in crate::store) enum Kept {
     /// The inode itself.
     Itself,
     /// A copy of it holding stored pointers instead of some children.
@@ -133,10 +133,10 @@ pub(super) enum Kept {
 
 /// The thread appending a large batch's pieces to the pack while the next
 /// ones are encoded, in order; it hands the emptied buffers back.
-pub(super) struct Spill<'s> {
-    pub(super) pieces: SyncSender<(u64, Vec<u8>)>,
-    pub(super) emptied: Receiver<Vec<u8>>,
-    pub(super) writer: ScopedJoinHandle<'s, Result<()>>,
+pub(in crate::store) struct Spill<'s> {
+    pub(in crate::store) pieces: SyncSender<(u64, Vec<u8>)>,
+    pub(in crate::store) emptied: Receiver<Vec<u8>>,
+    pub(in crate::store) writer: ScopedJoinHandle<'s, Result<()>>,
 }
 
 impl<'a, 's> Batch<'a, 's> {
@@ -147,7 +147,7 @@ impl<'a, 's> Batch<'a, 's> {
     /// Appends the payload as a record; the batch so far goes to the pack
     /// once it holds `spill_bytes`, to the same chunk (a batch never
     /// straddles two chunks), written by the spill thread.
-    pub(super) fn push_record(&mut self, kind: RecordKind) -> Result<u64> {
+    pub(in crate::store) fn push_record(&mut self, kind: RecordKind) -> Result<u64> {
         let at = self.next_offset();
         record::append(&mut self.buf, kind, &self.payload);
         if self.buf.len() >= self.spill_bytes {
@@ -158,7 +158,7 @@ impl<'a, 's> Batch<'a, 's> {
 
     /// Hands the batch so far to the spill thread (started on the first
     /// piece) and goes on in an emptied buffer.
-    pub(super) fn spill(&mut self) -> Result<()> {
+    pub(in crate::store) fn spill(&mut self) -> Result<()> {
         let pack = self.pack;
         let spill = self.spill.get_or_insert_with(|| {
             let (pieces, received) = sync_channel::<(u64, Vec<u8>)>(1);
@@ -187,7 +187,7 @@ impl<'a, 's> Batch<'a, 's> {
     }
 
     /// Waits until the pieces handed to the spill thread are in the pack.
-    pub(super) fn finish_spill(&mut self) -> Result<()> {
+    pub(in crate::store) fn finish_spill(&mut self) -> Result<()> {
         let Some(Spill { pieces, writer, .. }) = self.spill.take() else { return Ok(()) };
         drop(pieces);
         writer.join().unwrap_or_else(|panic| std::panic::resume_unwind(panic))
@@ -257,7 +257,7 @@ impl<'a, 's> Batch<'a, 's> {
 
     /// Writes the inode and its new descendants. Returns its offset and its
     /// kept form (see [`Repo::commit`]).
-    pub(super) fn write_inode(&mut self, inode: &Arc<Inode>, depth: u32) -> Result<(u64, Kept)> {
+    pub(in crate::store) fn write_inode(&mut self, inode: &Arc<Inode>, depth: u32) -> Result<(u64, Kept)> {
         if let Some(offset) = self.written_at(inode.stored_offset(self.instance)) {
             let kept = if inode.kept_since().is_some_and(|since| since >= self.cutoff) { Kept::Itself } else { Kept::No };
             return Ok((offset, kept));
@@ -403,7 +403,7 @@ impl<'a, 's> Batch<'a, 's> {
 /// is still held by the pack (after a garbage collection, a tree taken from
 /// a collected commit may refer to records that are gone). Runs before
 /// anything is encoded, so a refused commit leaves no stored marks behind.
-pub(super) fn check_refs(instance: u64, pack: &crate::pack::Pack, inode: &Arc<Inode>) -> Result<()> {
+pub(in crate::store) fn check_refs(instance: u64, pack: &crate::pack::Pack, inode: &Arc<Inode>) -> Result<()> {
     let held = |offset: u64| if pack.holds(offset) { Ok(()) } else { Err(Error::Collected { offset }) };
     // An inode is referred to whole: a patch base kept only for its
     // patches is not (the children they replaced are gone).
@@ -490,7 +490,7 @@ fn patch_of(
 mod tests {
     use crate::format::node::TreePatch;
     use crate::format::record::RecordKind;
-    use crate::tree::node::{Child, Ptr, Written};
+    use crate::node::{Child, Ptr, Written};
     use crate::{Options, Store};
     use pando_core::inode::index;
 
@@ -507,7 +507,7 @@ mod tests {
         for i in 0..3_000u32 {
             tree.add_mut(&path(i), &i.to_be_bytes()).unwrap();
         }
-        let first = store.commit(&tree, &[], 1, "t", "").unwrap();
+        let first = store.commit(&tree, crate::CommitMeta { parents: &[], date: 1, author: "t", message: "" }).unwrap();
         drop(tree);
         let index_root = |tree: &crate::Tree| match tree.find_tree(&["index"]).unwrap().unwrap().node().unwrap() {
             Child::Dir(Ptr::Mem(root, _)) => root.clone(),
@@ -517,13 +517,13 @@ mod tests {
         // Two entries under two different children of the directory's root.
         let (a, b) = (5u32, (6..3_000).find(|&i| index(0, step(i).as_bytes()) != index(0, step(5).as_bytes())).unwrap());
         let mut tree = store.checkout(&first).unwrap().unwrap();
-        let base = index_root(&tree).stored_offset(store.repo.id).expect("written");
+        let base = index_root(&tree).stored_offset(store.repo.read.id).expect("written");
         tree.add_mut(&path(a), b"changed").unwrap();
         tree.add_mut(&path(b), b"changed").unwrap();
-        store.commit(&tree, &[first], 2, "t", "").unwrap();
+        store.commit(&tree, crate::CommitMeta { parents: &[first], date: 2, author: "t", message: "" }).unwrap();
 
-        let written = index_root(&tree).stored_offset(store.repo.id).expect("written");
-        let (kind, payload) = store.repo.pack.read_record(written).unwrap();
+        let written = index_root(&tree).stored_offset(store.repo.read.id).expect("written");
+        let (kind, payload) = store.repo.read.pack.read_record(written).unwrap();
         assert_eq!(kind, RecordKind::TreePatch, "the root of the directory was patched");
         let patch = TreePatch::decode(&payload, written, 0).unwrap();
         assert_eq!(patch.base, base);

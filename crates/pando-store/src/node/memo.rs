@@ -13,7 +13,7 @@ use pando_core::Hash;
 use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// The hash a memory pointer's inode has (see [`Ptr`](super::node::Ptr)):
+/// The hash a memory pointer's inode has (see [`Ptr`](super::Ptr)):
 /// set once hashed, and forgotten by `Hold::as_mem_mut`, the only way to
 /// change the inode through the pointer. Beside it, in the same word as
 /// its state, the pointer keeps the inode's prefetch hint

@@ -16,8 +16,8 @@ use std::rc::Rc;
 use super::{Claim, Count, Here, MAX_DEPTH, Pending, Role, State};
 use crate::format::node::{MAX_PATCH_CHAIN, TreePatch, decode_tree};
 use crate::format::record::RecordKind;
+use crate::node::{Body, Inode, Loader, Pointers as StorePointers, Ptr, Written};
 use crate::pack::window::Window;
-use crate::tree::node::{Body, Inode, Loader, Pointers as StorePointers, Ptr, Written};
 use pando_core::dir::collect_sorted;
 
 /// A tree inode as its pointers, in index order.
@@ -199,7 +199,7 @@ impl State<'_> {
             let flat = matches!(claim.role, Role::Dir { .. }) && hashed_flat(pointers.len);
             let (what, hash) = if flat {
                 // Hashed flat from its entries, which its children hold.
-                let entries = match collect_sorted(&pointers.inode(depth, here.at, self.repo.id), self.repo as &dyn Loader) {
+                let entries = match collect_sorted(&pointers.inode(depth, here.at, self.repo.read.id), self.repo as &dyn Loader) {
                     Ok(entries) => entries,
                     Err(e) => {
                         self.problem(here, format!("cannot read the entries to hash it: {e}"));
@@ -232,7 +232,7 @@ impl State<'_> {
         let (kind, payload) = match window.peek(offset) {
             Some(record) => record,
             None => {
-                read = self.repo.pack.read_record(offset).map_err(|e| e.to_string())?;
+                read = self.repo.read.pack.read_record(offset).map_err(|e| e.to_string())?;
                 (read.0, &read.1[..])
             }
         };

@@ -1,0 +1,107 @@
+//! The readers' side of the store: how trees load what lies on disk
+//! (`source`), how a read-only store follows the writer of another
+//! process (`follow`), and proofs of reads at a commit (`proofs`).
+//!
+//! [`ReadSide`] is the reading half of an open store (`Repo`): the pack,
+//! the caches, the index, the dictionary and the branches as last read,
+//! with the lookups every reader makes; its `impl` blocks are here and in
+//! `follow` and `source`.
+//!
+//! Invariant: a read here waits for the writer only to take a snapshot
+//! of the index or the dictionary, and never writes a file. (The one
+//! write a tree asks of its source, staging large contents, is the
+//! writer's: `Source::stage` is declared here with the other methods of
+//! that trait, and a read-only store stages nothing.)
+
+pub(super) mod follow;
+pub(super) mod proofs;
+pub(super) mod source;
+
+use pando_core::Hash;
+use parking_lot::{Mutex, RwLock};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::sync::atomic::AtomicU64;
+
+use crate::cache::NodeCache;
+use crate::dict::Dict;
+use crate::error::{Error, Result};
+use crate::format::control::Control;
+use crate::format::node::CommitRecord;
+use crate::format::record::RecordKind;
+use crate::io::Storage;
+use crate::options::Options;
+use crate::pack::Pack;
+use crate::record::{Recorder, TraceSink};
+use crate::store::index_file;
+use crate::tree::flat::FlatCache;
+
+/// What every reader of an open store uses: the files as last read, the
+/// caches, and the trace being recorded.
+pub(crate) struct ReadSide {
+    pub(in crate::store) id: u64,
+    pub(in crate::store) storage: Arc<dyn Storage>,
+    pub(in crate::store) pack: Pack,
+    pub(in crate::store) cache: NodeCache,
+    pub(in crate::store) dict: RwLock<Dict>,
+    pub(in crate::store) index: RwLock<HashMap<Hash, u64>>,
+    pub(in crate::store) branches: RwLock<BTreeMap<String, Hash>>,
+    /// Read-only: the control slot last taken in (see `read::follow`).
+    pub(in crate::store) follower: Option<Mutex<Control>>,
+    pub(in crate::store) options: Options,
+    /// Offset of the newest commit record, `u64::MAX` when there is none.
+    pub(in crate::store) last_commit: AtomicU64,
+    /// Records calls as a trace, when asked to.
+    pub(in crate::store) recorder: Option<Recorder>,
+    /// Index entries of collected commits.
+    pub(in crate::store) collected_commits: AtomicU64,
+    /// What paths hold in the newest commit's tree (see `tree::flat`).
+    pub(in crate::store) flat: FlatCache,
+}
+
+impl ReadSide {
+    /// Where calls are recorded, when the store records a trace.
+    pub(in crate::store) fn trace_sink(&self) -> Option<&dyn TraceSink> {
+        self.recorder.as_ref().filter(|r| r.is_recording()).map(|r| r as &dyn TraceSink)
+    }
+
+    pub(in crate::store) fn recording(&self) -> bool {
+        self.trace_sink().is_some()
+    }
+
+    /// Runs `f` on the trace sink, if the store is recording.
+    pub(in crate::store) fn record<T>(&self, f: impl FnOnce(&dyn TraceSink) -> T) -> Option<T> {
+        self.trace_sink().map(f)
+    }
+
+    /// The index entry of `commit`; a read-only store that does not know
+    /// it syncs first.
+    pub(in crate::store) fn commit_offset(&self, commit: &Hash) -> Result<Option<u64>> {
+        let found = self.index.read().get(commit).copied();
+        if found.is_none() && self.follower.is_some() && self.sync()? > 0 {
+            return Ok(self.index.read().get(commit).copied());
+        }
+        Ok(found)
+    }
+
+    pub(in crate::store) fn commit_record(&self, commit: &Hash) -> Result<Option<CommitRecord>> {
+        let Some(offset) = self.commit_offset(commit)? else { return Ok(None) };
+        if offset == index_file::COLLECTED {
+            return Err(Error::CollectedCommit(*commit));
+        }
+        let record = self.read_commit_at(offset)?;
+        let found = record.info().hash();
+        if found != *commit {
+            return Err(Error::corrupt("pack", offset, format!("commit record hashes to {found}, the index says {commit}")));
+        }
+        Ok(Some(record))
+    }
+
+    pub(in crate::store) fn read_commit_at(&self, offset: u64) -> Result<CommitRecord> {
+        let (kind, payload) = self.pack.read_record(offset)?;
+        if kind != RecordKind::Commit {
+            return Err(Error::corrupt("pack", offset, format!("expected a commit record, found {kind:?}")));
+        }
+        CommitRecord::decode(&payload, offset).map_err(|reason| Error::corrupt("pack", offset, reason))
+    }
+}
