@@ -1,4 +1,5 @@
-//! The API example of the README, kept compiling and true.
+//! The API example of the README and the proof example of
+//! docs/OPERATING.md, kept compiling and true.
 
 use pando_store::{CommitMeta, Options, Store};
 
@@ -11,7 +12,8 @@ fn readme_example() -> Result<(), pando_store::Error> {
     let mut tree = store.empty_tree();
     tree.add_mut(&["contracts", "global_counter"], b"42")?; // in place
     let tree = tree.add(&["version"], b"genesis")?; // or a new tree
-    let genesis = store.commit(&tree, CommitMeta { parents: &[], date: 1_600_000_000, author: "Tezos", message: "block 0" })?;
+    let meta = CommitMeta { parents: &[], date: 1_600_000_000, author: "Tezos", message: "block 0" };
+    let genesis = store.commit(&tree, meta)?;
 
     let tree = store.checkout(&genesis)?.expect("just committed");
     assert_eq!(tree.find(&["contracts", "global_counter"])?.as_deref(), Some(&b"42"[..]));
@@ -24,7 +26,7 @@ fn readme_example() -> Result<(), pando_store::Error> {
     Ok(())
 }
 
-/// The proof example of the README.
+/// The proof example of docs/OPERATING.md.
 #[test]
 fn readme_proof_example() -> Result<(), Box<dyn std::error::Error>> {
     let dir = tempfile::tempdir().unwrap();

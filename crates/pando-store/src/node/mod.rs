@@ -597,7 +597,7 @@ pub fn value_of(child: &Child, loader: &dyn Loader) -> Result<Option<Vec<u8>>> {
 mod tests {
     use super::*;
 
-    /// The memory of an entry and an inode, as ARCHITECTURE.md states it:
+    /// The memory of an entry and an inode, as docs/PERFORMANCE.md states it:
     /// an entry of a values inode is its step's bytes, a 4-byte end and a
     /// child of 56 bytes (a 32-byte hash and an offset for what is stored;
     /// contents of up to 32 bytes in place), in one block beside an inode
