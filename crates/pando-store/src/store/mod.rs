@@ -14,14 +14,14 @@
 //! - After a failed write or fsync the store refuses writes (`PreviousIo`, naming the first failure).
 
 mod batch;
-mod branches;
+pub(crate) mod branches;
 pub(crate) mod check;
 mod commit;
 mod follow;
 mod gc;
 mod hashing;
 mod import;
-mod index_file;
+pub(crate) mod index_file;
 mod inspect;
 mod open;
 mod proofs;
