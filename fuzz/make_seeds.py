@@ -257,7 +257,8 @@ def irmin_seeds(work):
     suffix = open(os.path.join(stores, "a-plain", "store.0.suffix"), "rb").read()
     seeds = Seeds("irmin_suffix")
     start = suffix_start(suffix, 3)
-    seeds.put("a-plain-start", len(dict_start).to_bytes(2, "little") + dict_start + start)
+    names = whole_names(dict_, 16384)  # the names those commits use
+    seeds.put("a-plain-start", len(names).to_bytes(2, "little") + names + start)
 
     # irmin's own trace: its start, ended by a commit row.
     zst = os.path.join(ROOT, "tests", "vectors", "irmin-diff-a.repr.zst")
