@@ -156,11 +156,15 @@ impl TraceSink for Recorder {
     }
 }
 
-/// Reads the rows of a trace file written by this module.
+/// Reads the rows of a trace file written by this module; a file whose
+/// header or rows are not what it writes is an `InvalidData` error.
 fn read_rows(path: &Path, f: &mut dyn FnMut(u64, Row) -> io::Result<()>) -> io::Result<()> {
     let mut input = io::BufReader::with_capacity(1 << 20, fs_io::open_file(path)?);
     let mut header = vec![0u8; trace::file_header().len()];
     input.read_exact(&mut header)?;
+    if header != trace::file_header() {
+        return Err(io::Error::new(io::ErrorKind::InvalidData, "not a trace of this recorder: its header is not IrmRepBT version 0"));
+    }
     let mut index = 0;
     let mut body = Vec::new();
     while !input.fill_buf()?.is_empty() {
