@@ -168,8 +168,9 @@ fn read_rows(path: &Path, f: &mut dyn FnMut(u64, Row) -> io::Result<()>) -> io::
     let mut index = 0;
     let mut body = Vec::new();
     while !input.fill_buf()?.is_empty() {
+        // A LEB128 length takes 10 bytes at most.
         let mut len_bytes = Vec::new();
-        loop {
+        while len_bytes.len() < 10 {
             let mut byte = [0u8];
             input.read_exact(&mut byte)?;
             len_bytes.push(byte[0]);
@@ -178,8 +179,13 @@ fn read_rows(path: &Path, f: &mut dyn FnMut(u64, Row) -> io::Result<()>) -> io::
             }
         }
         let len = varint::read_u64(&len_bytes, &mut 0).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?;
-        body.resize(len as usize, 0);
-        input.read_exact(&mut body)?;
+        // The body grows as its bytes come: a damaged length cannot ask
+        // for more memory than the file holds.
+        body.clear();
+        (&mut input).take(len).read_to_end(&mut body)?;
+        if (body.len() as u64) < len {
+            return Err(io::Error::new(io::ErrorKind::UnexpectedEof, format!("row {index}: {len} bytes, the file ends first")));
+        }
         let row = Row::decode(&body).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?;
         f(index, row)?;
         index += 1;

@@ -29,3 +29,18 @@ fn scoping_refuses_a_trace_of_another_version() {
     let (_dir, path) = trace_file(&pando_core::trace::file_header(), &[]);
     scope_file(&path).unwrap();
 }
+
+/// A row whose length says 2^63 bytes: the scoping pass allocated what the
+/// length asked before reading (a capacity overflow, or gigabytes); it
+/// must end with an error, having allocated no more than the file holds.
+#[test]
+fn scoping_refuses_a_row_longer_than_the_file() {
+    let mut body = Vec::new();
+    pando_core::varint::write_u64(&mut body, 1 << 63);
+    body.extend_from_slice(b"a few bytes");
+    let (_dir, path) = trace_file(&pando_core::trace::file_header(), &body);
+    assert_eq!(scope_file(&path).unwrap_err().kind(), std::io::ErrorKind::UnexpectedEof);
+    // A length of more than 10 bytes is refused as such.
+    let (_dir, path) = trace_file(&pando_core::trace::file_header(), &[0x80; 64]);
+    assert_eq!(scope_file(&path).unwrap_err().kind(), std::io::ErrorKind::InvalidData);
+}
