@@ -35,14 +35,12 @@ const AT: u64 = 1 << 40;
 /// of a store that replayed `pando gen --preset tiny` (where the seeds
 /// come from).
 fn sample_dict() -> Dict {
-    const STEPS: [&str; 40] = [
-        "0", "1", "2", "3", "balance", "code", "contents", "counter", "data", "delegates", "index", "key_type", "len",
-        "paid_bytes", "random_seed", "selected_stake_distribution", "storage", "total_bytes", "used_bytes", "value_type",
-        "big_maps", "contracts", "current", "cycle", "first_level_of_protocol", "global_counter", "staking_balance", "v1",
-        "version", "votes", "endorsement_branch", "grand_parent_branch", "delegate", "snapshot", "4", "5", "6", "7", "8", "9",
-    ];
+    const STEPS: &str = "0 1 2 3 balance code contents counter data delegates index key_type len paid_bytes \
+        random_seed selected_stake_distribution storage total_bytes used_bytes value_type big_maps contracts current \
+        cycle first_level_of_protocol global_counter staking_balance v1 version votes endorsement_branch \
+        grand_parent_branch delegate snapshot 4 5 6 7 8 9";
     let mut dict = Dict::default();
-    for step in STEPS {
+    for step in STEPS.split_whitespace() {
         dict.push(Step::from_slice(step.as_bytes()));
     }
     dict
@@ -144,11 +142,8 @@ fn payload_of(kind: RecordKind, payload: &[u8]) {
             // Applied to a tree inode of every child, and to one of none but the first.
             let hash = Hash([7; 32]);
             for count in [32, 1] {
-                let base = Inode::new(Body::Tree(Pointers::new(
-                    depth,
-                    100,
-                    (0..count).map(|i| (i, Ptr::stored(i as u64 + 1, hash))),
-                )));
+                let base =
+                    Inode::new(Body::Tree(Pointers::new(depth, 100, (0..count).map(|i| (i, Ptr::stored(i as u64 + 1, hash))))));
                 if let Ok(applied) = patch.apply(&base) {
                     let Body::Tree(pointers) = &applied.body else { panic!("a patch gives a tree inode") };
                     assert!(pointers.count() > 0 && pointers.len == patch.len);

@@ -163,7 +163,10 @@ fn read_rows(path: &Path, f: &mut dyn FnMut(u64, Row) -> io::Result<()>) -> io::
     let mut header = vec![0u8; trace::file_header().len()];
     input.read_exact(&mut header)?;
     if header != trace::file_header() {
-        return Err(io::Error::new(io::ErrorKind::InvalidData, "not a trace of this recorder: its header is not IrmRepBT version 0"));
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "not a trace of this recorder: its header is not IrmRepBT version 0",
+        ));
     }
     let mut index = 0;
     let mut body = Vec::new();
