@@ -32,6 +32,9 @@ mod control;
 mod dict;
 mod entry;
 mod error;
+#[cfg(any(test, feature = "fuzzing"))]
+#[doc(hidden)]
+pub mod fuzzing;
 mod history;
 mod index;
 mod read;

@@ -39,6 +39,9 @@ internal! {
     pack;
 }
 pub mod error;
+#[cfg(any(test, feature = "fuzzing"))]
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod inspect;
 pub mod io;
 pub mod options;

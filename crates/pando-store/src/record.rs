@@ -156,16 +156,24 @@ impl TraceSink for Recorder {
     }
 }
 
-/// Reads the rows of a trace file written by this module.
+/// Reads the rows of a trace file written by this module; a file whose
+/// header or rows are not what it writes is an `InvalidData` error.
 fn read_rows(path: &Path, f: &mut dyn FnMut(u64, Row) -> io::Result<()>) -> io::Result<()> {
     let mut input = io::BufReader::with_capacity(1 << 20, fs_io::open_file(path)?);
     let mut header = vec![0u8; trace::file_header().len()];
     input.read_exact(&mut header)?;
+    if header != trace::file_header() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "not a trace of this recorder: its header is not IrmRepBT version 0",
+        ));
+    }
     let mut index = 0;
     let mut body = Vec::new();
     while !input.fill_buf()?.is_empty() {
+        // A LEB128 length takes 10 bytes at most.
         let mut len_bytes = Vec::new();
-        loop {
+        while len_bytes.len() < 10 {
             let mut byte = [0u8];
             input.read_exact(&mut byte)?;
             len_bytes.push(byte[0]);
@@ -174,8 +182,13 @@ fn read_rows(path: &Path, f: &mut dyn FnMut(u64, Row) -> io::Result<()>) -> io::
             }
         }
         let len = varint::read_u64(&len_bytes, &mut 0).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?;
-        body.resize(len as usize, 0);
-        input.read_exact(&mut body)?;
+        // The body grows as its bytes come: a damaged length cannot ask
+        // for more memory than the file holds.
+        body.clear();
+        (&mut input).take(len).read_to_end(&mut body)?;
+        if (body.len() as u64) < len {
+            return Err(io::Error::new(io::ErrorKind::UnexpectedEof, format!("row {index}: {len} bytes, the file ends first")));
+        }
         let row = Row::decode(&body).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?;
         f(index, row)?;
         index += 1;

@@ -10,6 +10,9 @@
 //! never touches a store's files.
 
 pub mod file;
+#[cfg(any(test, feature = "fuzzing"))]
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod generate;
 pub mod replay;
 pub mod report;

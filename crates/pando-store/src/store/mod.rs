@@ -21,7 +21,7 @@
 //! - After a failed write or fsync the store refuses writes (`PreviousIo`, naming the first failure).
 
 mod gc;
-mod index_file;
+pub(crate) mod index_file;
 mod open;
 mod read;
 mod tools;
@@ -29,7 +29,8 @@ mod write;
 
 use read::ReadSide;
 use tools::{check, repair};
-use write::{KeptTree, WriteSide, Writer, branches, hashing, write_hint};
+pub(crate) use write::branches;
+use write::{KeptTree, WriteSide, Writer, hashing, write_hint};
 
 pub use check::{CheckPhase, CheckProgress, CheckReport, CheckScope, Problem, RecordCounts};
 pub use gc::{GcPhase, GcReport, GcStatus};

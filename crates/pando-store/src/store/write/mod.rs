@@ -19,7 +19,7 @@
 //! - A commit hash is in the index only once its batch is in the pack.
 
 pub(super) mod batch;
-pub(super) mod branches;
+pub(crate) mod branches;
 pub(super) mod commit;
 pub(super) mod hashing;
 pub(super) mod syncer;
