@@ -8,7 +8,9 @@
 //! the background, stops there), or after an injected I/O error
 //! (`Fault`: EIO, ENOSPC or a short write on the Nth storage operation).
 //! Each test crashes its own way: the writes not yet synced are all
-//! dropped, all kept, or each kept, dropped or torn at random.
+//! dropped, all kept, or each kept, dropped or torn at random. A case in
+//! four runs in archive mode, where a collection renames the chunks it
+//! retires to cold files and every commit stays readable.
 //!
 //! After each crash the store is reopened from what a reboot would see,
 //! and every commit the model made is looked up. What must hold:
@@ -22,8 +24,8 @@
 //!   each; `Pipelined`: all but the last returned; `EveryN(n)`: all but the
 //!   last n-1; `Never`: those before the last flush);
 //! - the collected ones are those of the collections seen to take effect,
-//!   plus possibly those of the one running at the crash, whole or not at
-//!   all;
+//!   plus possibly those of the one running at the crash (or of one that
+//!   failed writing its switch), whole or not at all; none in archive mode;
 //! - the head (`last_commit`) is the newest commit there, the commit count
 //!   counts exactly the commits there, and `check` of every record finds
 //!   no problem;
@@ -48,7 +50,7 @@ mod common;
 use common::*;
 use pando_core::{CommitInfo, Hash};
 use pando_store::io::{CrashMode, FaultKind, FaultPlan, FaultyStorage, Storage};
-use pando_store::{CheckScope, Error, Options, Store, SyncPolicy, Tree};
+use pando_store::{CheckScope, Error, Options, Retention, Store, SyncPolicy, Tree};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestCaseError, TestRunner};
 #[path = "../../pando-core/tests/support/seeds.rs"]
@@ -138,9 +140,12 @@ fn policy() -> impl Strategy<Value = SyncPolicy> {
     prop::sample::select(vec![SyncPolicy::EveryCommit, SyncPolicy::Pipelined, SyncPolicy::EveryN(3), SyncPolicy::Never])
 }
 
-fn options(sync: SyncPolicy) -> Options {
+/// `archive`: collections move what they would discard to cold files
+/// (renamed chunks), and every commit stays readable; none starts on its own.
+fn options(sync: SyncPolicy, archive: bool) -> Options {
     Options {
         sync,
+        retention: if archive { Retention::Archive { commits: 10, every: u64::MAX } } else { Retention::KeepAll },
         cache_bytes: 64 << 10,
         read_cache_bytes: 4 << 10,
         chunk_target_bytes: 2 << 10,
@@ -166,6 +171,7 @@ fn fill_path(dir: &Path, i: u32) -> Path {
 #[derive(Default)]
 struct Stats {
     cases: AtomicU64,
+    archive_cases: AtomicU64,
     ops: AtomicU64,
     commits: AtomicU64,
     crashes: AtomicU64,
@@ -181,6 +187,8 @@ struct Stats {
     /// Commits a crash lost that were not durable yet (allowed).
     lost_undurable: AtomicU64,
     collections: AtomicU64,
+    /// Crashes after which the store held cold files (archive mode).
+    crashes_with_cold_files: AtomicU64,
 }
 
 fn bump(counter: &AtomicU64, n: u64) {
@@ -207,6 +215,7 @@ enum Found {
 struct Run<'a> {
     mode: CrashMode,
     sync: SyncPolicy,
+    archive: bool,
     storage: FaultyStorage,
     store: Option<Store>,
     tree: Tree,
@@ -441,7 +450,10 @@ impl Run<'_> {
             };
         match outcome {
             Ok(_) => {
-                prop_assert!(took_effect || keep <= self.collected, "a collection keeping {keep} finished, collecting nothing")
+                prop_assert!(
+                    took_effect || keep <= self.collected || self.archive,
+                    "a collection keeping {keep} finished, collecting nothing"
+                )
             }
             // A failed collection may have taken effect before it failed.
             // The store stays usable, unless it failed to write its switch:
@@ -453,6 +465,7 @@ impl Run<'_> {
                 }
             }
         }
+        prop_assert!(!(took_effect && self.archive), "an archive collected commits");
         if took_effect {
             self.collected = keep;
             bump(&self.stats.collections, 1);
@@ -529,7 +542,7 @@ impl Run<'_> {
         }
         self.durable = self.commits.len();
         bump(&self.stats.reopens, 1);
-        match Store::open_storage(Arc::new(self.storage.clone()), options(self.sync)) {
+        match Store::open_storage(Arc::new(self.storage.clone()), options(self.sync, self.archive)) {
             Ok(store) => self.store = Some(store),
             Err(e) => return self.failure(e, "open"),
         }
@@ -557,9 +570,12 @@ impl Run<'_> {
         drop(self.store.take());
         self.storage = image;
         self.dies_at = None;
-        let store = Store::open_storage(Arc::new(self.storage.clone()), options(self.sync))
+        let store = Store::open_storage(Arc::new(self.storage.clone()), options(self.sync, self.archive))
             .map_err(|e| fail(format!("open after a crash: {e}")))?;
         self.store = Some(store);
+        if self.storage.list().unwrap_or_default().iter().any(|name| name.starts_with("cold-")) {
+            bump(&self.stats.crashes_with_cold_files, 1);
+        }
         let there = self.recovered("a crash")?;
         bump(&self.stats.commits_checked, there as u64);
         Ok(())
@@ -610,6 +626,7 @@ impl Run<'_> {
             history()
         );
         prop_assert!(collected == 0 || kept > collected, "the kept commit of a collection is lost {}", history());
+        prop_assert!(collected == 0 || !self.archive, "an archive collected commits {}", history());
         prop_assert_eq!(s.commit_count(), (kept - collected) as u64, "commit count {}", history());
         let last = s.last_commit().map_err(|e| fail(format!("last commit after {what}: {e}")))?;
         prop_assert_eq!(last, kept.checked_sub(1).map(|i| self.commits[i].0), "head {}", history());
@@ -649,13 +666,14 @@ fn short(op: &Op) -> String {
     }
 }
 
-fn run_case(mode: CrashMode, sync: SyncPolicy, ops: Vec<Op>, stats: &Stats) -> Result<(), TestCaseError> {
+fn run_case(mode: CrashMode, sync: SyncPolicy, archive: bool, ops: Vec<Op>, stats: &Stats) -> Result<(), TestCaseError> {
     let storage = FaultyStorage::new();
-    let store = Store::open_storage(Arc::new(storage.clone()), options(sync)).unwrap();
+    let store = Store::open_storage(Arc::new(storage.clone()), options(sync, archive)).unwrap();
     let tree = store.empty_tree();
     let mut run = Run {
         mode,
         sync,
+        archive,
         storage,
         store: Some(store),
         tree,
@@ -671,6 +689,7 @@ fn run_case(mode: CrashMode, sync: SyncPolicy, ops: Vec<Op>, stats: &Stats) -> R
         stats,
     };
     bump(&stats.cases, 1);
+    bump(&stats.archive_cases, u64::from(archive));
     let count = ops.len();
     for (n, op) in ops.into_iter().enumerate() {
         bump(&stats.ops, 1);
@@ -709,14 +728,16 @@ fn run_mode(mode: CrashMode) {
     let stats = Stats::default();
     let config = Config { source_file: Some(file!()), max_shrink_iters: 1000, ..seeds::config(cases()) };
     let mut runner = TestRunner::new(config);
-    let strategy = (policy(), prop::collection::vec(op(), 1..60));
-    let result = runner.run(&strategy, |(sync, ops)| run_case(mode, sync, ops, &stats));
+    // One case in four in archive mode.
+    let strategy = (policy(), prop::bool::weighted(0.25), prop::collection::vec(op(), 1..60));
+    let result = runner.run(&strategy, |(sync, archive, ops)| run_case(mode, sync, archive, ops, &stats));
     let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
     eprintln!(
-        "{mode:?}: {} cases, {} operations, {} commits; {} crashes ({} during a collection, {} mid-operation, {} after \
+        "{mode:?}: {} cases ({} in archive mode), {} operations, {} commits; {} crashes ({} during a collection, {} mid-operation, {} after \
          an injected fault), {} clean reopens; {} commits read back whole after a crash, {} undurable ones lost, 0 durable \
-         ones lost; {} collections took effect",
+         ones lost; {} collections took effect; {} crashes with cold files",
         get(&stats.cases),
+        get(&stats.archive_cases),
         get(&stats.ops),
         get(&stats.commits),
         get(&stats.crashes),
@@ -727,6 +748,7 @@ fn run_mode(mode: CrashMode) {
         get(&stats.commits_checked),
         get(&stats.lost_undurable),
         get(&stats.collections),
+        get(&stats.crashes_with_cold_files),
     );
     if let Err(e) = result {
         panic!("{mode:?}: {e}");
