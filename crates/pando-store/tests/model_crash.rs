@@ -571,7 +571,7 @@ impl Run<'_> {
         self.storage = image;
         self.dies_at = None;
         let store = Store::open_storage(Arc::new(self.storage.clone()), options(self.sync, self.archive))
-            .map_err(|e| fail(format!("open after a crash: {e}")))?;
+            .map_err(|e| fail(format!("open after a crash: {e}; log {:#?}", self.log.borrow())))?;
         self.store = Some(store);
         if self.storage.list().unwrap_or_default().iter().any(|name| name.starts_with("cold-")) {
             bump(&self.stats.crashes_with_cold_files, 1);
