@@ -23,8 +23,8 @@ use crate::format::mapping;
 use crate::format::node::{self, CommitRecord, TreePatch};
 use crate::format::record::{self, Parse, RecordKind};
 use crate::io::MemStorage;
-use crate::store::{branches, index_file};
 use crate::node::{Body, Child, Inode, Leaf, Pointers, Ptr, Step};
+use crate::store::{branches, index_file};
 use crate::{Options, Store};
 
 /// Where the records decoded here lie: far enough that any small delta

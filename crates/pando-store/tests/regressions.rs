@@ -1,6 +1,8 @@
 //! Regression tests for bugs found in review: stored marks shared between
 //! store instances, chunk removal not made durable, a failed update leaving
-//! a non-canonical tree, and panics on crafted (checksummed) bytes.
+//! a non-canonical tree, and panics on crafted (checksummed) bytes; and
+//! one the crash model test found: a collection's relocation step whose
+//! control slot an open after a crash rejected.
 
 use pando_store::io::{CrashMode, FaultyStorage, MemStorage};
 use pando_store::{CommitMeta, Options, Store, SyncPolicy, Tree};
@@ -359,4 +361,60 @@ fn the_same_commit_again_from_a_new_tree() {
             assert_eq!(tree.find(&["d7", "k47"]).unwrap(), Some(b"value 47".to_vec()));
         }
     }
+}
+
+/// A relocation step wrote the writer's control state as it stood, which
+/// counts the commits made since the last sync (policy `Never` here): the
+/// slot's last commit lay past its durable end, so after a crash an open
+/// rejected it and took the slot before, of the generation whose mapping
+/// the step had removed ("no file mapping-…"). Found by `model_crash`.
+#[test]
+fn relocation_step_after_unsynced_commits_survives_a_crash() {
+    let options = Options {
+        sync: SyncPolicy::Never,
+        chunk_target_bytes: 1 << 10,
+        cache_bytes: 64 << 10,
+        gc_low_priority: false,
+        ..Options::default()
+    };
+    let mut relocated = 0;
+    for round in 0..20u64 {
+        let storage = FaultyStorage::new();
+        let store = Store::open_storage(Arc::new(storage.clone()), options.clone()).unwrap();
+        let mut tree = store.empty_tree();
+        let mut commits = Vec::new();
+        let commit = |tree: &mut Tree, commits: &mut Vec<pando_store::Hash>, i: u32| {
+            // Values overwritten again and again: old chunks die, and the
+            // collection rewrites them (a relocation step).
+            tree.add_mut(&["a".to_string(), format!("{}", i % 4)], &[i as u8; 200]).unwrap();
+            let parents: Vec<_> = commits.last().copied().into_iter().collect();
+            let hash =
+                store.commit(tree, CommitMeta { parents: &parents, date: i64::from(i), author: "Tezos", message: "" }).unwrap();
+            commits.push(hash);
+            *tree = store.checkout(&hash).unwrap().unwrap();
+        };
+        for i in 0..24 {
+            commit(&mut tree, &mut commits, i);
+        }
+        store.flush().unwrap();
+        let keep = commits[20];
+        store.gc(&keep).unwrap();
+        // Commits not synced while the collection runs, between its
+        // switch and its relocation steps.
+        let mut i = 24;
+        while store.gc_status().is_some() && i < 2000 {
+            commit(&mut tree, &mut commits, i);
+            i += 1;
+        }
+        let report = store.wait_gc().unwrap().unwrap();
+        relocated += u64::from(report.segments > 0);
+        let image = storage.crash(CrashMode::KeepAll, round);
+        // The process dies: no close.
+        drop(tree);
+        std::mem::forget(store);
+        let reopened = Store::open_storage(Arc::new(image), options.clone())
+            .unwrap_or_else(|e| panic!("round {round}: open after a crash: {e}"));
+        assert!(reopened.checkout(&keep).unwrap().is_some(), "round {round}: the kept commit");
+    }
+    assert!(relocated > 0, "no collection relocated anything: the test tests nothing");
 }

@@ -526,6 +526,12 @@ impl Work<'_> {
         let mut writer = repo.write.writer.as_ref().expect("a collection runs on a writable store").lock();
         let pause = Instant::now();
         repo.write.check_writable()?;
+        // The writer's state counts the commits made since its last sync
+        // (any policy but `EveryCommit`): they become durable first, or
+        // the slot below would name a last commit past its durable end,
+        // which an open rejects for the slot before, of the generation
+        // whose mapping this step removes.
+        repo.flush_locked(&mut writer, false)?;
         let mut next = writer.control.clone();
         next.generation = generation;
         let old_mapping = mapping::file_name(writer.control.generation);
