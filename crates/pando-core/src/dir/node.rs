@@ -316,7 +316,9 @@ pub(super) fn updatable<H: Hold>(this: &mut Arc<Inode<H>>) -> bool {
 /// found no other `Arc` and no `Weak`), or it was made since, and it was
 /// not cloned or downgraded after. Borrowed mutably all along, it could
 /// not be; so `Arc::get_mut` would only check again (an atomic
-/// read-modify-write on every inode of every update).
+/// read-modify-write on every inode of every update). A check by loads
+/// instead of `Arc::get_mut` is unsound (0d5611f): the Shuttle model
+/// `tests/shuttle_in_place_update.rs` fails with one.
 pub(super) unsafe fn cleared<H: Hold>(this: &mut Arc<Inode<H>>) -> &mut Inode<H> {
     debug_assert!(Arc::get_mut(this).is_some(), "updatable, or a fresh copy");
     // SAFETY: by the caller's promise no other `Arc` or `Weak` of the inode
