@@ -14,6 +14,12 @@
 //!   vectors.
 //! - Decoders never panic on any input; they return [`Error`].
 
+// Unsafe code only where a site says why (`#[expect(unsafe_code)]`): the
+// values inode's block, the in-place update's uniqueness and prefetches;
+// scripts/unsafe-check.sh runs them under Miri, AddressSanitizer and
+// Shuttle.
+#![deny(unsafe_code)]
+
 pub mod dir;
 pub mod error;
 pub mod hash;
