@@ -28,6 +28,8 @@
 //!   a store with wrong data: an import lands only if the commit's tree
 //!   hashes, in pando, to the commit irmin recorded.
 
+#![forbid(unsafe_code)]
+
 mod control;
 mod dict;
 mod entry;

@@ -17,6 +17,11 @@
 //! - Everything read from disk is checked (record checksum) before use.
 //! - No panic on any bytes read from disk: damage is an [`Error`].
 
+// Unsafe code only where a site says why (`#[expect(unsafe_code)]`): the
+// hash memo's cell and one system call; scripts/unsafe-check.sh runs them
+// under Miri and AddressSanitizer.
+#![deny(unsafe_code)]
+
 /// Declares modules private to the crate that its own tests reach: public
 /// with the feature `test-hooks` (which only this crate's tests turn on),
 /// `pub(crate)` in what an embedder links.

@@ -9,6 +9,8 @@
 //! Boundary: everything goes through `pando-store`'s public API; this crate
 //! never touches a store's files.
 
+#![forbid(unsafe_code)]
+
 pub mod file;
 #[cfg(any(test, feature = "fuzzing"))]
 #[doc(hidden)]

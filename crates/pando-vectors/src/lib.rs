@@ -10,6 +10,8 @@
 //! test), with a panic naming it: this crate is for tests only, where a
 //! panic is the failure.
 
+#![forbid(unsafe_code)]
+
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 

@@ -45,7 +45,9 @@ pub use node::*;
 pub use ops::*;
 pub use values::*;
 
-use std::sync::{Arc, OnceLock};
+use std::sync::OnceLock;
+
+use crate::sync::Arc;
 
 use crate::hash::Hash;
 pub use crate::inode::{ENTRIES, STABLE_HASH, hashed_flat};

@@ -248,10 +248,11 @@ pub fn prefetch_hint<H: Hold>(hint: usize, depth: u32, step: Option<&[u8]>) {
         return;
     }
     if hint & TREE_HINT == 0 {
-        prefetch_bytes((hint & !(LINE - 1)) as *const u8, ((hint >> 3) & HINT_HALVES) * 2 * LINE);
+        // An address only, never read through: no provenance needed.
+        prefetch_bytes(std::ptr::without_provenance(hint & !(LINE - 1)), ((hint >> 3) & HINT_HALVES) * 2 * LINE);
     } else if let Some(step) = step {
         let at = (hint & !7).wrapping_add(index(depth, step) * std::mem::size_of::<H::Ptr>());
-        prefetch_bytes(at as *const u8, std::mem::size_of::<H::Ptr>());
+        prefetch_bytes(std::ptr::without_provenance(at), std::mem::size_of::<H::Ptr>());
     }
 }
 
@@ -273,6 +274,7 @@ pub(super) fn prefetch_arc<T>(x: &Arc<T>) {
 }
 
 #[inline(always)]
+#[cfg_attr(target_arch = "x86_64", expect(unsafe_code, reason = "a prefetch instruction, which never faults"))]
 pub(super) fn prefetch_bytes(start: *const u8, len: usize) {
     #[cfg(target_arch = "x86_64")]
     {
@@ -293,6 +295,7 @@ pub(super) fn prefetch_bytes(start: *const u8, len: usize) {
 /// Mutable access for an update: in place when nobody else holds the inode
 /// and the holder does not freeze it, otherwise on a fresh copy. Memoised
 /// hashes are cleared either way.
+#[expect(unsafe_code, reason = "calls `cleared` on an inode `updatable` allowed or a fresh copy")]
 pub fn make_mut<H: Hold>(this: &mut Arc<Inode<H>>) -> &mut Inode<H> {
     if !updatable(this) {
         copy_with(this, this.body.clone(), true);
@@ -316,7 +319,10 @@ pub(super) fn updatable<H: Hold>(this: &mut Arc<Inode<H>>) -> bool {
 /// found no other `Arc` and no `Weak`), or it was made since, and it was
 /// not cloned or downgraded after. Borrowed mutably all along, it could
 /// not be; so `Arc::get_mut` would only check again (an atomic
-/// read-modify-write on every inode of every update).
+/// read-modify-write on every inode of every update). A check by loads
+/// instead of `Arc::get_mut` is unsound (0d5611f): the Shuttle model
+/// `tests/shuttle_in_place_update.rs` fails with one.
+#[expect(unsafe_code, reason = "skips `Arc::get_mut`'s second check, which `updatable` made")]
 pub(super) unsafe fn cleared<H: Hold>(this: &mut Arc<Inode<H>>) -> &mut Inode<H> {
     debug_assert!(Arc::get_mut(this).is_some(), "updatable, or a fresh copy");
     // SAFETY: by the caller's promise no other `Arc` or `Weak` of the inode
@@ -330,6 +336,7 @@ pub(super) unsafe fn cleared<H: Hold>(this: &mut Arc<Inode<H>>) -> &mut Inode<H>
 
 /// Gives the inode a new body, as [`make_mut`] would, without copying the
 /// old one first when it is shared.
+#[expect(unsafe_code, reason = "calls `cleared` on an inode `updatable` allowed")]
 pub(super) fn replace_body<H: Hold>(this: &mut Arc<Inode<H>>, body: Body<H>) {
     if updatable(this) {
         // SAFETY: updatable, and not cloned since.

@@ -180,6 +180,7 @@ fn update_below<H: Hold, R: Resolve<H>>(
 /// Sets `step` to `child` in the inode at `depth`, updating `node` (see
 /// [`make_mut`]). Returns whether an entry was added rather than replaced.
 /// On error `node` holds the same entries as before.
+#[expect(unsafe_code, reason = "calls `cleared` on an inode `updatable` allowed")]
 pub fn set<H: Hold, R: Resolve<H> + ?Sized>(
     node: &mut Arc<Inode<H>>,
     depth: u32,

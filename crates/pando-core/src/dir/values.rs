@@ -67,10 +67,13 @@ struct Block<H: Hold> {
 
 // SAFETY: a block owns its children as a `Vec` would (no other pointer to
 // them exists, and shared access gives out only shared references).
+#[expect(unsafe_code, reason = "a block owns its children as a `Vec` does")]
 unsafe impl<H: Hold> Send for Block<H> where Child<H>: Send {}
 // SAFETY: as above: `&Block` gives only `&Child`.
+#[expect(unsafe_code, reason = "a block owns its children as a `Vec` does")]
 unsafe impl<H: Hold> Sync for Block<H> where Child<H>: Sync {}
 
+#[expect(unsafe_code, reason = "one allocation laid out by hand: ends and steps, then the children")]
 impl<H: Hold> Block<H> {
     /// Where the children start, after `names` bytes of ends and steps.
     fn children_at(names: usize) -> usize {
@@ -148,6 +151,7 @@ impl<H: Hold> Block<H> {
     }
 }
 
+#[expect(unsafe_code, reason = "drops the children and frees the allocation, once")]
 impl<H: Hold> Drop for Block<H> {
     fn drop(&mut self) {
         let layout = Self::layout(self.count as usize, self.names as usize);

@@ -530,6 +530,7 @@ impl Repo {
 /// helper, the sync thread and the caller's own threads would use. Only
 /// for a thread that takes no lock the writer waits for (see the
 /// invariants above).
+#[cfg_attr(target_os = "linux", expect(unsafe_code, reason = "a system call that takes integers"))]
 fn lower_priority() {
     #[cfg(target_os = "linux")]
     // SAFETY: `setpriority` reads no memory of ours; on Linux the nice
