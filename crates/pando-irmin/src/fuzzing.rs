@@ -147,20 +147,7 @@ fn fresh_control(dict_end: u64, suffix_end: u64) -> Vec<u8> {
 
 #[cfg(test)]
 mod tests {
-    use std::path::PathBuf;
-
-    /// Every seed of `fuzz/corpus/<target>/` (real files, and the inputs of
-    /// past findings) through `f`.
-    fn each_seed(target: &str, f: fn(&[u8])) {
-        let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus").join(target);
-        let mut seen = 0;
-        for entry in std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
-            let path = entry.unwrap().path();
-            f(&std::fs::read(&path).unwrap());
-            seen += 1;
-        }
-        assert!(seen > 0, "{} holds no seed", dir.display());
-    }
+    use pando_vectors::each_fuzz_seed as each_seed;
 
     #[test]
     fn the_fuzz_seeds_decode_without_a_panic() {
@@ -174,7 +161,7 @@ mod tests {
     /// seed holds commits that check.
     #[test]
     fn the_seeds_are_real_files() {
-        let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus");
+        let dir = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus");
         let control = std::fs::read(dir.join("irmin_control/a-plain")).unwrap();
         assert!(crate::Control::decode(&control).is_ok());
         let suffix = std::fs::read(dir.join("irmin_suffix/a-plain-start")).unwrap();

@@ -327,21 +327,7 @@ pub fn snapshot(data: &[u8]) {
 
 #[cfg(test)]
 mod tests {
-    use std::path::PathBuf;
-
-    /// Every seed of `fuzz/corpus/<target>/` (real files, and the inputs of
-    /// past findings) through `f`: the fuzz targets' checks run with the
-    /// crate's tests.
-    fn each_seed(target: &str, f: fn(&[u8])) {
-        let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus").join(target);
-        let mut seen = 0;
-        for entry in std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
-            let path = entry.unwrap().path();
-            f(&std::fs::read(&path).unwrap());
-            seen += 1;
-        }
-        assert!(seen > 0, "{} holds no seed", dir.display());
-    }
+    use pando_vectors::each_fuzz_seed as each_seed;
 
     #[test]
     fn the_fuzz_seeds_decode_without_a_panic() {

@@ -11,6 +11,7 @@
 
 mod common;
 
+use common::paths::{big_dir, path};
 use common::*;
 use pando_core::Hash;
 use pando_store::io::MemStorage;
@@ -43,24 +44,6 @@ enum Op {
     /// Commits on the head a tree kept since any earlier point (a
     /// `Snapshot`), whatever collections took effect since.
     CommitStale(usize),
-}
-
-/// Steps from a small set, so that paths collide often: removals hit,
-/// directories empty out, copies land on existing subtrees.
-fn step() -> impl Strategy<Value = Vec<u8>> {
-    prop_oneof![
-        4 => prop::sample::select(vec!["a", "b", "index", "00ff"]).prop_map(|s| s.as_bytes().to_vec()),
-        1 => "[a-f0-9]{2,4}".prop_map(|s| s.into_bytes()),
-    ]
-}
-
-fn path() -> impl Strategy<Value = Path> {
-    prop::collection::vec(step(), 1..4)
-}
-
-/// Directories that grow large.
-fn big_dir() -> impl Strategy<Value = Path> {
-    prop::sample::select(vec![vec![], vec![b"a".to_vec()], vec![b"b".to_vec(), b"index".to_vec()]])
 }
 
 fn value() -> impl Strategy<Value = Vec<u8>> {

@@ -47,6 +47,7 @@
 
 mod common;
 
+use common::paths::{big_dir, path};
 use common::*;
 use pando_core::{CommitInfo, Hash};
 use pando_store::io::{CrashMode, FaultKind, FaultPlan, FaultyStorage, Storage};
@@ -84,23 +85,6 @@ enum Op {
     Die(u16),
     /// The Nth storage operation from now fails.
     Fault(u16, FaultKind),
-}
-
-/// Steps from a small set, so that paths collide often.
-fn step() -> impl Strategy<Value = Vec<u8>> {
-    prop_oneof![
-        4 => prop::sample::select(vec!["a", "b", "index", "00ff"]).prop_map(|s| s.as_bytes().to_vec()),
-        1 => "[a-f0-9]{2,4}".prop_map(|s| s.into_bytes()),
-    ]
-}
-
-fn path() -> impl Strategy<Value = Path> {
-    prop::collection::vec(step(), 1..4)
-}
-
-/// Directories that grow large.
-fn big_dir() -> impl Strategy<Value = Path> {
-    prop::sample::select(vec![vec![], vec![b"a".to_vec()], vec![b"b".to_vec(), b"index".to_vec()]])
 }
 
 /// Short values, and values past `stage_bytes` (written when added).

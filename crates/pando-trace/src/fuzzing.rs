@@ -100,18 +100,10 @@ pub fn trace(data: &[u8]) {
 
 #[cfg(test)]
 mod tests {
-    use std::path::PathBuf;
-
     /// Every seed of `fuzz/corpus/trace/` (real traces, and the inputs of
     /// past findings) through [`super::trace`].
     #[test]
     fn the_fuzz_seeds_decode_without_a_panic() {
-        let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus/trace");
-        let mut seen = 0;
-        for entry in std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
-            super::trace(&std::fs::read(entry.unwrap().path()).unwrap());
-            seen += 1;
-        }
-        assert!(seen > 0, "{} holds no seed", dir.display());
+        pando_vectors::each_fuzz_seed("trace", super::trace);
     }
 }

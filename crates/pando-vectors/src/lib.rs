@@ -36,6 +36,23 @@ pub fn path(name: &str) -> PathBuf {
     dir().join(name)
 }
 
+/// Runs `f` on every seed of the fuzz target `target`: the files of the
+/// repository's `fuzz/corpus/<target>/` (real files, and the inputs of
+/// past findings), so that the targets' checks run with the tests.
+///
+/// # Panics
+/// If that directory cannot be read or holds no seed.
+pub fn each_fuzz_seed(target: &str, f: impl Fn(&[u8])) {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus").join(target);
+    let mut seen = 0;
+    for entry in std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
+        let path = entry.unwrap_or_else(|e| panic!("{}: {e}", dir.display())).path();
+        f(&std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display())));
+        seen += 1;
+    }
+    assert!(seen > 0, "{} holds no seed", dir.display());
+}
+
 /// Checks, once per process, that every vector is there with its length.
 fn check_once() {
     static CHECKED: OnceLock<()> = OnceLock::new();

@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod held;
+pub mod paths;
 
 use pando_core::Hash;
 use pando_core::reference::RefTree;
