@@ -68,6 +68,12 @@ pub struct Control {
 }
 
 impl Control {
+    /// Whether the last collection kept the chunks it replaced as cold
+    /// files ([`FLAG_ARCHIVE`]).
+    pub fn archive(&self) -> bool {
+        self.flags & FLAG_ARCHIVE != 0
+    }
+
     /// Offset in the control file of the synced slot this state is
     /// written to (by its `seq`'s parity).
     pub fn slot_offset(&self) -> u64 {

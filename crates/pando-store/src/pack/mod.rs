@@ -30,6 +30,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use crate::error::{Error, Result};
+use crate::format::control::Control;
 use crate::format::mapping::{IN_CHUNK, Run};
 use crate::format::record::{self, Parse, RecordKind};
 use crate::io::{File, Storage};
@@ -63,6 +64,21 @@ pub struct PackOptions {
     /// Archive mode: chunks below the first become cold files instead of
     /// being removed.
     pub archive: bool,
+}
+
+impl PackOptions {
+    /// The pack as the control state `control` describes it, with the run
+    /// table of its generation (`collected`), opened writable or not.
+    pub fn of_control(control: &Control, writable: bool, collected: Option<(u64, Vec<Run>)>) -> PackOptions {
+        PackOptions {
+            first_chunk_start: control.first_chunk_start,
+            durable_end: control.durable_end,
+            chunk_target_bytes: control.chunk_target_bytes,
+            writable,
+            collected,
+            archive: control.archive(),
+        }
+    }
 }
 
 /// How many bytes a read of a record asks for first; most records fit.

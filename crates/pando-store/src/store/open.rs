@@ -146,17 +146,7 @@ pub fn open(storage: Arc<dyn Storage>, options: Options) -> Result<Repo> {
     let generation = control.generation;
     let runs =
         if generation > 0 { Some((generation, load_mapping(&*storage, generation, control.first_chunk_start)?)) } else { None };
-    let pack = Pack::open(
-        storage.clone(),
-        PackOptions {
-            first_chunk_start: control.first_chunk_start,
-            durable_end: control.durable_end,
-            chunk_target_bytes: control.chunk_target_bytes,
-            writable,
-            collected: runs,
-            archive: control.flags & crate::format::control::FLAG_ARCHIVE != 0,
-        },
-    )?;
+    let pack = Pack::open(storage.clone(), PackOptions::of_control(&control, writable, runs))?;
     // A writable pack took in the whole batches past the slot's durable end
     // (commits whose slot, a hint not synced, was lost); the scan of the
     // records after the checkpoint below finds their commits.

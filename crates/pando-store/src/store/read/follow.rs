@@ -29,7 +29,7 @@ use std::sync::atomic::Ordering;
 
 use super::ReadSide;
 use crate::error::{Error, Result};
-use crate::format::control::{self, Control, FLAG_ARCHIVE};
+use crate::format::control::{self, Control};
 use crate::io::read_all;
 use crate::store::index_file;
 use crate::store::open::{CONTROL, DICT, load_commits, load_mapping, read_branches, scan_commits};
@@ -85,8 +85,7 @@ impl ReadSide {
         let added = if new_layout {
             if control.generation > 0 {
                 let runs = load_mapping(&*self.storage, control.generation, control.first_chunk_start)?;
-                let archive = control.flags & FLAG_ARCHIVE != 0;
-                self.pack.follow_layout(control.generation, runs, control.first_chunk_start, archive)?;
+                self.pack.follow_layout(control.generation, runs, control.first_chunk_start, control.archive())?;
             }
             let index_name = index_file::name(control.index_generation);
             let index_file = self.storage.open(&index_name, false).map_err(Error::io(&index_name, "open"))?;

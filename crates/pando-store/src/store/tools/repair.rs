@@ -188,20 +188,10 @@ fn repair(storage: Arc<dyn Storage>, options: &Options, progress: &mut dyn FnMut
     // itself is not changed.
     let names = storage.list().map_err(Error::io(storage.describe(), "list"))?;
     let durable_end = crate::pack::whole_batches_end(&*storage, &names, control.first_chunk_start, control.durable_end)?;
-    let pack = Pack::open(
-        storage.clone(),
-        PackOptions {
-            first_chunk_start: control.first_chunk_start,
-            durable_end,
-            chunk_target_bytes: control.chunk_target_bytes,
-            writable: false,
-            collected: runs,
-            archive: control.flags & control::FLAG_ARCHIVE != 0,
-        },
-    )
-    .map_err(|e| {
-        cannot(format!("the pack does not open: {e}; repair rebuilds only the index, the dictionary and the control file"))
-    })?;
+    let pack = Pack::open(storage.clone(), PackOptions { durable_end, ..PackOptions::of_control(&control, false, runs) })
+        .map_err(|e| {
+            cannot(format!("the pack does not open: {e}; repair rebuilds only the index, the dictionary and the control file"))
+        })?;
     let found = scan(&pack, durable_end)?;
     let recovered: Vec<u64> = found.commits.range(control.durable_end..).map(|(&at, _)| at).collect();
     if let Some(&last) = recovered.last() {
