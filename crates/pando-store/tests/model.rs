@@ -11,7 +11,7 @@
 
 mod common;
 
-use common::paths::{big_dir, path};
+use common::paths::{big_dir, fill_path, path};
 use common::*;
 use pando_core::Hash;
 use pando_store::io::MemStorage;
@@ -69,12 +69,6 @@ fn op() -> impl Strategy<Value = Op> {
         1 => Just(Op::WaitGc),
         3 => (0usize..100).prop_map(Op::CommitStale),
     ]
-}
-
-fn fill_path(dir: &Path, i: u32) -> Path {
-    let mut p = dir.clone();
-    p.push(format!("entry-{i}").into_bytes());
-    p
 }
 
 fn options(read_cache_bytes: u64) -> Options {

@@ -47,7 +47,7 @@
 
 mod common;
 
-use common::paths::{big_dir, path};
+use common::paths::{big_dir, fill_path, path};
 use common::*;
 use pando_core::{CommitInfo, Hash};
 use pando_store::io::{CrashMode, FaultKind, FaultPlan, FaultyStorage, Storage};
@@ -143,12 +143,6 @@ fn options(sync: SyncPolicy, archive: bool) -> Options {
         gc_low_priority: false,
         ..Options::default()
     }
-}
-
-fn fill_path(dir: &Path, i: u32) -> Path {
-    let mut p = dir.clone();
-    p.push(format!("entry-{i}").into_bytes());
-    p
 }
 
 /// Figures of one test, over every case it ran.

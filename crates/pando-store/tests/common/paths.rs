@@ -23,3 +23,10 @@ pub fn path() -> impl Strategy<Value = Path> {
 pub fn big_dir() -> impl Strategy<Value = Path> {
     prop::sample::select(vec![vec![], vec![b"a".to_vec()], vec![b"b".to_vec(), b"index".to_vec()]])
 }
+
+/// The path of the `i`th entry a fill adds under `dir` (`entry-<i>`).
+pub fn fill_path(dir: &Path, i: u32) -> Path {
+    let mut p = dir.clone();
+    p.push(format!("entry-{i}").into_bytes());
+    p
+}
