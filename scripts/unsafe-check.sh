@@ -8,7 +8,7 @@
 #      data races.
 #   2. AddressSanitizer over all of pando-core's `dir` tests and
 #      pando-store's concurrency tests (readers against the writer, GC
-#      against both, which also reach the GC thread's `setpriority`) and
+#      against both) and
 #      the memo's: what Miri cannot run (system calls, real files, sizes
 #      Miri would take hours over).
 #   3. Shuttle: every schedule of a thread upgrading a `Weak` of an inode

@@ -530,14 +530,12 @@ impl Repo {
 /// helper, the sync thread and the caller's own threads would use. Only
 /// for a thread that takes no lock the writer waits for (see the
 /// invariants above).
-#[cfg_attr(target_os = "linux", expect(unsafe_code, reason = "a system call that takes integers"))]
 fn lower_priority() {
+    // On Linux the nice value is a thread's, and `None` names the calling
+    // thread. Best effort: a collection at the writer's priority is slower
+    // to leave room, not wrong.
     #[cfg(target_os = "linux")]
-    // SAFETY: `setpriority` reads no memory of ours; on Linux the nice
-    // value is a thread's, and `who` 0 names the calling thread.
-    unsafe {
-        libc::setpriority(libc::PRIO_PROCESS, 0, 19);
-    }
+    let _ = rustix::process::setpriority_process(None, 19);
 }
 
 #[cfg(test)]
@@ -547,6 +545,20 @@ mod tests {
     use crate::options::{Options, Retention};
     use crate::store::Store;
     use metrics_util::debugging::{DebugValue, DebuggingRecorder};
+
+    /// The collector's lowering names its own thread only: the writer's
+    /// thread keeps its priority.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn lower_priority_is_the_calling_threads() {
+        let before = rustix::process::getpriority_process(None).expect("own priority");
+        let lowered = std::thread::spawn(|| {
+            lower_priority();
+            rustix::process::getpriority_process(None).expect("own priority")
+        });
+        assert_eq!(lowered.join().expect("no panic"), 19);
+        assert_eq!(rustix::process::getpriority_process(None).expect("own priority"), before);
+    }
 
     /// A collection due while the last one still runs is not started, and
     /// the store says so once for that collection: a warning, and the
