@@ -19,9 +19,14 @@ fn is_prefix(prefix: &[Vec<u8>], path: &[Vec<u8>]) -> bool {
     prefix.len() <= path.len() && path[..prefix.len()] == *prefix
 }
 
-/// Removes `path` and everything below it.
+/// Removes `path` and everything below it (the keys below it follow it
+/// in the map's order: a range, not a pass over the whole model).
 pub fn model_remove(model: &mut Model, path: &[Vec<u8>]) {
-    model.retain(|key, _| !is_prefix(path, key));
+    let below: Vec<Path> =
+        model.range(path.to_vec()..).map(|(key, _)| key).take_while(|key| is_prefix(path, key)).cloned().collect();
+    for key in below {
+        model.remove(&key);
+    }
 }
 
 /// Sets `path` to `value`, replacing contents met on the way and whatever was below.
@@ -30,8 +35,12 @@ pub fn model_add(model: &mut Model, path: &[Vec<u8>], value: &[u8]) {
     model.insert(path.to_vec(), value.to_vec());
 }
 
+/// Removes `path`, everything below it and contents on the way to it.
 fn model_clear_for(model: &mut Model, path: &[Vec<u8>]) {
-    model.retain(|key, _| !(is_prefix(path, key) || (key.len() < path.len() && is_prefix(key, path))));
+    model_remove(model, path);
+    for end in 1..path.len() {
+        model.remove(&path[..end]);
+    }
 }
 
 /// The subtree at `path` as a model rooted there; `None` if nothing is there.
