@@ -112,7 +112,7 @@ def store_seeds(work, pando):
     for kind, payload, framed in pack_records(os.path.join(plain, "chunk-0000000000000000.pack")):
         if len(payload) <= 4096:
             by_kind.setdefault(kind, []).append((payload, framed))
-    names = {1: "values", 2: "tree", 3: "blob", 4: "commit", 5: "dict", 6: "patch"}
+    names = {1: "values", 2: "tree", 3: "blob", 4: "commit", 5: "dict", 6: "patch", 7: "vpatch"}
     for kind, records in sorted(by_kind.items()):
         records.sort(key=lambda r: len(r[0]))
         for i, at in enumerate(sorted({0, len(records) // 2, len(records) - 1})):

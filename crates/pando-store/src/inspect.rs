@@ -16,7 +16,7 @@ use hdrhistogram::Histogram;
 use pando_core::Hash;
 
 use crate::dict::{self, Dict};
-use crate::format::node::{StoredChild, StoredStep, stored_entries};
+use crate::format::node::{StoredChild, StoredEntry, StoredStep, stored_entries, stored_patch};
 use crate::format::record::{self, RecordKind};
 use crate::pack::parse_hex_name;
 
@@ -249,7 +249,7 @@ pub struct Batches {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct PackRecords {
     /// By kind, in the order of [`RecordKind::ALL`].
-    pub kinds: [KindTotals; 6],
+    pub kinds: [KindTotals; RecordKind::ALL.len()],
     /// Bytes of records scanned in the chunks.
     pub chunk_bytes: u64,
     /// Runs below the first chunk (after a collection) and their bytes.
@@ -329,18 +329,21 @@ impl RecordTally {
         let payload_len = payload.len() as u64;
         let len = record_len(payload_len);
         match kind {
-            RecordKind::Values => {
+            RecordKind::Values | RecordKind::ValuesPatch => {
                 let PackRecords { steps, entries, contents, .. } = &mut self.records;
-                stored_entries(payload, offset, &mut |entry| {
-                    match entry.step {
-                        StoredStep::Dict(id) => {
+                // Every entry a record writes: a patch's replaced entries
+                // keep their base's step, which it does not write again.
+                let mut entry = |stored: Option<StoredEntry<'_>>, child: StoredChild<'_>| -> Result<(), String> {
+                    match stored.map(|entry| (entry.step, entry.step_bytes)) {
+                        Some((StoredStep::Dict(id), stored_bytes)) => {
                             let name = dict.step_of(id).ok_or_else(|| format!("unknown dictionary id {id}"))?;
-                            steps.dict_id.add(entry.step_bytes, name.len());
+                            steps.dict_id.add(stored_bytes, name.len());
                         }
-                        StoredStep::Raw(name) => steps.raw.add(entry.step_bytes, name.len()),
-                        StoredStep::Hex(bytes) => steps.hex.add(entry.step_bytes, 2 * bytes.len()),
+                        Some((StoredStep::Raw(name), stored_bytes)) => steps.raw.add(stored_bytes, name.len()),
+                        Some((StoredStep::Hex(bytes), stored_bytes)) => steps.hex.add(stored_bytes, 2 * bytes.len()),
+                        None => {}
                     }
-                    match entry.child {
+                    match child {
                         StoredChild::Dir(_) => entries.dirs += 1,
                         StoredChild::Blob(_) => entries.blobs += 1,
                         StoredChild::Inline(bytes) => {
@@ -351,7 +354,18 @@ impl RecordTally {
                         }
                     }
                     Ok(())
-                })?;
+                };
+                if kind == RecordKind::Values {
+                    stored_entries(payload, offset, &mut |stored| entry(Some(stored), stored.child))?;
+                } else {
+                    let patch = stored_patch(payload, offset)?;
+                    for child in &patch.replaced {
+                        entry(None, *child)?;
+                    }
+                    for (_, stored) in &patch.inserted {
+                        entry(Some(*stored), stored.child)?;
+                    }
+                }
             }
             RecordKind::Blob => {
                 let contents = &mut self.records.contents;

@@ -34,8 +34,9 @@ fn big_step(i: usize) -> String {
 
 /// Commit 1: `small/` (7 values), `big/` (40 values of 2 bytes: a tree
 /// inode), `deep/00/ab/c0ffee/leaf` (hex steps). Commits 2 and 3 change
-/// `small/one`; commit 2's raw steps are promoted to the dictionary (seen
-/// in two commits), commit 3 uses their ids.
+/// `small/one`: root and `small` are written as value patches, which
+/// name only the child they replace (no step is written twice, so none is
+/// promoted to the dictionary).
 fn build(store: &Store) -> Vec<pando_store::Hash> {
     let mut tree: Tree = store.empty_tree();
     for (step, value) in small_values(b"x") {
@@ -67,13 +68,15 @@ fn counts_of_a_known_store() {
 
     // The child value inodes of `big/`'s tree inode: one per index in use.
     let big_children = (0..40).map(|i| index(0, big_step(i).as_bytes())).collect::<BTreeSet<_>>().len() as u64;
-    // Commit 1: root, small, deep, 00, ab, c0ffee and big's children; then root and small twice.
-    assert_eq!(r.kind(RecordKind::Values).records, 6 + big_children + 4);
+    // Commit 1: root, small, deep, 00, ab, c0ffee and big's children; then
+    // root and small twice, as patches.
+    assert_eq!(r.kind(RecordKind::Values).records, 6 + big_children);
+    assert_eq!(r.kind(RecordKind::ValuesPatch).records, 4);
     assert_eq!(r.kind(RecordKind::Tree).records, 1);
     assert_eq!(r.kind(RecordKind::TreePatch).records, 0);
     assert_eq!(r.kind(RecordKind::Blob).records, 2);
     assert_eq!(r.kind(RecordKind::Commit).records, 3);
-    assert_eq!(r.kind(RecordKind::Dict).records, 1);
+    assert_eq!(r.kind(RecordKind::Dict).records, 0);
     // Every byte of the pack is a record, scanned in the chunks.
     assert_eq!(r.total().bytes, i.pack_bytes);
     assert_eq!((r.chunk_bytes, r.run_bytes, r.runs), (i.pack_bytes, 0, 0));
@@ -81,24 +84,25 @@ fn counts_of_a_known_store() {
     assert_eq!(blob.payload_bytes, 133);
     assert_eq!(blob.overhead_bytes(), 2 * (1 + 1 + 4));
 
-    // Contents: inline 5 in small + 40 in big + 1 leaf, then small's 5 twice; blobs 33 and 100.
+    // Contents: inline 5 in small + 40 in big + 1 leaf, then `small/one`
+    // twice (the patches); blobs 33 and 100.
     let c = &r.contents;
-    assert_eq!((c.inline, c.blobs, c.blob_bytes), (56, 2, 133));
-    assert_eq!(c.inline_bytes, 3 * (3 + 5 + 32) + 3 + 40 * 2 + 1);
+    assert_eq!((c.inline, c.blobs, c.blob_bytes), (48, 2, 133));
+    assert_eq!(c.inline_bytes, (3 + 5 + 32) + 3 + 40 * 2 + 1);
     let buckets = c.sizes.buckets();
-    assert_eq!(buckets, vec![(0, 0, 3), (1, 1, 4), (2, 3, 43), (4, 7, 3), (8, 15, 0), (16, 31, 0), (32, 63, 4), (64, 127, 1)]);
-    assert_eq!(r.entries, EntryKinds { dirs: 6 + 3 + 3, inline: 56, blobs: 6 });
+    assert_eq!(buckets, vec![(0, 0, 1), (1, 1, 4), (2, 3, 41), (4, 7, 1), (8, 15, 0), (16, 31, 0), (32, 63, 2), (64, 127, 1)]);
+    // The patches of root name `small` again, those of `small` only `one`.
+    assert_eq!(r.entries, EntryKinds { dirs: 6 + 1 + 1, inline: 48, blobs: 2 });
 
-    // Steps: commit 1 writes 51 raw and 3 hex; commit 2 writes root's and
-    // small's 10 raw again, which are promoted; commit 3 uses their ids.
+    // Steps: commit 1 writes 51 raw and 3 hex; the patches write none.
     let names: usize =
         ["big", "deep", "small"].iter().chain(&["e", "one", "three", "five", "max", "blob33", "blob100"]).map(|s| s.len()).sum();
-    assert_eq!(i.dict_entries, 10);
-    assert_eq!(r.dict_defined, 10);
-    assert_eq!(r.steps.dict_id, StepUse { count: 10, stored_bytes: 10, name_bytes: names as u64 });
+    assert_eq!(i.dict_entries, 0);
+    assert_eq!(r.dict_defined, 0);
+    assert_eq!(r.steps.dict_id, StepUse { count: 0, stored_bytes: 0, name_bytes: 0 });
     assert_eq!(r.steps.hex, StepUse { count: 3, stored_bytes: 2 + 2 + 4, name_bytes: 2 + 2 + 6 });
-    assert_eq!(r.steps.raw.count, 51 + 10);
-    assert_eq!(r.steps.raw.name_bytes, 2 * names as u64 + 40 * 3 + "leaf".len() as u64);
+    assert_eq!(r.steps.raw.count, 51);
+    assert_eq!(r.steps.raw.name_bytes, names as u64 + 40 * 3 + "leaf".len() as u64);
 
     // Batches: one per commit, summing to the pack.
     let b = &r.batches;

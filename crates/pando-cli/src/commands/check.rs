@@ -8,8 +8,8 @@ use super::{StoreArg, mb, resolve};
 
 fn kinds(counts: &RecordCounts) -> String {
     format!(
-        "{} value inodes, {} tree inodes, {} tree patches, {} blobs, {} commits, {} dictionary records",
-        counts.values, counts.trees, counts.patches, counts.blobs, counts.commits, counts.dicts
+        "{} value inodes, {} value patches, {} tree inodes, {} tree patches, {} blobs, {} commits, {} dictionary records",
+        counts.values, counts.value_patches, counts.trees, counts.patches, counts.blobs, counts.commits, counts.dicts
     )
 }
 
@@ -22,6 +22,7 @@ fn counts_json(counts: &RecordCounts) -> serde_json::Value {
         "records": counts.records(),
         "bytes": counts.bytes,
         "value_inodes": counts.values,
+        "value_patches": counts.value_patches,
         "tree_inodes": counts.trees,
         "tree_patches": counts.patches,
         "blobs": counts.blobs,

@@ -9,9 +9,11 @@ pub mod mapping;
 pub mod node;
 pub mod record;
 
-/// The format version written by this build.
-pub const FORMAT_VERSION: u32 = 4;
-/// The oldest format version this build reads: a version 3 store differs
-/// only in its mapping files' runs, read as they are; the next control
-/// write and collection step write version 4.
+/// The format version written by this build: 5 added value patches.
+pub const FORMAT_VERSION: u32 = 5;
+/// The oldest format version this build reads: a version 4 store holds no
+/// value patch, and a version 3 store differs from it only in its mapping
+/// files' runs, read as they are; the next control write and collection
+/// step write version 5 (a build reading only up to 4 then refuses it,
+/// naming both versions).
 pub const OLDEST_READ_VERSION: u32 = 3;

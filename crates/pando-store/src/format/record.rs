@@ -27,6 +27,8 @@ pub enum RecordKind {
     Dict = 5,
     /// A tree inode given as changes to an earlier tree inode.
     TreePatch = 6,
+    /// A value inode given as changes to an earlier value inode.
+    ValuesPatch = 7,
 }
 
 impl RecordKind {
@@ -38,13 +40,21 @@ impl RecordKind {
             4 => RecordKind::Commit,
             5 => RecordKind::Dict,
             6 => RecordKind::TreePatch,
+            7 => RecordKind::ValuesPatch,
             _ => return None,
         })
     }
 
     /// Every kind, in the order reports list them.
-    pub const ALL: [RecordKind; 6] =
-        [RecordKind::Values, RecordKind::Tree, RecordKind::TreePatch, RecordKind::Blob, RecordKind::Commit, RecordKind::Dict];
+    pub const ALL: [RecordKind; 7] = [
+        RecordKind::Values,
+        RecordKind::ValuesPatch,
+        RecordKind::Tree,
+        RecordKind::TreePatch,
+        RecordKind::Blob,
+        RecordKind::Commit,
+        RecordKind::Dict,
+    ];
 
     /// The kind's name in the glossary's words.
     pub fn name(self) -> &'static str {
@@ -52,6 +62,7 @@ impl RecordKind {
             RecordKind::Values => "value inode",
             RecordKind::Tree => "tree inode",
             RecordKind::TreePatch => "tree patch",
+            RecordKind::ValuesPatch => "value patch",
             RecordKind::Blob => "blob",
             RecordKind::Commit => "commit",
             RecordKind::Dict => "dictionary",

@@ -209,11 +209,11 @@ pub struct Meta {
     /// Offsets mean nothing to another instance (another store, or the same
     /// directory reopened after a failed write).
     stored: OnceLock<(u64, u64)>,
-    /// For a written tree inode: how many patch records lead from its
-    /// record to a full one (0 for a full record); [`UNSET`] before.
+    /// For a written inode: how many patch records lead from its record
+    /// to a full one (0 for a full record); [`UNSET`] before.
     patch_chain: AtomicU8,
-    /// For a tree inode being updated: the written version it derives
-    /// from, so that writing it can record only the difference. Taken when
+    /// For an inode being updated: the written version it derives from,
+    /// so that writing it can record only the difference. Taken when
     /// written.
     base: parking_lot::Mutex<Option<Box<PatchBase>>>,
     /// For an inode of the writer's kept tree (see `store::write::commit`): the
@@ -233,10 +233,10 @@ pub struct Meta {
 
 const UNSET: u8 = u8::MAX;
 
-/// What a tree patch against a written tree inode needs of it: where it
-/// was written, its chain of patches and which children it had (not the
+/// What a patch against a written inode needs of it: where it was
+/// written, its chain of patches and which children it had (not the
 /// inode itself, so an inode updated in place needs no copy of its old
-/// version). Which children the new version changed, its pointers count
+/// version; a value inode's entries are copied, at most 32). Which children the new version changed, its pointers count
 /// from then on ([`Pointers::changed`]): the base's children are never
 /// read, nor their offsets kept.
 #[derive(Clone, Debug)]
@@ -251,16 +251,121 @@ pub struct PatchBase {
     /// The oldest commit of its kept subtree (0 if not kept): no child it
     /// kept is older.
     pub since: u32,
+    /// For a value inode, its entries (a tree inode's are not needed:
+    /// its pointers mark what changed).
+    pub entries: Option<BaseEntries>,
+}
+
+/// A written value inode's entries, as a patch against it reads them.
+#[derive(Clone)]
+pub enum BaseEntries {
+    /// The written inode itself, shared (a copy is being changed): it
+    /// stays as it is.
+    Shared(Arc<Inode>),
+    /// Its entries, copied before it changed in place.
+    Copied(Box<[BaseEntry]>),
+}
+
+impl std::fmt::Debug for BaseEntries {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BaseEntries::Shared(inode) => write!(f, "Shared({:?})", inode.stored_at()),
+            BaseEntries::Copied(entries) => f.debug_tuple("Copied").field(entries).finish(),
+        }
+    }
+}
+
+impl BaseEntries {
+    /// How many entries it holds.
+    pub fn count(&self) -> usize {
+        match self {
+            BaseEntries::Shared(inode) => match &inode.body {
+                Body::Values(values) => values.len(),
+                Body::Tree(_) => 0,
+            },
+            BaseEntries::Copied(entries) => entries.len(),
+        }
+    }
+
+    /// The `i`-th entry's step and child, for store instance `instance`.
+    pub fn get(&self, i: usize, instance: u64) -> (&[u8], BaseChild) {
+        match self {
+            BaseEntries::Shared(inode) => match &inode.body {
+                Body::Values(values) => (values.step(i), base_child(values.child(i), instance)),
+                Body::Tree(_) => unreachable!("a value inode's entries"),
+            },
+            BaseEntries::Copied(entries) => (&entries[i].step, entries[i].id.clone()),
+        }
+    }
+}
+
+/// What a written value inode's child is on disk. A child in memory names
+/// the record it was written to, which is the one the inode's record
+/// names, or one a collection removed (then written again): a patch then
+/// finds it changed, since no offset is used twice.
+fn base_child(child: &Child, instance: u64) -> BaseChild {
+    match child {
+        Child::Dir(Ptr::Stored { offset, .. }) => BaseChild::Dir(*offset),
+        Child::Dir(Ptr::Mem(root, _)) => root.stored_offset(instance).map_or(BaseChild::Unknown, BaseChild::Dir),
+        Child::Contents(Leaf::Inline(inline)) => BaseChild::Inline(inline.clone()),
+        Child::Contents(Leaf::Blob { offset, .. }) => BaseChild::Blob(*offset),
+        Child::Contents(Leaf::Staged(staged)) => BaseChild::Blob(staged.offset),
+        Child::Contents(Leaf::Value(value)) => value.stored_offset(instance).map_or(BaseChild::Unknown, BaseChild::Blob),
+    }
+}
+
+/// An entry of a written value inode, as a patch against it compares it:
+/// its step and what its child is on disk.
+#[derive(Clone, Debug)]
+pub struct BaseEntry {
+    pub step: Step,
+    pub id: BaseChild,
+}
+
+/// What a written value inode's entry holds, as its record says it.
+#[derive(Clone, Debug)]
+pub enum BaseChild {
+    /// A directory whose root inode is the record at this offset.
+    Dir(u64),
+    /// Contents in the blob record at this offset.
+    Blob(u64),
+    Inline(Inline),
+    /// A child in memory that this store instance did not write: a patch
+    /// replaces the entry.
+    Unknown,
+}
+
+impl std::fmt::Debug for Inline {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Inline({:?})", self.bytes())
+    }
 }
 
 impl PatchBase {
-    /// For a tree inode a store wrote; `None` otherwise.
+    /// For an inode a store wrote, about to change in place; `None`
+    /// otherwise.
     fn of(inode: &Inode) -> Option<Box<PatchBase>> {
-        let Body::Tree(pointers) = &inode.body else { return None };
+        PatchBase::with(inode, |values, instance| {
+            let entries = values.iter().map(|(step, child)| BaseEntry { step: Step::from_slice(step), id: base_child(child, instance) });
+            BaseEntries::Copied(entries.collect())
+        })
+    }
+
+    /// For a written inode that a copy changes: it stays as it is, and a
+    /// value inode's entries are read from it when the copy is written.
+    fn of_shared(inode: &Arc<Inode>) -> Option<Box<PatchBase>> {
+        PatchBase::with(inode, |_, _| BaseEntries::Shared(inode.clone()))
+    }
+
+    fn with(inode: &Inode, entries: impl FnOnce(&Values, u64) -> BaseEntries) -> Option<Box<PatchBase>> {
         let &(instance, offset) = inode.meta.stored.get()?;
         let chain = inode.patch_chain()?;
         let since = inode.kept_since().unwrap_or(0);
-        Some(Box::new(PatchBase { instance, offset, chain, depth: pointers.depth, bitmap: pointers.bitmap(), since }))
+        let (depth, bitmap, entries) = match &inode.body {
+            Body::Tree(pointers) => (pointers.depth, pointers.bitmap(), None),
+            Body::Values(values) => (0, 0, Some(entries(values, instance))),
+        };
+        Some(Box::new(PatchBase { instance, offset, chain, depth, bitmap, since, entries }))
     }
 }
 
@@ -402,7 +507,7 @@ impl Hold for Held {
             if let Some(body) = copy {
                 forget_changes(body);
             }
-            (PatchBase::of(from), 0)
+            (PatchBase::of_shared(from), 0)
         } else {
             (from.meta.base.lock().clone(), from.meta.counted.swap(0, Ordering::Relaxed))
         };

@@ -17,7 +17,7 @@ use std::sync::Arc;
 use super::ReadSide;
 use crate::cache::Cached;
 use crate::error::{Error, Result};
-use crate::format::node::{MAX_PATCH_CHAIN, TreePatch, decode_tree, decode_values};
+use crate::format::node::{MAX_PATCH_CHAIN, TreePatch, ValuesPatch, decode_tree, decode_values};
 use crate::format::record::{self, RecordKind};
 use crate::node::{Body, Inode, Leaf, Loader, Value, Written};
 use crate::record::TraceSink;
@@ -61,6 +61,18 @@ impl ReadSide {
                 let chain = base.patch_chain().unwrap_or(0) + 1;
                 if chain > MAX_PATCH_CHAIN {
                     return Err(corrupt(format!("chain of tree patches longer than {MAX_PATCH_CHAIN}")));
+                }
+                (patch.apply(&base).map_err(corrupt)?, chain)
+            }
+            RecordKind::ValuesPatch => {
+                let Some(patches) = patches.checked_sub(1) else {
+                    return Err(corrupt(format!("chain of value patches longer than {MAX_PATCH_CHAIN}")));
+                };
+                let patch = ValuesPatch::decode(&payload, offset, &self.dict.read()).map_err(corrupt)?;
+                let base = self.load_inode_at(patch.base, depth, patches)?;
+                let chain = base.patch_chain().unwrap_or(0) + 1;
+                if chain > MAX_PATCH_CHAIN {
+                    return Err(corrupt(format!("chain of value patches longer than {MAX_PATCH_CHAIN}")));
                 }
                 (patch.apply(&base).map_err(corrupt)?, chain)
             }

@@ -25,7 +25,7 @@ use std::io::Read;
 
 use crate::dict::{self, RawSteps};
 use crate::error::{Error, Result};
-use crate::format::node::{ABSENT_PARENT, CommitRecord, INLINE_MAX, encode_tree, encode_values};
+use crate::format::node::{ABSENT_PARENT, CommitRecord, INLINE_MAX, encode_tree, encode_values, resolve_children};
 use crate::format::record::{self, MAX_PAYLOAD, RecordKind};
 use crate::node::{Child, Inline, Leaf, Ptr, Step, Values};
 use crate::snapshot::{END, ENTRY_CONTENTS, ENTRY_DIR, FrameReader, Header, SnapshotSummary, TAG_TREE, TAG_VALUES};
@@ -296,7 +296,8 @@ impl Repo {
         let (len, kind, hash) = match building.body {
             Body::Values { entries, hashes, .. } => {
                 let values = Values::from_sorted(entries);
-                encode_values(&values, at, &[], &self.read.dict.read(), &mut out.raw_steps, &mut out.payload);
+                let resolved = resolve_children(&values, &[]);
+                encode_values(&values, at, &resolved, &self.read.dict.read(), Some(&mut out.raw_steps), &mut out.payload);
                 let hash =
                     values_hash(&mut buf, root, values.len(), values.iter().zip(&hashes).map(|((s, c), h)| (s, c.kind(), h)));
                 (values.len() as u64, RecordKind::Values, hash)

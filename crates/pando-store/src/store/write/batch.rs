@@ -14,7 +14,10 @@ use super::hashing::{Claims, is_subtree, position};
 use crate::crash_point;
 use crate::dict::{Dict, RawSteps};
 use crate::error::{Error, Result};
-use crate::format::node::{MAX_PATCH_CHAIN, MAX_PATCH_CHANGES, TreePatch, encode_tree, encode_values};
+use crate::format::node::{
+    MAX_PATCH_CHAIN, MAX_PATCH_CHANGES, TreePatch, encode_tree, encode_values, encode_values_patch, note_raw_steps,
+    resolve_children,
+};
 use crate::format::record::{self, RecordKind};
 use crate::node::{Body, Child, Inode, Leaf, Loader, PatchBase, Pointers, Ptr, Value, Written, prefetch_children_meta};
 
@@ -29,6 +32,9 @@ pub(in crate::store) struct Batch<'a, 's> {
     pub(in crate::store) start: u64,
     pub(in crate::store) buf: Vec<u8>,
     pub(in crate::store) payload: Vec<u8>,
+    /// A value inode's record as a patch, beside its full record in
+    /// `payload`: the shorter is written.
+    pub(in crate::store) patch: Vec<u8>,
     pub(in crate::store) dict: &'a Dict,
     pub(in crate::store) loader: &'a dyn Loader,
     pub(in crate::store) pack: &'a crate::pack::Pack,
@@ -284,10 +290,11 @@ impl<'a, 's> Batch<'a, 's> {
         // collected: its mark, set once, still names the old record, so
         // the kept tree must not hold it (nor this inode, below).
         let mut stale_value = false;
-        // A tree inode written as a patch, and the children it names.
-        let patch = match &inode.body {
-            Body::Tree(pointers) => inode.take_patch_base().and_then(|base| self.patch_plan(base, pointers)),
-            Body::Values(_) => None,
+        // A tree inode written as a patch, and the children it names; a
+        // value inode's base, if it may be written as a patch over it.
+        let (patch, values_base) = match &inode.body {
+            Body::Tree(pointers) => (inode.take_patch_base().and_then(|base| self.patch_plan(base, pointers)), None),
+            Body::Values(_) => (None, inode.take_patch_base().filter(|base| self.may_patch(base))),
         };
         // With every record the tree refers to held, and every child kept
         // since the window began (the base's oldest is), a patch visits only
@@ -324,9 +331,35 @@ impl<'a, 's> Batch<'a, 's> {
                     }
                 }
                 let at = self.next_offset();
+                let resolved = resolve_children(values, &written);
                 self.payload.clear();
-                encode_values(values, at, &written, self.dict, &mut self.raw_steps, &mut self.payload);
-                RecordKind::Values
+                match values_base.as_ref().filter(|base| base.entries.is_some()) {
+                    // The shorter way is written (a patch naming at most
+                    // half of four or more entries is: the full record is
+                    // not encoded then); the steps it writes raw are noted
+                    // only once it is chosen.
+                    Some(base) => {
+                        self.patch.clear();
+                        let (inserted, named) = encode_values_patch(base, values, &resolved, at, self.dict, &mut self.patch);
+                        let surely_shorter = values.len() >= 4 && 2 * named <= values.len();
+                        if !surely_shorter {
+                            encode_values(values, at, &resolved, self.dict, None, &mut self.payload);
+                        }
+                        if surely_shorter || self.patch.len() < self.payload.len() {
+                            std::mem::swap(&mut self.patch, &mut self.payload);
+                            note_raw_steps(inserted.iter().map(|&j| values.step(j)), self.dict, &mut self.raw_steps);
+                            patch_chain = base.chain + 1;
+                            RecordKind::ValuesPatch
+                        } else {
+                            note_raw_steps(values.iter().map(|(step, _)| step), self.dict, &mut self.raw_steps);
+                            RecordKind::Values
+                        }
+                    }
+                    None => {
+                        encode_values(values, at, &resolved, self.dict, Some(&mut self.raw_steps), &mut self.payload);
+                        RecordKind::Values
+                    }
+                }
             }
             Body::Tree(pointers) => {
                 assert_eq!(pointers.depth, depth, "tree inode written at the wrong depth");
@@ -438,31 +471,42 @@ pub(in crate::store) fn check_refs(instance: u64, pack: &crate::pack::Pack, inod
 }
 
 impl Batch<'_, '_> {
+    /// Whether an inode may be written as a patch against `base`, the
+    /// written version it derives from: a base this store instance wrote,
+    /// still held, short of the end of its chain.
+    fn may_patch(&self, base: &PatchBase) -> bool {
+        base.instance == self.instance && base.chain < MAX_PATCH_CHAIN && self.holds(base.offset)
+    }
+
     /// Whether a tree inode may be written as a patch against `base`, the
     /// written version it derives from, and which children the patch
     /// would name: those whose pointer changed ([`Pointers::changed`]) or
     /// that are in one version only. `None` to write it in full: a base
     /// of another store instance or that a collection removed, of another
     /// depth, at the end of its chain, or a patch naming no child or more
-    /// than [`MAX_PATCH_CHANGES`].
+    /// than [`max_patch_changes`].
     fn patch_plan(&self, base: Box<PatchBase>, pointers: &Pointers) -> Option<(Box<PatchBase>, u32)> {
-        if base.instance != self.instance
-            || !self.holds(base.offset)
-            || base.depth != pointers.depth
-            || base.chain >= MAX_PATCH_CHAIN
-        {
+        if !self.may_patch(&base) || base.depth != pointers.depth || base.entries.is_some() {
             return None;
         }
         let changed = (pointers.changed() | (base.bitmap ^ pointers.bitmap())) & (base.bitmap | pointers.bitmap());
         let count = changed.count_ones() as usize;
-        (count > 0 && count <= MAX_PATCH_CHANGES).then_some((base, changed))
+        (count > 0 && count <= max_patch_changes(pointers)).then_some((base, changed))
     }
+}
+
+/// The most children a patch of a tree inode of `pointers` names: fewer
+/// than it holds, so that the patch is shorter than the full record (each
+/// named child costs what it costs there, and a patch's header 5 bytes
+/// more), and at most [`MAX_PATCH_CHANGES`].
+fn max_patch_changes(pointers: &Pointers) -> usize {
+    pointers.count().saturating_sub(1).min(MAX_PATCH_CHANGES)
 }
 
 /// The patch against `base` naming the children `changed` (from
 /// [`Batch::patch_plan`]) and any other this commit wrote (its records
 /// start at `start`: a child written again after a collection removed its
-/// record is one); `None` if that makes more than [`MAX_PATCH_CHANGES`].
+/// record is one); `None` if that makes more than [`max_patch_changes`].
 /// `children` are the inode's written children met: index, offset and
 /// hash, every one a patch names among them.
 fn patch_of(
@@ -480,7 +524,7 @@ fn patch_of(
         }
     }
     let changes: Vec<_> = (0..ENTRIES).filter(|i| changed & (1 << i) != 0).map(|i| (i, now[i])).collect();
-    if changes.len() > MAX_PATCH_CHANGES {
+    if changes.len() > max_patch_changes(pointers) {
         return None;
     }
     Some((TreePatch { depth: pointers.depth, len: pointers.len, base: base.offset, changes }, base.chain + 1))

@@ -207,6 +207,7 @@ impl Repo {
                 start: base,
                 buf,
                 payload: Vec::with_capacity(4096),
+                patch: Vec::with_capacity(1024),
                 dict: &dict,
                 loader: self,
                 pack: &self.read.pack,

@@ -57,6 +57,7 @@ pub enum CheckScope {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct RecordCounts {
     pub values: u64,
+    pub value_patches: u64,
     pub trees: u64,
     pub patches: u64,
     pub blobs: u64,
@@ -69,6 +70,7 @@ impl RecordCounts {
     fn add(&mut self, kind: RecordKind, bytes: u64) {
         let counter = match kind {
             RecordKind::Values => &mut self.values,
+            RecordKind::ValuesPatch => &mut self.value_patches,
             RecordKind::Tree => &mut self.trees,
             RecordKind::TreePatch => &mut self.patches,
             RecordKind::Blob => &mut self.blobs,
@@ -80,7 +82,7 @@ impl RecordCounts {
     }
 
     pub fn records(&self) -> u64 {
-        self.values + self.trees + self.patches + self.blobs + self.commits + self.dicts
+        self.values + self.value_patches + self.trees + self.patches + self.blobs + self.commits + self.dicts
     }
 }
 

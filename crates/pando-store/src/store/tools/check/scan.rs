@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::{Problems, RecordCounts};
 use crate::dict;
-use crate::format::node::{CommitRecord, TreePatch, decode_tree, references};
+use crate::format::node::{CommitRecord, TreePatch, ValuesPatch, decode_tree, references};
 use crate::format::record::{self, MAX_PAYLOAD, Parse, RecordKind};
 use crate::pack::Region;
 use crate::store::{Repo, index_file};
@@ -142,6 +142,9 @@ impl Scanner<'_> {
                 self.refs.clear();
                 references(kind, payload, at, 0, &mut self.refs).map_err(|r| format!("damaged value inode: {r}"))
             }
+            RecordKind::ValuesPatch => ValuesPatch::decode(payload, at, &self.repo.read.dict.read())
+                .map(drop)
+                .map_err(|r| format!("damaged value patch: {r}")),
             RecordKind::Tree => decode_tree(payload, at, depth()).map(drop).map_err(|r| format!("damaged tree inode: {r}")),
             RecordKind::TreePatch => {
                 TreePatch::decode(payload, at, depth()).map(drop).map_err(|r| format!("damaged tree patch: {r}"))

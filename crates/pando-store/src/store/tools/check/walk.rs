@@ -42,7 +42,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 use std::rc::Rc;
 
 use super::{CheckPhase, CheckProgress, Problems, RecordCounts};
-use crate::format::node::{ABSENT_PARENT, CommitRecord, decode_values, entries_belong};
+use crate::format::node::{ABSENT_PARENT, CommitRecord, MAX_PATCH_CHAIN, ValuesPatch, decode_values, entries_belong};
 use crate::format::record::RecordKind;
 use crate::node::{Body, Child, Leaf, Ptr};
 use crate::pack::window::{Fault, Found, Window};
@@ -77,6 +77,9 @@ enum Role {
         depth: u8,
         path: u64,
     },
+    /// The base of a value patch: a value inode or patch, its hash not
+    /// claimed, its children claimed by the patches over it.
+    ValuesBase,
 }
 
 impl Role {
@@ -88,6 +91,7 @@ impl Role {
             Role::Inode { depth, .. } => format!("an inode at depth {depth}"),
             Role::Blob => "a blob".into(),
             Role::Base { depth, .. } => format!("the base of a tree patch at depth {depth}"),
+            Role::ValuesBase => "the base of a value patch".into(),
         }
     }
 }
@@ -351,7 +355,14 @@ impl State<'_> {
                 }
                 None
             }
-            RecordKind::Values => self.values(&here, claims, payload),
+            RecordKind::Values => match decode_values(payload, here.at, &self.repo.read.dict.read()) {
+                Ok(inode) => self.values(&here, claims, &inode),
+                Err(reason) => {
+                    self.problem(&here, format!("damaged value inode: {reason}"));
+                    None
+                }
+            },
+            RecordKind::ValuesPatch => self.values_patch(&here, claims, payload, window),
             RecordKind::Tree | RecordKind::TreePatch => self.tree(&here, pending, found.kind, payload, window, known),
             RecordKind::Dict => {
                 for claim in claims {
@@ -399,15 +410,62 @@ impl State<'_> {
         self.claim(record.root_offset, Claim { role: Role::Dir { top: true }, hash: record.root_hash, by: here.at }, &[]);
     }
 
-    fn values(&mut self, here: &Here<'_>, claims: &[Claim], payload: &[u8]) -> Option<u64> {
-        let decoded = decode_values(payload, here.at, &self.repo.read.dict.read());
-        let inode = match decoded {
-            Ok(inode) => inode,
+    /// Checks a value patch: resolved over its base chain (read ahead of
+    /// the walk, one small read each), it is checked as the value inode it
+    /// gives, whose children it claims, kept ones included; its base is
+    /// claimed as such (its structure checked, its hash and children not).
+    fn values_patch(&mut self, here: &Here<'_>, claims: &[Claim], payload: &[u8], window: &Window) -> Option<u64> {
+        let patch = match ValuesPatch::decode(payload, here.at, &self.repo.read.dict.read()) {
+            Ok(patch) => patch,
             Err(reason) => {
-                self.problem(here, format!("damaged value inode: {reason}"));
+                self.problem(here, format!("damaged value patch: {reason}"));
                 return None;
             }
         };
+        self.claim(patch.base, Claim { role: Role::ValuesBase, hash: Hash::default(), by: here.at }, &[]);
+        if claims.iter().all(|claim| claim.role == Role::ValuesBase) {
+            return Some(patch.count as u64);
+        }
+        let resolved = self.values_base(patch.base, window, MAX_PATCH_CHAIN - 1).and_then(|base| patch.apply(&base));
+        match resolved {
+            Ok(inode) => self.values(here, claims, &inode),
+            Err(what) => {
+                self.problem(here, format!("cannot resolve the value patch over its base at offset {}: {what}", patch.base));
+                None
+            }
+        }
+    }
+
+    /// The value inode the record at `offset` gives, following at most
+    /// `patches` value patches.
+    fn values_base(&self, offset: u64, window: &Window, patches: u8) -> Result<crate::node::Inode, String> {
+        let read;
+        let (kind, payload) = match window.peek(offset) {
+            Some(record) => record,
+            None => {
+                read = self.repo.read.pack.read_record(offset).map_err(|e| e.to_string())?;
+                (read.0, &read.1[..])
+            }
+        };
+        let dict = self.repo.read.dict.read();
+        match kind {
+            RecordKind::Values => {
+                decode_values(payload, offset, &dict).map_err(|reason| format!("damaged value inode: {reason}"))
+            }
+            RecordKind::ValuesPatch => {
+                let Some(patches) = patches.checked_sub(1) else {
+                    return Err(format!("a chain of value patches longer than {MAX_PATCH_CHAIN}"));
+                };
+                let patch =
+                    ValuesPatch::decode(payload, offset, &dict).map_err(|reason| format!("damaged value patch: {reason}"))?;
+                drop(dict);
+                patch.apply(&self.values_base(patch.base, window, patches)?)
+            }
+            other => Err(format!("the base at offset {offset} is a {other:?} record")),
+        }
+    }
+
+    fn values(&mut self, here: &Here<'_>, claims: &[Claim], inode: &crate::node::Inode) -> Option<u64> {
         let Body::Values(values) = &inode.body else { return None };
         let mut wanted = false;
         for claim in claims {
@@ -425,12 +483,13 @@ impl State<'_> {
                     if values.is_empty() {
                         self.problem(here, format!("an empty inode below a directory root ({})", claim.referrer()));
                     }
-                    if !entries_belong(&inode, &unpack(path, depth)) {
+                    if !entries_belong(inode, &unpack(path, depth)) {
                         self.problem(here, format!("entries that do not belong where {} puts them", claim.referrer()));
                     }
                     let hash = self.values_hash(values.iter(), false);
                     self.verify(here, claim, "the inode", hash);
                 }
+                Role::ValuesBase => {}
                 _ => self.wrong_kind(here, claim, "a value inode"),
             }
         }
