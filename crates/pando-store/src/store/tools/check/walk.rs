@@ -36,6 +36,7 @@ use pando_core::dir::{self, MAX_DEPTH};
 use pando_core::inode::ENTRIES;
 use pando_core::tezos::contents_hash;
 use smallvec::SmallVec;
+use std::borrow::Cow;
 use std::collections::hash_map::Entry;
 use std::collections::{BinaryHeap, HashMap};
 use std::hash::{BuildHasherDefault, Hasher};
@@ -436,17 +437,23 @@ impl State<'_> {
         }
     }
 
+    /// The record at `offset`, a base read ahead of the walk: from the
+    /// window when it holds it, else one small read.
+    fn record_ahead<'w>(&self, offset: u64, window: &'w Window) -> Result<(RecordKind, Cow<'w, [u8]>), String> {
+        Ok(match window.peek(offset) {
+            Some((kind, payload)) => (kind, Cow::Borrowed(payload)),
+            None => {
+                let (kind, payload) = self.repo.read.pack.read_record(offset).map_err(|e| e.to_string())?;
+                (kind, Cow::Owned(payload))
+            }
+        })
+    }
+
     /// The value inode the record at `offset` gives, following at most
     /// `patches` value patches.
     fn values_base(&self, offset: u64, window: &Window, patches: u8) -> Result<crate::node::Inode, String> {
-        let read;
-        let (kind, payload) = match window.peek(offset) {
-            Some(record) => record,
-            None => {
-                read = self.repo.read.pack.read_record(offset).map_err(|e| e.to_string())?;
-                (read.0, &read.1[..])
-            }
-        };
+        let (kind, payload) = self.record_ahead(offset, window)?;
+        let payload = &payload[..];
         let dict = self.repo.read.dict.read();
         match kind {
             RecordKind::Values => {

@@ -228,14 +228,8 @@ impl State<'_> {
         if let Some(pointers) = self.bases.get(&offset) {
             return Ok(pointers.clone());
         }
-        let read;
-        let (kind, payload) = match window.peek(offset) {
-            Some(record) => record,
-            None => {
-                read = self.repo.read.pack.read_record(offset).map_err(|e| e.to_string())?;
-                (read.0, &read.1[..])
-            }
-        };
+        let (kind, payload) = self.record_ahead(offset, window)?;
+        let payload = &payload[..];
         let pointers = match kind {
             RecordKind::Tree => Pointers::of_tree(payload, offset, depth)?,
             RecordKind::TreePatch => {
