@@ -24,7 +24,7 @@ use pando_core::varint::{self, write_u64};
 
 use crate::dict::{Dict, RawSteps, read_bytes};
 use crate::format::record::RecordKind;
-use crate::node::{BaseChild, Body, Child, Held, Inline, Inode, Leaf, PatchBase, Pointers, Ptr, Values, ValuesBuilder};
+use crate::node::{BaseChild, BaseEntries, Body, Child, Held, Inline, Inode, Leaf, PatchBase, Pointers, Ptr, Values, ValuesBuilder};
 use pando_core::dir::Hold;
 
 pub use crate::node::INLINE_MAX;
@@ -650,6 +650,7 @@ fn same_child(id: &BaseChild, child: &Resolved<'_>) -> bool {
 /// many entries it names (replaced or inserted).
 pub fn encode_values_patch(
     over: &PatchBase,
+    base: &BaseEntries,
     values: &Values,
     resolved: &[Resolved<'_>],
     at: u64,
@@ -657,7 +658,6 @@ pub fn encode_values_patch(
     out: &mut Vec<u8>,
 ) -> (smallvec::SmallVec<[usize; ENTRIES]>, usize) {
     let (base_offset, instance) = (over.offset, over.instance);
-    let base = over.entries.as_ref().expect("the base of a value inode has entries");
     assert!(base_offset < at && base.count() <= ENTRIES, "a patch of an earlier value inode");
     let (mut changed, mut present) = (0u32, 0u32);
     let mut replaced: smallvec::SmallVec<[usize; ENTRIES]> = smallvec::SmallVec::new();
@@ -981,7 +981,7 @@ pub fn references(kind: RecordKind, payload: &[u8], at: u64, mask: u32, out: &mu
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::node::{BaseEntries, value_child};
+    use crate::node::{BaseEntries, BaseHeld, value_child};
     use std::sync::Arc;
 
     /// A value patch names only what changed (a replaced child, a removed
@@ -995,18 +995,11 @@ mod tests {
         let base = Inode::new(Body::Values(base_values.clone()));
         // b replaced, c removed, "bb" and "e" inserted; a and d kept.
         let new = Values::from_sorted([(&b"a"[..], dir(10)), (b"b", dir(50)), (b"bb", dir(60)), (b"d", dir(40)), (b"e", dir(70))]);
-        let over = PatchBase {
-            instance: 1,
-            offset: 100,
-            chain: 0,
-            depth: 0,
-            bitmap: 0,
-            since: 0,
-            entries: Some(BaseEntries::Shared(Arc::new(Inode::new(Body::Values(base_values))))),
-        };
+        let entries = BaseEntries::Shared(Arc::new(Inode::new(Body::Values(base_values))));
+        let over = PatchBase { instance: 1, offset: 100, chain: 0, since: 0, held: BaseHeld::Values(entries.clone()) };
         let (dict, mut out) = (Dict::default(), Vec::new());
         let resolved = resolve_children(&new, &[]);
-        let (inserted, named) = encode_values_patch(&over, &new, &resolved, 1_000, &dict, &mut out);
+        let (inserted, named) = encode_values_patch(&over, &entries, &new, &resolved, 1_000, &dict, &mut out);
         assert_eq!((inserted.to_vec(), named), (vec![2, 4], 3));
         let patch = ValuesPatch::decode(&out, 1_000, &dict).unwrap();
         assert_eq!((patch.base, patch.changed, patch.present), (100, 0b0110, 0b0010));

@@ -234,26 +234,31 @@ pub struct Meta {
 const UNSET: u8 = u8::MAX;
 
 /// What a patch against a written inode needs of it: where it was
-/// written, its chain of patches and which children it had (not the
-/// inode itself, so an inode updated in place needs no copy of its old
-/// version; a value inode's entries are copied, at most 32). Which children the new version changed, its pointers count
-/// from then on ([`Pointers::changed`]): the base's children are never
-/// read, nor their offsets kept.
+/// written, its chain of patches, and what it held: a tree inode's
+/// children's indices (which children the new version changed, its
+/// pointers count from then on, [`Pointers::changed`]: the base's
+/// children are never read), a value inode's entries (read from the
+/// written inode when a copy changes, copied before it changes in place:
+/// at most 32).
 #[derive(Clone, Debug)]
 pub struct PatchBase {
     /// The store instance that wrote it, and the record's offset.
     pub instance: u64,
     pub offset: u64,
     pub chain: u8,
-    pub depth: u32,
-    /// Its children's indices.
-    pub bitmap: u32,
     /// The oldest commit of its kept subtree (0 if not kept): no child it
     /// kept is older.
     pub since: u32,
-    /// For a value inode, its entries (a tree inode's are not needed:
-    /// its pointers mark what changed).
-    pub entries: Option<BaseEntries>,
+    pub held: BaseHeld,
+}
+
+/// What a written inode held, as a patch against it compares it.
+#[derive(Clone, Debug)]
+pub enum BaseHeld {
+    /// A tree inode at `depth`, with its children's indices.
+    Tree { depth: u32, bitmap: u32 },
+    /// A value inode's entries.
+    Values(BaseEntries),
 }
 
 /// A written value inode's entries, as a patch against it reads them.
@@ -361,11 +366,11 @@ impl PatchBase {
         let &(instance, offset) = inode.meta.stored.get()?;
         let chain = inode.patch_chain()?;
         let since = inode.kept_since().unwrap_or(0);
-        let (depth, bitmap, entries) = match &inode.body {
-            Body::Tree(pointers) => (pointers.depth, pointers.bitmap(), None),
-            Body::Values(values) => (0, 0, Some(entries(values, instance))),
+        let held = match &inode.body {
+            Body::Tree(pointers) => BaseHeld::Tree { depth: pointers.depth, bitmap: pointers.bitmap() },
+            Body::Values(values) => BaseHeld::Values(entries(values, instance)),
         };
-        Some(Box::new(PatchBase { instance, offset, chain, depth, bitmap, since, entries }))
+        Some(Box::new(PatchBase { instance, offset, chain, since, held }))
     }
 }
 

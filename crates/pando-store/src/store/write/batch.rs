@@ -19,7 +19,7 @@ use crate::format::node::{
     resolve_children,
 };
 use crate::format::record::{self, RecordKind};
-use crate::node::{Body, Child, Inode, Leaf, Loader, PatchBase, Pointers, Ptr, Value, Written, prefetch_children_meta};
+use crate::node::{BaseHeld, Body, Child, Inode, Leaf, Loader, PatchBase, Pointers, Ptr, Value, Written, prefetch_children_meta};
 
 /// Builds one commit's batch of records.
 pub(in crate::store) struct Batch<'a, 's> {
@@ -333,14 +333,18 @@ impl<'a, 's> Batch<'a, 's> {
                 let at = self.next_offset();
                 let resolved = resolve_children(values, &written);
                 self.payload.clear();
-                match values_base.as_ref().filter(|base| base.entries.is_some()) {
+                match values_base.as_deref().and_then(|base| match &base.held {
+                    BaseHeld::Values(entries) => Some((base, entries)),
+                    BaseHeld::Tree { .. } => None,
+                }) {
                     // The shorter way is written (a patch naming at most
                     // half of four or more entries is: the full record is
                     // not encoded then); the steps it writes raw are noted
                     // only once it is chosen.
-                    Some(base) => {
+                    Some((base, entries)) => {
                         self.patch.clear();
-                        let (inserted, named) = encode_values_patch(base, values, &resolved, at, self.dict, &mut self.patch);
+                        let (inserted, named) =
+                            encode_values_patch(base, entries, values, &resolved, at, self.dict, &mut self.patch);
                         let surely_shorter = values.len() >= 4 && 2 * named <= values.len();
                         if !surely_shorter {
                             encode_values(values, at, &resolved, self.dict, None, &mut self.payload);
@@ -486,10 +490,11 @@ impl Batch<'_, '_> {
     /// depth, at the end of its chain, or a patch naming no child or more
     /// than [`max_patch_changes`].
     fn patch_plan(&self, base: Box<PatchBase>, pointers: &Pointers) -> Option<(Box<PatchBase>, u32)> {
-        if !self.may_patch(&base) || base.depth != pointers.depth || base.entries.is_some() {
+        let BaseHeld::Tree { depth, bitmap } = base.held else { return None };
+        if !self.may_patch(&base) || depth != pointers.depth {
             return None;
         }
-        let changed = (pointers.changed() | (base.bitmap ^ pointers.bitmap())) & (base.bitmap | pointers.bitmap());
+        let changed = (pointers.changed() | (bitmap ^ pointers.bitmap())) & (bitmap | pointers.bitmap());
         let count = changed.count_ones() as usize;
         (count > 0 && count <= max_patch_changes(pointers)).then_some((base, changed))
     }
