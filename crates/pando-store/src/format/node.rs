@@ -747,50 +747,71 @@ impl StoredPatch<'_> {
     }
 
     fn parse<'a>(payload: &'a [u8], at: u64) -> Result<StoredPatch<'a>, String> {
-        let mut r = Reader { bytes: payload, pos: 0 };
-        let base_delta = r.varint()?;
-        if base_delta == 0 || base_delta > at {
-            return Err(format!("base delta {base_delta} invalid for a record at {at}"));
-        }
-        let count = r.varint()?;
-        if count > ENTRIES as u64 {
-            return Err(format!("value inode with {count} entries (at most {ENTRIES})"));
-        }
-        let mask = |v: u64| u32::try_from(v).map_err(|_| format!("entry mask {v:#x} wider than {ENTRIES} entries"));
-        let changed = mask(r.varint()?)?;
-        let present = mask(r.varint()?)?;
-        if present & !changed != 0 {
-            return Err("value patch with a replaced entry that did not change".into());
-        }
-        let mut replaced = smallvec::SmallVec::new();
-        for _ in 0..present.count_ones() {
-            let kind = r.byte()?;
-            replaced.push(read_stored_child(&mut r, kind, at)?);
-        }
-        let n = r.varint()?;
-        if n > count {
-            return Err(format!("value patch inserting {n} entries into {count}"));
-        }
-        let mut inserted: smallvec::SmallVec<[(usize, StoredEntry<'a>); 4]> = smallvec::SmallVec::new();
-        for _ in 0..n {
-            let position = r.varint()?;
-            if inserted.last().is_some_and(|&(last, _)| position < last as u64) || position > ENTRIES as u64 {
-                return Err(format!("inserted entry at position {position}, out of order"));
-            }
-            inserted.push((position as usize, read_stored_entry(&mut r, at)?));
-        }
-        r.finish()?;
-        let patch = StoredPatch { base: at - base_delta, count: count as usize, changed, present, replaced, inserted };
-        let removed = (changed & !present).count_ones() as u64;
-        let base_len = count + removed - n;
-        if base_len > ENTRIES as u64 || (base_len < ENTRIES as u64 && changed >> base_len != 0) {
-            return Err(format!("value patch changing entries past its base's {base_len}"));
-        }
-        if patch.inserted.last().is_some_and(|&(position, _)| position as u64 > base_len) {
-            return Err(format!("inserted entry past its base's {base_len} entries"));
-        }
-        Ok(patch)
+        let parts = parse_patch(payload, at, read_stored_child, |r| read_stored_entry(r, at))?;
+        let PatchParts { base, count, changed, present, replaced, inserted } = parts;
+        Ok(StoredPatch { base, count, changed, present, replaced, inserted })
     }
+}
+
+/// A value patch's fields, with its replaced children and its inserted
+/// entries (each with its position) as `parse_patch` read them.
+struct PatchParts<C, E> {
+    base: u64,
+    count: usize,
+    changed: u32,
+    present: u32,
+    replaced: smallvec::SmallVec<[C; 4]>,
+    inserted: smallvec::SmallVec<[(usize, E); 4]>,
+}
+
+/// Reads a value patch recorded at `at`, its children with `child` (given
+/// their kind) and its inserted entries with `entry`, and checks its
+/// shape: masks, counts and positions that fit its base.
+fn parse_patch<'a, C, E>(
+    payload: &'a [u8],
+    at: u64,
+    mut child: impl FnMut(&mut Reader<'a>, u8, u64) -> Result<C, String>,
+    mut entry: impl FnMut(&mut Reader<'a>) -> Result<E, String>,
+) -> Result<PatchParts<C, E>, String> {
+    let mut r = Reader { bytes: payload, pos: 0 };
+    let base_delta = r.varint()?;
+    if base_delta == 0 || base_delta > at {
+        return Err(format!("base delta {base_delta} invalid for a record at {at}"));
+    }
+    let count = r.varint()?;
+    if count > ENTRIES as u64 {
+        return Err(format!("value inode with {count} entries (at most {ENTRIES})"));
+    }
+    let mask = |v: u64| u32::try_from(v).map_err(|_| format!("entry mask {v:#x} wider than {ENTRIES} entries"));
+    let changed = mask(r.varint()?)?;
+    let present = mask(r.varint()?)?;
+    if present & !changed != 0 {
+        return Err("value patch with a replaced entry that did not change".into());
+    }
+    let mut replaced = smallvec::SmallVec::new();
+    for _ in 0..present.count_ones() {
+        let kind = r.byte()?;
+        replaced.push(child(&mut r, kind, at)?);
+    }
+    let n = r.varint()?;
+    if n > count {
+        return Err(format!("value patch inserting {n} entries into {count}"));
+    }
+    let removed = u64::from((changed & !present).count_ones());
+    let base_len = count + removed - n;
+    if base_len > ENTRIES as u64 || (base_len < ENTRIES as u64 && changed >> base_len != 0) {
+        return Err(format!("value patch changing entries past its base's {base_len}"));
+    }
+    let mut inserted: smallvec::SmallVec<[(usize, E); 4]> = smallvec::SmallVec::new();
+    for _ in 0..n {
+        let position = r.varint()?;
+        if inserted.last().is_some_and(|&(last, _)| position < last as u64) || position > base_len {
+            return Err(format!("inserted entry at position {position}, out of order or past its base's {base_len} entries"));
+        }
+        inserted.push((position as usize, entry(&mut r)?));
+    }
+    r.finish()?;
+    Ok(PatchParts { base: at - base_delta, count: count as usize, changed, present, replaced, inserted })
 }
 
 /// The source of each entry of a patch's result: `positions` are its
@@ -818,34 +839,19 @@ fn layout(base_len: usize, changed: u32, present: u32, positions: impl Iterator<
 
 impl ValuesPatch {
     pub fn decode(payload: &[u8], at: u64, dict: &Dict) -> Result<ValuesPatch, String> {
-        let stored = StoredPatch::parse(payload, at)?;
-        // Read once more with hashes and steps: the structure is checked.
-        let mut r = Reader { bytes: payload, pos: 0 };
-        r.varint()?;
-        r.varint()?;
-        r.varint()?;
-        r.varint()?;
-        let mut replaced = Vec::with_capacity(stored.replaced.len());
-        for _ in 0..stored.replaced.len() {
-            let kind = r.byte()?;
-            replaced.push(read_child(&mut r, kind, at)?);
-        }
-        r.varint()?;
-        let mut inserted: Vec<(usize, Vec<u8>, Child)> = Vec::with_capacity(stored.inserted.len());
-        for _ in 0..stored.inserted.len() {
-            let position = r.varint()? as usize;
+        let entry = |r: &mut Reader<'_>| -> Result<(Vec<u8>, Child), String> {
             let tag = r.byte()?;
             let mut step = Vec::new();
-            read_step(&mut r, tag, dict, &mut step)?;
-            let child = read_child(&mut r, tag >> 2, at)?;
-            if inserted.last().is_some_and(|(_, last, _)| *last >= step) {
-                return Err("inserted entries not sorted or not unique".into());
-            }
-            inserted.push((position, step, child));
+            read_step(r, tag, dict, &mut step)?;
+            Ok((step, read_child(r, tag >> 2, at)?))
+        };
+        let parts = parse_patch(payload, at, read_child, entry)?;
+        if parts.inserted.windows(2).any(|pair| pair[0].1.0 >= pair[1].1.0) {
+            return Err("inserted entries not sorted or not unique".into());
         }
-        r.finish()?;
-        let StoredPatch { base, count, changed, present, .. } = stored;
-        Ok(ValuesPatch { base, count, changed, present, replaced, inserted })
+        let PatchParts { base, count, changed, present, replaced, inserted } = parts;
+        let inserted = inserted.into_iter().map(|(position, (step, child))| (position, step, child)).collect();
+        Ok(ValuesPatch { base, count, changed, present, replaced: replaced.into_vec(), inserted })
     }
 
     /// The value inode this patch describes, given its base.
