@@ -18,9 +18,11 @@ use std::sync::Arc;
 use pando_core::Hash;
 
 use crate::dict::{self, Dict, RawSteps};
+use crate::format::commit::CommitRecord;
 use crate::format::control;
 use crate::format::mapping;
-use crate::format::node::{self, CommitRecord, TreePatch, ValuesPatch};
+use crate::format::node;
+use crate::format::patch::{TreePatch, ValuesPatch};
 use crate::format::record::{self, Parse, RecordKind};
 use crate::io::MemStorage;
 use crate::node::{BaseEntries, BaseHeld, Body, Child, Inode, Leaf, PatchBase, Pointers, Ptr, Step, Values};
@@ -165,11 +167,16 @@ fn payload_of(kind: RecordKind, payload: &[u8]) {
                 let entries = values_entries(&applied);
                 let Body::Values(values) = &applied.body else { panic!("a value patch gives a value inode") };
                 let base_entries = BaseEntries::Shared(Arc::new(Inode::new(base.body.clone())));
-                let over =
-                    PatchBase { instance: 0, offset: AT - 1000, chain: 0, since: 0, held: BaseHeld::Values(base_entries.clone()) };
+                let over = PatchBase {
+                    instance: 0,
+                    offset: AT - 1000,
+                    chain: 0,
+                    since: 0,
+                    held: BaseHeld::Values(base_entries.clone()),
+                };
                 let resolved = node::resolve_children(values, &[]);
                 let mut out = Vec::new();
-                node::encode_values_patch(&over, &base_entries, values, &resolved, AT, &dict, &mut out);
+                crate::format::patch::encode_values_patch(&over, &base_entries, values, &resolved, AT, &dict, &mut out);
                 let again = ValuesPatch::decode(&out, AT, &dict).expect("an encoded value patch decodes");
                 let base_moved = Inode::new(base.body.clone());
                 let again = again.apply(&base_moved).expect("an encoded value patch applies to its base");

@@ -16,7 +16,8 @@ use hdrhistogram::Histogram;
 use pando_core::Hash;
 
 use crate::dict::{self, Dict};
-use crate::format::node::{StoredChild, StoredEntry, StoredStep, stored_entries, stored_patch};
+use crate::format::node::{StoredChild, StoredEntry, StoredStep, stored_entries};
+use crate::format::patch::stored_patch;
 use crate::format::record::{self, RecordKind};
 use crate::pack::parse_hex_name;
 
@@ -378,7 +379,7 @@ impl RecordTally {
                 self.records.dict_defined += steps.len() as u64;
             }
             RecordKind::Commit => {
-                crate::format::node::CommitRecord::decode(payload, offset)?;
+                crate::format::commit::CommitRecord::decode(payload, offset)?;
                 if let Some(start) = self.batch_start {
                     let end = offset + len;
                     self.records.batches.sizes.add(end - start);
@@ -625,7 +626,7 @@ mod tests {
 
     #[test]
     fn batches_end_at_commit_records() {
-        use crate::format::node::CommitRecord;
+        use crate::format::commit::CommitRecord;
         let dict = Dict::default();
         let mut tally = RecordTally::new();
         tally.enter_chunks(1000);

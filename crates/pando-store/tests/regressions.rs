@@ -111,8 +111,8 @@ fn retry_after_io_error_writes_its_own_records() {
 mod hostile {
     use super::*;
     use pando_store::Hash;
+    use pando_store::format::commit::CommitRecord;
     use pando_store::format::control::{self, SLOT_SIZE};
-    use pando_store::format::node::CommitRecord;
     use pando_store::format::record::{self, RecordKind};
     use pando_store::io::{Storage, read_all};
 

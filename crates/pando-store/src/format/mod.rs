@@ -4,9 +4,11 @@
 //! Boundary: this module encodes and decodes; it never opens a file, and
 //! of the in-memory nodes it knows only `crate::node`, never the trees.
 
+pub mod commit;
 pub mod control;
 pub mod mapping;
 pub mod node;
+pub mod patch;
 pub mod record;
 
 /// The format version written by this build: 5 added value patches.

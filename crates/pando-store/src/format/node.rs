@@ -1,4 +1,5 @@
-//! Encoding of inodes, blobs and commits in pack records.
+//! Encoding of value and tree inodes in pack records, and what each
+//! record refers to (patches: `patch`; commits: `commit`).
 //!
 //! Value inode payload: `LEB128 n ‖ entry*`, each entry
 //! `tag: u8 ‖ step ‖ child`, where `tag = step_kind | child_kind << 2`:
@@ -24,7 +25,9 @@ use pando_core::varint::{self, write_u64};
 
 use crate::dict::{Dict, RawSteps, read_bytes};
 use crate::format::record::RecordKind;
-use crate::node::{BaseChild, BaseEntries, Body, Child, Held, Inline, Inode, Leaf, PatchBase, Pointers, Ptr, Values, ValuesBuilder};
+use super::commit::CommitRecord;
+use super::patch::{PatchSource, TreePatch, stored_patch};
+use crate::node::{Body, Child, Held, Inline, Inode, Leaf, Pointers, Ptr, Values, ValuesBuilder};
 use pando_core::dir::Hold;
 
 pub use crate::node::INLINE_MAX;
@@ -144,7 +147,7 @@ pub fn resolve_children<'v>(values: &'v Values, written: &[u64]) -> smallvec::Sm
 }
 
 /// Writes a child as an entry stores it; returns its child kind.
-fn write_child(out: &mut Vec<u8>, at: u64, child: &Resolved<'_>) -> u8 {
+pub(super) fn write_child(out: &mut Vec<u8>, at: u64, child: &Resolved<'_>) -> u8 {
     match child {
         Resolved::Inline(bytes) => {
             write_u64(out, bytes.len() as u64);
@@ -163,7 +166,7 @@ fn write_child(out: &mut Vec<u8>, at: u64, child: &Resolved<'_>) -> u8 {
 }
 
 /// Writes an entry: its tag, step and child.
-fn write_entry(out: &mut Vec<u8>, at: u64, step: &[u8], child: &Resolved<'_>, dict: &Dict, raw_steps: Option<&mut RawSteps>) {
+pub(super) fn write_entry(out: &mut Vec<u8>, at: u64, step: &[u8], child: &Resolved<'_>, dict: &Dict, raw_steps: Option<&mut RawSteps>) {
     // The entry's tag byte, set once its step and child are written.
     let tag = out.len();
     out.push(0);
@@ -201,36 +204,36 @@ pub fn encode_tree(depth: u32, len: u64, children: &[(usize, u64, Hash)], at: u6
     }
 }
 
-fn write_delta(out: &mut Vec<u8>, at: u64, offset: u64, hash: &Hash) {
+pub(super) fn write_delta(out: &mut Vec<u8>, at: u64, offset: u64, hash: &Hash) {
     assert!(offset < at, "a child is written before its parent");
     write_u64(out, at - offset);
     out.extend_from_slice(hash.as_bytes());
 }
 
-struct Reader<'a> {
-    bytes: &'a [u8],
-    pos: usize,
+pub(super) struct Reader<'a> {
+    pub(super) bytes: &'a [u8],
+    pub(super) pos: usize,
 }
 
 impl<'a> Reader<'a> {
-    fn varint(&mut self) -> Result<u64, String> {
+    pub(super) fn varint(&mut self) -> Result<u64, String> {
         varint::read_u64(self.bytes, &mut self.pos).map_err(|e| e.to_string())
     }
-    fn byte(&mut self) -> Result<u8, String> {
+    pub(super) fn byte(&mut self) -> Result<u8, String> {
         let b = *self.bytes.get(self.pos).ok_or("truncated payload")?;
         self.pos += 1;
         Ok(b)
     }
-    fn take(&mut self, n: usize) -> Result<&'a [u8], String> {
+    pub(super) fn take(&mut self, n: usize) -> Result<&'a [u8], String> {
         let end = self.pos.checked_add(n).filter(|&e| e <= self.bytes.len()).ok_or("truncated payload")?;
         let out = &self.bytes[self.pos..end];
         self.pos = end;
         Ok(out)
     }
-    fn hash(&mut self) -> Result<Hash, String> {
+    pub(super) fn hash(&mut self) -> Result<Hash, String> {
         Ok(Hash::from_slice(self.take(32)?).expect("32 bytes"))
     }
-    fn pointer(&mut self, at: u64) -> Result<(u64, Hash), String> {
+    pub(super) fn pointer(&mut self, at: u64) -> Result<(u64, Hash), String> {
         let delta = self.varint()?;
         if delta == 0 || delta > at {
             return Err(format!("child offset delta {delta} invalid for a record at {at}"));
@@ -238,14 +241,14 @@ impl<'a> Reader<'a> {
         Ok((at - delta, self.hash()?))
     }
     /// Reads a depth byte and checks it is the expected one.
-    fn depth(&mut self, expected: u32, what: &str) -> Result<(), String> {
+    pub(super) fn depth(&mut self, expected: u32, what: &str) -> Result<(), String> {
         let found = u32::from(self.byte()?);
         if found != expected {
             return Err(format!("{what} of depth {found} found at depth {expected}"));
         }
         Ok(())
     }
-    fn finish(&self) -> Result<(), String> {
+    pub(super) fn finish(&self) -> Result<(), String> {
         if self.pos != self.bytes.len() {
             return Err(format!("{} trailing bytes", self.bytes.len() - self.pos));
         }
@@ -254,7 +257,7 @@ impl<'a> Reader<'a> {
 }
 
 /// Reads an entry's step of kind `tag & 3` into `step`.
-fn read_step(r: &mut Reader<'_>, tag: u8, dict: &Dict, step: &mut Vec<u8>) -> Result<(), String> {
+pub(super) fn read_step(r: &mut Reader<'_>, tag: u8, dict: &Dict, step: &mut Vec<u8>) -> Result<(), String> {
     match tag & 3 {
         STEP_DICT => {
             let id = r.varint()?;
@@ -277,7 +280,7 @@ fn read_step(r: &mut Reader<'_>, tag: u8, dict: &Dict, step: &mut Vec<u8>) -> Re
 }
 
 /// Reads a child of kind `kind` in a record at `at`.
-fn read_child(r: &mut Reader<'_>, kind: u8, at: u64) -> Result<Child, String> {
+pub(super) fn read_child(r: &mut Reader<'_>, kind: u8, at: u64) -> Result<Child, String> {
     Ok(match kind {
         CHILD_DIR => {
             let (offset, hash) = r.pointer(at)?;
@@ -372,7 +375,7 @@ pub fn stored_entries<'a>(
 }
 
 /// Reads an entry as stored (tag, step, child).
-fn read_stored_entry<'a>(r: &mut Reader<'a>, at: u64) -> Result<StoredEntry<'a>, String> {
+pub(super) fn read_stored_entry<'a>(r: &mut Reader<'a>, at: u64) -> Result<StoredEntry<'a>, String> {
     let tag = r.byte()?;
     let step_start = r.pos;
     let step = match tag & 3 {
@@ -393,7 +396,7 @@ fn read_stored_entry<'a>(r: &mut Reader<'a>, at: u64) -> Result<StoredEntry<'a>,
 }
 
 /// Reads a child of kind `kind` as stored.
-fn read_stored_child<'a>(r: &mut Reader<'a>, kind: u8, at: u64) -> Result<StoredChild<'a>, String> {
+pub(super) fn read_stored_child<'a>(r: &mut Reader<'a>, kind: u8, at: u64) -> Result<StoredChild<'a>, String> {
     Ok(match kind {
         CHILD_DIR => StoredChild::Dir(r.pointer(at)?.0),
         CHILD_INLINE => {
@@ -441,451 +444,6 @@ pub fn entries_belong(inode: &Inode, path: &[usize]) -> bool {
         }
         Body::Tree(_) => true,
     }
-}
-
-/// The parent offset of a commit whose parent the store never held (the
-/// commit of an imported snapshot).
-pub const ABSENT_PARENT: u64 = u64::MAX;
-
-/// A commit as recorded in the pack.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct CommitRecord {
-    pub root_offset: u64,
-    pub root_hash: Hash,
-    /// Parents with the offsets of their commit records ([`ABSENT_PARENT`]
-    /// for a parent the store never held).
-    pub parents: Vec<(Hash, u64)>,
-    pub date: i64,
-    pub author: String,
-    pub message: String,
-}
-
-impl CommitRecord {
-    pub fn encode(&self, at: u64) -> Vec<u8> {
-        let mut out = Vec::with_capacity(64 + 40 * self.parents.len() + self.message.len());
-        assert!(self.root_offset < at, "root written before its commit");
-        write_u64(&mut out, at - self.root_offset);
-        out.extend_from_slice(self.root_hash.as_bytes());
-        write_u64(&mut out, self.parents.len() as u64);
-        for (hash, offset) in &self.parents {
-            out.extend_from_slice(hash.as_bytes());
-            write_u64(&mut out, *offset);
-        }
-        out.extend_from_slice(&self.date.to_be_bytes());
-        write_u64(&mut out, self.author.len() as u64);
-        out.extend_from_slice(self.author.as_bytes());
-        write_u64(&mut out, self.message.len() as u64);
-        out.extend_from_slice(self.message.as_bytes());
-        out
-    }
-
-    pub fn decode(payload: &[u8], at: u64) -> Result<CommitRecord, String> {
-        let mut r = Reader { bytes: payload, pos: 0 };
-        let (root_offset, root_hash) = r.pointer(at)?;
-        let count = r.varint()?;
-        if count > 1024 {
-            return Err(format!("{count} parents"));
-        }
-        let mut parents = Vec::with_capacity(count as usize);
-        for _ in 0..count {
-            let hash = r.hash()?;
-            let offset = r.varint()?;
-            if offset >= at && offset != ABSENT_PARENT {
-                return Err(format!("parent offset {offset} not before the commit at {at}"));
-            }
-            parents.push((hash, offset));
-        }
-        let date = i64::from_be_bytes(r.take(8)?.try_into().expect("8 bytes"));
-        let author = String::from_utf8(read_bytes(payload, &mut r.pos)?.to_vec()).map_err(|_| "author is not UTF-8")?;
-        let message = String::from_utf8(read_bytes(payload, &mut r.pos)?.to_vec()).map_err(|_| "message is not UTF-8")?;
-        r.finish()?;
-        Ok(CommitRecord { root_offset, root_hash, parents, date, author, message })
-    }
-
-    pub fn info(&self) -> pando_core::CommitInfo {
-        pando_core::CommitInfo {
-            root: self.root_hash,
-            parents: self.parents.iter().map(|(h, _)| *h).collect(),
-            date: self.date,
-            author: self.author.clone(),
-            message: self.message.clone(),
-        }
-    }
-}
-
-/// Longest chain of patch records before a full tree record is written;
-/// also bounds how deep decoding follows bases.
-pub const MAX_PATCH_CHAIN: u8 = 4;
-/// Most changed children a tree patch record holds (31 was measured:
-/// 1.6 MB less on `small`'s 341 MB, about 3% slower).
-pub const MAX_PATCH_CHANGES: usize = 8;
-
-/// A tree inode recorded as changes to a base tree inode.
-///
-/// Payload: `u8 depth ‖ varint len ‖ varint base_delta ‖ u32 changed ‖
-/// u32 present ‖ (varint delta ‖ inode hash)*` for the children that changed
-/// and are present, in index order; a changed child that is not present was
-/// removed.
-#[derive(Debug)]
-pub struct TreePatch {
-    pub depth: u32,
-    pub len: u64,
-    pub base: u64,
-    /// Changed children: index, and the new pointer (offset, hash) if present.
-    pub changes: Vec<(usize, Option<(u64, Hash)>)>,
-}
-
-impl TreePatch {
-    pub fn encode(&self, at: u64, out: &mut Vec<u8>) {
-        assert!(self.depth < 256 && self.base < at, "patch of an earlier tree inode");
-        out.push(self.depth as u8);
-        write_u64(out, self.len);
-        write_u64(out, at - self.base);
-        let (mut changed, mut present) = (0u32, 0u32);
-        for (index, pointer) in &self.changes {
-            changed |= 1 << index;
-            if pointer.is_some() {
-                present |= 1 << index;
-            }
-        }
-        out.extend_from_slice(&changed.to_le_bytes());
-        out.extend_from_slice(&present.to_le_bytes());
-        for (_, pointer) in &self.changes {
-            if let Some((offset, hash)) = pointer {
-                write_delta(out, at, *offset, hash);
-            }
-        }
-    }
-
-    pub fn decode(payload: &[u8], at: u64, depth: u32) -> Result<TreePatch, String> {
-        let mut r = Reader { bytes: payload, pos: 0 };
-        r.depth(depth, "tree patch")?;
-        let len = r.varint()?;
-        let base_delta = r.varint()?;
-        if base_delta == 0 || base_delta > at {
-            return Err(format!("base delta {base_delta} invalid for a record at {at}"));
-        }
-        let changed = u32::from_le_bytes(r.take(4)?.try_into().expect("4 bytes"));
-        let present = u32::from_le_bytes(r.take(4)?.try_into().expect("4 bytes"));
-        if changed == 0 || present & !changed != 0 {
-            return Err("tree patch without changes, or with a present child that did not change".into());
-        }
-        let mut changes = Vec::new();
-        for index in 0..ENTRIES {
-            if changed & (1 << index) != 0 {
-                let pointer = if present & (1 << index) != 0 { Some(r.pointer(at)?) } else { None };
-                changes.push((index, pointer));
-            }
-        }
-        r.finish()?;
-        Ok(TreePatch { depth, len, base: at - base_delta, changes })
-    }
-
-    /// The tree inode this patch describes, given its base.
-    pub fn apply(&self, base: &Inode) -> Result<Inode, String> {
-        let Body::Tree(base) = &base.body else {
-            return Err("the base of a tree patch is not a tree inode".into());
-        };
-        if base.depth != self.depth {
-            return Err(format!("tree patch at depth {} has a base at depth {}", self.depth, base.depth));
-        }
-        if self.len <= ENTRIES as u64 {
-            return Err(format!("tree inode with only {} entries", self.len));
-        }
-        let mut pointers = base.clone();
-        pointers.len = self.len;
-        for (index, pointer) in &self.changes {
-            pointers.put(*index, pointer.map(|(offset, hash)| Ptr::stored(offset, hash)));
-        }
-        if pointers.count() == 0 {
-            return Err("tree inode without children".into());
-        }
-        Ok(Inode::new(Body::Tree(pointers)))
-    }
-}
-
-/// A value inode recorded as changes to an earlier version of it, its
-/// base (a value inode or value patch record, found `base_delta` bytes
-/// before it).
-///
-/// Payload: `varint base_delta ‖ varint count ‖ varint changed ‖ varint
-/// present ‖ (u8 child_kind ‖ child)* ‖ varint inserted ‖ (varint
-/// position ‖ entry)*`. `changed` and `present` are masks over the base's
-/// entries (bit `i` for its `i`-th entry, in step order): an entry in
-/// `changed` is replaced by the next child that follows if it is also in
-/// `present`, else removed; the others are kept as they are. The
-/// `inserted` entries (tag, step and child, as in a value inode) are new
-/// steps, in order, each before the base's entry at its `position` (the
-/// base's length: after them all), so that which entry of the result
-/// comes from where is known without comparing steps. `count` is the
-/// number of entries the result holds. A replaced entry keeps its step, so
-/// a patch never writes again the name of an entry it does not add.
-#[derive(Clone)]
-pub struct ValuesPatch {
-    pub base: u64,
-    pub count: usize,
-    pub changed: u32,
-    pub present: u32,
-    /// The children of the replaced entries, in base order.
-    pub replaced: Vec<Child>,
-    /// The new entries, in step order, each with its position in the base.
-    pub inserted: Vec<(usize, Vec<u8>, Child)>,
-}
-
-/// Whether `child` is what the base entry `id` holds, so that a patch
-/// keeps the base's entry: the same record (offsets are never reused), or
-/// the same inline bytes.
-fn same_child(id: &BaseChild, child: &Resolved<'_>) -> bool {
-    match (id, child) {
-        (BaseChild::Dir(a), Resolved::Dir(b, _)) | (BaseChild::Blob(a), Resolved::Blob(b, _)) => a == b,
-        (BaseChild::Inline(a), Resolved::Inline(b)) => a.bytes() == *b,
-        _ => false,
-    }
-}
-
-/// Encodes the value inode `values` (its children `resolved`) as a patch
-/// over `over`, the written version it derives from.
-/// Returns the indices of the entries it inserts (whose steps it writes;
-/// the writer notes those written raw once it chooses the patch), and how
-/// many entries it names (replaced or inserted).
-pub fn encode_values_patch(
-    over: &PatchBase,
-    base: &BaseEntries,
-    values: &Values,
-    resolved: &[Resolved<'_>],
-    at: u64,
-    dict: &Dict,
-    out: &mut Vec<u8>,
-) -> (smallvec::SmallVec<[usize; ENTRIES]>, usize) {
-    let (base_offset, instance) = (over.offset, over.instance);
-    assert!(base_offset < at && base.count() <= ENTRIES, "a patch of an earlier value inode");
-    let (mut changed, mut present) = (0u32, 0u32);
-    let mut replaced: smallvec::SmallVec<[usize; ENTRIES]> = smallvec::SmallVec::new();
-    // Each new entry, and the base's entry it comes before.
-    let mut inserted: smallvec::SmallVec<[(usize, usize); ENTRIES]> = smallvec::SmallVec::new();
-    let (mut i, mut j) = (0, 0);
-    let base_len = base.count();
-    let mut entry = (i < base_len).then(|| base.get(i, instance));
-    while i < base_len || j < values.len() {
-        let order = match (&entry, j < values.len()) {
-            (Some((step, _)), true) => (*step).cmp(values.step(j)),
-            (Some(_), false) => std::cmp::Ordering::Less,
-            (None, _) => std::cmp::Ordering::Greater,
-        };
-        match order {
-            std::cmp::Ordering::Less => {
-                changed |= 1 << i;
-                i += 1;
-            }
-            std::cmp::Ordering::Greater => {
-                inserted.push((j, i));
-                j += 1;
-                continue;
-            }
-            std::cmp::Ordering::Equal => {
-                if !entry.as_ref().is_some_and(|(_, id)| same_child(id, &resolved[j])) {
-                    changed |= 1 << i;
-                    present |= 1 << i;
-                    replaced.push(j);
-                }
-                i += 1;
-                j += 1;
-            }
-        }
-        entry = (i < base_len).then(|| base.get(i, instance));
-    }
-    write_u64(out, at - base_offset);
-    write_u64(out, values.len() as u64);
-    write_u64(out, u64::from(changed));
-    write_u64(out, u64::from(present));
-    for &j in &replaced {
-        let at_kind = out.len();
-        out.push(0);
-        let kind = write_child(out, at, &resolved[j]);
-        out[at_kind] = kind;
-    }
-    write_u64(out, inserted.len() as u64);
-    for &(j, position) in &inserted {
-        write_u64(out, position as u64);
-        write_entry(out, at, values.step(j), &resolved[j], dict, None);
-    }
-    (inserted.iter().map(|&(j, _)| j).collect(), replaced.len() + inserted.len())
-}
-
-/// A value patch as stored: its structure, without the dictionary.
-pub struct StoredPatch<'a> {
-    pub base: u64,
-    pub count: usize,
-    pub changed: u32,
-    pub present: u32,
-    pub replaced: smallvec::SmallVec<[StoredChild<'a>; 4]>,
-    /// The new entries, each with its position in the base.
-    pub inserted: smallvec::SmallVec<[(usize, StoredEntry<'a>); 4]>,
-}
-
-/// Where an entry of a patch's result comes from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum PatchSource {
-    /// The base's entry at this index, kept.
-    Kept(usize),
-    /// The base's entry at this index, its child replaced by the patch's
-    /// `k`-th replaced child.
-    Replaced(usize, usize),
-    /// The patch's `k`-th inserted entry.
-    Inserted(usize),
-}
-
-impl StoredPatch<'_> {
-    /// How many entries its base holds.
-    pub fn base_len(&self) -> usize {
-        self.count + (self.changed & !self.present).count_ones() as usize - self.inserted.len()
-    }
-
-    /// The source of each entry of the result, in order.
-    pub fn layout(&self) -> smallvec::SmallVec<[PatchSource; ENTRIES]> {
-        layout(self.base_len(), self.changed, self.present, self.inserted.iter().map(|(position, _)| *position))
-    }
-
-    fn parse<'a>(payload: &'a [u8], at: u64) -> Result<StoredPatch<'a>, String> {
-        let parts = parse_patch(payload, at, read_stored_child, |r| read_stored_entry(r, at))?;
-        let PatchParts { base, count, changed, present, replaced, inserted } = parts;
-        Ok(StoredPatch { base, count, changed, present, replaced, inserted })
-    }
-}
-
-/// A value patch's fields, with its replaced children and its inserted
-/// entries (each with its position) as `parse_patch` read them.
-struct PatchParts<C, E> {
-    base: u64,
-    count: usize,
-    changed: u32,
-    present: u32,
-    replaced: smallvec::SmallVec<[C; 4]>,
-    inserted: smallvec::SmallVec<[(usize, E); 4]>,
-}
-
-/// Reads a value patch recorded at `at`, its children with `child` (given
-/// their kind) and its inserted entries with `entry`, and checks its
-/// shape: masks, counts and positions that fit its base.
-fn parse_patch<'a, C, E>(
-    payload: &'a [u8],
-    at: u64,
-    mut child: impl FnMut(&mut Reader<'a>, u8, u64) -> Result<C, String>,
-    mut entry: impl FnMut(&mut Reader<'a>) -> Result<E, String>,
-) -> Result<PatchParts<C, E>, String> {
-    let mut r = Reader { bytes: payload, pos: 0 };
-    let base_delta = r.varint()?;
-    if base_delta == 0 || base_delta > at {
-        return Err(format!("base delta {base_delta} invalid for a record at {at}"));
-    }
-    let count = r.varint()?;
-    if count > ENTRIES as u64 {
-        return Err(format!("value inode with {count} entries (at most {ENTRIES})"));
-    }
-    let mask = |v: u64| u32::try_from(v).map_err(|_| format!("entry mask {v:#x} wider than {ENTRIES} entries"));
-    let changed = mask(r.varint()?)?;
-    let present = mask(r.varint()?)?;
-    if present & !changed != 0 {
-        return Err("value patch with a replaced entry that did not change".into());
-    }
-    let mut replaced = smallvec::SmallVec::new();
-    for _ in 0..present.count_ones() {
-        let kind = r.byte()?;
-        replaced.push(child(&mut r, kind, at)?);
-    }
-    let n = r.varint()?;
-    if n > count {
-        return Err(format!("value patch inserting {n} entries into {count}"));
-    }
-    let removed = u64::from((changed & !present).count_ones());
-    let base_len = count + removed - n;
-    if base_len > ENTRIES as u64 || (base_len < ENTRIES as u64 && changed >> base_len != 0) {
-        return Err(format!("value patch changing entries past its base's {base_len}"));
-    }
-    let mut inserted: smallvec::SmallVec<[(usize, E); 4]> = smallvec::SmallVec::new();
-    for _ in 0..n {
-        let position = r.varint()?;
-        if inserted.last().is_some_and(|&(last, _)| position < last as u64) || position > base_len {
-            return Err(format!("inserted entry at position {position}, out of order or past its base's {base_len} entries"));
-        }
-        inserted.push((position as usize, entry(&mut r)?));
-    }
-    r.finish()?;
-    Ok(PatchParts { base: at - base_delta, count: count as usize, changed, present, replaced, inserted })
-}
-
-/// The source of each entry of a patch's result: `positions` are its
-/// inserted entries' (nondecreasing, at most `base_len`).
-fn layout(base_len: usize, changed: u32, present: u32, positions: impl Iterator<Item = usize>) -> smallvec::SmallVec<[PatchSource; ENTRIES]> {
-    let mut out = smallvec::SmallVec::new();
-    let mut positions = positions.enumerate().peekable();
-    let mut replaced = 0;
-    for b in 0..=base_len {
-        while let Some((k, _)) = positions.next_if(|&(_, position)| position == b) {
-            out.push(PatchSource::Inserted(k));
-        }
-        if b == base_len {
-            break;
-        }
-        if changed & (1 << b) == 0 {
-            out.push(PatchSource::Kept(b));
-        } else if present & (1 << b) != 0 {
-            out.push(PatchSource::Replaced(b, replaced));
-            replaced += 1;
-        }
-    }
-    out
-}
-
-impl ValuesPatch {
-    pub fn decode(payload: &[u8], at: u64, dict: &Dict) -> Result<ValuesPatch, String> {
-        let entry = |r: &mut Reader<'_>| -> Result<(Vec<u8>, Child), String> {
-            let tag = r.byte()?;
-            let mut step = Vec::new();
-            read_step(r, tag, dict, &mut step)?;
-            Ok((step, read_child(r, tag >> 2, at)?))
-        };
-        let parts = parse_patch(payload, at, read_child, entry)?;
-        if parts.inserted.windows(2).any(|pair| pair[0].1.0 >= pair[1].1.0) {
-            return Err("inserted entries not sorted or not unique".into());
-        }
-        let PatchParts { base, count, changed, present, replaced, inserted } = parts;
-        let inserted = inserted.into_iter().map(|(position, (step, child))| (position, step, child)).collect();
-        Ok(ValuesPatch { base, count, changed, present, replaced: replaced.into_vec(), inserted })
-    }
-
-    /// The value inode this patch describes, given its base.
-    pub fn apply(&self, base: &Inode) -> Result<Inode, String> {
-        let Body::Values(base) = &base.body else {
-            return Err("the base of a value patch is not a value inode".into());
-        };
-        let removed = (self.changed & !self.present).count_ones() as usize;
-        if self.count + removed != base.len() + self.inserted.len() {
-            return Err(format!("value patch over {} entries, for a base of {}", self.count + removed - self.inserted.len(), base.len()));
-        }
-        let names = base.iter().map(|(step, _)| step.len()).sum::<usize>() + self.inserted.iter().map(|(_, s, _)| s.len()).sum::<usize>();
-        let mut values = ValuesBuilder::new(names, self.count);
-        for source in layout(base.len(), self.changed, self.present, self.inserted.iter().map(|(position, _, _)| *position)) {
-            let (step, child) = match source {
-                PatchSource::Kept(b) => (base.step(b), base.child(b)),
-                PatchSource::Replaced(b, k) => (base.step(b), &self.replaced[k]),
-                PatchSource::Inserted(k) => (&self.inserted[k].1[..], &self.inserted[k].2),
-            };
-            if values.last_step().is_some_and(|last| last >= step) {
-                return Err("value patch giving entries not sorted or not unique".into());
-            }
-            values.push(step, child.clone());
-        }
-        if values.len() != self.count {
-            return Err(format!("value patch says {} entries, gives {}", self.count, values.len()));
-        }
-        Ok(Inode::new(Body::Values(values.finish())))
-    }
-}
-
-/// Reads the structure of a value patch at `at` (see [`StoredPatch`]).
-pub fn stored_patch(payload: &[u8], at: u64) -> Result<StoredPatch<'_>, String> {
-    StoredPatch::parse(payload, at)
 }
 
 /// Appends to `out` the records that the record of `kind` at `at` needs,
@@ -987,48 +545,7 @@ pub fn references(kind: RecordKind, payload: &[u8], at: u64, mask: u32, out: &mu
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::node::{BaseEntries, BaseHeld, value_child};
-    use std::sync::Arc;
-
-    /// A value patch names only what changed (a replaced child, a removed
-    /// entry, an inserted one), gives back the new version over its base,
-    /// and tells a collection which of the base's entries it still needs:
-    /// those it keeps, minus those a mask over its own entries names.
-    #[test]
-    fn a_value_patch_names_what_changed_and_maps_masks_to_its_base() {
-        let dir = |offset: u64| Child::Dir(Ptr::stored(offset, Hash::of_bytes(&offset.to_le_bytes())));
-        let base_values = Values::from_sorted([(&b"a"[..], dir(10)), (b"b", dir(20)), (b"c", dir(30)), (b"d", dir(40))]);
-        let base = Inode::new(Body::Values(base_values.clone()));
-        // b replaced, c removed, "bb" and "e" inserted; a and d kept.
-        let new = Values::from_sorted([(&b"a"[..], dir(10)), (b"b", dir(50)), (b"bb", dir(60)), (b"d", dir(40)), (b"e", dir(70))]);
-        let entries = BaseEntries::Shared(Arc::new(Inode::new(Body::Values(base_values))));
-        let over = PatchBase { instance: 1, offset: 100, chain: 0, since: 0, held: BaseHeld::Values(entries.clone()) };
-        let (dict, mut out) = (Dict::default(), Vec::new());
-        let resolved = resolve_children(&new, &[]);
-        let (inserted, named) = encode_values_patch(&over, &entries, &new, &resolved, 1_000, &dict, &mut out);
-        assert_eq!((inserted.to_vec(), named), (vec![2, 4], 3));
-        let patch = ValuesPatch::decode(&out, 1_000, &dict).unwrap();
-        assert_eq!((patch.base, patch.changed, patch.present), (100, 0b0110, 0b0010));
-        let Body::Values(applied) = patch.apply(&base).unwrap().body else { panic!("a value inode") };
-        assert!(applied.iter().map(|(s, _)| s).eq(new.iter().map(|(s, _)| s)));
-        assert_eq!(resolve_children(&applied, &[]), resolve_children(&new, &[]));
-        // Reached whole: its own children (b, bb, e), and the base without
-        // the entries it changed (b, c). Reached with d and bb masked (its
-        // entries 3 and 2): not bb, and the base without d either.
-        let mut refs = Vec::new();
-        references(RecordKind::ValuesPatch, &out, 1_000, 0, &mut refs).unwrap();
-        assert_eq!(refs, vec![(50, 0), (60, 0), (70, 0), (100, 0b0110)]);
-        refs.clear();
-        references(RecordKind::ValuesPatch, &out, 1_000, 0b1100, &mut refs).unwrap();
-        assert_eq!(refs, vec![(50, 0), (70, 0), (100, 0b1110)]);
-        // The base reached with that mask needs a only.
-        let (mut full, mut raw) = (Vec::new(), RawSteps::default());
-        let Body::Values(base_values) = &base.body else { unreachable!() };
-        encode_values(base_values, 100, &resolve_children(base_values, &[]), &dict, Some(&mut raw), &mut full);
-        refs.clear();
-        references(RecordKind::Values, &full, 100, 0b1110, &mut refs).unwrap();
-        assert_eq!(refs, vec![(10, 0)]);
-    }
+    use crate::node::value_child;
 
     /// Steps of lower-case hex of an even length are stored as binary,
     /// every other step as it is, and each decodes to the same step.

@@ -43,7 +43,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
 use crate::error::{Error, Result};
-use crate::format::node::CommitRecord;
+use crate::format::commit::CommitRecord;
 use crate::io::{FsStorage, Storage};
 use crate::node::{Child, Inode, Ptr};
 use crate::options::Options;

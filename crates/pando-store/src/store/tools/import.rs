@@ -25,7 +25,8 @@ use std::io::Read;
 
 use crate::dict::{self, RawSteps};
 use crate::error::{Error, Result};
-use crate::format::node::{ABSENT_PARENT, CommitRecord, INLINE_MAX, encode_tree, encode_values, resolve_children};
+use crate::format::commit::{ABSENT_PARENT, CommitRecord};
+use crate::format::node::{INLINE_MAX, encode_tree, encode_values, resolve_children};
 use crate::format::record::{self, MAX_PAYLOAD, RecordKind};
 use crate::node::{Child, Inline, Leaf, Ptr, Step, Values};
 use crate::snapshot::{END, ENTRY_CONTENTS, ENTRY_DIR, FrameReader, Header, SnapshotSummary, TAG_TREE, TAG_VALUES};

@@ -14,10 +14,8 @@ use super::hashing::{Claims, is_subtree, position};
 use crate::crash_point;
 use crate::dict::{Dict, RawSteps};
 use crate::error::{Error, Result};
-use crate::format::node::{
-    MAX_PATCH_CHAIN, MAX_PATCH_CHANGES, TreePatch, encode_tree, encode_values, encode_values_patch, note_raw_steps,
-    resolve_children,
-};
+use crate::format::node::{encode_tree, encode_values, note_raw_steps, resolve_children};
+use crate::format::patch::{MAX_PATCH_CHAIN, MAX_PATCH_CHANGES, TreePatch, encode_values_patch};
 use crate::format::record::{self, RecordKind};
 use crate::node::{BaseHeld, Body, Child, Inode, Leaf, Loader, PatchBase, Pointers, Ptr, Value, Written, prefetch_children_meta};
 
@@ -537,7 +535,7 @@ fn patch_of(
 
 #[cfg(test)]
 mod tests {
-    use crate::format::node::TreePatch;
+    use crate::format::patch::TreePatch;
     use crate::format::record::RecordKind;
     use crate::node::{Child, Ptr, Written};
     use crate::{Options, Store};

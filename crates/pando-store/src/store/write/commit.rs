@@ -56,7 +56,7 @@ use super::hashing::{self, HashingHelper, Side};
 use crate::crash_point;
 use crate::dict::{self};
 use crate::error::{Error, Result};
-use crate::format::node::CommitRecord;
+use crate::format::commit::CommitRecord;
 use crate::format::record::{self, RecordKind};
 use crate::node::{Child, Loader, Ptr};
 use crate::options::SyncPolicy;

@@ -12,7 +12,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::{Problems, RecordCounts};
 use crate::dict;
-use crate::format::node::{CommitRecord, TreePatch, ValuesPatch, decode_tree, references};
+use crate::format::commit::CommitRecord;
+use crate::format::node::{decode_tree, references};
+use crate::format::patch::{TreePatch, ValuesPatch};
 use crate::format::record::{self, MAX_PAYLOAD, Parse, RecordKind};
 use crate::pack::Region;
 use crate::store::{Repo, index_file};

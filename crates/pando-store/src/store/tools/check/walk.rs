@@ -43,7 +43,9 @@ use std::hash::{BuildHasherDefault, Hasher};
 use std::rc::Rc;
 
 use super::{CheckPhase, CheckProgress, Problems, RecordCounts};
-use crate::format::node::{ABSENT_PARENT, CommitRecord, MAX_PATCH_CHAIN, ValuesPatch, decode_values, entries_belong};
+use crate::format::commit::{ABSENT_PARENT, CommitRecord};
+use crate::format::node::{decode_values, entries_belong};
+use crate::format::patch::{MAX_PATCH_CHAIN, ValuesPatch};
 use crate::format::record::RecordKind;
 use crate::node::{Body, Child, Leaf, Ptr};
 use crate::pack::window::{Fault, Found, Window};

@@ -14,7 +14,8 @@ use smallvec::SmallVec;
 use std::rc::Rc;
 
 use super::{Claim, Count, Here, MAX_DEPTH, Pending, Role, State};
-use crate::format::node::{MAX_PATCH_CHAIN, TreePatch, decode_tree};
+use crate::format::node::decode_tree;
+use crate::format::patch::{MAX_PATCH_CHAIN, TreePatch};
 use crate::format::record::RecordKind;
 use crate::node::{Body, Inode, Loader, Pointers as StorePointers, Ptr, Written};
 use crate::pack::window::Window;
