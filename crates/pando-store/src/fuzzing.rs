@@ -25,7 +25,7 @@ use crate::format::node;
 use crate::format::patch::{TreePatch, ValuesPatch};
 use crate::format::record::{self, Parse, RecordKind};
 use crate::io::MemStorage;
-use crate::node::{BaseEntries, BaseHeld, Body, Child, Inode, Leaf, PatchBase, Pointers, Ptr, Step, Values};
+use crate::node::{BaseHeld, Body, Child, Inode, Leaf, PatchBase, Pointers, Ptr, Step, Values, ValuesMarks};
 use crate::store::{branches, index_file};
 use crate::{Options, Store};
 
@@ -166,17 +166,12 @@ fn payload_of(kind: RecordKind, payload: &[u8]) {
                 let Ok(applied) = patch.apply(&base) else { continue };
                 let entries = values_entries(&applied);
                 let Body::Values(values) = &applied.body else { panic!("a value patch gives a value inode") };
-                let base_entries = BaseEntries::Shared(Arc::new(Inode::new(base.body.clone())));
-                let over = PatchBase {
-                    instance: 0,
-                    offset: AT - 1000,
-                    chain: 0,
-                    since: 0,
-                    held: BaseHeld::Values(base_entries.clone()),
-                };
+                let Body::Values(base_values) = &base.body else { unreachable!("a value inode") };
+                let marks = ValuesMarks::between(base_values, values, same_stored);
+                let over = PatchBase { instance: 0, offset: AT - 1000, chain: 0, since: 0, held: BaseHeld::Values(marks) };
                 let resolved = node::resolve_children(values, &[]);
                 let mut out = Vec::new();
-                crate::format::patch::encode_values_patch(&over, &base_entries, values, &resolved, AT, &dict, &mut out);
+                crate::format::patch::encode_values_patch(&over, &marks, values, &resolved, AT, AT, &dict, &mut out);
                 let again = ValuesPatch::decode(&out, AT, &dict).expect("an encoded value patch decodes");
                 let base_moved = Inode::new(base.body.clone());
                 let again = again.apply(&base_moved).expect("an encoded value patch applies to its base");
@@ -355,6 +350,17 @@ pub fn snapshot(data: &[u8]) {
         let mut out = Vec::new();
         store.export_snapshot(&summary.commit, &mut out).expect("an imported commit exports");
         assert_eq!(out, framed, "an imported snapshot exports to the same bytes");
+    }
+}
+
+/// Whether two children of stored records are the same: the same record,
+/// or the same inline bytes.
+fn same_stored(a: &Child, b: &Child) -> bool {
+    match (a, b) {
+        (Child::Dir(Ptr::Stored { offset: x, .. }), Child::Dir(Ptr::Stored { offset: y, .. })) => x == y,
+        (Child::Contents(Leaf::Blob { offset: x, .. }), Child::Contents(Leaf::Blob { offset: y, .. })) => x == y,
+        (Child::Contents(Leaf::Inline(x)), Child::Contents(Leaf::Inline(y))) => x.bytes() == y.bytes(),
+        _ => false,
     }
 }
 

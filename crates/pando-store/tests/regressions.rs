@@ -418,3 +418,34 @@ fn relocation_step_after_unsynced_commits_survives_a_crash() {
     }
     assert!(relocated > 0, "no collection relocated anything: the test tests nothing");
 }
+
+/// A value inode changed in place (a directory below it updated), then
+/// shared, then written by another tree's commit first: its own commit,
+/// later, must still name the changed directory in its patch. The
+/// directory's record is by then older than that commit (written by the
+/// other), so only the mark of the update that reached it through the
+/// inode says it changed (found by the model test).
+#[test]
+fn a_shared_value_inode_patch_names_a_directory_changed_below_it() {
+    let storage = Arc::new(MemStorage::new());
+    let store = Store::open_storage(storage.clone(), Options::default()).unwrap();
+    let meta = |parents| CommitMeta { parents, date: 0, author: "x", message: "" };
+    let tree = store.empty_tree().add(&["a", "x", "y"], b"1").unwrap().add(&["a", "k"], b"2").unwrap();
+    let first = store.commit(&tree, meta(&[])).unwrap();
+    let parents = [first];
+    drop(tree);
+    let mut t1 = store.checkout(&first).unwrap().unwrap();
+    t1.add_mut(&["a", "x", "y"], b"3").unwrap();
+    let t2 = t1.clone();
+    t1.add_mut(&["a", "k"], b"4").unwrap();
+    store.commit(&t1, meta(&parents)).unwrap();
+    let second = store.commit(&t2, meta(&parents)).unwrap();
+    drop((t1, t2));
+    store.close().unwrap();
+    let store = Store::open_storage(storage, Options::default()).unwrap();
+    let back = store.checkout(&second).unwrap().unwrap();
+    assert_eq!(back.find(&["a", "x", "y"]).unwrap().as_deref(), Some(&b"3"[..]));
+    assert_eq!(back.find(&["a", "k"]).unwrap().as_deref(), Some(&b"2"[..]));
+    let report = store.check(pando_store::CheckScope::All, 10, &mut |_| {}).unwrap();
+    assert!(report.is_clean(), "{:?}", report.problems);
+}

@@ -109,6 +109,20 @@ pub trait Hold: Sized {
     fn derive(_from: &Arc<Inode<Self>>, _copy: Option<&mut Body<Self>>) -> Self::Meta {
         Self::Meta::default()
     }
+    /// A values inode's entries just changed (an update in place, or the
+    /// new version [`Hold::derive`] made): a holder may mark which, as
+    /// [`Pointers::changed`] marks a tree inode's children.
+    fn note_values(_meta: &mut Self::Meta, _change: ValuesChange) {}
+}
+
+/// How an update changed a values inode's entries, by position: in the
+/// entries before the change for a replaced or removed entry, after it for
+/// an inserted one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ValuesChange {
+    Replaced(usize),
+    Inserted(usize),
+    Removed(usize),
 }
 
 /// Loads what pointers name and hashes what leaves hold.

@@ -335,14 +335,18 @@ pub(super) unsafe fn cleared<H: Hold>(this: &mut Arc<Inode<H>>) -> &mut Inode<H>
 }
 
 /// Gives the inode a new body, as [`make_mut`] would, without copying the
-/// old one first when it is shared.
-#[expect(unsafe_code, reason = "calls `cleared` on an inode `updatable` allowed")]
-pub(super) fn replace_body<H: Hold>(this: &mut Arc<Inode<H>>, body: Body<H>) {
+/// old one first when it is shared; returns it.
+#[expect(unsafe_code, reason = "calls `cleared` on an inode `updatable` allowed, or on a fresh copy")]
+pub(super) fn replace_body<H: Hold>(this: &mut Arc<Inode<H>>, body: Body<H>) -> &mut Inode<H> {
     if updatable(this) {
         // SAFETY: updatable, and not cloned since.
-        unsafe { cleared(this) }.body = body;
+        let inode = unsafe { cleared(this) };
+        inode.body = body;
+        inode
     } else {
         copy_with(this, body, false);
+        // SAFETY: the fresh copy `copy_with` just made, not cloned since.
+        unsafe { cleared(this) }
     }
 }
 

@@ -192,15 +192,18 @@ pub fn set<H: Hold, R: Resolve<H> + ?Sized>(
         // A new entry of a values inode with room: in place when the inode
         // is only this tree's (its children move), on a copy otherwise.
         Place::Gap(at) if node.len() < ENTRIES as u64 => {
-            if updatable(node) {
+            let inode = if updatable(node) {
                 // SAFETY: updatable, and not cloned since.
-                let Body::Values(values) = &mut unsafe { cleared(node) }.body else { unreachable!("a values inode") };
+                let inode = unsafe { cleared(node) };
+                let Body::Values(values) = &mut inode.body else { unreachable!("a values inode") };
                 values.insert(at, step, child);
+                inode
             } else {
                 let Body::Values(values) = &node.body else { unreachable!("a values inode") };
                 let values = values.inserted(at, step, child);
-                replace_body(node, Body::Values(values));
-            }
+                replace_body(node, Body::Values(values))
+            };
+            H::note_values(&mut inode.meta, ValuesChange::Inserted(at));
             Ok(true)
         }
         // The 33rd entry: the inode becomes a tree inode.
@@ -220,8 +223,10 @@ pub fn set<H: Hold, R: Resolve<H> + ?Sized>(
             Ok(true)
         }
         Place::Entry(i) => {
-            let Body::Values(values) = &mut make_mut(node).body else { unreachable!("a values inode") };
+            let inode = make_mut(node);
+            let Body::Values(values) = &mut inode.body else { unreachable!("a values inode") };
             *values.child_mut(i) = child;
+            H::note_values(&mut inode.meta, ValuesChange::Replaced(i));
             Ok(false)
         }
         Place::Child(i) => {
@@ -271,7 +276,7 @@ fn remove_present<H: Hold, R: Resolve<H> + ?Sized>(
     if let Body::Values(values) = &node.body {
         let i = values.search(step).expect("found above");
         let values = values.removed(i);
-        replace_body(node, Body::Values(values));
+        H::note_values(&mut replace_body(node, Body::Values(values)).meta, ValuesChange::Removed(i));
         return Ok(());
     }
     if let Body::Tree(pointers) = &node.body
@@ -298,7 +303,8 @@ fn remove_present<H: Hold, R: Resolve<H> + ?Sized>(
 }
 
 /// Mutable access to the entry `step`, making the inodes on its way
-/// updatable (see [`make_mut`]): the caller is about to change the entry.
+/// updatable (see [`make_mut`]): the caller is about to change the entry
+/// (its holder marks it changed, [`Hold::note_values`]).
 pub fn find_mut<'a, H: Hold, R: Resolve<H> + ?Sized>(
     node: &'a mut Arc<Inode<H>>,
     depth: u32,
@@ -306,8 +312,12 @@ pub fn find_mut<'a, H: Hold, R: Resolve<H> + ?Sized>(
     r: &R,
 ) -> Result<Option<&'a mut Child<H>>, R::Error> {
     let place = place(node, depth, step);
-    match (place, &mut make_mut(node).body) {
-        (Place::Entry(i), Body::Values(values)) => Ok(Some(values.child_mut(i))),
+    let inode = make_mut(node);
+    match (place, &mut inode.body) {
+        (Place::Entry(i), Body::Values(values)) => {
+            H::note_values(&mut inode.meta, ValuesChange::Replaced(i));
+            Ok(Some(values.child_mut(i)))
+        }
         (Place::Gap(_), _) => Ok(None),
         (Place::Child(i), Body::Tree(pointers)) => match pointers.get_mut(i) {
             None => Ok(None),

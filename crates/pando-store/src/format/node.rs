@@ -21,7 +21,7 @@
 
 use pando_core::Hash;
 use pando_core::inode::{ENTRIES, index};
-use pando_core::varint::{self, write_u64};
+use pando_core::varint::{self, len_u64, write_u64};
 
 use crate::dict::{Dict, RawSteps, read_bytes};
 use crate::format::record::RecordKind;
@@ -94,16 +94,36 @@ fn write_step(out: &mut Vec<u8>, step: &[u8], dict: &Dict, raw_steps: Option<&mu
     }
 }
 
+/// Whether [`write_hex_step`] writes `step` (lower-case hex digits).
+fn is_hex_step(step: &[u8]) -> bool {
+    step.len() >= 2 && step.len().is_multiple_of(2) && step.iter().all(|&b| HEX_VALUES[usize::from(b)] <= 15)
+}
+
 /// Notes in `raw_steps` the steps of `steps` a record writes raw (neither
 /// hex nor in the dictionary), as [`write_step`] would have.
 pub fn note_raw_steps<'s>(steps: impl Iterator<Item = &'s [u8]>, dict: &Dict, raw_steps: &mut RawSteps) {
-    let mut scratch = Vec::new();
-    for step in steps {
-        scratch.clear();
-        if !write_hex_step(&mut scratch, step) && dict.id_of(step).is_none() {
-            raw_steps.note(step);
-        }
+    for step in steps.filter(|step| !is_hex_step(step) && dict.id_of(step).is_none()) {
+        raw_steps.note(step);
     }
+}
+
+/// The length of what [`encode_values`] writes, without writing it.
+pub fn values_len(values: &Values, at: u64, resolved: &[Resolved<'_>], dict: &Dict) -> usize {
+    let step_len = |step: &[u8]| {
+        if is_hex_step(step) {
+            len_u64(step.len() as u64 / 2) + step.len() / 2
+        } else if let Some(id) = dict.id_of(step) {
+            len_u64(u64::from(id))
+        } else {
+            len_u64(step.len() as u64) + step.len()
+        }
+    };
+    let child_len = |child: &Resolved<'_>| match child {
+        Resolved::Inline(bytes) => len_u64(bytes.len() as u64) + bytes.len(),
+        Resolved::Blob(offset, _) | Resolved::Dir(offset, _) => len_u64(at - offset) + std::mem::size_of::<Hash>(),
+    };
+    let entries = values.iter().zip(resolved).map(|((step, _), child)| 1 + step_len(step) + child_len(child));
+    len_u64(values.len() as u64) + entries.sum::<usize>()
 }
 
 /// A value inode's child as a record stores it: what a full record and
@@ -568,5 +588,30 @@ mod tests {
         assert_eq!(kinds, expected);
         let Body::Values(decoded) = decode_values(&out, 1_000, &dict).unwrap().body else { panic!("a values inode") };
         assert_eq!(decoded.iter().map(|(s, _)| s.to_vec()).collect::<Vec<_>>(), sorted.iter().map(|s| s.to_vec()).collect::<Vec<_>>());
+    }
+
+    /// What a value inode's record would take is measured exactly: steps
+    /// hex, in the dictionary and raw; children inline, blobs and
+    /// directories at near and far offsets.
+    #[test]
+    fn a_value_record_is_measured_as_written() {
+        let mut dict = Dict::default();
+        dict.push(crate::node::Step::from_slice(b"balance"));
+        let child = |k: usize| match k % 4 {
+            0 => value_child(&vec![7; k % 33]),
+            1 => Child::Dir(Ptr::stored(1_000_000 - 100 * k as u64, Hash([1; 32]))),
+            2 => Child::Contents(Leaf::Blob { offset: 10 * k as u64, hash: Hash([2; 32]) }),
+            _ => value_child(b""),
+        };
+        let steps: [&[u8]; 8] = [b"00", b"0a1f", b"0A1F", b"abc", b"balance", b"counter", b"ff", &[0xff; 40]];
+        for n in 0..=steps.len() {
+            for shift in 0..4 {
+                let values = Values::from_sorted(steps[..n].iter().enumerate().map(|(k, s)| (*s, child(k + shift))));
+                let resolved = resolve_children(&values, &[]);
+                let mut out = Vec::new();
+                encode_values(&values, 1_000_000, &resolved, &dict, None, &mut out);
+                assert_eq!(values_len(&values, 1_000_000, &resolved, &dict), out.len(), "{n} entries, shift {shift}");
+            }
+        }
     }
 }

@@ -21,7 +21,7 @@ use super::node::{
     write_delta, write_entry,
 };
 use crate::dict::Dict;
-use crate::node::{BaseChild, BaseEntries, Body, Child, Inode, PatchBase, Ptr, Values, ValuesBuilder};
+use crate::node::{Body, Child, Inode, PatchBase, Ptr, Values, ValuesBuilder, ValuesMarks};
 
 /// Longest chain of patch records before a full tree record is written;
 /// also bounds how deep decoding follows bases.
@@ -142,69 +142,48 @@ pub struct ValuesPatch {
     pub inserted: Vec<(usize, Vec<u8>, Child)>,
 }
 
-/// Whether `child` is what the base entry `id` holds, so that a patch
-/// keeps the base's entry: the same record (offsets are never reused), or
-/// the same inline bytes.
-fn same_child(id: &BaseChild, child: &Resolved<'_>) -> bool {
-    match (id, child) {
-        (BaseChild::Dir(a), Resolved::Dir(b, _)) | (BaseChild::Blob(a), Resolved::Blob(b, _)) => a == b,
-        (BaseChild::Inline(a), Resolved::Inline(b)) => a.bytes() == *b,
-        _ => false,
-    }
-}
-
 /// Encodes the value inode `values` (its children `resolved`) as a patch
-/// over `over`, the written version it derives from.
+/// over `over`, the written version it derives from, `marks` saying which
+/// entries changed since. A child written at or after `start` (this
+/// commit's first record) changed too: a directory changed below, or a
+/// blob a collection removed, written again.
 /// Returns the indices of the entries it inserts (whose steps it writes;
 /// the writer notes those written raw once it chooses the patch), and how
 /// many entries it names (replaced or inserted).
+#[expect(clippy::too_many_arguments, reason = "the patch's base and marks, the inode and where it is written, the dictionary")]
 pub fn encode_values_patch(
     over: &PatchBase,
-    base: &BaseEntries,
+    marks: &ValuesMarks,
     values: &Values,
     resolved: &[Resolved<'_>],
+    start: u64,
     at: u64,
     dict: &Dict,
     out: &mut Vec<u8>,
 ) -> (smallvec::SmallVec<[usize; ENTRIES]>, usize) {
-    let (base_offset, instance) = (over.offset, over.instance);
-    assert!(base_offset < at && base.count() <= ENTRIES, "a patch of an earlier value inode");
-    let (mut changed, mut present) = (0u32, 0u32);
+    assert!(over.offset < at && usize::from(marks.base_len) <= ENTRIES, "a patch of an earlier value inode");
+    let (mut changed, mut present) = (marks.removed | marks.replaced, marks.replaced);
+    // The entries whose child is replaced (in the base's order too).
     let mut replaced: smallvec::SmallVec<[usize; ENTRIES]> = smallvec::SmallVec::new();
     // Each new entry, and the base's entry it comes before.
     let mut inserted: smallvec::SmallVec<[(usize, usize); ENTRIES]> = smallvec::SmallVec::new();
-    let (mut i, mut j) = (0, 0);
-    let base_len = base.count();
-    let mut entry = (i < base_len).then(|| base.get(i, instance));
-    while i < base_len || j < values.len() {
-        let order = match (&entry, j < values.len()) {
-            (Some((step, _)), true) => (*step).cmp(values.step(j)),
-            (Some(_), false) => std::cmp::Ordering::Less,
-            (None, _) => std::cmp::Ordering::Greater,
-        };
-        match order {
-            std::cmp::Ordering::Less => {
-                changed |= 1 << i;
-                i += 1;
-            }
-            std::cmp::Ordering::Greater => {
-                inserted.push((j, i));
-                j += 1;
-                continue;
-            }
-            std::cmp::Ordering::Equal => {
-                if !entry.as_ref().is_some_and(|(_, id)| same_child(id, &resolved[j])) {
+    for (j, source) in marks.sources(values.len()).enumerate() {
+        match source {
+            Ok(i) => {
+                let written = match resolved[j] {
+                    Resolved::Dir(offset, _) | Resolved::Blob(offset, _) => offset >= start,
+                    Resolved::Inline(_) => false,
+                };
+                if written || marks.replaced & (1 << i) != 0 {
                     changed |= 1 << i;
                     present |= 1 << i;
                     replaced.push(j);
                 }
-                i += 1;
-                j += 1;
             }
+            Err(position) => inserted.push((j, position)),
         }
-        entry = (i < base_len).then(|| base.get(i, instance));
     }
-    write_u64(out, at - base_offset);
+    write_u64(out, at - over.offset);
     write_u64(out, values.len() as u64);
     write_u64(out, u64::from(changed));
     write_u64(out, u64::from(present));
@@ -404,31 +383,40 @@ mod tests {
     use crate::dict::RawSteps;
     use crate::format::node::{encode_values, references, resolve_children};
     use crate::format::record::RecordKind;
-    use crate::node::BaseHeld;
+    use crate::node::{BaseHeld, Loader, NoLoader, Written};
     use std::sync::Arc;
 
     /// A value patch names only what changed (a replaced child, a removed
-    /// entry, an inserted one), gives back the new version over its base,
-    /// and tells a collection which of the base's entries it still needs:
-    /// those it keeps, minus those a mask over its own entries names.
+    /// entry, an inserted one, a directory written again), gives back the
+    /// new version over its base, and tells a collection which of the
+    /// base's entries it still needs: those it keeps, minus those a mask
+    /// over its own entries names.
     #[test]
     fn a_value_patch_names_what_changed_and_maps_masks_to_its_base() {
         let dir = |offset: u64| Child::Dir(Ptr::stored(offset, Hash::of_bytes(&offset.to_le_bytes())));
         let base_values = Values::from_sorted([(&b"a"[..], dir(10)), (b"b", dir(20)), (b"c", dir(30)), (b"d", dir(40))]);
         let base = Inode::new(Body::Values(base_values.clone()));
-        // b replaced, c removed, "bb" and "e" inserted; a and d kept.
-        let new = Values::from_sorted([(&b"a"[..], dir(10)), (b"b", dir(50)), (b"bb", dir(60)), (b"d", dir(40)), (b"e", dir(70))]);
-        let entries = BaseEntries::Shared(Arc::new(Inode::new(Body::Values(base_values))));
-        let over = PatchBase { instance: 1, offset: 100, chain: 0, since: 0, held: BaseHeld::Values(entries.clone()) };
+        // b replaced, c removed, "bb" and "e" inserted; a and d kept. The
+        // updates mark what they change, on the written version.
+        let mut now = Arc::new(Inode::new(Body::Values(base_values)));
+        now.mark_stored(1, 100, 0);
+        let r = &NoLoader as &dyn Loader;
+        for (step, child) in [(&b"b"[..], dir(50)), (b"bb", dir(60)), (b"e", dir(70))] {
+            pando_core::dir::set(&mut now, 0, step, child, r).unwrap();
+        }
+        assert!(pando_core::dir::remove(&mut now, 0, b"c", r).unwrap());
+        let over = now.take_patch_base().expect("a written version changed");
+        let BaseHeld::Values(marks) = over.held else { panic!("a value inode's marks") };
+        let Body::Values(new) = &now.body else { panic!("a value inode") };
         let (dict, mut out) = (Dict::default(), Vec::new());
-        let resolved = resolve_children(&new, &[]);
-        let (inserted, named) = encode_values_patch(&over, &entries, &new, &resolved, 1_000, &dict, &mut out);
+        let resolved = resolve_children(new, &[]);
+        let (inserted, named) = encode_values_patch(&over, &marks, new, &resolved, 1_000, 1_000, &dict, &mut out);
         assert_eq!((inserted.to_vec(), named), (vec![2, 4], 3));
         let patch = ValuesPatch::decode(&out, 1_000, &dict).unwrap();
         assert_eq!((patch.base, patch.changed, patch.present), (100, 0b0110, 0b0010));
         let Body::Values(applied) = patch.apply(&base).unwrap().body else { panic!("a value inode") };
         assert!(applied.iter().map(|(s, _)| s).eq(new.iter().map(|(s, _)| s)));
-        assert_eq!(resolve_children(&applied, &[]), resolve_children(&new, &[]));
+        assert_eq!(resolve_children(&applied, &[]), resolve_children(new, &[]));
         // Reached whole: its own children (b, bb, e), and the base without
         // the entries it changed (b, c). Reached with d and bb masked (its
         // entries 3 and 2): not bb, and the base without d either.
@@ -445,5 +433,11 @@ mod tests {
         refs.clear();
         references(RecordKind::Values, &full, 100, 0b1110, &mut refs).unwrap();
         assert_eq!(refs, vec![(10, 0)]);
+        // A directory written again since (at or after the commit's first
+        // record) is named, though no update marked it.
+        out.clear();
+        let (_, named) = encode_values_patch(&over, &marks, new, &resolved, 35, 1_000, &dict, &mut out);
+        let again = ValuesPatch::decode(&out, 1_000, &dict).unwrap();
+        assert_eq!((named, again.changed, again.present), (4, 0b1110, 0b1010));
     }
 }

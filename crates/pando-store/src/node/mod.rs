@@ -21,13 +21,15 @@
 //!   and then forgets where it was written ([`Hold::thaw`]); an update of
 //!   a shared one works on a copy. Either way the inode remembers what a
 //!   patch against the written version needs ([`PatchBase`]), and its
-//!   pointers' marks of changed children start empty then: a tree inode's
-//!   marks count from the written version it derives from (any other body
-//!   is new, all of it marked).
+//!   marks of changed entries start empty then: a tree inode's pointers'
+//!   and a value inode's [`ValuesMarks`] count from the written version it
+//!   derives from (any other tree body is new, all of it marked; a value
+//!   inode built anew has no base).
 //! - A [`Leaf::Staged`] names a blob record written before its commit; its
 //!   offset stays in the store's [`StagedSet`] until a commit referring to
 //!   it is in the index, or the last copy drops.
 
+mod marks;
 mod memo;
 mod staged;
 
@@ -37,6 +39,7 @@ use pando_core::tezos::contents_hash;
 use std::sync::atomic::{AtomicU8, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock, OnceLock};
 
+pub use marks::ValuesMarks;
 pub use memo::HashMemo;
 pub use staged::{Staged, StagedSet};
 use crate::error::{Error, Result};
@@ -234,12 +237,10 @@ pub struct Meta {
 const UNSET: u8 = u8::MAX;
 
 /// What a patch against a written inode needs of it: where it was
-/// written, its chain of patches, and what it held: a tree inode's
+/// written, its chain of patches, and what changed since: a tree inode's
 /// children's indices (which children the new version changed, its
 /// pointers count from then on, [`Pointers::changed`]: the base's
-/// children are never read), a value inode's entries (read from the
-/// written inode when a copy changes, copied before it changes in place:
-/// at most 32).
+/// children are never read), a value inode's marks ([`ValuesMarks`]).
 #[derive(Clone, Debug)]
 pub struct PatchBase {
     /// The store instance that wrote it, and the record's offset.
@@ -252,123 +253,25 @@ pub struct PatchBase {
     pub held: BaseHeld,
 }
 
-/// What a written inode held, as a patch against it compares it.
+/// What a written inode held, as a patch against it needs it.
 #[derive(Clone, Debug)]
 pub enum BaseHeld {
     /// A tree inode at `depth`, with its children's indices.
     Tree { depth: u32, bitmap: u32 },
-    /// A value inode's entries.
-    Values(BaseEntries),
-}
-
-/// A written value inode's entries, as a patch against it reads them.
-#[derive(Clone)]
-pub enum BaseEntries {
-    /// The written inode itself, shared (a copy is being changed): it
-    /// stays as it is.
-    Shared(Arc<Inode>),
-    /// Its entries, copied before it changed in place.
-    Copied(Box<[BaseEntry]>),
-}
-
-impl std::fmt::Debug for BaseEntries {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            BaseEntries::Shared(inode) => write!(f, "Shared({:?})", inode.stored_at()),
-            BaseEntries::Copied(entries) => f.debug_tuple("Copied").field(entries).finish(),
-        }
-    }
-}
-
-impl BaseEntries {
-    /// How many entries it holds.
-    pub fn count(&self) -> usize {
-        match self {
-            BaseEntries::Shared(inode) => match &inode.body {
-                Body::Values(values) => values.len(),
-                Body::Tree(_) => 0,
-            },
-            BaseEntries::Copied(entries) => entries.len(),
-        }
-    }
-
-    /// The `i`-th entry's step and child, for store instance `instance`.
-    pub fn get(&self, i: usize, instance: u64) -> (&[u8], BaseChild) {
-        match self {
-            BaseEntries::Shared(inode) => match &inode.body {
-                Body::Values(values) => (values.step(i), base_child(values.child(i), instance)),
-                Body::Tree(_) => unreachable!("a value inode's entries"),
-            },
-            BaseEntries::Copied(entries) => (&entries[i].step, entries[i].id.clone()),
-        }
-    }
-}
-
-/// What a written value inode's child is on disk. A child in memory names
-/// the record it was written to, which is the one the inode's record
-/// names, or one a collection removed (then written again): a patch then
-/// finds it changed, since no offset is used twice.
-fn base_child(child: &Child, instance: u64) -> BaseChild {
-    match child {
-        Child::Dir(Ptr::Stored { offset, .. }) => BaseChild::Dir(*offset),
-        Child::Dir(Ptr::Mem(root, _)) => root.stored_offset(instance).map_or(BaseChild::Unknown, BaseChild::Dir),
-        Child::Contents(Leaf::Inline(inline)) => BaseChild::Inline(inline.clone()),
-        Child::Contents(Leaf::Blob { offset, .. }) => BaseChild::Blob(*offset),
-        Child::Contents(Leaf::Staged(staged)) => BaseChild::Blob(staged.offset),
-        Child::Contents(Leaf::Value(value)) => value.stored_offset(instance).map_or(BaseChild::Unknown, BaseChild::Blob),
-    }
-}
-
-/// An entry of a written value inode, as a patch against it compares it:
-/// its step and what its child is on disk.
-#[derive(Clone, Debug)]
-pub struct BaseEntry {
-    pub step: Step,
-    pub id: BaseChild,
-}
-
-/// What a written value inode's entry holds, as its record says it.
-#[derive(Clone, Debug)]
-pub enum BaseChild {
-    /// A directory whose root inode is the record at this offset.
-    Dir(u64),
-    /// Contents in the blob record at this offset.
-    Blob(u64),
-    Inline(Inline),
-    /// A child in memory that this store instance did not write: a patch
-    /// replaces the entry.
-    Unknown,
-}
-
-impl std::fmt::Debug for Inline {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Inline({:?})", self.bytes())
-    }
+    /// A value inode, and which of its entries changed since.
+    Values(ValuesMarks),
 }
 
 impl PatchBase {
-    /// For an inode a store wrote, about to change in place; `None`
-    /// otherwise.
+    /// For an inode a store wrote, about to change (in place, or a copy of
+    /// it); `None` otherwise.
     fn of(inode: &Inode) -> Option<Box<PatchBase>> {
-        PatchBase::with(inode, |values, instance| {
-            let entries = values.iter().map(|(step, child)| BaseEntry { step: Step::from_slice(step), id: base_child(child, instance) });
-            BaseEntries::Copied(entries.collect())
-        })
-    }
-
-    /// For a written inode that a copy changes: it stays as it is, and a
-    /// value inode's entries are read from it when the copy is written.
-    fn of_shared(inode: &Arc<Inode>) -> Option<Box<PatchBase>> {
-        PatchBase::with(inode, |_, _| BaseEntries::Shared(inode.clone()))
-    }
-
-    fn with(inode: &Inode, entries: impl FnOnce(&Values, u64) -> BaseEntries) -> Option<Box<PatchBase>> {
         let &(instance, offset) = inode.meta.stored.get()?;
         let chain = inode.patch_chain()?;
         let since = inode.kept_since().unwrap_or(0);
         let held = match &inode.body {
             Body::Tree(pointers) => BaseHeld::Tree { depth: pointers.depth, bitmap: pointers.bitmap() },
-            Body::Values(values) => BaseHeld::Values(entries(values, instance)),
+            Body::Values(values) => BaseHeld::Values(ValuesMarks::unchanged(values.len())),
         };
         Some(Box::new(PatchBase { instance, offset, chain, since, held }))
     }
@@ -512,11 +415,17 @@ impl Hold for Held {
             if let Some(body) = copy {
                 forget_changes(body);
             }
-            (PatchBase::of_shared(from), 0)
+            (PatchBase::of(from), 0)
         } else {
             (from.meta.base.lock().clone(), from.meta.counted.swap(0, Ordering::Relaxed))
         };
         Meta { base: parking_lot::Mutex::new(base), counted: AtomicU64::new(counted), ..Meta::default() }
+    }
+
+    fn note_values(meta: &mut Meta, change: dir::ValuesChange) {
+        if let Some(PatchBase { held: BaseHeld::Values(marks), .. }) = meta.base.get_mut().as_deref_mut() {
+            marks.note(change);
+        }
     }
 }
 

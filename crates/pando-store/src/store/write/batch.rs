@@ -14,7 +14,7 @@ use super::hashing::{Claims, is_subtree, position};
 use crate::crash_point;
 use crate::dict::{Dict, RawSteps};
 use crate::error::{Error, Result};
-use crate::format::node::{encode_tree, encode_values, note_raw_steps, resolve_children};
+use crate::format::node::{encode_tree, encode_values, note_raw_steps, resolve_children, values_len};
 use crate::format::patch::{MAX_PATCH_CHAIN, MAX_PATCH_CHANGES, TreePatch, encode_values_patch};
 use crate::format::record::{self, RecordKind};
 use crate::node::{BaseHeld, Body, Child, Inode, Leaf, Loader, PatchBase, Pointers, Ptr, Value, Written, prefetch_children_meta};
@@ -332,28 +332,26 @@ impl<'a, 's> Batch<'a, 's> {
                 let resolved = resolve_children(values, &written);
                 self.payload.clear();
                 match values_base.as_deref().and_then(|base| match &base.held {
-                    BaseHeld::Values(entries) => Some((base, entries)),
+                    BaseHeld::Values(marks) => Some((base, marks)),
                     BaseHeld::Tree { .. } => None,
                 }) {
-                    // The shorter way is written (a patch naming at most
-                    // half of four or more entries is: the full record is
-                    // not encoded then); the steps it writes raw are noted
-                    // only once it is chosen.
-                    Some((base, entries)) => {
+                    // The shorter way is written (the full record is
+                    // measured, and encoded only if chosen; a patch naming
+                    // at most half of four or more entries is surely
+                    // shorter); the steps it writes raw are noted only
+                    // once it is chosen.
+                    Some((base, marks)) => {
                         self.patch.clear();
                         let (inserted, named) =
-                            encode_values_patch(base, entries, values, &resolved, at, self.dict, &mut self.patch);
+                            encode_values_patch(base, marks, values, &resolved, self.start, at, self.dict, &mut self.patch);
                         let surely_shorter = values.len() >= 4 && 2 * named <= values.len();
-                        if !surely_shorter {
-                            encode_values(values, at, &resolved, self.dict, None, &mut self.payload);
-                        }
-                        if surely_shorter || self.patch.len() < self.payload.len() {
+                        if surely_shorter || self.patch.len() < values_len(values, at, &resolved, self.dict) {
                             std::mem::swap(&mut self.patch, &mut self.payload);
                             note_raw_steps(inserted.iter().map(|&j| values.step(j)), self.dict, &mut self.raw_steps);
                             patch_chain = base.chain + 1;
                             RecordKind::ValuesPatch
                         } else {
-                            note_raw_steps(values.iter().map(|(step, _)| step), self.dict, &mut self.raw_steps);
+                            encode_values(values, at, &resolved, self.dict, Some(&mut self.raw_steps), &mut self.payload);
                             RecordKind::Values
                         }
                     }

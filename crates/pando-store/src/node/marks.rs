@@ -1,0 +1,211 @@
+//! Which entries of a value inode changed since the written version it
+//! derives from: marks kept as updates make them, so that writing it as a
+//! patch compares nothing and the written version is never copied.
+//!
+//! Invariants:
+//! - `new` has a bit for each of the inode's entries that its base does
+//!   not hold; every other entry is, in order, one of the base's entries
+//!   not in `removed`.
+//! - `replaced` and `removed` are disjoint masks over the base's
+//!   `base_len` entries. `replaced` has every entry an update set or went
+//!   through to change a directory below (`dir::find_mut`), however long
+//!   ago: the directory may be written by another tree's commit before
+//!   this inode's. Not marked: a child written again because a collection
+//!   removed its record; the writer finds it by its offset (at or after
+//!   the commit's first record), as it does a tree inode's.
+
+use pando_core::dir::ValuesChange;
+
+use super::{Child, Values};
+
+/// The marks of a value inode's changes over its base (see the module).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ValuesMarks {
+    /// How many entries the base holds.
+    pub base_len: u8,
+    /// The base's entries whose child was replaced, by base index.
+    pub replaced: u32,
+    /// The base's entries removed, by base index.
+    pub removed: u32,
+    /// The entries the base does not hold, by position.
+    pub new: u32,
+}
+
+/// The bits of `mask` below bit `p`.
+fn below(mask: u32, p: usize) -> u32 {
+    mask & ((1u64 << p) - 1) as u32
+}
+
+impl ValuesMarks {
+    /// No change over a base of `len` entries.
+    pub fn unchanged(len: usize) -> ValuesMarks {
+        let base_len = u8::try_from(len).expect("a value inode holds at most 32 entries");
+        ValuesMarks { base_len, ..ValuesMarks::default() }
+    }
+
+    /// Records a change an update made.
+    pub fn note(&mut self, change: ValuesChange) {
+        match change {
+            ValuesChange::Replaced(p) => {
+                if let Some(i) = self.base_index(p) {
+                    self.replaced |= 1 << i;
+                }
+            }
+            ValuesChange::Removed(p) => {
+                if let Some(i) = self.base_index(p) {
+                    self.removed |= 1 << i;
+                    self.replaced &= !(1 << i);
+                }
+                self.new = below(self.new, p) | ((u64::from(self.new) >> (p + 1)) << p) as u32;
+            }
+            ValuesChange::Inserted(p) => {
+                self.new = below(self.new, p) | ((u64::from(self.new) >> p) << (p + 1)) as u32 | 1 << p;
+            }
+        }
+    }
+
+    /// The base's index of the entry at position `p`; `None` for a new one.
+    fn base_index(&self, p: usize) -> Option<usize> {
+        if self.new & (1 << p) != 0 {
+            return None;
+        }
+        // The how-many-th of the base's kept entries it is.
+        let mut kept = p - below(self.new, p).count_ones() as usize;
+        for i in (0..usize::from(self.base_len)).filter(|&i| self.removed & (1 << i) == 0) {
+            if kept == 0 {
+                return Some(i);
+            }
+            kept -= 1;
+        }
+        unreachable!("an entry that is not new is one of the base's")
+    }
+
+    /// Where each of `len` entries comes from: the base's index of each
+    /// entry it holds, or, for a new one, `Err` with the base's index of
+    /// the first of the base's kept entries after it (its length if none).
+    pub fn sources(&self, len: usize) -> impl Iterator<Item = Result<usize, usize>> + '_ {
+        let kept = |i: usize| (i..usize::from(self.base_len)).find(|&i| self.removed & (1 << i) == 0);
+        let mut next = kept(0);
+        (0..len).map(move |p| {
+            let at = next.unwrap_or(usize::from(self.base_len));
+            if self.new & (1 << p) != 0 {
+                return Err(at);
+            }
+            let i = next.expect("an entry that is not new is one of the base's");
+            next = kept(i + 1);
+            Ok(i)
+        })
+    }
+
+    /// The marks of `now` over `base` found by comparing them (entries by
+    /// step, children by `same`): what the updates from one to the other
+    /// would have marked, but for a child replaced by an equal one. For
+    /// tests and fuzzing.
+    pub fn between(base: &Values, now: &Values, same: impl Fn(&Child, &Child) -> bool) -> ValuesMarks {
+        let mut marks = ValuesMarks::unchanged(base.len());
+        let (mut i, mut j) = (0, 0);
+        while i < base.len() || j < now.len() {
+            let order = match (i < base.len(), j < now.len()) {
+                (true, true) => base.step(i).cmp(now.step(j)),
+                (true, false) => std::cmp::Ordering::Less,
+                (false, _) => std::cmp::Ordering::Greater,
+            };
+            match order {
+                std::cmp::Ordering::Less => {
+                    marks.removed |= 1 << i;
+                    i += 1;
+                }
+                std::cmp::Ordering::Greater => {
+                    marks.new |= 1 << j;
+                    j += 1;
+                }
+                std::cmp::Ordering::Equal => {
+                    if !same(base.child(i), now.child(j)) {
+                        marks.replaced |= 1 << i;
+                    }
+                    i += 1;
+                    j += 1;
+                }
+            }
+        }
+        marks
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::node::{BaseHeld, Inode, Leaf, Loader, NoLoader, Written, value_child};
+    use pando_core::dir::{self, Body};
+
+    /// Marks kept through any sequence of updates, in place or on copies of
+    /// a shared version, are those a comparison of the two versions finds,
+    /// and say where each entry comes from.
+    #[test]
+    fn marks_follow_updates() {
+        let r = &NoLoader as &dyn Loader;
+        let step = |k: u32| format!("{k:02}").into_bytes();
+        let mut rng = 0x9e37_79b9_u32;
+        let mut next = move |n: u32| {
+            rng ^= rng << 13;
+            rng ^= rng >> 17;
+            rng ^= rng << 5;
+            rng % n
+        };
+        let same = |a: &Child, b: &Child| match (a, b) {
+            (Child::Contents(Leaf::Inline(a)), Child::Contents(Leaf::Inline(b))) => a.bytes() == b.bytes(),
+            _ => false,
+        };
+        let values = |inode: &Inode| match &inode.body {
+            Body::Values(values) => values.clone(),
+            Body::Tree(_) => unreachable!("at most 32 entries"),
+        };
+        for round in 0..500u32 {
+            // (Not the shared empty inode: this one is marked written.)
+            let mut root = Inode::values(Values::new());
+            for k in 0..next(33) {
+                dir::set(&mut root, 0, &step(k * 2), value_child(&[k as u8]), r).unwrap();
+            }
+            root.mark_stored(1, 100, 0);
+            let base = values(&root);
+            for _ in 0..next(12) {
+                let k = next(70);
+                let present = holds(&root, &step(k));
+                // (A removed entry of the base put back is marked removed
+                // and new, where a comparison finds it replaced.)
+                if !present && base.search(&step(k)).is_ok() {
+                    continue;
+                }
+                // Sometimes the version is shared: the update copies it.
+                let shared = (next(3) == 0).then(|| root.clone());
+                if present && next(2) == 0 {
+                    assert!(dir::remove(&mut root, 0, &step(k), r).unwrap());
+                } else if present || root.len() < 32 {
+                    dir::set(&mut root, 0, &step(k), value_child(&[100 + (round % 100) as u8]), r).unwrap();
+                }
+                drop(shared);
+            }
+            let now = values(&root);
+            let marks = match root.take_patch_base().map(|base| base.held) {
+                Some(BaseHeld::Values(marks)) => marks,
+                Some(BaseHeld::Tree { .. }) => unreachable!("a value inode"),
+                None => ValuesMarks::unchanged(base.len()),
+            };
+            assert_eq!(marks, ValuesMarks::between(&base, &now, same), "round {round}");
+            for (p, source) in marks.sources(now.len()).enumerate() {
+                match source {
+                    Ok(i) => assert_eq!(base.step(i), now.step(p)),
+                    Err(before) => {
+                        assert!(base.search(now.step(p)).is_err());
+                        assert!(before == base.len() || base.step(before) > now.step(p));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Whether the value inode holds `step`.
+    fn holds(root: &Inode, step: &[u8]) -> bool {
+        matches!(&root.body, Body::Values(values) if values.search(step).is_ok())
+    }
+}
