@@ -16,7 +16,6 @@
 
 use pando_core::dir::ValuesChange;
 
-use super::{Child, Values};
 
 /// The marks of a value inode's changes over its base (see the module).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -101,7 +100,8 @@ impl ValuesMarks {
     /// step, children by `same`): what the updates from one to the other
     /// would have marked, but for a child replaced by an equal one. For
     /// tests and fuzzing.
-    pub fn between(base: &Values, now: &Values, same: impl Fn(&Child, &Child) -> bool) -> ValuesMarks {
+    #[cfg(any(test, feature = "fuzzing"))]
+    pub fn between(base: &super::Values, now: &super::Values, same: impl Fn(&super::Child, &super::Child) -> bool) -> ValuesMarks {
         let mut marks = ValuesMarks::unchanged(base.len());
         let (mut i, mut j) = (0, 0);
         while i < base.len() || j < now.len() {
@@ -135,7 +135,7 @@ impl ValuesMarks {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::node::{BaseHeld, Inode, Leaf, Loader, NoLoader, Written, value_child};
+    use crate::node::{BaseHeld, Child, Inode, Leaf, Loader, NoLoader, Values, Written, value_child};
     use pando_core::dir::{self, Body};
 
     /// Marks kept through any sequence of updates, in place or on copies of

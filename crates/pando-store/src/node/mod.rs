@@ -217,7 +217,8 @@ pub struct Meta {
     patch_chain: AtomicU8,
     /// For an inode being updated: the written version it derives from,
     /// so that writing it can record only the difference. Taken when
-    /// written.
+    /// written. For a tree inode this store instance wrote: itself as a
+    /// base, for its chain's root ([`Written::keep_root`]).
     base: parking_lot::Mutex<Option<Box<PatchBase>>>,
     /// For an inode of the writer's kept tree (see `store::write::commit`): the
     /// oldest commit (by the writer's count, from 1) that wrote an inode of
@@ -251,6 +252,19 @@ pub struct PatchBase {
     /// kept is older.
     pub since: u32,
     pub held: BaseHeld,
+    /// For a tree inode this store instance wrote: the full record its
+    /// chain of patches starts from, and which children changed since.
+    pub root: Option<ChainRoot>,
+}
+
+/// The full record a written tree inode's chain of patches starts from
+/// (the inode's own record when written in full), and the children its
+/// patches changed since: a patch over that record naming them is the
+/// inode too.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ChainRoot {
+    pub offset: u64,
+    pub changed: u32,
 }
 
 /// What a written inode held, as a patch against it needs it.
@@ -269,11 +283,15 @@ impl PatchBase {
         let &(instance, offset) = inode.meta.stored.get()?;
         let chain = inode.patch_chain()?;
         let since = inode.kept_since().unwrap_or(0);
-        let held = match &inode.body {
-            Body::Tree(pointers) => BaseHeld::Tree { depth: pointers.depth, bitmap: pointers.bitmap() },
-            Body::Values(values) => BaseHeld::Values(ValuesMarks::unchanged(values.len())),
+        let (held, root) = match &inode.body {
+            Body::Tree(pointers) => {
+                // Kept beside it when this instance wrote it (see `Written::keep_root`).
+                let root = inode.meta.base.lock().as_ref().and_then(|written| written.root);
+                (BaseHeld::Tree { depth: pointers.depth, bitmap: pointers.bitmap() }, root)
+            }
+            Body::Values(values) => (BaseHeld::Values(ValuesMarks::unchanged(values.len())), None),
         };
-        Some(Box::new(PatchBase { instance, offset, chain, since, held }))
+        Some(Box::new(PatchBase { instance, offset, chain, since, held, root }))
     }
 }
 
@@ -457,6 +475,9 @@ pub trait Written {
     /// What a patch against the written version an updated tree inode
     /// derives from needs, taken: the writer asks once, as it writes it.
     fn take_patch_base(&self) -> Option<Box<PatchBase>>;
+    /// For a tree inode just written: keeps its chain's root beside it,
+    /// for the next version's patch.
+    fn keep_root(&self, root: ChainRoot);
     /// Bytes of memory a cached copy costs, for the cache's budget.
     fn cache_weight(&self) -> u64;
     /// For an inode of the kept tree: the oldest commit its kept subtree
@@ -497,6 +518,13 @@ impl Written for Inode {
 
     fn take_patch_base(&self) -> Option<Box<PatchBase>> {
         self.meta.base.lock().take()
+    }
+
+    fn keep_root(&self, root: ChainRoot) {
+        if let Some(mut written) = PatchBase::of(self) {
+            written.root = Some(root);
+            *self.meta.base.lock() = Some(written);
+        }
     }
 
     fn cache_weight(&self) -> u64 {

@@ -15,9 +15,11 @@ use crate::crash_point;
 use crate::dict::{Dict, RawSteps};
 use crate::error::{Error, Result};
 use crate::format::node::{encode_tree, encode_values, note_raw_steps, resolve_children, values_len};
-use crate::format::patch::{MAX_PATCH_CHAIN, MAX_PATCH_CHANGES, TreePatch, encode_values_patch};
+use crate::format::patch::{MAX_PATCH_CHAIN, MAX_PATCH_CHANGES, MAX_ROOT_CHANGES, TreePatch, encode_values_patch};
 use crate::format::record::{self, RecordKind};
-use crate::node::{BaseHeld, Body, Child, Inode, Leaf, Loader, PatchBase, Pointers, Ptr, Value, Written, prefetch_children_meta};
+use crate::node::{
+    BaseHeld, Body, ChainRoot, Child, Inode, Leaf, Loader, PatchBase, Pointers, Ptr, Value, Written, prefetch_children_meta,
+};
 
 /// Builds one commit's batch of records.
 pub(in crate::store) struct Batch<'a, 's> {
@@ -284,24 +286,29 @@ impl<'a, 's> Batch<'a, 's> {
         let mut cuts: Vec<(usize, Ptr)> = Vec::new();
         let mut written: smallvec::SmallVec<[u64; ENTRIES]> = smallvec::SmallVec::new();
         let mut patch_chain = 0;
+        // A tree inode's chain root once written (see `ChainRoot`).
+        let mut root = None;
         // Whether a value of this inode was written again, its record
         // collected: its mark, set once, still names the old record, so
         // the kept tree must not hold it (nor this inode, below).
         let mut stale_value = false;
         // A tree inode written as a patch, and the children it names; a
         // value inode's base, if it may be written as a patch over it.
+        // (An inode written again, its record collected, has none: what
+        // it keeps is itself as a base, for its chain's root.)
+        let base = inode.take_patch_base().filter(|_| !inode.is_stored());
         let (patch, values_base) = match &inode.body {
-            Body::Tree(pointers) => (inode.take_patch_base().and_then(|base| self.patch_plan(base, pointers)), None),
-            Body::Values(_) => (None, inode.take_patch_base().filter(|base| self.may_patch(base))),
+            Body::Tree(pointers) => (base.and_then(|base| self.patch_plan(&base, pointers)), None),
+            Body::Values(_) => (None, base.filter(|base| self.may_patch(base))),
         };
         // With every record the tree refers to held, and every child kept
         // since the window began (the base's oldest is), a patch visits only
         // the children it names: the others are the base's, written and
         // kept as they were, none older than the base says.
         let only = match &patch {
-            Some((base, changed)) if self.refs_held && base.since >= self.cutoff => {
-                since = since.min(base.since);
-                Some(*changed)
+            Some(plan) if self.refs_held && plan.since >= self.cutoff => {
+                since = since.min(plan.since);
+                Some(plan.named)
             }
             _ => None,
         };
@@ -382,10 +389,11 @@ impl<'a, 's> Batch<'a, 's> {
                 }
                 let at = self.next_offset();
                 self.payload.clear();
-                match patch.and_then(|(base, changed)| patch_of(&base, changed, self.start, pointers, &children)) {
-                    Some((patch, chain)) => {
+                match patch.and_then(|plan| patch_of(&plan, self.start, pointers, &children)) {
+                    Some((patch, chain, chain_root)) => {
                         patch.encode(at, &mut self.payload);
                         patch_chain = chain;
+                        root = chain_root;
                         RecordKind::TreePatch
                     }
                     None => {
@@ -393,6 +401,7 @@ impl<'a, 's> Batch<'a, 's> {
                         // no other change: that patch is written.)
                         assert!(only.is_none(), "a tree inode written in full from some of its children");
                         encode_tree(depth, pointers.len, &children, at, &mut self.payload);
+                        root = Some(ChainRoot { offset: at, changed: 0 });
                         RecordKind::Tree
                     }
                 }
@@ -406,6 +415,9 @@ impl<'a, 's> Batch<'a, 's> {
         // value's mark would make the next commit refer to the old one.
         let rewritten = inode.is_stored();
         inode.mark_stored(self.instance, at, patch_chain);
+        if let Some(root) = root.filter(|_| !rewritten) {
+            inode.keep_root(root);
+        }
         self.superseded.extend(inode.take_replaced());
         self.kept_weight += weight;
         if rewritten || stale_value || self.kept_weight > self.keep_room {
@@ -425,6 +437,9 @@ impl<'a, 's> Batch<'a, 's> {
         }
         let copy = Inode::new(body);
         copy.mark_stored(self.instance, at, patch_chain);
+        if let Some(root) = root {
+            copy.keep_root(root);
+        }
         copy.remember_hashes_of(inode);
         copy.keep_since(since);
         copy.count_kept(self.seq, weight);
@@ -478,22 +493,62 @@ impl Batch<'_, '_> {
         base.instance == self.instance && base.chain < MAX_PATCH_CHAIN && self.holds(base.offset)
     }
 
-    /// Whether a tree inode may be written as a patch against `base`, the
-    /// written version it derives from, and which children the patch
-    /// would name: those whose pointer changed ([`Pointers::changed`]) or
-    /// that are in one version only. `None` to write it in full: a base
-    /// of another store instance or that a collection removed, of another
-    /// depth, at the end of its chain, or a patch naming no child or more
-    /// than [`max_patch_changes`].
-    fn patch_plan(&self, base: Box<PatchBase>, pointers: &Pointers) -> Option<(Box<PatchBase>, u32)> {
+    /// How a tree inode may be written as a patch, derived from `base`:
+    /// over `base` itself, naming the children whose pointer changed
+    /// ([`Pointers::changed`]) or that are in one version only, while its
+    /// chain is short of [`MAX_PATCH_CHAIN`] and they are at most
+    /// [`max_patch_changes`]; otherwise over its chain's root (a full
+    /// record), naming every child changed since, while they are at most
+    /// [`max_root_changes`]: a chain starts again at 1 without a full
+    /// record. `None` to write it in full: a base of another store
+    /// instance or that a collection removed, of another depth, or too
+    /// many changes either way.
+    fn patch_plan(&self, base: &PatchBase, pointers: &Pointers) -> Option<Plan> {
         let BaseHeld::Tree { depth, bitmap } = base.held else { return None };
-        if !self.may_patch(&base) || depth != pointers.depth {
+        if base.instance != self.instance || depth != pointers.depth {
             return None;
         }
         let changed = (pointers.changed() | (bitmap ^ pointers.bitmap())) & (bitmap | pointers.bitmap());
         let count = changed.count_ones() as usize;
-        (count > 0 && count <= max_patch_changes(pointers)).then_some((base, changed))
+        let since = base.since;
+        if base.chain < MAX_PATCH_CHAIN && self.holds(base.offset) && count > 0 && count <= max_patch_changes(pointers) {
+            let root = base.root.map(|root| ChainRoot { changed: root.changed | changed, ..root });
+            return Some(Plan {
+                over: base.offset,
+                chain: base.chain + 1,
+                named: changed,
+                limit: max_patch_changes(pointers),
+                since,
+                root,
+            });
+        }
+        let root = base.root?;
+        let named = root.changed | changed;
+        let limit = max_root_changes(pointers);
+        (named != 0 && named.count_ones() as usize <= limit && self.holds(root.offset)).then_some(Plan {
+            over: root.offset,
+            chain: 1,
+            named,
+            limit,
+            since,
+            root: Some(ChainRoot { changed: named, ..root }),
+        })
     }
+}
+
+/// How a tree inode is written as a patch (from [`Batch::patch_plan`]).
+pub(in crate::store) struct Plan {
+    /// The record it patches, and the patch's place in its chain.
+    over: u64,
+    chain: u8,
+    /// The children it names (more if written again this commit), and
+    /// the most it may.
+    named: u32,
+    limit: usize,
+    /// The oldest commit of the base's kept subtree.
+    since: u32,
+    /// Its chain's root once written, without the children written again.
+    root: Option<ChainRoot>,
 }
 
 /// The most children a patch of a tree inode of `pointers` names: fewer
@@ -504,20 +559,26 @@ fn max_patch_changes(pointers: &Pointers) -> usize {
     pointers.count().saturating_sub(1).min(MAX_PATCH_CHANGES)
 }
 
-/// The patch against `base` naming the children `changed` (from
-/// [`Batch::patch_plan`]) and any other this commit wrote (its records
-/// start at `start`: a child written again after a collection removed its
-/// record is one); `None` if that makes more than [`max_patch_changes`].
-/// `children` are the inode's written children met: index, offset and
-/// hash, every one a patch names among them.
+/// The most children a patch over its chain's root names: as
+/// [`max_patch_changes`], at most [`MAX_ROOT_CHANGES`].
+fn max_root_changes(pointers: &Pointers) -> usize {
+    pointers.count().saturating_sub(1).min(MAX_ROOT_CHANGES)
+}
+
+/// The patch of `plan` (from [`Batch::patch_plan`]), naming also any
+/// child this commit wrote (its records start at `start`: a child written
+/// again after a collection removed its record is one); `None` if that
+/// makes more than the plan's limit. `children` are the inode's written
+/// children met: index, offset and hash, every one a patch names among
+/// them. Returns the patch, its place in its chain, and the chain's root.
 fn patch_of(
-    base: &PatchBase,
-    mut changed: u32,
+    plan: &Plan,
     start: u64,
     pointers: &Pointers,
     children: &[(usize, u64, Hash)],
-) -> Option<(TreePatch, u8)> {
+) -> Option<(TreePatch, u8, Option<ChainRoot>)> {
     let mut now = [None; ENTRIES];
+    let mut changed = plan.named;
     for &(i, offset, hash) in children {
         now[i] = Some((offset, hash));
         if offset >= start {
@@ -525,10 +586,11 @@ fn patch_of(
         }
     }
     let changes: Vec<_> = (0..ENTRIES).filter(|i| changed & (1 << i) != 0).map(|i| (i, now[i])).collect();
-    if changes.len() > max_patch_changes(pointers) {
+    if changes.len() > plan.limit {
         return None;
     }
-    Some((TreePatch { depth: pointers.depth, len: pointers.len, base: base.offset, changes }, base.chain + 1))
+    let root = plan.root.map(|root| ChainRoot { changed: root.changed | changed, ..root });
+    Some((TreePatch { depth: pointers.depth, len: pointers.len, base: plan.over, changes }, plan.chain, root))
 }
 
 #[cfg(test)]
@@ -578,5 +640,62 @@ mod tests {
         expected.sort_unstable();
         assert_eq!(changed, expected);
         assert!(patch.changes.iter().all(|(_, pointer)| pointer.is_some_and(|(offset, _)| offset > base)));
+    }
+
+    /// At the end of its chain a tree inode is written as a patch over the
+    /// chain's full record, naming every child changed since: the chain
+    /// starts again at 1, and every version reads back.
+    #[test]
+    fn a_chain_starts_again_over_its_full_record() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), Options::default()).unwrap();
+        let step = |i: u32| format!("{i:08x}");
+        let path = |i: u32| ["index".to_string(), step(i), "balance".to_string()];
+        let commit = |tree: &crate::Tree, parents: &[pando_core::Hash]| {
+            store.commit(tree, crate::CommitMeta { parents, date: 1, author: "t", message: "" }).unwrap()
+        };
+        let mut tree = store.empty_tree();
+        for i in 0..3_000u32 {
+            tree.add_mut(&path(i), &i.to_be_bytes()).unwrap();
+        }
+        let mut commits = vec![commit(&tree, &[])];
+        let index_root = |tree: &crate::Tree| match tree.find_tree(&["index"]).unwrap().unwrap().node().unwrap() {
+            Child::Dir(Ptr::Mem(root, _)) => root.stored_offset(store.repo.read.id).expect("written"),
+            _ => panic!("the kept tree holds the directory's root"),
+        };
+        let full = index_root(&tree);
+        // Six versions, each changing an entry under another child of the
+        // directory's root.
+        let mut seen = std::collections::BTreeSet::new();
+        let changes: Vec<u32> = (0..3_000).filter(|&i| seen.insert(index(0, step(i).as_bytes()))).take(6).collect();
+        let mut written = Vec::new();
+        for &i in &changes {
+            tree.add_mut(&path(i), b"changed").unwrap();
+            let parents = [*commits.last().unwrap()];
+            commits.push(commit(&tree, &parents));
+            let at = index_root(&tree);
+            let (kind, payload) = store.repo.read.pack.read_record(at).unwrap();
+            assert_eq!(kind, RecordKind::TreePatch);
+            written.push(TreePatch::decode(&payload, at, 0).unwrap());
+        }
+        for (k, patch) in written.iter().enumerate().take(4) {
+            assert_eq!(patch.changes.len(), 1, "version {k} patches the one before");
+        }
+        assert_eq!(written[4].base, full, "the fifth version patches the chain's full record");
+        let named: Vec<usize> = written[4].changes.iter().map(|(i, _)| *i).collect();
+        let mut expected: Vec<usize> = changes[..5].iter().map(|&i| index(0, step(i).as_bytes())).collect();
+        expected.sort_unstable();
+        assert_eq!(named, expected, "naming every child changed since");
+        assert_eq!(written[5].changes.len(), 1, "and the next version patches it");
+        drop(tree);
+        store.close().unwrap();
+        let store = Store::open(dir.path(), Options::default()).unwrap();
+        for (k, commit) in commits.iter().enumerate() {
+            let tree = store.checkout(commit).unwrap().unwrap();
+            for (n, &i) in changes.iter().enumerate() {
+                let expected = if n < k { b"changed".to_vec() } else { i.to_be_bytes().to_vec() };
+                assert_eq!(tree.find(&path(i)).unwrap(), Some(expected), "commit {k}, entry {i}");
+            }
+        }
     }
 }
