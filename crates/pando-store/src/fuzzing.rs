@@ -168,8 +168,7 @@ fn payload_of(kind: RecordKind, payload: &[u8]) {
                 let Body::Values(values) = &applied.body else { panic!("a value patch gives a value inode") };
                 let Body::Values(base_values) = &base.body else { unreachable!("a value inode") };
                 let marks = ValuesMarks::between(base_values, values, same_stored);
-                let over =
-                    PatchBase { instance: 0, offset: AT - 1000, chain: 0, since: 0, held: BaseHeld::Values(marks), root: None };
+                let over = PatchBase { instance: 0, offset: AT - 1000, chain: 0, since: 0, held: BaseHeld::Values(marks) };
                 let resolved = node::resolve_children(values, &[]);
                 let mut out = Vec::new();
                 crate::format::patch::encode_values_patch(&over, &marks, values, &resolved, AT, AT, &dict, &mut out);

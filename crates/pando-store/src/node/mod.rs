@@ -217,8 +217,7 @@ pub struct Meta {
     patch_chain: AtomicU8,
     /// For an inode being updated: the written version it derives from,
     /// so that writing it can record only the difference. Taken when
-    /// written. For a tree inode this store instance wrote: itself as a
-    /// base, for its chain's root ([`Written::keep_root`]).
+    /// written.
     base: parking_lot::Mutex<Option<Box<PatchBase>>>,
     /// For an inode of the writer's kept tree (see `store::write::commit`): the
     /// oldest commit (by the writer's count, from 1) that wrote an inode of
@@ -252,19 +251,33 @@ pub struct PatchBase {
     /// kept is older.
     pub since: u32,
     pub held: BaseHeld,
-    /// For a tree inode this store instance wrote: the full record its
-    /// chain of patches starts from, and which children changed since.
-    pub root: Option<ChainRoot>,
 }
 
 /// The full record a written tree inode's chain of patches starts from
 /// (the inode's own record when written in full), and the children its
 /// patches changed since: a patch over that record naming them is the
-/// inode too.
+/// inode too. The writer notes it beside the inode's pointers
+/// ([`Pointers::note`]: copied with them, so a new version knows its
+/// written version's).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct ChainRoot {
     pub offset: u64,
     pub changed: u32,
+}
+
+impl ChainRoot {
+    /// The root noted beside `pointers`, if the writer noted one.
+    pub fn of(pointers: &Pointers) -> Option<ChainRoot> {
+        let word = pointers.note.word.load(Ordering::Relaxed);
+        (word != 0).then(|| ChainRoot { offset: word - 1, changed: pointers.note.mask.load(Ordering::Relaxed) })
+    }
+
+    /// Notes `root` beside `pointers` (`None`: none).
+    pub fn note(root: Option<ChainRoot>, pointers: &Pointers) {
+        let (word, mask) = root.map_or((0, 0), |root| (root.offset + 1, root.changed));
+        pointers.note.word.store(word, Ordering::Relaxed);
+        pointers.note.mask.store(mask, Ordering::Relaxed);
+    }
 }
 
 /// What a written inode held, as a patch against it needs it.
@@ -283,15 +296,11 @@ impl PatchBase {
         let &(instance, offset) = inode.meta.stored.get()?;
         let chain = inode.patch_chain()?;
         let since = inode.kept_since().unwrap_or(0);
-        let (held, root) = match &inode.body {
-            Body::Tree(pointers) => {
-                // Kept beside it when this instance wrote it (see `Written::keep_root`).
-                let root = inode.meta.base.lock().as_ref().and_then(|written| written.root);
-                (BaseHeld::Tree { depth: pointers.depth, bitmap: pointers.bitmap() }, root)
-            }
-            Body::Values(values) => (BaseHeld::Values(ValuesMarks::unchanged(values.len())), None),
+        let held = match &inode.body {
+            Body::Tree(pointers) => BaseHeld::Tree { depth: pointers.depth, bitmap: pointers.bitmap() },
+            Body::Values(values) => BaseHeld::Values(ValuesMarks::unchanged(values.len())),
         };
-        Some(Box::new(PatchBase { instance, offset, chain, since, held, root }))
+        Some(Box::new(PatchBase { instance, offset, chain, since, held }))
     }
 }
 
@@ -475,9 +484,6 @@ pub trait Written {
     /// What a patch against the written version an updated tree inode
     /// derives from needs, taken: the writer asks once, as it writes it.
     fn take_patch_base(&self) -> Option<Box<PatchBase>>;
-    /// For a tree inode just written: keeps its chain's root beside it,
-    /// for the next version's patch.
-    fn keep_root(&self, root: ChainRoot);
     /// Bytes of memory a cached copy costs, for the cache's budget.
     fn cache_weight(&self) -> u64;
     /// For an inode of the kept tree: the oldest commit its kept subtree
@@ -518,13 +524,6 @@ impl Written for Inode {
 
     fn take_patch_base(&self) -> Option<Box<PatchBase>> {
         self.meta.base.lock().take()
-    }
-
-    fn keep_root(&self, root: ChainRoot) {
-        if let Some(mut written) = PatchBase::of(self) {
-            written.root = Some(root);
-            *self.meta.base.lock() = Some(written);
-        }
     }
 
     fn cache_weight(&self) -> u64 {

@@ -294,12 +294,9 @@ impl<'a, 's> Batch<'a, 's> {
         let mut stale_value = false;
         // A tree inode written as a patch, and the children it names; a
         // value inode's base, if it may be written as a patch over it.
-        // (An inode written again, its record collected, has none: what
-        // it keeps is itself as a base, for its chain's root.)
-        let base = inode.take_patch_base().filter(|_| !inode.is_stored());
         let (patch, values_base) = match &inode.body {
-            Body::Tree(pointers) => (base.and_then(|base| self.patch_plan(&base, pointers)), None),
-            Body::Values(_) => (None, base.filter(|base| self.may_patch(base))),
+            Body::Tree(pointers) => (inode.take_patch_base().and_then(|base| self.patch_plan(&base, pointers)), None),
+            Body::Values(_) => (None, inode.take_patch_base().filter(|base| self.may_patch(base))),
         };
         // With every record the tree refers to held, and every child kept
         // since the window began (the base's oldest is), a patch visits only
@@ -415,8 +412,9 @@ impl<'a, 's> Batch<'a, 's> {
         // value's mark would make the next commit refer to the old one.
         let rewritten = inode.is_stored();
         inode.mark_stored(self.instance, at, patch_chain);
-        if let Some(root) = root.filter(|_| !rewritten) {
-            inode.keep_root(root);
+        if let Body::Tree(pointers) = &inode.body {
+            // (One written again keeps its old mark: no chain to go on.)
+            ChainRoot::note(root.filter(|_| !rewritten), pointers);
         }
         self.superseded.extend(inode.take_replaced());
         self.kept_weight += weight;
@@ -437,9 +435,6 @@ impl<'a, 's> Batch<'a, 's> {
         }
         let copy = Inode::new(body);
         copy.mark_stored(self.instance, at, patch_chain);
-        if let Some(root) = root {
-            copy.keep_root(root);
-        }
         copy.remember_hashes_of(inode);
         copy.keep_since(since);
         copy.count_kept(self.seq, weight);
@@ -511,8 +506,11 @@ impl Batch<'_, '_> {
         let changed = (pointers.changed() | (bitmap ^ pointers.bitmap())) & (bitmap | pointers.bitmap());
         let count = changed.count_ones() as usize;
         let since = base.since;
+        // Noted when the version `base` is was written (copied with the
+        // pointers since).
+        let root = ChainRoot::of(pointers);
         if base.chain < MAX_PATCH_CHAIN && self.holds(base.offset) && count > 0 && count <= max_patch_changes(pointers) {
-            let root = base.root.map(|root| ChainRoot { changed: root.changed | changed, ..root });
+            let root = root.map(|root| ChainRoot { changed: root.changed | changed, ..root });
             return Some(Plan {
                 over: base.offset,
                 chain: base.chain + 1,
@@ -522,7 +520,7 @@ impl Batch<'_, '_> {
                 root,
             });
         }
-        let root = base.root?;
+        let root = root?;
         let named = root.changed | changed;
         let limit = max_root_changes(pointers);
         (named != 0 && named.count_ones() as usize <= limit && self.holds(root.offset)).then_some(Plan {
