@@ -9,7 +9,8 @@
 //! Invariants:
 //! - Nodes are immutable once shared; `OnceLock` fields only memoise values
 //!   that are functions of the node (hashes) or record where it was written
-//!   (`stored`), set once by the single writer.
+//!   (`stored`), set once by the single writer, who also notes a tree
+//!   inode's [`ChainRoot`] in its pointers each time it writes it.
 //! - A [`Ptr::Stored`] carries the hash of what it points to: the directory
 //!   hash for a directory root, the inode hash for an inode below a root.
 //!   A [`Ptr::Mem`]'s [`HashMemo`], once set, is that same hash of the inode
