@@ -25,7 +25,7 @@ use crate::format::node;
 use crate::format::patch::{TreePatch, ValuesPatch};
 use crate::format::record::{self, Parse, RecordKind};
 use crate::io::MemStorage;
-use crate::node::{BaseHeld, Body, Child, Inode, Leaf, PatchBase, Pointers, Ptr, Step, Values, ValuesMarks};
+use crate::node::{Body, Child, Inode, Leaf, Pointers, Ptr, Step, Values, ValuesMarks};
 use crate::store::{branches, index_file};
 use crate::{Options, Store};
 
@@ -168,10 +168,9 @@ fn payload_of(kind: RecordKind, payload: &[u8]) {
                 let Body::Values(values) = &applied.body else { panic!("a value patch gives a value inode") };
                 let Body::Values(base_values) = &base.body else { unreachable!("a value inode") };
                 let marks = ValuesMarks::between(base_values, values, same_stored);
-                let over = PatchBase { instance: 0, offset: AT - 1000, chain: 0, since: 0, held: BaseHeld::Values(marks) };
                 let resolved = node::resolve_children(values, &[]);
                 let mut out = Vec::new();
-                crate::format::patch::encode_values_patch(&over, &marks, values, &resolved, AT, AT, &dict, &mut out);
+                crate::format::patch::encode_values_patch(AT - 1000, &marks, values, &resolved, AT, AT, &dict, &mut out);
                 let again = ValuesPatch::decode(&out, AT, &dict).expect("an encoded value patch decodes");
                 let base_moved = Inode::new(base.body.clone());
                 let again = again.apply(&base_moved).expect("an encoded value patch applies to its base");

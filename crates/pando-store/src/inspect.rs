@@ -17,7 +17,7 @@ use pando_core::Hash;
 
 use crate::dict::{self, Dict};
 use crate::format::node::{StoredChild, StoredEntry, StoredStep, stored_entries};
-use crate::format::patch::stored_patch;
+use crate::format::patch::StoredPatch;
 use crate::format::record::{self, RecordKind};
 use crate::pack::parse_hex_name;
 
@@ -359,7 +359,7 @@ impl RecordTally {
                 if kind == RecordKind::Values {
                     stored_entries(payload, offset, &mut |stored| entry(Some(stored), stored.child))?;
                 } else {
-                    let patch = stored_patch(payload, offset)?;
+                    let patch = StoredPatch::parse(payload, offset)?;
                     for child in &patch.replaced {
                         entry(None, *child)?;
                     }

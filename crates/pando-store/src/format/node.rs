@@ -26,7 +26,7 @@ use pando_core::varint::{self, len_u64, write_u64};
 use crate::dict::{Dict, RawSteps, read_bytes};
 use crate::format::record::RecordKind;
 use super::commit::CommitRecord;
-use super::patch::{PatchSource, TreePatch, stored_patch};
+use super::patch::{PatchSource, StoredPatch, TreePatch};
 use crate::node::{Body, Child, Held, Inline, Inode, Leaf, Pointers, Ptr, Values, ValuesBuilder};
 use pando_core::dir::Hold;
 
@@ -50,79 +50,80 @@ const HEX_VALUES: [u8; 256] = {
     table
 };
 
-/// Writes `step` as binary (`LEB128 byte_len ‖ bytes`) if it is lower-case
-/// hex of an even length of at least 2, in one pass; otherwise writes
-/// nothing and returns false.
-fn write_hex_step(out: &mut Vec<u8>, step: &[u8]) -> bool {
-    if step.len() < 2 || !step.len().is_multiple_of(2) {
-        return false;
+/// How a value inode's record stores a step: the one rule for writing
+/// it, measuring it and noting the raw ones.
+#[derive(Clone, Copy)]
+enum StepForm {
+    /// Lower-case hex digits of an even length of at least 2, as binary.
+    Hex,
+    /// Its id in the dictionary.
+    Dict(u32),
+    /// As it is.
+    Raw,
+}
+
+impl StepForm {
+    fn of(step: &[u8], dict: &Dict) -> StepForm {
+        if step.len() >= 2 && step.len().is_multiple_of(2) && step.iter().all(|&b| HEX_VALUES[usize::from(b)] <= 15) {
+            StepForm::Hex
+        } else if let Some(id) = dict.id_of(step) {
+            StepForm::Dict(id)
+        } else {
+            StepForm::Raw
+        }
     }
-    let start = out.len();
-    write_u64(out, (step.len() / 2) as u64);
-    // The bytes written in place: no capacity check per byte.
-    let at = out.len();
-    out.resize(at + step.len() / 2, 0);
-    let mut bad = 0;
-    for (byte, pair) in out[at..].iter_mut().zip(step.chunks_exact(2)) {
-        let (high, low) = (HEX_VALUES[usize::from(pair[0])], HEX_VALUES[usize::from(pair[1])]);
-        bad |= high | low;
-        *byte = high << 4 | (low & 15);
+
+    /// Bytes it takes for `step`.
+    fn len(self, step: &[u8]) -> usize {
+        match self {
+            StepForm::Hex => len_u64(step.len() as u64 / 2) + step.len() / 2,
+            StepForm::Dict(id) => len_u64(u64::from(id)),
+            StepForm::Raw => len_u64(step.len() as u64) + step.len(),
+        }
     }
-    if bad > 15 {
-        out.truncate(start);
-        return false;
-    }
-    true
 }
 
 /// Writes a step; one written raw is noted in `raw_steps` (if given: a
 /// record that may not be written notes them once chosen, with
 /// [`note_raw_steps`]).
 fn write_step(out: &mut Vec<u8>, step: &[u8], dict: &Dict, raw_steps: Option<&mut RawSteps>) -> u8 {
-    if write_hex_step(out, step) {
-        STEP_HEX
-    } else if let Some(id) = dict.id_of(step) {
-        write_u64(out, u64::from(id));
-        STEP_DICT
-    } else {
-        write_u64(out, step.len() as u64);
-        out.extend_from_slice(step);
-        if let Some(raw_steps) = raw_steps {
-            raw_steps.note(step);
+    match StepForm::of(step, dict) {
+        StepForm::Hex => {
+            write_u64(out, (step.len() / 2) as u64);
+            // The bytes written in place: no capacity check per byte.
+            let at = out.len();
+            out.resize(at + step.len() / 2, 0);
+            for (byte, pair) in out[at..].iter_mut().zip(step.chunks_exact(2)) {
+                *byte = HEX_VALUES[usize::from(pair[0])] << 4 | HEX_VALUES[usize::from(pair[1])];
+            }
+            STEP_HEX
         }
-        STEP_RAW
+        StepForm::Dict(id) => {
+            write_u64(out, u64::from(id));
+            STEP_DICT
+        }
+        StepForm::Raw => {
+            write_u64(out, step.len() as u64);
+            out.extend_from_slice(step);
+            if let Some(raw_steps) = raw_steps {
+                raw_steps.note(step);
+            }
+            STEP_RAW
+        }
     }
-}
-
-/// Whether [`write_hex_step`] writes `step` (lower-case hex digits).
-fn is_hex_step(step: &[u8]) -> bool {
-    step.len() >= 2 && step.len().is_multiple_of(2) && step.iter().all(|&b| HEX_VALUES[usize::from(b)] <= 15)
 }
 
 /// Notes in `raw_steps` the steps of `steps` a record writes raw (neither
 /// hex nor in the dictionary), as [`write_step`] would have.
 pub fn note_raw_steps<'s>(steps: impl Iterator<Item = &'s [u8]>, dict: &Dict, raw_steps: &mut RawSteps) {
-    for step in steps.filter(|step| !is_hex_step(step) && dict.id_of(step).is_none()) {
+    for step in steps.filter(|step| matches!(StepForm::of(step, dict), StepForm::Raw)) {
         raw_steps.note(step);
     }
 }
 
 /// The length of what [`encode_values`] writes, without writing it.
 pub fn values_len(values: &Values, at: u64, resolved: &[Resolved<'_>], dict: &Dict) -> usize {
-    let step_len = |step: &[u8]| {
-        if is_hex_step(step) {
-            len_u64(step.len() as u64 / 2) + step.len() / 2
-        } else if let Some(id) = dict.id_of(step) {
-            len_u64(u64::from(id))
-        } else {
-            len_u64(step.len() as u64) + step.len()
-        }
-    };
-    let child_len = |child: &Resolved<'_>| match child {
-        Resolved::Inline(bytes) => len_u64(bytes.len() as u64) + bytes.len(),
-        Resolved::Blob(offset, _) | Resolved::Dir(offset, _) => len_u64(at - offset) + std::mem::size_of::<Hash>(),
-    };
-    let entries = values.iter().zip(resolved).map(|((step, _), child)| 1 + step_len(step) + child_len(child));
+    let entries = values.iter().zip(resolved).map(|((step, _), child)| 1 + StepForm::of(step, dict).len(step) + child_len(at, child));
     len_u64(values.len() as u64) + entries.sum::<usize>()
 }
 
@@ -164,6 +165,14 @@ pub fn resolve_children<'v>(values: &'v Values, written: &[u64]) -> smallvec::Sm
             }
         })
         .collect()
+}
+
+/// Bytes [`write_child`] writes for `child`.
+fn child_len(at: u64, child: &Resolved<'_>) -> usize {
+    match child {
+        Resolved::Inline(bytes) => len_u64(bytes.len() as u64) + bytes.len(),
+        Resolved::Blob(offset, _) | Resolved::Dir(offset, _) => len_u64(at - offset) + std::mem::size_of::<Hash>(),
+    }
 }
 
 /// Writes a child as an entry stores it; returns its child kind.
@@ -503,7 +512,7 @@ pub fn references(kind: RecordKind, payload: &[u8], at: u64, mask: u32, out: &mu
             // from its own children or from its base's: it needs those of
             // its own outside `mask`, and its base without the entries it
             // changed and those it keeps that `mask` names.
-            let patch = stored_patch(payload, at)?;
+            let patch = StoredPatch::parse(payload, at)?;
             let mut base_mask = patch.changed;
             for (r, source) in patch.layout().into_iter().enumerate() {
                 let own = match source {

@@ -21,10 +21,11 @@ use super::node::{
     write_delta, write_entry,
 };
 use crate::dict::Dict;
-use crate::node::{Body, Child, Inode, PatchBase, Ptr, Values, ValuesBuilder, ValuesMarks};
+use crate::node::{Body, Child, Inode, Ptr, Values, ValuesBuilder, ValuesMarks};
 
-/// Longest chain of patch records before a full tree record is written;
-/// also bounds how deep decoding follows bases.
+/// Longest chain of patch records from a full record (a patch at its end
+/// is followed by a full record, or by a patch over the chain's full
+/// record); also bounds how deep decoding follows bases.
 pub const MAX_PATCH_CHAIN: u8 = 4;
 /// Most changed children a tree patch record holds (31 was measured:
 /// 1.6 MB less on `small`'s 341 MB, about 3% slower).
@@ -147,16 +148,16 @@ pub struct ValuesPatch {
 }
 
 /// Encodes the value inode `values` (its children `resolved`) as a patch
-/// over `over`, the written version it derives from, `marks` saying which
-/// entries changed since. A child written at or after `start` (this
+/// over the record at `base`, the written version it derives from,
+/// `marks` saying which entries changed since. A child written at or after `start` (this
 /// commit's first record) changed too: a directory changed below, or a
 /// blob a collection removed, written again.
 /// Returns the indices of the entries it inserts (whose steps it writes;
 /// the writer notes those written raw once it chooses the patch), and how
 /// many entries it names (replaced or inserted).
-#[expect(clippy::too_many_arguments, reason = "the patch's base and marks, the inode and where it is written, the dictionary")]
+#[expect(clippy::too_many_arguments, reason = "the base and its marks, the inode, where it and its commit start, the dictionary")]
 pub fn encode_values_patch(
-    over: &PatchBase,
+    base: u64,
     marks: &ValuesMarks,
     values: &Values,
     resolved: &[Resolved<'_>],
@@ -165,7 +166,7 @@ pub fn encode_values_patch(
     dict: &Dict,
     out: &mut Vec<u8>,
 ) -> (smallvec::SmallVec<[usize; ENTRIES]>, usize) {
-    assert!(over.offset < at && usize::from(marks.base_len) <= ENTRIES, "a patch of an earlier value inode");
+    assert!(base < at, "a patch of an earlier value inode");
     let (mut changed, mut present) = (marks.removed | marks.replaced, marks.replaced);
     // The entries whose child is replaced (in the base's order too).
     let mut replaced: smallvec::SmallVec<[usize; ENTRIES]> = smallvec::SmallVec::new();
@@ -187,7 +188,7 @@ pub fn encode_values_patch(
             Err(position) => inserted.push((j, position)),
         }
     }
-    write_u64(out, at - over.offset);
+    write_u64(out, at - base);
     write_u64(out, values.len() as u64);
     write_u64(out, u64::from(changed));
     write_u64(out, u64::from(present));
@@ -239,7 +240,8 @@ impl StoredPatch<'_> {
         layout(self.base_len(), self.changed, self.present, self.inserted.iter().map(|(position, _)| *position))
     }
 
-    fn parse<'a>(payload: &'a [u8], at: u64) -> Result<StoredPatch<'a>, String> {
+    /// Reads the structure of a value patch recorded at `at`.
+    pub fn parse<'a>(payload: &'a [u8], at: u64) -> Result<StoredPatch<'a>, String> {
         let parts = parse_patch(payload, at, read_stored_child, |r| read_stored_entry(r, at))?;
         let PatchParts { base, count, changed, present, replaced, inserted } = parts;
         Ok(StoredPatch { base, count, changed, present, replaced, inserted })
@@ -376,11 +378,6 @@ impl ValuesPatch {
     }
 }
 
-/// Reads the structure of a value patch at `at` (see [`StoredPatch`]).
-pub fn stored_patch(payload: &[u8], at: u64) -> Result<StoredPatch<'_>, String> {
-    StoredPatch::parse(payload, at)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -414,7 +411,7 @@ mod tests {
         let Body::Values(new) = &now.body else { panic!("a value inode") };
         let (dict, mut out) = (Dict::default(), Vec::new());
         let resolved = resolve_children(new, &[]);
-        let (inserted, named) = encode_values_patch(&over, &marks, new, &resolved, 1_000, 1_000, &dict, &mut out);
+        let (inserted, named) = encode_values_patch(over.offset, &marks, new, &resolved, 1_000, 1_000, &dict, &mut out);
         assert_eq!((inserted.to_vec(), named), (vec![2, 4], 3));
         let patch = ValuesPatch::decode(&out, 1_000, &dict).unwrap();
         assert_eq!((patch.base, patch.changed, patch.present), (100, 0b0110, 0b0010));
@@ -440,7 +437,7 @@ mod tests {
         // A directory written again since (at or after the commit's first
         // record) is named, though no update marked it.
         out.clear();
-        let (_, named) = encode_values_patch(&over, &marks, new, &resolved, 35, 1_000, &dict, &mut out);
+        let (_, named) = encode_values_patch(over.offset, &marks, new, &resolved, 35, 1_000, &dict, &mut out);
         let again = ValuesPatch::decode(&out, 1_000, &dict).unwrap();
         assert_eq!((named, again.changed, again.present), (4, 0b1110, 0b1010));
     }

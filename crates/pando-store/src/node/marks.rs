@@ -7,7 +7,8 @@
 //!   not hold; every other entry is, in order, one of the base's entries
 //!   not in `removed`.
 //! - `replaced` and `removed` are disjoint masks over the base's
-//!   `base_len` entries. `replaced` has every entry an update set or went
+//!   entries (as many as the inode holds, less the new, plus the
+//!   removed). `replaced` has every entry an update set or went
 //!   through to change a directory below (`dir::find_mut`), however long
 //!   ago: the directory may be written by another tree's commit before
 //!   this inode's. Not marked: a child written again because a collection
@@ -15,13 +16,11 @@
 //!   the commit's first record), as it does a tree inode's.
 
 use pando_core::dir::ValuesChange;
-
+use pando_core::inode::ENTRIES;
 
 /// The marks of a value inode's changes over its base (see the module).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ValuesMarks {
-    /// How many entries the base holds.
-    pub base_len: u8,
     /// The base's entries whose child was replaced, by base index.
     pub replaced: u32,
     /// The base's entries removed, by base index.
@@ -36,12 +35,6 @@ fn below(mask: u32, p: usize) -> u32 {
 }
 
 impl ValuesMarks {
-    /// No change over a base of `len` entries.
-    pub fn unchanged(len: usize) -> ValuesMarks {
-        let base_len = u8::try_from(len).expect("a value inode holds at most 32 entries");
-        ValuesMarks { base_len, ..ValuesMarks::default() }
-    }
-
     /// Records a change an update made.
     pub fn note(&mut self, change: ValuesChange) {
         match change {
@@ -65,30 +58,20 @@ impl ValuesMarks {
 
     /// The base's index of the entry at position `p`; `None` for a new one.
     fn base_index(&self, p: usize) -> Option<usize> {
-        if self.new & (1 << p) != 0 {
-            return None;
-        }
-        // The how-many-th of the base's kept entries it is.
-        let mut kept = p - below(self.new, p).count_ones() as usize;
-        for i in (0..usize::from(self.base_len)).filter(|&i| self.removed & (1 << i) == 0) {
-            if kept == 0 {
-                return Some(i);
-            }
-            kept -= 1;
-        }
-        unreachable!("an entry that is not new is one of the base's")
+        self.sources(p + 1).last().and_then(Result::ok)
     }
 
-    /// Where each of `len` entries comes from: the base's index of each
-    /// entry it holds, or, for a new one, `Err` with the base's index of
-    /// the first of the base's kept entries after it (its length if none).
+    /// Where each of the `len` entries of the inode comes from: the base's
+    /// index of each entry it holds, or, for a new one, `Err` with the
+    /// base's index of the first of the base's kept entries after it (its
+    /// length if none).
     pub fn sources(&self, len: usize) -> impl Iterator<Item = Result<usize, usize>> + '_ {
-        let kept = |i: usize| (i..usize::from(self.base_len)).find(|&i| self.removed & (1 << i) == 0);
+        let kept = move |i: usize| (i..ENTRIES).find(|&i| self.removed & (1 << i) == 0);
         let mut next = kept(0);
         (0..len).map(move |p| {
-            let at = next.unwrap_or(usize::from(self.base_len));
             if self.new & (1 << p) != 0 {
-                return Err(at);
+                // (None kept from here below 32: the base holds 32.)
+                return Err(next.unwrap_or(ENTRIES));
             }
             let i = next.expect("an entry that is not new is one of the base's");
             next = kept(i + 1);
@@ -102,7 +85,7 @@ impl ValuesMarks {
     /// tests and fuzzing.
     #[cfg(any(test, feature = "fuzzing"))]
     pub fn between(base: &super::Values, now: &super::Values, same: impl Fn(&super::Child, &super::Child) -> bool) -> ValuesMarks {
-        let mut marks = ValuesMarks::unchanged(base.len());
+        let mut marks = ValuesMarks::default();
         let (mut i, mut j) = (0, 0);
         while i < base.len() || j < now.len() {
             let order = match (i < base.len(), j < now.len()) {
@@ -189,7 +172,7 @@ mod tests {
             let marks = match root.take_patch_base().map(|base| base.held) {
                 Some(BaseHeld::Values(marks)) => marks,
                 Some(BaseHeld::Tree { .. }) => unreachable!("a value inode"),
-                None => ValuesMarks::unchanged(base.len()),
+                None => ValuesMarks::default(),
             };
             assert_eq!(marks, ValuesMarks::between(&base, &now, same), "round {round}");
             for (p, source) in marks.sources(now.len()).enumerate() {

@@ -299,7 +299,7 @@ impl PatchBase {
         let since = inode.kept_since().unwrap_or(0);
         let held = match &inode.body {
             Body::Tree(pointers) => BaseHeld::Tree { depth: pointers.depth, bitmap: pointers.bitmap() },
-            Body::Values(values) => BaseHeld::Values(ValuesMarks::unchanged(values.len())),
+            Body::Values(_) => BaseHeld::Values(ValuesMarks::default()),
         };
         Some(Box::new(PatchBase { instance, offset, chain, since, held }))
     }

@@ -346,8 +346,16 @@ impl<'a, 's> Batch<'a, 's> {
                     // once it is chosen.
                     Some((base, marks)) => {
                         self.patch.clear();
-                        let (inserted, named) =
-                            encode_values_patch(base, marks, values, &resolved, self.start, at, self.dict, &mut self.patch);
+                        let (inserted, named) = encode_values_patch(
+                            base.offset,
+                            marks,
+                            values,
+                            &resolved,
+                            self.start,
+                            at,
+                            self.dict,
+                            &mut self.patch,
+                        );
                         let surely_shorter = values.len() >= 4 && 2 * named <= values.len();
                         if surely_shorter || self.patch.len() < values_len(values, at, &resolved, self.dict) {
                             std::mem::swap(&mut self.patch, &mut self.payload);
@@ -509,8 +517,7 @@ impl Batch<'_, '_> {
         // Noted when the version `base` is was written (copied with the
         // pointers since).
         let root = ChainRoot::of(pointers);
-        if base.chain < MAX_PATCH_CHAIN && self.holds(base.offset) && count > 0 && count <= max_patch_changes(pointers) {
-            let root = root.map(|root| ChainRoot { changed: root.changed | changed, ..root });
+        if self.may_patch(base) && (1..=max_patch_changes(pointers)).contains(&count) {
             return Some(Plan {
                 over: base.offset,
                 chain: base.chain + 1,
@@ -529,7 +536,7 @@ impl Batch<'_, '_> {
             named,
             limit,
             since,
-            root: Some(ChainRoot { changed: named, ..root }),
+            root: Some(root),
         })
     }
 }
@@ -545,7 +552,9 @@ pub(in crate::store) struct Plan {
     limit: usize,
     /// The oldest commit of the base's kept subtree.
     since: u32,
-    /// Its chain's root once written, without the children written again.
+    /// Its chain's root as noted when its base was written: once it is
+    /// written, the children changed since are those, and the ones it
+    /// names.
     root: Option<ChainRoot>,
 }
 
