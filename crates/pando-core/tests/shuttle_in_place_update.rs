@@ -41,6 +41,7 @@ impl Hold for Mem {
     type Leaf = u8;
     type Ptr = Arc<Inode<Mem>>;
     type Meta = ();
+    type TreeNote = ();
 
     fn mem(inode: Arc<Inode<Mem>>) -> Self::Ptr {
         inode

@@ -66,6 +66,12 @@ pub trait Hold: Sized {
     type Ptr: Clone;
     /// What the holder keeps beside each inode.
     type Meta: Default;
+    /// What the holder keeps beside a tree inode's pointers, copied with
+    /// them (a copy of the inode and an update in place keep it); set
+    /// through a shared reference if the holder sets it once the inode is
+    /// shared. The store keeps there where the inode's chain of patch
+    /// records starts.
+    type TreeNote: Default + Clone;
 
     /// A pointer to an inode in memory.
     fn mem(inode: Arc<Inode<Self>>) -> Self::Ptr;

@@ -22,25 +22,8 @@ pub struct Pointers<H: Hold> {
     /// a holder that wrote this inode can tell which children a new
     /// version may differ in without reading the others.
     changed: u32,
-    /// What the holder notes beside them (see [`Note`]).
-    pub note: Note,
-}
-
-/// Two words a holder keeps beside a tree inode's pointers, copied with
-/// them (a copy of the inode and an update in place keep them) and set
-/// through a shared reference; zero until set. The store keeps there
-/// where the inode's chain of patch records starts.
-#[derive(Default)]
-pub struct Note {
-    pub word: std::sync::atomic::AtomicU64,
-    pub mask: std::sync::atomic::AtomicU32,
-}
-
-impl Clone for Note {
-    fn clone(&self) -> Note {
-        use std::sync::atomic::Ordering::Relaxed;
-        Note { word: self.word.load(Relaxed).into(), mask: self.mask.load(Relaxed).into() }
-    }
+    /// What the holder notes beside them ([`Hold::TreeNote`]).
+    pub note: H::TreeNote,
 }
 
 impl<H: Hold> Clone for Pointers<H> {
@@ -67,7 +50,7 @@ impl<H: Hold> Pointers<H> {
             bitmap |= 1 << i;
             out.push(ptr);
         }
-        Pointers { depth, bitmap, len, children: out.into(), changed: u32::MAX, note: Note::default() }
+        Pointers { depth, bitmap, len, children: out.into(), changed: u32::MAX, note: H::TreeNote::default() }
     }
 
     fn slot(&self, i: usize) -> usize {

@@ -269,15 +269,33 @@ pub struct ChainRoot {
 impl ChainRoot {
     /// The root noted beside `pointers`, if the writer noted one.
     pub fn of(pointers: &Pointers) -> Option<ChainRoot> {
-        let word = pointers.note.word.load(Ordering::Relaxed);
-        (word != 0).then(|| ChainRoot { offset: word - 1, changed: pointers.note.mask.load(Ordering::Relaxed) })
+        let word = pointers.note.offset.load(Ordering::Relaxed);
+        (word != 0).then(|| ChainRoot { offset: word - 1, changed: pointers.note.changed.load(Ordering::Relaxed) })
     }
 
     /// Notes `root` beside `pointers` (`None`: none).
     pub fn note(root: Option<ChainRoot>, pointers: &Pointers) {
-        let (word, mask) = root.map_or((0, 0), |root| (root.offset + 1, root.changed));
-        pointers.note.word.store(word, Ordering::Relaxed);
-        pointers.note.mask.store(mask, Ordering::Relaxed);
+        let (word, changed) = root.map_or((0, 0), |root| (root.offset + 1, root.changed));
+        pointers.note.offset.store(word, Ordering::Relaxed);
+        pointers.note.changed.store(changed, Ordering::Relaxed);
+    }
+}
+
+/// Where a [`ChainRoot`] is kept ([`Hold::TreeNote`]): atomics, so that
+/// the writer notes it in an inode already shared; `offset` is the root's
+/// offset plus one, 0 for none.
+#[derive(Default)]
+pub struct ChainNote {
+    offset: AtomicU64,
+    changed: AtomicU32,
+}
+
+impl Clone for ChainNote {
+    fn clone(&self) -> ChainNote {
+        ChainNote {
+            offset: self.offset.load(Ordering::Relaxed).into(),
+            changed: self.changed.load(Ordering::Relaxed).into(),
+        }
     }
 }
 
@@ -363,6 +381,7 @@ impl Hold for Held {
     type Leaf = Leaf;
     type Ptr = Ptr;
     type Meta = Meta;
+    type TreeNote = ChainNote;
 
     fn mem(inode: Arc<Inode>) -> Ptr {
         Ptr::mem(inode)

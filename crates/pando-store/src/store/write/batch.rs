@@ -608,6 +608,32 @@ mod tests {
     use crate::{Options, Store};
     use pando_core::inode::index;
 
+    fn step(i: u32) -> String {
+        format!("{i:08x}")
+    }
+
+    fn path(i: u32) -> [String; 3] {
+        ["index".to_string(), step(i), "balance".to_string()]
+    }
+
+    /// A tree of 3,000 accounts under `index` (a directory whose root is a
+    /// tree inode).
+    fn accounts(store: &Store) -> crate::Tree {
+        let mut tree = store.empty_tree();
+        for i in 0..3_000u32 {
+            tree.add_mut(&path(i), &i.to_be_bytes()).unwrap();
+        }
+        tree
+    }
+
+    /// Where the root of `tree`'s `index` directory was written.
+    fn index_root(store: &Store, tree: &crate::Tree) -> u64 {
+        match tree.find_tree(&["index"]).unwrap().unwrap().node().unwrap() {
+            Child::Dir(Ptr::Mem(root, _)) => root.stored_offset(store.repo.read.id).expect("written"),
+            _ => panic!("the kept tree holds the directory's root"),
+        }
+    }
+
     /// A written tree inode updated in place is written again as a patch
     /// that names the children which changed and no other: its pointers
     /// count them, its other children are not read.
@@ -615,28 +641,19 @@ mod tests {
     fn a_patch_names_the_changed_children_only() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path(), Options::default()).unwrap();
-        let step = |i: u32| format!("{i:08x}");
-        let path = |i: u32| ["index".to_string(), step(i), "balance".to_string()];
-        let mut tree = store.empty_tree();
-        for i in 0..3_000u32 {
-            tree.add_mut(&path(i), &i.to_be_bytes()).unwrap();
-        }
+        let tree = accounts(&store);
         let first = store.commit(&tree, crate::CommitMeta { parents: &[], date: 1, author: "t", message: "" }).unwrap();
         drop(tree);
-        let index_root = |tree: &crate::Tree| match tree.find_tree(&["index"]).unwrap().unwrap().node().unwrap() {
-            Child::Dir(Ptr::Mem(root, _)) => root.clone(),
-            _ => panic!("the kept tree holds the directory's root"),
-        };
 
         // Two entries under two different children of the directory's root.
         let (a, b) = (5u32, (6..3_000).find(|&i| index(0, step(i).as_bytes()) != index(0, step(5).as_bytes())).unwrap());
         let mut tree = store.checkout(&first).unwrap().unwrap();
-        let base = index_root(&tree).stored_offset(store.repo.read.id).expect("written");
+        let base = index_root(&store, &tree);
         tree.add_mut(&path(a), b"changed").unwrap();
         tree.add_mut(&path(b), b"changed").unwrap();
         store.commit(&tree, crate::CommitMeta { parents: &[first], date: 2, author: "t", message: "" }).unwrap();
 
-        let written = index_root(&tree).stored_offset(store.repo.read.id).expect("written");
+        let written = index_root(&store, &tree);
         let (kind, payload) = store.repo.read.pack.read_record(written).unwrap();
         assert_eq!(kind, RecordKind::TreePatch, "the root of the directory was patched");
         let patch = TreePatch::decode(&payload, written, 0).unwrap();
@@ -656,21 +673,12 @@ mod tests {
     fn a_chain_starts_again_over_its_full_record() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path(), Options::default()).unwrap();
-        let step = |i: u32| format!("{i:08x}");
-        let path = |i: u32| ["index".to_string(), step(i), "balance".to_string()];
         let commit = |tree: &crate::Tree, parents: &[pando_core::Hash]| {
             store.commit(tree, crate::CommitMeta { parents, date: 1, author: "t", message: "" }).unwrap()
         };
-        let mut tree = store.empty_tree();
-        for i in 0..3_000u32 {
-            tree.add_mut(&path(i), &i.to_be_bytes()).unwrap();
-        }
+        let mut tree = accounts(&store);
         let mut commits = vec![commit(&tree, &[])];
-        let index_root = |tree: &crate::Tree| match tree.find_tree(&["index"]).unwrap().unwrap().node().unwrap() {
-            Child::Dir(Ptr::Mem(root, _)) => root.stored_offset(store.repo.read.id).expect("written"),
-            _ => panic!("the kept tree holds the directory's root"),
-        };
-        let full = index_root(&tree);
+        let full = index_root(&store, &tree);
         // Six versions, each changing an entry under another child of the
         // directory's root.
         let mut seen = std::collections::BTreeSet::new();
@@ -680,7 +688,7 @@ mod tests {
             tree.add_mut(&path(i), b"changed").unwrap();
             let parents = [*commits.last().unwrap()];
             commits.push(commit(&tree, &parents));
-            let at = index_root(&tree);
+            let at = index_root(&store, &tree);
             let (kind, payload) = store.repo.read.pack.read_record(at).unwrap();
             assert_eq!(kind, RecordKind::TreePatch);
             written.push(TreePatch::decode(&payload, at, 0).unwrap());
