@@ -159,8 +159,8 @@ enum Command {
         #[arg(long)]
         archive: bool,
     },
-    /// Write a Merkle proof of what each PATH holds at a commit (a value,
-    /// or nothing), checkable without the store.
+    /// Write a Merkle proof of what each PATH holds at a commit (a value, a
+    /// directory's hash, or nothing), checkable without the store.
     Prove {
         /// Paths such as `contracts/index/<address>/balance`.
         paths: Vec<String>,

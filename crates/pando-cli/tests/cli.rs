@@ -148,6 +148,10 @@ fn prove_and_verify_proof() {
         "contracts/index/9999/balance",
     ]));
     assert!(written.contains("2 paths"), "{written}");
+    // Written through a temporary file beside it, renamed once whole.
+    let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert!(!left.iter().any(|name| name.to_string_lossy().ends_with(".partial")), "{left:?}");
+    assert!(failure(&pando(&["prove", "-s", p, "-o", dir.path().to_str().unwrap(), "a"])).contains("is a directory"));
     let verified = stdout(&pando(&["verify-proof", out, "--root", &first.to_base58()]));
     assert!(verified.contains("contracts/index/0007/balance = \"7\""), "{verified}");
     assert!(verified.contains("contracts/index/9999/balance: absent"), "{verified}");

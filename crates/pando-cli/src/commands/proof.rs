@@ -3,6 +3,8 @@
 use anyhow::{Context, bail};
 use pando_core::Hash;
 use pando_core::proof::keys::{Held, KeysProof};
+use pando_store::io::NewFile;
+use std::io::Write as _;
 use std::path::Path;
 
 use super::{AtCommit, hex, open_read_only, printable, resolve, split_path};
@@ -30,7 +32,10 @@ pub fn prove(at: &AtCommit, paths: &[String], paths_from: Option<&Path>, out: &P
     let proof = store.prove_keys(&commit, &steps)?;
     let bytes = proof.encode()?;
     let tree_bytes = pando_core::proof::encoding::encode(&proof.proof)?.len();
-    std::fs::write(out, &bytes).with_context(|| format!("cannot write {}", out.display()))?;
+    // Whole or not at all: a failure leaves a file already there as it was.
+    let new = NewFile::create(out)?;
+    new.file().write_all(&bytes).with_context(|| format!("cannot write {}", new.path().display()))?;
+    new.persist()?;
     outln!(
         "wrote {}: {} paths at commit {commit}, {} bytes (Octez tree proof {tree_bytes} bytes)",
         out.display(),
