@@ -76,6 +76,16 @@ pub(crate) fn opened(dir: &str, writable: bool, commits: u64, generation: u64, r
     tracing::info!(dir, writable, commits, generation, ms = took.as_millis() as u64, "store opened");
 }
 
+pub(crate) fn damaged_control_slot(slot: usize, error: &str, read_at_seq: u64) {
+    tracing::warn!(
+        slot,
+        error,
+        read_at_seq,
+        "control: a synced slot is damaged (a crash during a control write, or damage): the store is read at the \
+         newest valid state; a writable open or `pando check --repair` writes the slot again"
+    );
+}
+
 pub(crate) fn cut_tail(file: &str, durable: u64, found: u64) {
     tracing::warn!(
         file,

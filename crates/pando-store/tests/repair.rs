@@ -183,6 +183,16 @@ fn a_flipped_control_slot_is_written_again() {
     let before = contents(&Store::open_storage(Arc::new(storage.clone()), read_only()).unwrap(), &commits);
     let slot = newest_synced_slot(&storage);
     flip(&storage, "control", slot + 30);
+    // Read at the older slot's state, which names fewer commits: the check
+    // says which slot is damaged.
+    let store = Store::open_storage(Arc::new(storage.clone()), read_only()).unwrap();
+    let check = store.check(CheckScope::All, 10, &mut |_| {}).unwrap();
+    assert!(
+        check.problems.iter().any(|p| p.file == "control" && p.position == slot && p.what.contains("damaged")),
+        "{:?}",
+        check.problems
+    );
+    drop(store);
     let report = repair_mem(&storage).unwrap();
     assert_eq!(report.rewritten, vec!["control".to_string()]);
     assert!(report.findings.iter().any(|f| f.contains("synced slot") && f.contains("damaged")), "{:?}", report.findings);
@@ -195,6 +205,24 @@ fn a_flipped_control_slot_is_written_again() {
     let store = Store::open_storage(Arc::new(storage.clone()), options()).unwrap();
     assert_eq!(contents(&store, &commits), before);
     store.close().unwrap();
+    assert_sound(Arc::new(storage), &commits, &before);
+}
+
+#[test]
+fn a_writable_open_writes_a_damaged_synced_slot_again() {
+    let (storage, commits) = built(14);
+    let before = contents(&Store::open_storage(Arc::new(storage.clone()), read_only()).unwrap(), &commits);
+    let slot = newest_synced_slot(&storage);
+    flip(&storage, "control", slot + 30);
+    // Opened for writing, and nothing committed: the slot is whole again,
+    // every commit is there, and a read-only open checks clean.
+    let store = Store::open_storage(Arc::new(storage.clone()), options()).unwrap();
+    assert_eq!(contents(&store, &commits), before);
+    drop(store);
+    let bytes = files(&storage)["control"].clone();
+    for i in 0..2 {
+        assert!(decode_slot(&bytes[i * SLOT_SIZE..(i + 1) * SLOT_SIZE]).is_ok(), "slot {i} is whole again");
+    }
     assert_sound(Arc::new(storage), &commits, &before);
 }
 

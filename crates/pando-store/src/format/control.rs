@@ -215,6 +215,21 @@ pub fn decode(bytes: &[u8]) -> Result<Slots, (SlotError, SlotError)> {
     Ok(Slots { newest, synced_seq })
 }
 
+/// The slots of a control file's bytes that hold something other than a
+/// valid state (never written is not damage): `(slot, why)`, slots 0 and
+/// 1 synced, 2 the hint.
+pub fn damaged_slots(bytes: &[u8]) -> Vec<(usize, SlotError)> {
+    (0..3)
+        .filter_map(|i| {
+            let rest = bytes.get(i * SLOT_SIZE..).unwrap_or(&[]);
+            match decode_slot(&rest[..rest.len().min(SLOT_SIZE)]) {
+                Ok(_) | Err(SlotError::Empty) => None,
+                Err(error) => Some((i, error)),
+            }
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -140,6 +140,12 @@ pub fn open(storage: Arc<dyn Storage>, options: Options) -> Result<Repo> {
     let control_file = open_file(&*storage, CONTROL, false)?;
     let control_bytes = read_all(&*control_file).map_err(Error::io(CONTROL, "read"))?;
     let slots = control::decode(&control_bytes).map_err(|(first, second)| slot_error(first, second))?;
+    // A synced slot a crash tore, or damage: the store is read at the other
+    // one's state (and the hint's); a writable open writes it again below.
+    let damaged: Vec<(usize, SlotError)> = control::damaged_slots(&control_bytes).into_iter().filter(|&(i, _)| i < 2).collect();
+    for (slot, error) in &damaged {
+        crate::telemetry::damaged_control_slot(*slot, &format!("{error:?}"), slots.newest.seq);
+    }
     let writable = !options.read_only;
     let mut control = slots.newest;
 
@@ -184,6 +190,15 @@ pub fn open(storage: Arc<dyn Storage>, options: Options) -> Result<Repo> {
     } else {
         None
     };
+    if let Some(writer) = writer.as_ref().filter(|_| !damaged.is_empty()) {
+        // What a flush writes: the recovered batches synced, then the
+        // state in the synced slot not holding the newest synced state,
+        // which is the damaged one.
+        pack.sync()?;
+        let mut writer = writer.lock();
+        let state = writer.control.clone();
+        writer.write_synced_control(state)?;
+    }
     let recorder = match &options.record_trace {
         Some(path) => Some(Recorder::create(path).map_err(Error::io(path.display().to_string(), "create trace"))?),
         None => None,

@@ -48,7 +48,7 @@ use std::sync::Arc;
 use super::check::{CheckProgress, CheckReport, CheckScope};
 use crate::dict;
 use crate::error::{Error, Result};
-use crate::format::control::{self, Control, HINT_OFFSET, SLOT_SIZE, SlotError};
+use crate::format::control::{self, Control, HINT_OFFSET, SLOT_SIZE};
 use crate::format::record;
 use crate::io::{File, Storage, read_all};
 use crate::node::Step;
@@ -156,16 +156,8 @@ fn repair(storage: Arc<dyn Storage>, options: &Options, progress: &mut dyn FnMut
              so it cannot be rebuilt from the pack: restore the store from a backup or a snapshot"
         )),
     })?;
-    let slot = |i: usize| {
-        let rest = control_bytes.get(i * SLOT_SIZE..).unwrap_or(&[]);
-        control::decode_slot(&rest[..rest.len().min(SLOT_SIZE)])
-    };
     let mut damaged_slots = Vec::new();
-    for i in 0..3 {
-        let error = match slot(i) {
-            Ok(_) | Err(SlotError::Empty) => continue,
-            Err(error) => error,
-        };
+    for (i, error) in control::damaged_slots(&control_bytes) {
         let what = if i == 2 { "hint slot" } else { "synced slot" };
         findings.push(format!(
             "control: {what} {i} is damaged ({error:?}); the newest valid slot (seq {}) is written again",

@@ -5,6 +5,8 @@
 //! What is checked, beyond what opening the store checks (control slots,
 //! index and dictionary entries, the mapping and the files it names, chunk
 //! lengths):
+//! - both synced control slots (an open reads past a damaged one, at the
+//!   other's older state);
 //! - `scan` (scope `All`): every record every file holds, read forward in
 //!   8 MiB pieces: its checksum, its structure, that the records tile each
 //!   region exactly; a commit record's hash is in the index, a dictionary
@@ -41,6 +43,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
+use crate::format::control;
 use crate::format::record::RecordKind;
 use crate::store::{Repo, Store, index_file};
 
@@ -211,6 +214,7 @@ fn check(repo: &Repo, scope: CheckScope, max_problems: usize, progress: &mut dyn
         }
     };
     let mut report = CheckReport { pack_bytes: repo.read.pack.size_bytes(), ..CheckReport::default() };
+    check_control(repo, &mut problems);
     check_names(repo, &mut problems);
     let walked = if scope == CheckScope::All {
         // The scan reads every file forward, the walk reads backwards and
@@ -257,6 +261,43 @@ fn check(repo: &Repo, scope: CheckScope, max_problems: usize, progress: &mut dyn
     report.problems = problems.list;
     report.duration = started.elapsed();
     Ok(report)
+}
+
+/// Both synced control slots hold a valid state. A damaged one (a crash
+/// during a control write, or damage) is read past: the store is then read
+/// at an older state, which may not name the newest commits. A slot seen
+/// damaged is read again a few times first: a writer in another process
+/// may be writing it.
+fn check_control(repo: &Repo, problems: &mut Problems) {
+    let read = || -> Result<Vec<u8>> {
+        let file = repo.read.storage.open(crate::store::open::CONTROL, false).map_err(Error::io("control", "open"))?;
+        crate::io::read_all(&*file).map_err(Error::io("control", "read"))
+    };
+    let mut damaged = Vec::new();
+    for attempt in 0..3 {
+        let bytes = match read() {
+            Ok(bytes) => bytes,
+            Err(e) => return problems.push("control", 0, None, e.to_string()),
+        };
+        let now: Vec<_> = control::damaged_slots(&bytes).into_iter().filter(|&(i, _)| i < 2).collect();
+        damaged = if attempt == 0 { now } else { now.into_iter().filter(|d| damaged.contains(d)).collect() };
+        if damaged.is_empty() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    for (slot, error) in damaged {
+        problems.push(
+            "control",
+            (slot * control::SLOT_SIZE) as u64,
+            None,
+            format!(
+                "synced slot {slot} is damaged ({error:?}): the store is read at the other slot's older state, which may \
+                 not name the newest commits; a writable open, or `pando check --repair`, writes it again and takes in \
+                 the whole commits after that state"
+            ),
+        );
+    }
 }
 
 /// The last commit the control file names, and the branches, name commits
