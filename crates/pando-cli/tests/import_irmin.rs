@@ -125,6 +125,30 @@ fn damage_is_named_and_leaves_no_store() {
 }
 
 #[test]
+fn an_emptied_suffix_chunk_is_found_through_the_index() {
+    // Chunks before the last are as long as their files: emptying one
+    // leaves a shorter suffix that reads well. irmin's index, written
+    // after the suffix, still places the commits it held.
+    let dir = tempfile::tempdir().unwrap();
+    let context = dir.path().join("context");
+    copy("a-gc", &context);
+    std::fs::create_dir_all(context.join("index")).unwrap();
+    std::fs::copy(vector("a-gc").join("index/log"), context.join("index/log")).unwrap();
+    std::fs::write(context.join("store.4.suffix"), b"").unwrap();
+    let c = context.to_str().unwrap();
+    for args in [&["--check-only"][..], &["--check-only", "--all"]] {
+        let mut all = vec!["import-irmin", c];
+        all.extend_from_slice(args);
+        let err = failure(&pando(&all));
+        assert!(err.contains("irmin's index places commit") && err.contains("past the suffix's end"), "{args:?}: {err}");
+    }
+    let store = dir.path().join("store");
+    let err = failure(&pando(&["import-irmin", c, store.to_str().unwrap(), "--all"]));
+    assert!(err.contains("a suffix chunk is missing, emptied or cut"), "{err}");
+    assert!(!store.exists(), "a failed import removes the store it created");
+}
+
+#[test]
 fn wrong_paths_and_arguments_get_one_reason() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path().to_str().unwrap();

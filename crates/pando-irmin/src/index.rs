@@ -1,6 +1,8 @@
 //! irmin's index (`index/log_async`, `index/log`, `index/data`): hash →
-//! offset of the entries it indexes, every commit at least. Used only to
-//! find commits fast; what it says is checked against the pack.
+//! offset of the entries it indexes, every commit at least. Used to find
+//! commits fast, and to find a suffix that lost bytes (irmin writes the
+//! suffix before the index, so a commit it places in the suffix is
+//! there); what it says is checked against the pack.
 //!
 //! Each file is a header, `int63 entries_bytes ‖ "00000001" ‖ int63
 //! generation ‖ int63 fan_size ‖ fan[fan_size]`, then 45-byte entries

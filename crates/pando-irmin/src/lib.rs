@@ -8,7 +8,8 @@
 //!   collection, the prefix and its mapping;
 //! - `dict`: `store.dict`, the step names stored once;
 //! - `entry`: the pack entries (contents, commits, inodes);
-//! - `index`: irmin's index, to find commits without reading the pack;
+//! - `index`: irmin's index, to find commits without reading the pack,
+//!   and a suffix that lost bytes (a commit it places there is missing);
 //! - `walk`: a commit's tree, re-hashed object by object and written as a
 //!   pando snapshot stream on the way;
 //! - `history`: later commits applied as the differences of their trees;
@@ -81,6 +82,8 @@ pub struct Context {
     checked: Option<walk::Checked>,
     /// Once set, a walk or an import stops with [`Error::Interrupted`].
     stop: Option<Arc<AtomicBool>>,
+    /// True once the index's commits in the suffix were found there.
+    index_checked: bool,
 }
 
 /// What an import brought in.
@@ -134,7 +137,7 @@ impl Context {
         let control = Control::decode(&bytes)?;
         let space = Space::open(storage, &control)?;
         let dict = Dict::open(storage, control.dict_end)?;
-        Ok(Context { control, space, dict, index: None, checked: None, stop: None })
+        Ok(Context { control, space, dict, index: None, checked: None, stop: None, index_checked: false })
     }
 
     /// Stops the walks and imports that follow with [`Error::Interrupted`]
@@ -156,8 +159,46 @@ impl Context {
         self.commits_from(0)
     }
 
+    /// Every commit irmin's index places at or after the suffix's start
+    /// is there: irmin writes the suffix and the control file before the
+    /// index, so one that is not says the suffix lost bytes (a chunk
+    /// emptied or removed leaves no other trace: the chunks before the
+    /// last are as long as their files). Commits it places below the
+    /// suffix are collected or in the prefix, and not looked at.
+    fn check_index(&mut self) -> Result<()> {
+        let Some(dir) = self.index.as_ref().filter(|_| !self.index_checked) else { return Ok(()) };
+        let mut indexed = Vec::new();
+        index::for_each(dir, &mut |e| {
+            if e.kind == b'D' {
+                indexed.push((e.offset, e.hash));
+            }
+        })?;
+        let (start, end) = self.space.suffix_range();
+        for (offset, hash) in indexed {
+            if offset < start || self.is_live_commit(offset, &hash) {
+                continue;
+            }
+            let at = if offset >= end {
+                format!("past the suffix's end ({end})")
+            } else {
+                "where the suffix holds another entry".into()
+            };
+            return Err(Error::Corrupt {
+                file: "index".into(),
+                offset: 0,
+                reason: format!(
+                    "irmin's index places commit {hash} at offset {offset}, {at}: a suffix chunk is missing, emptied \
+                     or cut (irmin writes the suffix before the index)"
+                ),
+            });
+        }
+        self.index_checked = true;
+        Ok(())
+    }
+
     /// The commits at or after `from`, which is 0 or an entry's offset.
     fn commits_from(&mut self, from: u64) -> Result<Vec<CommitRef>> {
+        self.check_index()?;
         let mut commits = Vec::new();
         let mut runs: Vec<(u64, u64)> = self.space.prefix_runs().collect();
         let (start, end) = self.space.suffix_range();
@@ -187,6 +228,7 @@ impl Context {
     /// behind the pack). Without an index, or when it names none, every
     /// live entry is read.
     pub fn find_commit(&mut self, hash: Option<&Hash>) -> Result<CommitRef> {
+        self.check_index()?;
         if let Some(dir) = &self.index {
             let mut candidates = Vec::new();
             index::for_each(dir, &mut |e| {
