@@ -140,7 +140,10 @@ fn a_trace_cut_inside_a_block_is_an_error_naming_the_block() {
     let text = String::from_utf8(output.stdout).unwrap();
     assert!(text.contains("(partial: stopped by an error after 10 blocks)"), "{text}");
     std::fs::remove_dir_all(&store).unwrap();
-    let text = stdout(&replay(&["--ignore-partial-tail"]));
+    let output = replay(&["--ignore-partial-tail"]);
+    let left_out = format!("the trace ends inside block 10 (0 is the first): its {} rows from row {first}", add + 1 - first);
+    assert!(String::from_utf8_lossy(&output.stderr).contains(&left_out), "{output:?}");
+    let text = stdout(&output);
     assert!(text.contains("\n10 blocks, "), "{text}");
     let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(report.join("report.json")).unwrap()).unwrap();
     assert_eq!((json["blocks"].as_u64(), json["interrupted"].as_bool()), (Some(10), Some(false)));
@@ -150,6 +153,13 @@ fn a_trace_cut_inside_a_block_is_an_error_naming_the_block() {
     std::fs::write(&cut, &bytes[..ends[add] - 3]).unwrap();
     let stderr = failure(&run(&["trace", "stats", c]));
     assert!(stderr.contains(&format!("row {add} at byte {}: truncated: the row has", ends[add - 1])), "{stderr}");
+    // With --ignore-partial-tail, the whole blocks before it, and a word
+    // on the block left out.
+    std::fs::remove_dir_all(&store).unwrap();
+    let output = replay(&["--ignore-partial-tail"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains(&left_out) && stderr.contains("the last cut short by the end of the file"), "{stderr}");
+    assert!(stdout(&output).contains("\n10 blocks, "));
 }
 
 #[test]

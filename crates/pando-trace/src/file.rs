@@ -10,7 +10,8 @@
 //!   naming the block, after its rows, unless the reader was told to
 //!   accept such a tail ([`TraceReader::accept_partial_tail`]): the end of
 //!   a file cut on a row boundary is otherwise indistinguishable from a
-//!   whole one. A tail of checkouts and reads only is a clean end: a
+//!   whole one. Such a reader also ends before a last row the end of the
+//!   file cuts (otherwise an error naming the row). A tail of checkouts and reads only is a clean end: a
 //!   recorded session ends so (its last checkout), and nothing of it
 //!   would be stored.
 //! - A thread of the reader's own reads the file ahead, a few blocks at
@@ -49,6 +50,18 @@ pub enum TraceError {
     PartialTail { path: PathBuf, block: u64, rows: u64, row: u64, offset: u64 },
 }
 
+/// The block a reader that accepts a partial tail left out: its number
+/// (0 for the first), its rows read (the last cut short by the end of the
+/// file if `cut`), and the row number and byte offset of the first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DroppedTail {
+    pub block: u64,
+    pub rows: u64,
+    pub row: u64,
+    pub offset: u64,
+    pub cut: bool,
+}
+
 /// Bytes read from the file into a block at a time.
 const BLOCK: usize = 1 << 20;
 /// Room at the head of a block for the start of a row the previous block
@@ -77,6 +90,9 @@ pub struct TraceReader {
     tail_rows: u64,
     tail_start: (u64, u64),
     tail_updates: bool,
+    /// True once the end of the file cut the last row (a reader that
+    /// accepts a partial tail then ends before it).
+    tail_cut: bool,
     accept_partial_tail: bool,
     /// The window: `window[start..end]` is the file from `offset` on.
     window: Vec<u8>,
@@ -133,6 +149,7 @@ impl TraceReader {
             tail_rows: 0,
             tail_start: (0, 0),
             tail_updates: false,
+            tail_cut: false,
             accept_partial_tail: false,
             window: Vec::new(),
             start: 0,
@@ -204,6 +221,20 @@ impl TraceReader {
     /// Byte offset reached.
     pub fn offset(&self) -> u64 {
         self.offset
+    }
+
+    /// At the end of a reader that accepts a partial tail, the block it
+    /// left out, if the file ended inside one: the rows after the last
+    /// commit that update a tree, none of which a replay may commit.
+    pub fn dropped_tail(&self) -> Option<DroppedTail> {
+        let (row, offset) = self.tail_start;
+        (self.failed && self.accept_partial_tail && self.tail_updates).then_some(DroppedTail {
+            block: self.commits,
+            rows: self.tail_rows,
+            row,
+            offset,
+            cut: self.tail_cut,
+        })
     }
 
     fn bad_row(&self, reason: impl Into<String>) -> TraceError {
@@ -286,6 +317,8 @@ impl TraceReader {
         }
         let (len, len_bytes) = match read_varint(&self.window[self.start..self.end]) {
             Ok(v) => v,
+            // Fewer than 10 bytes after `fill(10)`: the end of the file.
+            Err(_) if self.accept_partial_tail && self.end - self.start < 10 => return self.cut_row(),
             Err(e) => return Some(Err(self.bad_row(format!("row length: {e}")))),
         };
         if len > MAX_ROW_BYTES {
@@ -296,10 +329,26 @@ impl TraceReader {
             return Some(Err(io(self, e)));
         }
         let have = self.end - self.start;
+        if have < whole && self.accept_partial_tail {
+            return self.cut_row();
+        }
         if have < whole {
             return Some(Err(self.bad_row(format!("truncated: the row has {} of its {len} bytes", have - len_bytes))));
         }
         Some(Ok((self.start + len_bytes, len as usize)))
+    }
+
+    /// A last row the end of the file cuts, in a reader that accepts a
+    /// partial tail: the file ends before it, with the rows of its block.
+    fn cut_row(&mut self) -> Option<Result<(usize, usize), TraceError>> {
+        if self.tail_rows == 0 {
+            self.tail_start = (self.rows, self.offset);
+        }
+        self.tail_rows += 1;
+        self.tail_updates = true;
+        self.tail_cut = true;
+        self.start = self.end;
+        None
     }
 }
 

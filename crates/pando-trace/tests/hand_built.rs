@@ -230,7 +230,7 @@ fn rows_longer_than_the_window_read_back_whole() {
     let bytes = std::fs::read(&path).unwrap();
     let cut = bytes.len() - (1 << 20) - 2_000_000;
     std::fs::write(&path, &bytes[..cut]).unwrap();
-    let mut reader = open_accepting_partial_tail(&path);
+    let mut reader = TraceReader::open(&path).unwrap();
     for row in &rows[..3] {
         assert!(&reader.next_row().unwrap().unwrap() == row);
     }
@@ -239,6 +239,15 @@ fn rows_longer_than_the_window_read_back_whole() {
         other => panic!("expected row 3 cut, got {:?}", other.map(|r| r.map(|_| ()))),
     }
     assert!(reader.next_row().is_none(), "nothing after the error");
+    // A reader that accepts a partial tail ends before the cut row, and
+    // says which block it left out.
+    let mut reader = open_accepting_partial_tail(&path);
+    for row in &rows[..3] {
+        assert!(&reader.next_row().unwrap().unwrap() == row);
+    }
+    assert!(reader.next_row().is_none(), "the cut row ends the file");
+    let tail = reader.dropped_tail().expect("a block left out");
+    assert_eq!((tail.block, tail.rows, tail.row, tail.offset, tail.cut), (0, 4, 0, 13, true));
 }
 
 /// Rows of every size around the room a block keeps for a row the last

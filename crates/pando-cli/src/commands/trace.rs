@@ -137,6 +137,21 @@ pub fn open(path: &Path, ignore_partial_tail: bool) -> anyhow::Result<TraceReade
     Ok(reader)
 }
 
+/// Says which block the end of a trace read with `--ignore-partial-tail`
+/// left out, if it ended inside one.
+pub fn say_dropped_tail(reader: &TraceReader) {
+    if let Some(tail) = reader.dropped_tail() {
+        let cut = if tail.cut { ", the last cut short by the end of the file" } else { "" };
+        errln!(
+            "the trace ends inside block {} (0 is the first): its {} rows from row {} (byte {}){cut} were left out",
+            tail.block,
+            tail.rows,
+            tail.row,
+            tail.offset
+        );
+    }
+}
+
 /// The hint added to an error of a trace that ends inside a block.
 pub fn partial_tail_hint(error: anyhow::Error) -> anyhow::Error {
     if matches!(error.downcast_ref::<TraceError>(), Some(TraceError::PartialTail { .. })) {
@@ -184,6 +199,9 @@ pub fn stats(path: &Path, ignore_partial_tail: bool) -> anyhow::Result<()> {
         }
     }
     out!("{}", stats.render())?;
+    if error.is_none() {
+        say_dropped_tail(&reader);
+    }
     match error {
         // What came before the damage is summarised, then the error is reported.
         Some(e) => Err(partial_tail_hint(e.into())),
