@@ -245,7 +245,7 @@ enum Command {
         #[arg(long, default_value_t = 1)]
         seed: u64,
         /// Stop after this many blocks.
-        #[arg(long)]
+        #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
         blocks: Option<u64>,
         /// fsync policy: `every` commit (default), `pipelined` (every commit, on a second thread: durable when the next commit returns), `never` (until the end), or a number N (every N commits).
         #[arg(long, default_value = "every")]
@@ -258,10 +258,10 @@ enum Command {
         read_cache_mb: u64,
         /// Keep only the last N commits: garbage-collect in the background
         /// (with --gc-every) as a rolling node does.
-        #[arg(long, requires = "gc_every")]
+        #[arg(long, requires = "gc_every", value_parser = clap::value_parser!(u64).range(1..))]
         keep_last: Option<u64>,
         /// With --keep-last: start a collection every M commits.
-        #[arg(long, requires = "keep_last")]
+        #[arg(long, requires = "keep_last", value_parser = clap::value_parser!(u64).range(1..))]
         gc_every: Option<u64>,
         /// With --keep-last: a collection traces only what was written
         /// since the last one's boundary until the older live records have
@@ -347,7 +347,10 @@ fn sync_policy(text: &str) -> anyhow::Result<pando_store::SyncPolicy> {
         "never" => SyncPolicy::Never,
         "pipelined" => SyncPolicy::Pipelined,
         n => SyncPolicy::EveryN(
-            n.parse().map_err(|_| anyhow::anyhow!("--sync takes every, pipelined, never or a number, not {n:?}"))?,
+            n.parse()
+                .ok()
+                .filter(|&n: &u32| n > 0)
+                .ok_or_else(|| anyhow::anyhow!("--sync takes every, pipelined, never or a number above 0, not {n:?}"))?,
         ),
     })
 }

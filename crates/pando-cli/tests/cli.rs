@@ -152,6 +152,10 @@ fn prove_and_verify_proof() {
     let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
     assert!(!left.iter().any(|name| name.to_string_lossy().ends_with(".partial")), "{left:?}");
     assert!(failure(&pando(&["prove", "-s", p, "-o", dir.path().to_str().unwrap(), "a"])).contains("is a directory"));
+    let list = dir.path().join("paths");
+    std::fs::write(&list, b"contracts/index/0007/balance\n\xff\xfe\n").unwrap();
+    let err = failure(&pando(&["prove", "-s", p, "-o", out, "--paths-from", list.to_str().unwrap()]));
+    assert!(err.contains("line 2 is not UTF-8"), "{err}");
     let verified = stdout(&pando(&["verify-proof", out, "--root", &first.to_base58()]));
     assert!(verified.contains("contracts/index/0007/balance = \"7\""), "{verified}");
     assert!(verified.contains("contracts/index/9999/balance: absent"), "{verified}");

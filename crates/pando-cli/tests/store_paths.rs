@@ -98,3 +98,19 @@ fn a_file_gets_the_same_line_from_every_command() {
     assert_eq!(std::fs::read(&file).unwrap(), b"text");
     assert_eq!(listing(dir.path()), ["file"]);
 }
+
+#[test]
+fn a_replay_of_a_trace_that_cannot_be_read_makes_no_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let not_a_trace = dir.path().join("not-a-trace");
+    std::fs::write(&not_a_trace, b"hello").unwrap();
+    let missing_trace = dir.path().join("missing.repr");
+    for (trace, says) in [(&missing_trace, "No such file"), (&not_a_trace, "not a replayable trace")] {
+        let store = dir.path().join("store");
+        let report = dir.path().join("report");
+        let args = ["replay", trace.to_str().unwrap(), "-s", store.to_str().unwrap(), "--report", report.to_str().unwrap()];
+        let stderr = failure(&pando().args(args).output().unwrap());
+        assert!(stderr.contains(says), "{stderr}");
+        assert!(!store.exists(), "no store is left for {}", trace.display());
+    }
+}

@@ -97,6 +97,15 @@ fn bad_traces_end_in_precise_errors() {
     assert!(!stats.status.success());
     assert!(String::from_utf8_lossy(&stats.stdout).contains("rows"));
 
+    // A row that names a context the trace never made: the file and the
+    // row's byte.
+    let mut bad = bytes.clone();
+    bad[40] ^= 0x80;
+    std::fs::write(d.join("bad-context.repr"), &bad).unwrap();
+    let out = pando(&["replay", "bad-context.repr", "--report", "r2"], d);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && stderr.contains("bad-context.repr: the row at byte"), "{stderr}");
+
     std::fs::write(d.join("junk.repr"), b"not a trace at all").unwrap();
     let out = pando(&["trace", "cat", "junk.repr"], d);
     assert!(String::from_utf8_lossy(&out.stderr).contains("not a replayable trace"));
@@ -104,4 +113,24 @@ fn bad_traces_end_in_precise_errors() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("unknown preset"));
     let out = pando(&["replay", "missing.repr"], d);
     assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("missing.repr"));
+}
+
+#[test]
+fn replay_refuses_counts_of_zero() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    ok(pando(&["gen", "--preset", "tiny", "-o", "t.repr"], d));
+    for (args, says) in [
+        (&["--blocks", "0"][..], "--blocks"),
+        (&["--keep-last", "0", "--gc-every", "5"], "--keep-last"),
+        (&["--keep-last", "5", "--gc-every", "0"], "--gc-every"),
+        (&["--sync", "0"], "above 0"),
+    ] {
+        let mut all = vec!["replay", "t.repr", "--store", "s", "--report", "r"];
+        all.extend_from_slice(args);
+        let out = pando(&all, d);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && stderr.contains(says) && !stderr.contains("panicked"), "{args:?}: {stderr}");
+        assert!(!d.join("s").exists() && !d.join("r").exists(), "{args:?} wrote nothing");
+    }
 }

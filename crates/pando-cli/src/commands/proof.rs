@@ -22,8 +22,15 @@ pub fn prove(at: &AtCommit, paths: &[String], paths_from: Option<&Path>, out: &P
     let commit = resolve(&store, at.commit.as_deref())?;
     let mut all: Vec<String> = paths.to_vec();
     if let Some(file) = paths_from {
-        let text = std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
-        all.extend(text.lines().filter(|l| !l.trim().is_empty()).map(str::to_string));
+        let bytes = std::fs::read(file).with_context(|| format!("cannot read {}", file.display()))?;
+        for (i, line) in bytes.split(|&b| b == b'\n').enumerate() {
+            let line = std::str::from_utf8(line)
+                .map_err(|e| anyhow::anyhow!("{}: line {} is not UTF-8 ({e})", file.display(), i + 1))?
+                .trim_end_matches('\r');
+            if !line.trim().is_empty() {
+                all.push(line.to_string());
+            }
+        }
     }
     if all.is_empty() {
         bail!("no path to prove: give PATH arguments or --paths-from");

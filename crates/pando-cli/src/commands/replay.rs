@@ -77,13 +77,15 @@ pub fn replay(args: &ReplayArgs) -> anyhow::Result<()> {
         gc_whole_trace_growth_percent: args.whole_trace_growth,
         ..Options::default()
     };
+    // The trace is opened first: one that is missing or not a trace
+    // leaves no store behind.
+    let mut reader = trace_cmd::open(&trace, args.ignore_partial_tail)?;
     let store = Store::open(&store_dir, options).map_err(|e| super::open_error(&store_dir, e))?;
     if !args.append && store.commit_count() > 0 {
         // Commits made since the check above, by another process.
         bail!("{} holds {} commits now; nothing was replayed", store_dir.display(), store.commit_count());
     }
 
-    let mut reader = trace_cmd::open(&trace, args.ignore_partial_tail)?;
     // In blocks when their number is known; otherwise in the share of the
     // trace read, which is all a trace file tells before it is read.
     let (progress, in_blocks) = match total_blocks {
@@ -151,6 +153,12 @@ pub fn replay(args: &ReplayArgs) -> anyhow::Result<()> {
                 }
             }
             Ok(Applied::Op) => {}
+            // A row the trace cannot mean (an unknown context, say): where
+            // it lies in the file.
+            Err(e @ ReplayError::Trace { .. }) => {
+                failure = Some(anyhow::Error::new(e).context(format!("{}: the row at byte {offset}", trace.display())));
+                break;
+            }
             Err(e) => {
                 failure = Some(e.into());
                 break;
@@ -158,6 +166,9 @@ pub fn replay(args: &ReplayArgs) -> anyhow::Result<()> {
         }
     }
     progress.finish_and_clear();
+    if failure.is_none() {
+        trace_cmd::say_dropped_tail(&reader);
+    }
     // A collection still running is finished, so the report shows it whole.
     // After a failure the first error is the one reported: a store that
     // failed a write refuses the flush as well.
