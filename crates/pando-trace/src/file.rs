@@ -11,9 +11,10 @@
 //!   accept such a tail ([`TraceReader::accept_partial_tail`]): the end of
 //!   a file cut on a row boundary is otherwise indistinguishable from a
 //!   whole one. Such a reader also ends before a last row the end of the
-//!   file cuts (otherwise an error naming the row). A tail of checkouts and reads only is a clean end: a
-//!   recorded session ends so (its last checkout), and nothing of it
-//!   would be stored.
+//!   file cuts (otherwise an error naming the row), and says which block
+//!   it left out ([`TraceReader::dropped_tail`]). A tail of checkouts and
+//!   reads only is a clean end: a recorded session ends so (its last
+//!   checkout), and nothing of it would be stored.
 //! - A thread of the reader's own reads the file ahead, a few blocks at
 //!   most; the rows are decoded where they lie in the block that holds
 //!   them, so a row's bytes are copied once, from the file into a block
