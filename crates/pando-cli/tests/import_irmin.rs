@@ -26,6 +26,13 @@ fn copy(name: &str, to: &Path) {
     }
 }
 
+/// The same, with irmin's index (`index/log`).
+fn copy_with_index(name: &str, to: &Path) {
+    copy(name, to);
+    std::fs::create_dir_all(to.join("index")).unwrap();
+    std::fs::copy(vector(name).join("index/log"), to.join("index/log")).unwrap();
+}
+
 /// Every file of a directory tree: path, length, modification time, bytes.
 fn listing(dir: &Path) -> Vec<(PathBuf, u64, std::time::SystemTime, Vec<u8>)> {
     let mut out = Vec::new();
@@ -46,9 +53,7 @@ fn listing(dir: &Path) -> Vec<(PathBuf, u64, std::time::SystemTime, Vec<u8>)> {
 fn imports_the_newest_commit_and_says_which() {
     let dir = tempfile::tempdir().unwrap();
     let context = dir.path().join("context");
-    copy("a-gc", &context);
-    std::fs::create_dir_all(context.join("index")).unwrap();
-    std::fs::copy(vector("a-gc").join("index/log"), context.join("index/log")).unwrap();
+    copy_with_index("a-gc", &context);
     let before = listing(&context);
     let store = dir.path().join("store");
     let output = pando(&["import-irmin", context.to_str().unwrap(), store.to_str().unwrap()]);
@@ -131,9 +136,7 @@ fn an_emptied_suffix_chunk_is_found_through_the_index() {
     // after the suffix, still places the commits it held.
     let dir = tempfile::tempdir().unwrap();
     let context = dir.path().join("context");
-    copy("a-gc", &context);
-    std::fs::create_dir_all(context.join("index")).unwrap();
-    std::fs::copy(vector("a-gc").join("index/log"), context.join("index/log")).unwrap();
+    copy_with_index("a-gc", &context);
     std::fs::write(context.join("store.4.suffix"), b"").unwrap();
     let c = context.to_str().unwrap();
     for args in [&["--check-only"][..], &["--check-only", "--all"]] {
