@@ -118,7 +118,7 @@ impl Control {
 }
 
 /// Why a slot was not usable.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum SlotError {
     /// All zeros: never written.
     Empty,
@@ -188,14 +188,37 @@ pub struct Slots {
     /// The `seq` of the newest valid synced slot: the next synced write
     /// goes to the other one.
     pub synced_seq: u64,
+    /// The slots that hold something other than a valid state (never
+    /// written is not damage): `(slot, why)`, slots 0 and 1 synced, 2 the
+    /// hint.
+    pub damaged: Vec<(usize, SlotError)>,
+}
+
+impl Slots {
+    /// The damaged synced slots: a crash during a synced write, or damage.
+    /// The store is read at an older state than the one such a slot held.
+    pub fn damaged_synced(&self) -> impl Iterator<Item = &(usize, SlotError)> {
+        self.damaged.iter().filter(|(i, _)| *i < 2)
+    }
 }
 
 /// Picks the newest valid slot of a control file's bytes. A synced slot
 /// must be valid (a hint alone is not a store); on failure, returns the
 /// errors of both synced slots.
 pub fn decode(bytes: &[u8]) -> Result<Slots, (SlotError, SlotError)> {
-    let slot = |i: usize| decode_slot(bytes.get(i * SLOT_SIZE..).map_or(&[][..], |rest| &rest[..rest.len().min(SLOT_SIZE)]));
-    let synced = match (slot(0), slot(1)) {
+    let [first, second, hint] = [0, 1, 2].map(|i: usize| {
+        let rest = bytes.get(i * SLOT_SIZE..).unwrap_or(&[]);
+        decode_slot(&rest[..rest.len().min(SLOT_SIZE)])
+    });
+    let damaged = [&first, &second, &hint]
+        .into_iter()
+        .enumerate()
+        .filter_map(|(i, slot)| match slot {
+            Err(error) if *error != SlotError::Empty => Some((i, error.clone())),
+            _ => None,
+        })
+        .collect();
+    let synced = match (first, second) {
         (Ok(a), Ok(b)) => {
             if a.seq >= b.seq {
                 a
@@ -208,26 +231,11 @@ pub fn decode(bytes: &[u8]) -> Result<Slots, (SlotError, SlotError)> {
         (Err(a), Err(b)) => return Err((a, b)),
     };
     let synced_seq = synced.seq;
-    let newest = match slot(2) {
+    let newest = match hint {
         Ok(hint) if hint.seq > synced_seq => hint,
         _ => synced,
     };
-    Ok(Slots { newest, synced_seq })
-}
-
-/// The slots of a control file's bytes that hold something other than a
-/// valid state (never written is not damage): `(slot, why)`, slots 0 and
-/// 1 synced, 2 the hint.
-pub fn damaged_slots(bytes: &[u8]) -> Vec<(usize, SlotError)> {
-    (0..3)
-        .filter_map(|i| {
-            let rest = bytes.get(i * SLOT_SIZE..).unwrap_or(&[]);
-            match decode_slot(&rest[..rest.len().min(SLOT_SIZE)]) {
-                Ok(_) | Err(SlotError::Empty) => None,
-                Err(error) => Some((i, error)),
-            }
-        })
-        .collect()
+    Ok(Slots { newest, synced_seq, damaged })
 }
 
 #[cfg(test)]
@@ -250,6 +258,7 @@ mod tests {
         // Tear the newest slot: the previous state remains.
         file[SLOT_SIZE + 20] ^= 0xff;
         assert_eq!(decode(&file).unwrap().newest.seq, 2);
+        assert_eq!(decode(&file).unwrap().damaged, vec![(1, SlotError::BadChecksum)], "named, the hint's absence is not");
         file[20] ^= 0xff;
         assert!(decode(&file).is_err());
         assert!(decode(&[]).is_err());

@@ -142,10 +142,10 @@ pub fn open(storage: Arc<dyn Storage>, options: Options) -> Result<Repo> {
     let slots = control::decode(&control_bytes).map_err(|(first, second)| slot_error(first, second))?;
     // A synced slot a crash tore, or damage: the store is read at the other
     // one's state (and the hint's); a writable open writes it again below.
-    let damaged: Vec<(usize, SlotError)> = control::damaged_slots(&control_bytes).into_iter().filter(|&(i, _)| i < 2).collect();
-    for (slot, error) in &damaged {
+    for (slot, error) in slots.damaged_synced() {
         crate::telemetry::damaged_control_slot(*slot, &format!("{error:?}"), slots.newest.seq);
     }
+    let rewrite_slot = slots.damaged_synced().next().is_some();
     let writable = !options.read_only;
     let mut control = slots.newest;
 
@@ -190,7 +190,7 @@ pub fn open(storage: Arc<dyn Storage>, options: Options) -> Result<Repo> {
     } else {
         None
     };
-    if let Some(writer) = writer.as_ref().filter(|_| !damaged.is_empty()) {
+    if let Some(writer) = writer.as_ref().filter(|_| rewrite_slot) {
         // What a flush writes: the recovered batches synced, then the
         // state in the synced slot not holding the newest synced state,
         // which is the damaged one.

@@ -156,14 +156,12 @@ fn repair(storage: Arc<dyn Storage>, options: &Options, progress: &mut dyn FnMut
              so it cannot be rebuilt from the pack: restore the store from a backup or a snapshot"
         )),
     })?;
-    let mut damaged_slots = Vec::new();
-    for (i, error) in control::damaged_slots(&control_bytes) {
-        let what = if i == 2 { "hint slot" } else { "synced slot" };
+    for (i, error) in &slots.damaged {
+        let what = if *i == 2 { "hint slot" } else { "synced slot" };
         findings.push(format!(
             "control: {what} {i} is damaged ({error:?}); the newest valid slot (seq {}) is written again",
             slots.newest.seq
         ));
-        damaged_slots.push(i);
     }
     let mut control = slots.newest.clone();
     let slot_end = control.durable_end;
@@ -213,7 +211,7 @@ fn repair(storage: Arc<dyn Storage>, options: &Options, progress: &mut dyn FnMut
         dict_entries: control.dict_entries,
         ..control.clone()
     };
-    let control_changes = !damaged_slots.is_empty()
+    let control_changes = !slots.damaged.is_empty()
         || next.durable_end != slot_end
         || next.index_entries != control.index_entries
         || next.dict_bytes != control.dict_bytes;
@@ -258,7 +256,7 @@ fn repair(storage: Arc<dyn Storage>, options: &Options, progress: &mut dyn FnMut
     if control_changes {
         control_file.write_all_at(&next.encode(), next.slot_offset()).map_err(Error::io(CONTROL, "write"))?;
         control_file.sync().map_err(Error::io(CONTROL, "sync"))?;
-        if damaged_slots.contains(&2) {
+        if slots.damaged.iter().any(|(i, _)| *i == 2) {
             // An empty hint slot is ignored; the next commit writes it.
             control_file.write_all_at(&[0u8; SLOT_SIZE], HINT_OFFSET).map_err(Error::io(CONTROL, "write"))?;
             control_file.sync().map_err(Error::io(CONTROL, "sync"))?;

@@ -279,7 +279,10 @@ fn check_control(repo: &Repo, problems: &mut Problems) {
             Ok(bytes) => bytes,
             Err(e) => return problems.push("control", 0, None, e.to_string()),
         };
-        let now: Vec<_> = control::damaged_slots(&bytes).into_iter().filter(|&(i, _)| i < 2).collect();
+        let now: Vec<_> = match control::decode(&bytes) {
+            Ok(slots) => slots.damaged_synced().cloned().collect(),
+            Err((first, second)) => vec![(0, first), (1, second)],
+        };
         damaged = if attempt == 0 { now } else { now.into_iter().filter(|d| damaged.contains(d)).collect() };
         if damaged.is_empty() {
             return;
