@@ -266,21 +266,6 @@ pub struct ChainRoot {
     pub changed: u32,
 }
 
-impl ChainRoot {
-    /// The root noted beside `pointers`, if the writer noted one.
-    pub fn of(pointers: &Pointers) -> Option<ChainRoot> {
-        let word = pointers.note.offset.load(Ordering::Relaxed);
-        (word != 0).then(|| ChainRoot { offset: word - 1, changed: pointers.note.changed.load(Ordering::Relaxed) })
-    }
-
-    /// Notes `root` beside `pointers` (`None`: none).
-    pub fn note(root: Option<ChainRoot>, pointers: &Pointers) {
-        let (word, changed) = root.map_or((0, 0), |root| (root.offset + 1, root.changed));
-        pointers.note.offset.store(word, Ordering::Relaxed);
-        pointers.note.changed.store(changed, Ordering::Relaxed);
-    }
-}
-
 /// Where a [`ChainRoot`] is kept ([`Hold::TreeNote`]): atomics, so that
 /// the writer notes it in an inode already shared; `offset` is the root's
 /// offset plus one, 0 for none.
@@ -290,12 +275,26 @@ pub struct ChainNote {
     changed: AtomicU32,
 }
 
+impl ChainNote {
+    /// The root noted, if the writer noted one.
+    pub fn get(&self) -> Option<ChainRoot> {
+        let offset = self.offset.load(Ordering::Relaxed);
+        (offset != 0).then(|| ChainRoot { offset: offset - 1, changed: self.changed.load(Ordering::Relaxed) })
+    }
+
+    /// Notes `root` (`None`: none).
+    pub fn set(&self, root: Option<ChainRoot>) {
+        let (offset, changed) = root.map_or((0, 0), |root| (root.offset + 1, root.changed));
+        self.offset.store(offset, Ordering::Relaxed);
+        self.changed.store(changed, Ordering::Relaxed);
+    }
+}
+
 impl Clone for ChainNote {
     fn clone(&self) -> ChainNote {
-        ChainNote {
-            offset: self.offset.load(Ordering::Relaxed).into(),
-            changed: self.changed.load(Ordering::Relaxed).into(),
-        }
+        let note = ChainNote::default();
+        note.set(self.get());
+        note
     }
 }
 

@@ -422,7 +422,7 @@ impl<'a, 's> Batch<'a, 's> {
         inode.mark_stored(self.instance, at, patch_chain);
         if let Body::Tree(pointers) = &inode.body {
             // (One written again keeps its old mark: no chain to go on.)
-            ChainRoot::note(root.filter(|_| !rewritten), pointers);
+            pointers.note.set(root.filter(|_| !rewritten));
         }
         self.superseded.extend(inode.take_replaced());
         self.kept_weight += weight;
@@ -516,7 +516,7 @@ impl Batch<'_, '_> {
         let since = base.since;
         // Noted when the version `base` is was written (copied with the
         // pointers since).
-        let root = ChainRoot::of(pointers);
+        let root = pointers.note.get();
         if self.may_patch(base) && (1..=max_patch_changes(pointers)).contains(&count) {
             return Some(Plan {
                 over: base.offset,
