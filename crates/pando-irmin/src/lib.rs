@@ -159,46 +159,52 @@ impl Context {
         self.commits_from(0)
     }
 
-    /// Every commit irmin's index places at or after the suffix's start
-    /// is there: irmin writes the suffix and the control file before the
-    /// index, so one that is not says the suffix lost bytes (a chunk
-    /// emptied or removed leaves no other trace: the chunks before the
-    /// last are as long as their files). Commits it places below the
-    /// suffix are collected or in the prefix, and not looked at.
-    fn check_index(&mut self) -> Result<()> {
-        let Some(dir) = self.index.as_ref().filter(|_| !self.index_checked) else { return Ok(()) };
+    /// The commits irmin's index names, `(offset, hash)`; `None` without
+    /// an index. The first call also checks that every commit it places
+    /// at or after the suffix's start is there: irmin writes the suffix
+    /// and the control file before the index, so one that is not says the
+    /// suffix lost bytes (a chunk emptied or removed leaves no other
+    /// trace: the chunks before the last are as long as their files).
+    /// Commits it places below the suffix are collected or in the prefix,
+    /// and not looked at.
+    fn indexed_commits(&mut self) -> Result<Option<Vec<(u64, Hash)>>> {
+        let Some(dir) = &self.index else { return Ok(None) };
         let mut indexed = Vec::new();
         index::for_each(dir, &mut |e| {
             if e.kind == b'D' {
                 indexed.push((e.offset, e.hash));
             }
         })?;
-        let (start, end) = self.space.suffix_range();
-        for (offset, hash) in indexed {
-            if offset < start || self.is_live_commit(offset, &hash) {
-                continue;
+        if !self.index_checked {
+            let (start, end) = self.space.suffix_range();
+            for &(offset, hash) in &indexed {
+                if offset < start || self.is_live_commit(offset, &hash) {
+                    continue;
+                }
+                let at = if offset >= end {
+                    format!("past the suffix's end ({end})")
+                } else {
+                    "where the suffix holds another entry".into()
+                };
+                return Err(Error::Corrupt {
+                    file: "index".into(),
+                    offset: 0,
+                    reason: format!(
+                        "irmin's index places commit {hash} at offset {offset}, {at}: a suffix chunk is missing, \
+                         emptied or cut (irmin writes the suffix before the index)"
+                    ),
+                });
             }
-            let at = if offset >= end {
-                format!("past the suffix's end ({end})")
-            } else {
-                "where the suffix holds another entry".into()
-            };
-            return Err(Error::Corrupt {
-                file: "index".into(),
-                offset: 0,
-                reason: format!(
-                    "irmin's index places commit {hash} at offset {offset}, {at}: a suffix chunk is missing, emptied \
-                     or cut (irmin writes the suffix before the index)"
-                ),
-            });
+            self.index_checked = true;
         }
-        self.index_checked = true;
-        Ok(())
+        Ok(Some(indexed))
     }
 
     /// The commits at or after `from`, which is 0 or an entry's offset.
     fn commits_from(&mut self, from: u64) -> Result<Vec<CommitRef>> {
-        self.check_index()?;
+        if !self.index_checked {
+            self.indexed_commits()?;
+        }
         let mut commits = Vec::new();
         let mut runs: Vec<(u64, u64)> = self.space.prefix_runs().collect();
         let (start, end) = self.space.suffix_range();
@@ -228,14 +234,8 @@ impl Context {
     /// behind the pack). Without an index, or when it names none, every
     /// live entry is read.
     pub fn find_commit(&mut self, hash: Option<&Hash>) -> Result<CommitRef> {
-        self.check_index()?;
-        if let Some(dir) = &self.index {
-            let mut candidates = Vec::new();
-            index::for_each(dir, &mut |e| {
-                if e.kind == b'D' && hash.is_none_or(|h| *h == e.hash) {
-                    candidates.push((e.offset, e.hash));
-                }
-            })?;
+        if let Some(mut candidates) = self.indexed_commits()? {
+            candidates.retain(|(_, found)| hash.is_none_or(|h| h == found));
             candidates.sort_unstable();
             candidates.dedup();
             for (offset, found) in candidates.into_iter().rev() {
