@@ -177,12 +177,28 @@ fn newest_synced_slot(storage: &MemStorage) -> u64 {
     if seq(0) >= seq(1) { 0 } else { SLOT_SIZE as u64 }
 }
 
-#[test]
-fn a_flipped_control_slot_is_written_again() {
+/// A store of 14 commits whose newest synced slot has a byte flipped:
+/// the storage, the commits, their values, and where the slot is.
+type FlippedSlot = (MemStorage, Vec<Hash>, Vec<Option<Vec<Option<Vec<u8>>>>>, u64);
+
+fn with_flipped_synced_slot() -> FlippedSlot {
     let (storage, commits) = built(14);
     let before = contents(&Store::open_storage(Arc::new(storage.clone()), read_only()).unwrap(), &commits);
     let slot = newest_synced_slot(&storage);
     flip(&storage, "control", slot + 30);
+    (storage, commits, before, slot)
+}
+
+fn assert_synced_slots_whole(storage: &MemStorage) {
+    let bytes = files(storage)["control"].clone();
+    for i in 0..2 {
+        assert!(decode_slot(&bytes[i * SLOT_SIZE..(i + 1) * SLOT_SIZE]).is_ok(), "slot {i} is whole again");
+    }
+}
+
+#[test]
+fn a_flipped_control_slot_is_written_again() {
+    let (storage, commits, before, slot) = with_flipped_synced_slot();
     // Read at the older slot's state, which names fewer commits: the check
     // says which slot is damaged.
     let store = Store::open_storage(Arc::new(storage.clone()), read_only()).unwrap();
@@ -196,10 +212,7 @@ fn a_flipped_control_slot_is_written_again() {
     let report = repair_mem(&storage).unwrap();
     assert_eq!(report.rewritten, vec!["control".to_string()]);
     assert!(report.findings.iter().any(|f| f.contains("synced slot") && f.contains("damaged")), "{:?}", report.findings);
-    let bytes = files(&storage)["control"].clone();
-    for i in 0..2 {
-        assert!(decode_slot(&bytes[i * SLOT_SIZE..(i + 1) * SLOT_SIZE]).is_ok(), "slot {i} is whole again");
-    }
+    assert_synced_slots_whole(&storage);
     // The older slot's state: a writable open takes in the commits after
     // it, as after a crash.
     let store = Store::open_storage(Arc::new(storage.clone()), options()).unwrap();
@@ -210,19 +223,13 @@ fn a_flipped_control_slot_is_written_again() {
 
 #[test]
 fn a_writable_open_writes_a_damaged_synced_slot_again() {
-    let (storage, commits) = built(14);
-    let before = contents(&Store::open_storage(Arc::new(storage.clone()), read_only()).unwrap(), &commits);
-    let slot = newest_synced_slot(&storage);
-    flip(&storage, "control", slot + 30);
+    let (storage, commits, before, _) = with_flipped_synced_slot();
     // Opened for writing, and nothing committed: the slot is whole again,
     // every commit is there, and a read-only open checks clean.
     let store = Store::open_storage(Arc::new(storage.clone()), options()).unwrap();
     assert_eq!(contents(&store, &commits), before);
     drop(store);
-    let bytes = files(&storage)["control"].clone();
-    for i in 0..2 {
-        assert!(decode_slot(&bytes[i * SLOT_SIZE..(i + 1) * SLOT_SIZE]).is_ok(), "slot {i} is whole again");
-    }
+    assert_synced_slots_whole(&storage);
     assert_sound(Arc::new(storage), &commits, &before);
 }
 
