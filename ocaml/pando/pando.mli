@@ -187,8 +187,9 @@ val close : index -> unit
     from it, raises {!Error}. *)
 
 val sync : index -> unit
-(** Makes every commit made so far durable. On a read-only index, reads
-    what the writer committed since. *)
+(** Octez's [sync]: makes every commit made so far durable
+    ([Store::flush]); on a read-only index, takes in what the writer
+    committed since ([Store::refresh]). *)
 
 val tree_clear : int option -> tree -> unit
 (** [tree_clear depth tree] is irmin's [Tree.clear]: it frees what [tree]

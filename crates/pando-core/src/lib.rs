@@ -26,11 +26,11 @@ pub mod hash;
 pub mod inode;
 pub mod ocaml_hash;
 // The proofs hold the trie by the standard library's `Arc` beside their
-// own: a model build (`--cfg pando_shuttle`, see `sync`) leaves them out.
+// own: a model build (`--cfg pando_shuttle`, see `arc`) leaves them out.
+pub mod arc;
 #[cfg(not(pando_shuttle))]
 pub mod proof;
 pub mod reference;
-pub mod sync;
 pub mod tezos;
 pub mod trace;
 pub mod varint;

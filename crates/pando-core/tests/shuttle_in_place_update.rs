@@ -25,13 +25,13 @@
 //!
 //! Built only with `--cfg pando_shuttle`, where the trie's `Arc` is a
 //! model of the standard library's whose counts are Shuttle's atomics
-//! (`pando_core::sync`); scripts/unsafe-check.sh runs it:
+//! (`pando_core::arc`); scripts/unsafe-check.sh runs it:
 //! `RUSTFLAGS="--cfg pando_shuttle" cargo test -p pando-core --test shuttle_in_place_update`.
 #![cfg(pando_shuttle)]
 
 use pando_core::Hash;
+use pando_core::arc::Arc;
 use pando_core::dir::{self, Child, Hold, Inode, Resolve, Values};
-use pando_core::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Everything in memory: leaves are bytes, pointers are inodes.

@@ -71,7 +71,7 @@ pub fn pando_sync(index: &Index) -> Out<()> {
     let shared = index.0.clone();
     raise(unlocked(move || {
         let store = shared.store()?;
-        if shared.read_only { store.sync().map(drop).map_err(text) } else { store.flush().map_err(text) }
+        if shared.read_only { store.refresh().map(drop).map_err(text) } else { store.flush().map_err(text) }
     }))
 }
 

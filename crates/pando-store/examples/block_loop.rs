@@ -97,7 +97,7 @@ fn main() {
         }
         eprintln!("{pass}: {:.2} us", t.elapsed().as_secs_f64() * 1e6 / keys.len() as f64);
     }
-    let stats = store.stats();
+    let stats = store.info();
     let resident = std::fs::read_to_string("/proc/self/status")
         .ok()
         .and_then(|status| status.lines().find(|l| l.starts_with("VmRSS:")).map(|l| l[6..].trim().to_string()))

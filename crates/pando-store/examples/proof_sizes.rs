@@ -82,7 +82,7 @@ fn main() {
             let (_, verified) = verify_tree_proof(&decoded, f).unwrap();
             let verify = start.elapsed();
             assert_eq!(verified, values);
-            assert!(values.iter().all(|held| matches!(held, pando_core::proof::keys::Held::Value(_))));
+            assert!(values.iter().all(|held| matches!(held, pando_core::proof::keys::Found::Value(_))));
             println!("| {n} | {name} | {} | {} | {:.1?} | {:.1?} |", bytes.len(), bytes.len() / paths.len(), produce, verify);
         }
     }

@@ -4,7 +4,7 @@
 //! Module map (dependency order): [`io`] (all file access) → `node` (the
 //! trie's nodes as the store holds them in memory) → `format` (bytes on
 //! disk) → [`tree`] (immutable trees over a loader) → `pack`,
-//! `cache`, `dict`, `gc_plan`, [`inspect`] → [`store`] (open and recovery;
+//! `cache`, `dict`, `gc_plan`, [`inspection`] → [`store`] (open and recovery;
 //! in folders by role, the writer's commit pipeline `write`, the readers
 //! `read`, garbage collection `gc`, and the tools `tools`: check,
 //! inspect, import, repair). The modules without
@@ -47,24 +47,24 @@ pub mod error;
 #[cfg(any(test, feature = "fuzzing"))]
 #[doc(hidden)]
 pub mod fuzzing;
-pub mod inspect;
+pub mod inspection;
 pub mod io;
+mod locks;
 pub mod options;
-pub mod record;
 pub mod snapshot;
 pub mod store;
-mod sync;
 pub mod telemetry;
+pub mod tracer;
 pub mod tree;
 
 pub use error::{Error, Result};
 pub use format::record::RecordKind;
-pub use inspect::{InspectOptions, Inspection};
+pub use inspection::{InspectOptions, Inspection};
 pub use options::{Create, Options, Retention, SyncPolicy};
 pub use pando_core::{CommitInfo, Hash, Kind};
 pub use snapshot::SnapshotSummary;
 pub use store::{
     CheckPhase, CheckProgress, CheckReport, CheckScope, Commit, CommitMeta, GcPhase, GcReport, GcStatus, Problem, REPAIR_HINT,
-    RecordCounts, RepairReport, Store, StoreStats,
+    RecordCounts, RepairReport, Store, StoreInfo,
 };
 pub use tree::{Depth, Order, ProvenTree, Tree, Versions, verify_stream_proof, verify_stream_proof_reads, verify_tree_proof};

@@ -115,7 +115,7 @@ pub struct Options {
     pub read_only: bool,
     /// Record every call made through the store's API into this trace file
     /// (irmin's `IrmRepBT` format), finished when the store is closed.
-    pub record_trace: Option<std::path::PathBuf>,
+    pub trace_file: Option<std::path::PathBuf>,
     pub retention: Retention,
     /// A collection's long stages (scanning, tracing, copying) run on a
     /// thread of the lowest processor priority (nice 19, on Linux),
@@ -162,7 +162,7 @@ impl Default for Options {
             stage_bytes: 4096,
             checkpoint_commits: 1024,
             read_only: false,
-            record_trace: None,
+            trace_file: None,
             retention: Retention::KeepAll,
             gc_low_priority: true,
             gc_whole_trace_growth_percent: 10,

@@ -169,7 +169,7 @@ fn collected_stores_check_clean() {
         let mut commits = build(&store, 0..40, None);
         store.gc(&commits[30]).unwrap();
         store.wait_gc().unwrap().unwrap();
-        assert!(store.stats().generation > 0);
+        assert!(store.info().generation > 0);
         assert_clean(&check(&store, CheckScope::All));
         assert_clean(&check(&store, CheckScope::Commit(commits[35])));
         if retention.archive() {

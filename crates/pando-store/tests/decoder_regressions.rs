@@ -3,7 +3,7 @@
 //! be refused with a clear error, never a panic, a loop or an allocation
 //! the bytes do not pay for.
 
-use pando_store::record::scope_file;
+use pando_store::tracer::scope_file;
 
 /// A trace file with `body` after `header`, in a directory of its own.
 fn trace_file(header: &[u8], body: &[u8]) -> (tempfile::TempDir, std::path::PathBuf) {

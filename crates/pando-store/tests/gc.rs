@@ -82,10 +82,10 @@ fn collection_keeps_recent_commits_and_frees_space() {
     assert!(report.segments >= 1 && report.last_generation == 1 + report.segments, "{report:?}");
     assert!(report.peak_bytes <= before + report.copied_bytes, "{report:?}");
     // What `pando info` shows is where the collection ended, relocations included.
-    assert_eq!(store.stats().generation, report.last_generation);
+    assert_eq!(store.info().generation, report.last_generation);
     check_kept_and_collected(&store, &commits, 40);
     assert_eq!(store.commit_count(), 20);
-    let stats = store.stats();
+    let stats = store.info();
     assert!(stats.collected_file_bytes * 80 / 100 <= stats.collected_live_bytes, "{stats:?}");
 
     // The store goes on, and a second collection works over the first.
@@ -270,7 +270,7 @@ fn a_collection_traces_what_was_written_since_the_last_boundary() {
         let check = store.check(pando_store::CheckScope::All, 10, &mut |_| {}).unwrap();
         assert!(check.is_clean(), "round {round}: {:?}", check.problems);
     }
-    let kept_after_minor = store.stats().pack_bytes;
+    let kept_after_minor = store.info().pack_bytes;
     drop(store);
     // Reopened: its first collection traces all, and drops what the
     // older runs held that nothing needs any more.
@@ -278,7 +278,7 @@ fn a_collection_traces_what_was_written_since_the_last_boundary() {
     check_kept_and_collected(&store, &commits, 70);
     let whole = collect(&store, &commits[70].0);
     assert_eq!(whole.traced_from, 0);
-    assert!(store.stats().pack_bytes < kept_after_minor, "a whole trace drops the garbage minor ones kept");
+    assert!(store.info().pack_bytes < kept_after_minor, "a whole trace drops the garbage minor ones kept");
     check_kept_and_collected(&store, &commits, 70);
     // With no growth allowed, every collection traces all.
     drop(store);
@@ -304,7 +304,7 @@ fn a_version_3_store_is_read_and_upgraded() {
     let mut commits = blocks(&store, None, 60, 1);
     store.gc(&commits[30].0).unwrap();
     store.wait_gc().unwrap();
-    let generation = store.stats().generation;
+    let generation = store.info().generation;
     drop(store);
     // Rewrite the mapping with version 3's runs, and every control slot as
     // version 3 (their bytes are otherwise the same).
@@ -335,7 +335,7 @@ fn a_version_3_store_is_read_and_upgraded() {
     commits.extend(blocks(&store, head, 20, 2));
     store.gc(&commits[60].0).unwrap();
     store.wait_gc().unwrap();
-    let upgraded = read_all(&*storage.open(&mapping::file_name(store.stats().generation), false).unwrap()).unwrap();
+    let upgraded = read_all(&*storage.open(&mapping::file_name(store.info().generation), false).unwrap()).unwrap();
     assert_eq!(version(&upgraded), pando_store::format::FORMAT_VERSION);
     drop(store);
     let newest = slots(&*control_file).into_iter().max_by_key(|slot| control::decode_slot(slot).unwrap().seq).unwrap();
@@ -379,7 +379,7 @@ fn a_collection_started_while_another_is_being_waited_for_is_refused() {
     let waited = waiter.join().unwrap().expect("a collection ran");
     store.wait_gc().unwrap();
     assert!(store.gc_status().is_none());
-    assert!(store.stats().generation >= waited);
+    assert!(store.info().generation >= waited);
     check_kept_and_collected(&store, &commits, 40);
     drop(store);
     let store = Store::open_storage(Arc::new(storage), options()).unwrap();

@@ -130,7 +130,7 @@ fn collections_writer_and_readers_together() {
                             kept_from.load(Ordering::Acquire),
                             starting.load(Ordering::Acquire),
                             commits.read().len(),
-                            store.stats().chunks.first()
+                            store.info().chunks.first()
                         ),
                         Err(Error::Collected { .. } | Error::CollectedCommit(_)) => refused += 1,
                         // A subtree collected while this reader walked its tree.

@@ -147,14 +147,14 @@ fn one_change_in_a_large_directory_writes_a_patch_not_the_directory() {
         let mut full_rewrites = 0;
         // Many single changes in a row: chains of patches, then full records again.
         for round in 0..12u32 {
-            let before = store.stats().pack_bytes;
+            let before = store.info().pack_bytes;
             let mut tree = store.checkout(&head).unwrap().unwrap();
             let path = vec![b"big".to_vec(), format!("key-{}", round * 7).into_bytes()];
             tree.add_mut(&path, b"changed").unwrap();
             model_add(&mut model, &path, b"changed");
             head = store.commit(&tree, CommitMeta { parents: &[head], date: 1, author: "Tezos", message: "" }).unwrap();
             commits.push((head, model.clone()));
-            let written = store.stats().pack_bytes - before;
+            let written = store.info().pack_bytes - before;
             // Full tree inodes at depths 0 and 1 alone would be over 2 KB.
             // A patch of the depth-0 tree inode is tens of bytes; the full
             // record (32 children with their hashes) over 1 KB. Every fifth

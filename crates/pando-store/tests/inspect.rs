@@ -5,7 +5,7 @@
 
 use pando_core::inode::index;
 use pando_store::format::record::{self, Parse, RecordKind};
-use pando_store::inspect::{EntryKinds, FileKind, Inspection, StepUse};
+use pando_store::inspection::{EntryKinds, FileKind, Inspection, StepUse};
 use pando_store::io::{MemStorage, Storage};
 use pando_store::{CommitMeta, Error, InspectOptions, Options, Store, Tree};
 use std::collections::BTreeSet;
@@ -168,7 +168,7 @@ fn after_a_collection_and_read_only() {
     let commits = blocks(&store, 60);
     store.gc(&commits[40]).unwrap();
     store.wait_gc().unwrap().expect("a collection ran");
-    let stats = store.stats();
+    let stats = store.info();
     assert!(stats.generation > 0 && stats.collected_live_bytes > 0, "{stats:?}");
     let i = inspect(&store, &InspectOptions::default());
     let r = &i.records;

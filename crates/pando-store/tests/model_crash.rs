@@ -588,7 +588,7 @@ impl Run<'_> {
                 self.collected,
                 self.pending_gc,
                 self.failed_gc,
-                s.stats().generation,
+                s.info().generation,
                 {
                     let mut files = self.storage.list().unwrap_or_default();
                     files.sort();
@@ -618,7 +618,7 @@ impl Run<'_> {
         }
         self.note(format!(
             "after {what}: {found:?}, generation {}, durable {}, collected {}, collection running {:?}, failed {:?}",
-            s.stats().generation,
+            s.info().generation,
             self.durable,
             self.collected,
             self.pending_gc,

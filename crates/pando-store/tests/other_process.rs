@@ -125,11 +125,11 @@ fn follow_a_writer(mode: &str) {
     loop {
         let finished = *done.lock().unwrap();
         syncs += 1;
-        if reader.sync().unwrap() > 0 {
+        if reader.refresh().unwrap() > 0 {
             progressed += 1;
         }
-        if reader.stats().generation != generation {
-            generation = reader.stats().generation;
+        if reader.info().generation != generation {
+            generation = reader.info().generation;
             generations += 1;
         }
         // The reader's last commit is whole, and never goes back.
@@ -161,7 +161,7 @@ fn follow_a_writer(mode: &str) {
     }
     reader_thread.join().unwrap();
     assert!(child.wait().unwrap().success());
-    reader.sync().unwrap();
+    reader.refresh().unwrap();
     assert_eq!(latest, BLOCKS - 1, "the reader caught up with the last block");
     assert_eq!(checked, BLOCKS);
     assert!(progressed >= 10, "the reader followed step by step ({progressed} syncs found commits)");

@@ -5,7 +5,7 @@
 //! checks against the commit hash; a damaged record is reported as such.
 
 use pando_core::proof::encoding::{decode, encode};
-use pando_core::proof::keys::{Held, KeysProof};
+use pando_core::proof::keys::{Found, KeysProof};
 use pando_core::proof::{PartialTree, ProofError, verify_tree_proof};
 use pando_store::io::{MemStorage, Storage};
 use pando_store::{CommitMeta, Error, Hash, Kind, Options, Store, SyncPolicy, Tree};
@@ -194,11 +194,11 @@ fn keys_proofs_check_against_the_commit() {
     assert_eq!(
         values,
         vec![
-            Held::Value(17usize.to_le_bytes().to_vec()),
-            Held::Absent,
-            Held::Value(vec![9; 550]),
-            Held::Value(b"genesis".to_vec()),
-            Held::Dir(mid)
+            Found::Value(17usize.to_le_bytes().to_vec()),
+            Found::Absent,
+            Found::Value(vec![9; 550]),
+            Found::Value(b"genesis".to_vec()),
+            Found::Dir(mid)
         ]
     );
     // The root tree hash is accepted too; any other hash is not.

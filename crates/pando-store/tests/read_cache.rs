@@ -60,7 +60,7 @@ fn reads_follow_commits_that_reshape_the_tree() {
         assert_eq!(held(&tree, &["x"]), value("2"));
         assert_eq!(held(&tree, &["x", "y"]), ABSENT);
     }
-    assert!(store.stats().read_cache_entries >= 6, "{:?}", store.stats().read_cache_entries);
+    assert!(store.info().read_cache_entries >= 6, "{:?}", store.info().read_cache_entries);
 
     // Removing the only contents empties (and removes) the directories above.
     let tree = tree.remove(&["a", "b", "c"]).unwrap();
@@ -134,7 +134,7 @@ fn trees_of_other_commits_and_clones_read_their_own() {
     }
     assert_eq!(held(&tree, &["index", "7", "balance"]), value("0"), "the original is unchanged");
     let (_, second) = commit(&store, &clone, Some(first));
-    assert!(store.stats().read_cache_entries >= 100, "carried over: {}", store.stats().read_cache_entries);
+    assert!(store.info().read_cache_entries >= 100, "carried over: {}", store.info().read_cache_entries);
     for i in 0..100 {
         assert_eq!(held(&second, &["index", &i.to_string(), "balance"]), value(&(1900 + i).to_string()));
     }
@@ -176,7 +176,7 @@ fn a_cache_over_its_budget_empties_and_reads_stay_right() {
             assert_eq!(held(&tree, &["index", &i.to_string()]), value(&i.to_string()));
         }
     }
-    let stats = store.stats();
+    let stats = store.info();
     assert!(stats.read_cache_bytes <= 2 << 10 && stats.read_cache_entries < 500, "{} entries", stats.read_cache_entries);
 }
 
@@ -185,9 +185,9 @@ fn a_cache_that_does_not_pay_rests_then_starts_again() {
     let store = open(&MemStorage::new());
     let (mut head, mut tree) = commit(&store, &store.empty_tree().add(&["a"], b"0").unwrap(), None);
     let reads = |store: &Store, tree: &Tree| {
-        let before = store.stats();
+        let before = store.info();
         assert_eq!(held(tree, &["a"]), value("0"));
-        let after = store.stats();
+        let after = store.info();
         (after.read_cache_hits + after.read_cache_misses) - (before.read_cache_hits + before.read_cache_misses)
     };
     assert_eq!(reads(&store, &tree), 3, "find, mem and mem_tree look the cache up");
@@ -201,7 +201,7 @@ fn a_cache_that_does_not_pay_rests_then_starts_again() {
         commits += 1;
         assert!(commits <= 40, "still looked up after {commits} commits");
     }
-    assert_eq!(store.stats().read_cache_entries, 0, "a resting cache holds nothing");
+    assert_eq!(store.info().read_cache_entries, 0, "a resting cache holds nothing");
     // It starts again, empty, a few hundred commits later; reads meanwhile walk.
     let rested_at = commits;
     while reads(&store, &tree) == 0 {
@@ -313,11 +313,11 @@ fn readers_follow_commits_whose_helper_carries_the_cache() {
     for k in 0..200 {
         assert_eq!(newest.find(&path(k)).unwrap(), expected(k), "directory {k}");
     }
-    let hits = store.stats().read_cache_hits;
+    let hits = store.info().read_cache_hits;
     for k in 0..200 {
         assert_eq!(newest.find(&path(k)).unwrap(), expected(k), "directory {k}");
     }
-    assert_eq!(store.stats().read_cache_hits, hits + 200, "the cache did not answer the newest commit's reads");
+    assert_eq!(store.info().read_cache_hits, hits + 200, "the cache did not answer the newest commit's reads");
 }
 
 /// A commit whose write fails after its helper carried the cache over its

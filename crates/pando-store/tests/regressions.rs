@@ -293,11 +293,11 @@ fn a_reader_meeting_a_torn_hint_sees_nothing_new() {
             .commit(&tree, CommitMeta { parents: &[head], date: n as i64 + 1, author: "Tezos", message: "hinted" })
             .unwrap();
     }
-    assert_eq!(reader.sync().unwrap(), 2, "the hint slot names both commits");
+    assert_eq!(reader.refresh().unwrap(), 2, "the hint slot names both commits");
     // The hint slot torn by a rewrite in progress.
     let control = storage.open("control", false).unwrap();
     control.write_all_at(&[0xff; 16], HINT_OFFSET + 8).unwrap();
-    assert_eq!(reader.sync().unwrap(), 0);
+    assert_eq!(reader.refresh().unwrap(), 0);
     assert_eq!(reader.last_commit().unwrap(), Some(head), "the reader keeps what it had");
     assert!(reader.checkout(&head).unwrap().unwrap().find(&["c"]).unwrap().is_some());
 }

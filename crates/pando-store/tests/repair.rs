@@ -343,7 +343,7 @@ fn a_damaged_collected_entry_loses_only_that_hash() {
         let (storage, commits) = collected(Retention::KeepAll);
         let (name, _) = index_entries(&storage);
         let store = Store::open_storage(Arc::new(storage.clone()), read_only()).unwrap();
-        let (count, collected_count) = (store.commit_count(), store.stats().collected_commits);
+        let (count, collected_count) = (store.commit_count(), store.info().collected_commits);
         let before = contents(&store, &commits);
         let collected: Vec<Hash> =
             commits.iter().copied().filter(|c| matches!(store.checkout(c), Err(Error::CollectedCommit(_)))).collect();
@@ -359,7 +359,7 @@ fn a_damaged_collected_entry_loses_only_that_hash() {
         assert_sound(Arc::new(storage.clone()), &commits, &before);
         let store = Store::open_storage(Arc::new(storage), read_only()).unwrap();
         assert_eq!(store.commit_count(), count, "every commit the pack holds is still there");
-        assert_eq!(store.stats().collected_commits, collected_count - 1);
+        assert_eq!(store.info().collected_commits, collected_count - 1);
         let unknown = collected.iter().filter(|c| matches!(store.checkout(c), Ok(None))).count();
         assert_eq!(unknown, 1, "one collected commit's hash is lost, the others are still known as collected");
         return;

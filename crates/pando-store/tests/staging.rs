@@ -8,7 +8,7 @@ mod common;
 use common::held::{HeldStorage, Hold};
 use common::*;
 use pando_core::Hash;
-use pando_core::proof::keys::Held;
+use pando_core::proof::keys::Found;
 use pando_store::io::{FaultKind, FaultPlan, FaultyStorage, MemStorage};
 use pando_store::{CheckScope, CommitMeta, Error, Options, Store, Tree};
 use std::sync::Arc;
@@ -94,7 +94,7 @@ fn staged_contents_are_on_disk_before_the_commit_and_hash_the_same() {
     // a proof and a snapshot made from it show the values.
     let paths = vec![path(&["contracts", "index", "KT01007", "code"]), path(&["contracts", "index", "KT01007", "balance"])];
     let values = staging.prove_keys(&commit, &paths).unwrap().verify(&commit).unwrap();
-    assert_eq!(values, vec![Held::Value(code(8, 3700)), Held::Value(vec![7; 8])]);
+    assert_eq!(values, vec![Found::Value(code(8, 3700)), Found::Value(vec![7; 8])]);
     let mut snapshot = Vec::new();
     staging.export_snapshot(&commit, &mut snapshot).unwrap();
     let imported = Store::open_storage(Arc::new(MemStorage::new()), options(2048)).unwrap();

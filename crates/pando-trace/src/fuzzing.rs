@@ -5,7 +5,7 @@
 //! [`trace`] reads its input as a whole trace file three ways: with
 //! [`TraceReader`] (what `pando replay` and `pando trace` use), with the
 //! scoping pass a store's recording ends with
-//! ([`pando_store::record::scope_file`]), and, without the file's header,
+//! ([`pando_store::tracer::scope_file`]), and, without the file's header,
 //! as one row for pando-core's row decoder. Bad bytes must give an error,
 //! never a panic, a loop or an allocation the bytes do not pay for; every
 //! row read encodes back to a row that decodes the same.
@@ -75,7 +75,7 @@ pub fn trace(data: &[u8]) {
     }
     let file = TempFile::new(data);
     let Some((strict, strict_clean)) = read_rows(&file, false) else {
-        assert!(pando_store::record::scope_file(&file.0).is_err(), "a file the reader refuses is not scoped");
+        assert!(pando_store::tracer::scope_file(&file.0).is_err(), "a file the reader refuses is not scoped");
         return;
     };
     let (lenient, lenient_clean) = read_rows(&file, true).expect("a file that opened opens again");
@@ -88,7 +88,7 @@ pub fn trace(data: &[u8]) {
         round_trip(row);
     }
     // A file of whole rows is written again, scoped, with as many rows.
-    if pando_store::record::scope_file(&file.0).is_ok() {
+    if pando_store::tracer::scope_file(&file.0).is_ok() {
         assert!(lenient_clean, "the scoping pass reads only files the reader reads whole");
         let (scoped, _) = read_rows(&file, true).expect("a scoped trace opens");
         assert_eq!(scoped.len(), strict.len());

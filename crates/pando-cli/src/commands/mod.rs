@@ -142,7 +142,7 @@ fn date_json(seconds: i64) -> serde_json::Value {
 
 pub fn info(arg: &StoreArg, json: bool) -> anyhow::Result<()> {
     let store = open_read_only(arg)?;
-    let stats = store.stats();
+    let stats = store.info();
     let last = match store.last_commit()? {
         Some(hash) => Some((hash, store.commit_info(&hash)?.context("last commit unreadable")?)),
         None => None,

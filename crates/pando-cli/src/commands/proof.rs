@@ -2,7 +2,7 @@
 
 use anyhow::{Context, bail};
 use pando_core::Hash;
-use pando_core::proof::keys::{Held, KeysProof};
+use pando_core::proof::keys::{Found, KeysProof};
 use pando_store::io::NewFile;
 use std::io::Write as _;
 use std::path::Path;
@@ -66,13 +66,13 @@ pub fn verify(file: &Path, root: &str, json: bool) -> anyhow::Result<()> {
             .map(|(path, held)| {
                 let steps: Vec<String> = path.iter().map(|s| String::from_utf8_lossy(s).into_owned()).collect();
                 match held {
-                    Held::Value(v) => {
+                    Found::Value(v) => {
                         serde_json::json!({ "path": steps.join("/"), "kind": "value", "hex": hex(v), "text": printable(v) })
                     }
-                    Held::Dir(hash) => {
+                    Found::Dir(hash) => {
                         serde_json::json!({ "path": steps.join("/"), "kind": "directory", "hash": hash.to_base58() })
                     }
-                    Held::Absent => serde_json::json!({ "path": steps.join("/"), "kind": "absent" }),
+                    Found::Absent => serde_json::json!({ "path": steps.join("/"), "kind": "absent" }),
                 }
             })
             .collect();
@@ -84,9 +84,9 @@ pub fn verify(file: &Path, root: &str, json: bool) -> anyhow::Result<()> {
     for (path, value) in proof.paths.iter().zip(&values) {
         let shown: Vec<String> = path.iter().map(|s| String::from_utf8_lossy(s).into_owned()).collect();
         match value {
-            Held::Value(v) => outln!("{} = {}", shown.join("/"), show_value(v))?,
-            Held::Dir(hash) => outln!("{}: a directory, hash {hash}", shown.join("/"))?,
-            Held::Absent => outln!("{}: absent", shown.join("/"))?,
+            Found::Value(v) => outln!("{} = {}", shown.join("/"), show_value(v))?,
+            Found::Dir(hash) => outln!("{}: a directory, hash {hash}", shown.join("/"))?,
+            Found::Absent => outln!("{}: absent", shown.join("/"))?,
         }
     }
     Ok(())

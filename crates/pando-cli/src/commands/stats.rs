@@ -3,7 +3,7 @@
 
 use indicatif::{ProgressBar, ProgressStyle};
 use pando_store::RecordKind;
-use pando_store::inspect::{FileKind, Log2Histogram, Progress, SAMPLE_LEVEL, SAMPLE_PIECE_BYTES, Stage, StepUse, TreeShape};
+use pando_store::inspection::{FileKind, Log2Histogram, Progress, SAMPLE_LEVEL, SAMPLE_PIECE_BYTES, Stage, StepUse, TreeShape};
 use pando_store::{InspectOptions, Inspection};
 use serde_json::{Value, json};
 use std::fmt::Write;

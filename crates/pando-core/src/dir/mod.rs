@@ -47,7 +47,7 @@ pub use values::*;
 
 use std::sync::OnceLock;
 
-use crate::sync::Arc;
+use crate::arc::Arc;
 
 use crate::hash::Hash;
 pub use crate::inode::{ENTRIES, STABLE_HASH, hashed_flat};

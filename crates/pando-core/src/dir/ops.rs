@@ -1,5 +1,5 @@
 //! Reading and updating a directory: find, set, remove, enumerate entries
-//! (sorted or in storage order), and walk or update a path of directories
+//! (sorted or in storage order), and descend or update a path of directories
 //! (one implementation for the store's trees and the proofs' partial trees).
 
 use super::node::{cleared, replace_body, updatable};
@@ -12,7 +12,7 @@ pub fn find<H: Hold, R: Resolve<H> + ?Sized>(root: &Arc<Inode<H>>, step: &[u8], 
 }
 
 /// Calls `f` on the entry `step` below `node` (an inode of a directory at
-/// any depth), walking as [`with_path`] does.
+/// any depth), descending as [`with_path`] does.
 fn with_step<H: Hold, R: Resolve<H> + ?Sized, T>(
     node: &Inode<H>,
     step: &[u8],
@@ -22,7 +22,7 @@ fn with_step<H: Hold, R: Resolve<H> + ?Sized, T>(
     path_below(node, step, &[step], 0, &r, &|_| r, |reached| f(reached.entry()))
 }
 
-/// Where a walk down a path stopped ([`with_path_reached`]).
+/// Where a descent down a path stopped ([`with_path_reached`]).
 pub enum Reached<'a, H: Hold> {
     /// The entry at the end of the path.
     Entry(&'a Child<H>),
@@ -43,7 +43,7 @@ impl<'a, H: Hold> Reached<'a, H> {
 }
 
 /// Calls `f` on the entry at the end of `steps` below the entry `from`
-/// (`from` itself for no step; `None` when the path holds nothing). The walk
+/// (`from` itself for no step; `None` when the path holds nothing). The descent
 /// follows inodes in memory by reference, touching no reference count, and
 /// holds only what it has to load. `at(n)` is the resolver for the
 /// directory the first `n` steps lead to (one that names paths in its
@@ -54,10 +54,10 @@ pub fn with_path<H: Hold, R: Resolve<H>, T>(
     at: &impl Fn(usize) -> R,
     f: impl FnOnce(Option<&Child<H>>) -> T,
 ) -> Result<T, R::Error> {
-    walk_path(from, steps, 0, at, |reached| f(reached.entry()))
+    descend(from, steps, 0, at, |reached| f(reached.entry()))
 }
 
-/// [`with_path`], telling `f` where the walk stopped: at the entry, at a
+/// [`with_path`], telling `f` where the descent stopped: at the entry, at a
 /// directory without the next step, or at a contents on the way.
 pub fn with_path_reached<H: Hold, R: Resolve<H>, T>(
     from: &Child<H>,
@@ -65,11 +65,11 @@ pub fn with_path_reached<H: Hold, R: Resolve<H>, T>(
     at: &impl Fn(usize) -> R,
     f: impl FnOnce(Reached<'_, H>) -> T,
 ) -> Result<T, R::Error> {
-    walk_path(from, steps, 0, at, f)
+    descend(from, steps, 0, at, f)
 }
 
 /// [`with_path`] from the entry the first `n` of `steps` lead to.
-fn walk_path<H: Hold, R: Resolve<H>, T>(
+fn descend<H: Hold, R: Resolve<H>, T>(
     from: &Child<H>,
     steps: &[&[u8]],
     n: usize,
@@ -85,7 +85,7 @@ fn walk_path<H: Hold, R: Resolve<H>, T>(
     }
 }
 
-/// [`walk_path`] from the entry `step` (the `n`th of `steps`) of the
+/// [`descend`] from the entry `step` (the `n`th of `steps`) of the
 /// directory whose inode (at any depth) is `node`; `r` is `at(n)`.
 fn path_below<H: Hold, R: Resolve<H>, T>(
     node: &Inode<H>,
@@ -98,7 +98,7 @@ fn path_below<H: Hold, R: Resolve<H>, T>(
 ) -> Result<T, R::Error> {
     match &node.body {
         Body::Values(values) => match values.search(step) {
-            Ok(i) => walk_path(values.child(i), steps, n + 1, at, f),
+            Ok(i) => descend(values.child(i), steps, n + 1, at, f),
             Err(_) => Ok(f(Reached::Absent)),
         },
         Body::Tree(pointers) => match pointers.get(index(pointers.depth, step)) {

@@ -42,7 +42,7 @@ pub struct KeysProof {
 
 /// What a path holds, as a keys proof shows it.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Held {
+pub enum Found {
     /// Nothing is at the path.
     Absent,
     /// A contents, and its value.
@@ -52,14 +52,14 @@ pub enum Held {
 }
 
 /// What each path holds, the computation a keys proof proves.
-pub fn read_paths(tree: &mut PartialTree<'_>, paths: &[Vec<Vec<u8>>]) -> Result<Vec<Held>, ProofError> {
+pub fn read_paths(tree: &mut PartialTree<'_>, paths: &[Vec<Vec<u8>>]) -> Result<Vec<Found>, ProofError> {
     paths
         .iter()
         .map(|path| match tree.find_hash(path)? {
-            None => Ok(Held::Absent),
-            Some((Kind::Dir, hash)) => Ok(Held::Dir(hash)),
+            None => Ok(Found::Absent),
+            Some((Kind::Dir, hash)) => Ok(Found::Dir(hash)),
             Some((Kind::Contents, _)) => match tree.find(path)? {
-                Some(value) => Ok(Held::Value(value)),
+                Some(value) => Ok(Found::Value(value)),
                 None => Err(ProofError::Malformed("a contents without a value".into())),
             },
         })
@@ -83,7 +83,7 @@ impl KeysProof {
 
     /// Checks the proof against `root`, a commit hash or a tree hash, and
     /// returns what each path holds.
-    pub fn verify(&self, root: &Hash) -> Result<Vec<Held>, ProofError> {
+    pub fn verify(&self, root: &Hash) -> Result<Vec<Found>, ProofError> {
         let tree_root = self.proof.before.hash();
         let commit = self.commit_hash();
         if *root != tree_root && commit != Some(*root) {

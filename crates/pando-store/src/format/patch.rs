@@ -384,7 +384,7 @@ mod tests {
     use crate::dict::RawSteps;
     use crate::format::node::{encode_values, references, resolve_children};
     use crate::format::record::RecordKind;
-    use crate::node::{BaseHeld, Loader, NoLoader, Written};
+    use crate::node::{BaseShape, Loader, NoLoader, Written};
     use std::sync::Arc;
 
     /// A value patch names only what changed (a replaced child, a removed
@@ -407,7 +407,7 @@ mod tests {
         }
         assert!(pando_core::dir::remove(&mut now, 0, b"c", r).unwrap());
         let over = now.take_patch_base().expect("a written version changed");
-        let BaseHeld::Values(marks) = over.held else { panic!("a value inode's marks") };
+        let BaseShape::Values(marks) = over.shape else { panic!("a value inode's marks") };
         let Body::Values(new) = &now.body else { panic!("a value inode") };
         let (dict, mut out) = (Dict::default(), Vec::new());
         let resolved = resolve_children(new, &[]);

@@ -118,7 +118,7 @@ impl ValuesMarks {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::node::{BaseHeld, Child, Inode, Leaf, Loader, NoLoader, Values, Written, value_child};
+    use crate::node::{BaseShape, Child, Inode, Leaf, Loader, NoLoader, Values, Written, value_child};
     use pando_core::dir::{self, Body};
 
     /// Marks kept through any sequence of updates, in place or on copies of
@@ -169,9 +169,9 @@ mod tests {
                 drop(shared);
             }
             let now = values(&root);
-            let marks = match root.take_patch_base().map(|base| base.held) {
-                Some(BaseHeld::Values(marks)) => marks,
-                Some(BaseHeld::Tree { .. }) => unreachable!("a value inode"),
+            let marks = match root.take_patch_base().map(|base| base.shape) {
+                Some(BaseShape::Values(marks)) => marks,
+                Some(BaseShape::Tree { .. }) => unreachable!("a value inode"),
                 None => ValuesMarks::default(),
             };
             assert_eq!(marks, ValuesMarks::between(&base, &now, same), "round {round}");

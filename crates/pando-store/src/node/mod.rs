@@ -251,7 +251,7 @@ pub struct PatchBase {
     /// The oldest commit of its kept subtree (0 if not kept): no child it
     /// kept is older.
     pub since: u32,
-    pub held: BaseHeld,
+    pub shape: BaseShape,
 }
 
 /// The full record a written tree inode's chain of patches starts from
@@ -300,7 +300,7 @@ impl Clone for ChainNote {
 
 /// What a written inode held, as a patch against it needs it.
 #[derive(Clone, Debug)]
-pub enum BaseHeld {
+pub enum BaseShape {
     /// A tree inode at `depth`, with its children's indices.
     Tree { depth: u32, bitmap: u32 },
     /// A value inode, and which of its entries changed since.
@@ -314,11 +314,11 @@ impl PatchBase {
         let &(instance, offset) = inode.meta.stored.get()?;
         let chain = inode.patch_chain()?;
         let since = inode.kept_since().unwrap_or(0);
-        let held = match &inode.body {
-            Body::Tree(pointers) => BaseHeld::Tree { depth: pointers.depth, bitmap: pointers.bitmap() },
-            Body::Values(_) => BaseHeld::Values(ValuesMarks::default()),
+        let shape = match &inode.body {
+            Body::Tree(pointers) => BaseShape::Tree { depth: pointers.depth, bitmap: pointers.bitmap() },
+            Body::Values(_) => BaseShape::Values(ValuesMarks::default()),
         };
-        Some(Box::new(PatchBase { instance, offset, chain, since, held }))
+        Some(Box::new(PatchBase { instance, offset, chain, since, shape }))
     }
 }
 
@@ -469,7 +469,7 @@ impl Hold for Held {
     }
 
     fn note_values(meta: &mut Meta, change: dir::ValuesChange) {
-        if let Some(PatchBase { held: BaseHeld::Values(marks), .. }) = meta.base.get_mut().as_deref_mut() {
+        if let Some(PatchBase { shape: BaseShape::Values(marks), .. }) = meta.base.get_mut().as_deref_mut() {
             marks.note(change);
         }
     }

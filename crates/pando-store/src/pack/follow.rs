@@ -8,7 +8,7 @@
 use std::collections::BTreeSet;
 use std::sync::atomic::Ordering;
 
-use super::{Chunk, Cold, Layout, Pack, Source, chunk_name, cold_name, parse_chunk_name, parse_cold_name, segment_name};
+use super::{Chunk, Cold, Layout, Pack, PackFile, chunk_name, cold_name, parse_chunk_name, parse_cold_name, segment_name};
 use crate::error::{Error, Result};
 use crate::format::mapping::{self, IN_CHUNK, Run};
 
@@ -64,7 +64,7 @@ impl Pack {
                     return Err(Error::corrupt(&names[0], 0, "a file the layout needs is missing"));
                 };
                 let len = file.len().map_err(Error::io(&name, "stat"))?;
-                new_files.push((key, Source { name, file, len }));
+                new_files.push((key, PackFile { name, file, len }));
             }
         }
         let resolved = self

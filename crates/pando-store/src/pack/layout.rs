@@ -15,7 +15,7 @@ use crate::io::{File, Storage};
 
 /// A file below the first chunk that runs point into.
 #[derive(Clone)]
-pub struct Source {
+pub struct PackFile {
     pub name: String,
     pub file: Arc<dyn File>,
     pub len: u64,
@@ -28,12 +28,12 @@ pub struct Collected {
     /// Sorted by logical offset (see `format::mapping`).
     pub runs: Vec<Run>,
     /// Every file a run points into, by [`Run::file`].
-    pub files: BTreeMap<u64, Source>,
+    pub files: BTreeMap<u64, PackFile>,
     index: RunIndex,
 }
 
 impl Collected {
-    fn new(generation: u64, runs: Vec<Run>, files: BTreeMap<u64, Source>) -> Collected {
+    fn new(generation: u64, runs: Vec<Run>, files: BTreeMap<u64, PackFile>) -> Collected {
         let index = RunIndex::new(&runs);
         Collected { generation, runs, files, index }
     }
@@ -60,7 +60,7 @@ pub struct Layout {
     pub runs: Vec<Run>,
     /// Files written for it (segments); the others its runs name are the
     /// current layout's, or chunks below `boundary`.
-    pub new_files: Vec<(u64, Source)>,
+    pub new_files: Vec<(u64, PackFile)>,
     /// The new first chunk's start (a chunk start, at or after the current one).
     pub boundary: u64,
     /// Archive mode: chunks below the boundary move to cold files.
@@ -71,7 +71,7 @@ pub struct Layout {
 pub struct Resolved {
     generation: u64,
     runs: Vec<Run>,
-    files: BTreeMap<u64, Source>,
+    files: BTreeMap<u64, PackFile>,
     boundary: u64,
     archive: bool,
 }
@@ -89,7 +89,7 @@ impl Pack {
         if chunks.get(keep_from).is_none_or(|c| c.start != layout.boundary) {
             return Err(Error::GcFailed(format!("the boundary {} is not a chunk start", layout.boundary)));
         }
-        let mut new_files: BTreeMap<u64, Source> = layout.new_files.into_iter().collect();
+        let mut new_files: BTreeMap<u64, PackFile> = layout.new_files.into_iter().collect();
         let old_files = current.as_ref().map(|c| &c.files);
         let mut files = BTreeMap::new();
         for key in layout.runs.iter().map(|r| r.file).collect::<BTreeSet<u64>>() {
@@ -155,13 +155,13 @@ impl Pack {
 
     /// The chunk at `start` as a file runs point into: one of `chunks`
     /// (each followed by the next, so its length is known), or a cold one.
-    fn chunk_source(&self, chunks: &[Chunk], cold: &[Cold], start: u64) -> Option<Source> {
+    fn chunk_source(&self, chunks: &[Chunk], cold: &[Cold], start: u64) -> Option<PackFile> {
         if let Some(w) = chunks.windows(2).find(|w| w[0].start == start) {
             let len = w[1].start - start;
-            return Some(Source { name: w[0].name.clone(), file: w[0].file.clone(), len });
+            return Some(PackFile { name: w[0].name.clone(), file: w[0].file.clone(), len });
         }
         let chunk = cold.iter().find(|c| c.start == start)?;
-        Some(Source { name: chunk.name.clone(), file: chunk.file.clone(), len: chunk.len })
+        Some(PackFile { name: chunk.name.clone(), file: chunk.file.clone(), len: chunk.len })
     }
 }
 
@@ -182,10 +182,10 @@ pub(super) fn open_collected(storage: &dyn Storage, generation: u64, runs: Vec<R
             (name, file)
         };
         let len = file.len().map_err(Error::io(&name, "stat"))?;
-        files.insert(key, Source { name, file, len });
+        files.insert(key, PackFile { name, file, len });
     }
     let mapping_name = mapping::file_name(generation);
-    mapping::check_files(&runs, |key| files.get(&key).map(|f: &Source| f.len))
+    mapping::check_files(&runs, |key| files.get(&key).map(|f: &PackFile| f.len))
         .map_err(|(i, reason)| Error::corrupt(&mapping_name, (20 + 32 * i) as u64, reason))?;
     Ok(Collected::new(generation, runs, files))
 }

@@ -34,7 +34,7 @@ use crate::format::control::Control;
 use crate::format::mapping::{IN_CHUNK, Run};
 use crate::format::record::{self, Parse, RecordKind};
 use crate::io::{File, Storage};
-use crate::sync::{AtomicBool, AtomicU64, RwLock};
+use crate::locks::{AtomicBool, AtomicU64, RwLock};
 
 mod follow;
 mod layout;
@@ -44,7 +44,7 @@ pub(crate) mod window;
 #[cfg(all(test, feature = "shuttle"))]
 mod shuttle_tests;
 
-pub use layout::{Collected, Layout, Resolved, Source};
+pub use layout::{Collected, Layout, Resolved, PackFile};
 use layout::open_collected;
 pub use names::{chunk_name, cold_name, segment_name};
 pub(crate) use names::parse_hex_name;

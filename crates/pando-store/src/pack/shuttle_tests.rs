@@ -58,7 +58,7 @@ fn shuttle_readers_never_see_a_switch() {
             let segment = storage.open(&segment_name(7), true).unwrap();
             segment.write_all_at(&batch(0), 0).unwrap();
             let moved = vec![Run { old: at[0], new: 0, len, file: 7 }];
-            let source = Source { name: segment_name(7), file: segment, len };
+            let source = PackFile { name: segment_name(7), file: segment, len };
             let resolved = pack
                 .resolve(Layout { generation: 2, runs: moved, new_files: vec![(7, source)], boundary: at[2], archive: false })
                 .unwrap();

@@ -47,7 +47,7 @@ use crate::format::commit::CommitRecord;
 use crate::io::{FsStorage, Storage};
 use crate::node::{Child, Inode, Ptr};
 use crate::options::Options;
-use crate::record::{RecordingSummary, TraceSink};
+use crate::tracer::{TraceSink, TraceSummary};
 use crate::tree::{Refs, Source, Tree};
 use pando_core::trace::{Row, Scope};
 
@@ -121,7 +121,7 @@ pub struct CommitMeta<'a> {
 
 /// Sizes and counts, for `pando info`.
 #[derive(Clone, Debug)]
-pub struct StoreStats {
+pub struct StoreInfo {
     pub commits: u64,
     pub pack_bytes: u64,
     pub chunks: Vec<(String, u64)>,
@@ -212,13 +212,13 @@ impl Store {
     /// An empty tree bound to this store (context 0 of a recorded trace).
     pub fn empty_tree(&self) -> Tree {
         let source: Arc<dyn Source> = self.repo.clone();
-        let ctx = self.repo.read.recording().then_some(0);
+        let ctx = self.repo.read.tracing().then_some(0);
         let refs = Refs::HeldAt(self.repo.read.pack.layout_epoch());
         Tree::from_parts(Child::Dir(Ptr::mem(crate::node::empty())), Some(source), ctx, refs).logging_from(None)
     }
 
     /// True if `commit` is in the store.
-    /// (A read-only store syncs first if it does not know `commit`.)
+    /// (A read-only store refreshes first if it does not know `commit`.)
     pub fn exists(&self, commit: &Hash) -> bool {
         self.repo.read.commit_offset(commit).is_ok_and(|found| found.is_some_and(|offset| offset != index_file::COLLECTED))
     }
@@ -323,7 +323,7 @@ impl Store {
             sink.write(&Row::Checkout { hash: Scope::Keep(commit.to_base58().into_bytes()), ctx: Scope::Keep(ctx) });
             ctx
         };
-        let ctx = if take_kept { self.repo.read.record(record) } else { None };
+        let ctx = if take_kept { self.repo.read.trace(record) } else { None };
         let source: Arc<dyn Source> = self.repo.clone();
         let tree = Tree::from_parts(Child::Dir(root), Some(source), ctx, Refs::HeldAt(epoch)).logging_from(Some(*commit));
         Ok(Some(if took_kept { tree.taking_kept() } else { tree }))
@@ -353,7 +353,7 @@ impl Store {
     ///
     /// ```
     /// # let dir = tempfile::tempdir()?;
-    /// use pando_core::proof::keys::Held;
+    /// use pando_core::proof::keys::Found;
     /// use pando_store::{CommitMeta, Options, Store};
     ///
     /// let store = Store::open(dir.path(), Options::default())?;
@@ -362,9 +362,9 @@ impl Store {
     /// let proof = store.prove_keys(&commit, &[&["contracts", "global_counter"][..], &["contracts"], &["nothing"]])?;
     /// // Checked against the commit hash alone, without the store.
     /// let held = proof.verify(&commit)?;
-    /// assert_eq!(held[0], Held::Value(b"42".to_vec()));
-    /// assert!(matches!(held[1], Held::Dir(_)));
-    /// assert_eq!(held[2], Held::Absent);
+    /// assert_eq!(held[0], Found::Value(b"42".to_vec()));
+    /// assert!(matches!(held[1], Found::Dir(_)));
+    /// assert_eq!(held[2], Found::Absent);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn prove_keys<P, S>(&self, commit: &Hash, paths: &[P]) -> Result<pando_core::proof::keys::KeysProof>
@@ -420,19 +420,19 @@ impl Store {
         // The flat read cache is carried over the tree's updates on the
         // commit's helper thread, while this one encodes (`FlatCache::carry`).
         let carry = self.repo.read.flat.next_carry();
-        let side = {
+        let carry_job = {
             let (repo, writes) = (self.repo.clone(), tree.shared_writes());
-            hashing::Side::new(Box::new(move || repo.read.flat.carry(carry, writes.as_deref())))
+            hashing::Carry::new(Box::new(move || repo.read.flat.carry(carry, writes.as_deref())))
         };
-        let hash = match self.repo.commit(tree, meta, &side) {
+        let hash = match self.repo.commit(tree, meta, &carry_job) {
             Ok(hash) => hash,
             Err(e) => {
-                side.cancel();
+                carry_job.cancel();
                 self.repo.read.flat.abandon(carry);
                 return Err(e);
             }
         };
-        side.run();
+        carry_job.run();
         self.repo.read.flat.committed(hash, carry);
         let (cache_hits, cache_misses) = self.repo.read.cache.hits_and_misses();
         crate::telemetry::commit_done(
@@ -447,9 +447,9 @@ impl Store {
             },
         );
         self.repo.apply_retention(hash)?;
-        self.repo.read.record(|sink| {
+        self.repo.read.trace(|sink| {
             // A replay commits as Tezos does, with the parents it made itself.
-            if author != crate::record::TEZOS_AUTHOR {
+            if author != crate::tracer::TEZOS_AUTHOR {
                 sink.gap("a commit by an author other than Tezos");
             }
             if parents.iter().any(|p| !sink.is_known(p)) {
@@ -472,10 +472,10 @@ impl Store {
 
     /// Ends the recording of a trace (if the store records one): flushes it
     /// and marks last occurrences. Later calls are not recorded.
-    pub fn finish_recording(&self) -> Result<Option<RecordingSummary>> {
-        let Some(recorder) = &self.repo.read.recorder else { return Ok(None) };
-        let path = recorder.path().display().to_string();
-        recorder.finish().map_err(Error::io(path, "record trace"))
+    pub fn finish_trace(&self) -> Result<Option<TraceSummary>> {
+        let Some(tracer) = &self.repo.read.tracer else { return Ok(None) };
+        let path = tracer.path().display().to_string();
+        tracer.finish().map_err(Error::io(path, "record trace"))
     }
 
     /// The most recent commit, if any.
@@ -489,13 +489,13 @@ impl Store {
 
     /// Read-only: takes in the commits (and collections) the writer of
     /// another process made durable since the store was opened or last
-    /// synced; returns how many commits appeared. Looking up a commit this
-    /// store does not know syncs first, so a reader asked for a new block
+    /// refreshed; returns how many commits appeared. Looking up a commit this
+    /// store does not know refreshes first, so a reader asked for a new block
     /// catches up by itself. Trees checked out before stay readable until
-    /// a sync takes in a collection that removed them. A writable store
+    /// a refresh takes in a collection that removed them. A writable store
     /// has nothing to follow (returns 0).
-    pub fn sync(&self) -> Result<u64> {
-        self.repo.read.sync()
+    pub fn refresh(&self) -> Result<u64> {
+        self.repo.read.refresh()
     }
 
     /// Makes every commit durable and brings the index file up to date.
@@ -514,7 +514,7 @@ impl Store {
     /// collection still running is stopped and discarded.
     pub fn close(self) -> Result<()> {
         self.repo.cancel_gc();
-        self.finish_recording()?;
+        self.finish_trace()?;
         self.repo.flush()
     }
 
@@ -547,10 +547,10 @@ impl Store {
     /// Counts and sizes (commits, branches, pack bytes per chunk,
     /// dictionary entries, collections), as `pando info` prints them. Cheap:
     /// it reads no file.
-    pub fn stats(&self) -> StoreStats {
+    pub fn info(&self) -> StoreInfo {
         let collected = self.repo.read.pack.collected();
         let read_cache = self.repo.read.flat.counts();
-        StoreStats {
+        StoreInfo {
             commits: self.commit_count(),
             pack_bytes: self.pack_bytes(),
             chunks: self.repo.read.pack.chunk_sizes(),
@@ -591,7 +591,7 @@ impl Drop for Store {
         // No staged record is written after the store is gone (a store
         // opened next on the same files would have cut it off).
         let _ = self.repo.write.staged.settle();
-        let _ = self.finish_recording();
+        let _ = self.finish_trace();
         let _ = self.repo.flush();
         // Trees read from the store may outlive it (a binding's garbage
         // collector frees them later); the directory is free for the next

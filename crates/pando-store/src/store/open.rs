@@ -35,7 +35,7 @@ use crate::format::record::RecordKind;
 use crate::io::{File, Storage, read_all};
 use crate::options::{Create, Options};
 use crate::pack::{Pack, PackOptions};
-use crate::record::Recorder;
+use crate::tracer::Tracer;
 use crate::tree::flat::FlatCache;
 
 pub const CONTROL: &str = "control";
@@ -199,14 +199,14 @@ pub fn open(storage: Arc<dyn Storage>, options: Options) -> Result<Repo> {
         let state = writer.control.clone();
         writer.write_synced_control(state)?;
     }
-    let recorder = match &options.record_trace {
-        Some(path) => Some(Recorder::create(path).map_err(Error::io(path.display().to_string(), "create trace"))?),
+    let tracer = match &options.trace_file {
+        Some(path) => Some(Tracer::create(path).map_err(Error::io(path.display().to_string(), "create trace"))?),
         None => None,
     };
     crate::telemetry::opened(&storage.describe(), writable, commits - collected, generation, recovered_bytes, started.elapsed());
     Ok(Repo {
         read: ReadSide {
-            recorder,
+            tracer,
             id: fresh_instance_id(),
             storage,
             pack,

@@ -59,18 +59,18 @@ const PREFIX_OVERHEAD: usize = 16;
 
 /// What a path holds: a value owned, or borrowed from the map.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum Held<V = Box<[u8]>> {
+pub(crate) enum Cached<V = Box<[u8]>> {
     Absent,
     Dir,
     Value(V),
 }
 
-impl Held {
-    fn as_ref(&self) -> Held<&[u8]> {
+impl Cached {
+    fn as_ref(&self) -> Cached<&[u8]> {
         match self {
-            Held::Absent => Held::Absent,
-            Held::Dir => Held::Dir,
-            Held::Value(value) => Held::Value(value),
+            Cached::Absent => Cached::Absent,
+            Cached::Dir => Cached::Dir,
+            Cached::Value(value) => Cached::Value(value),
         }
     }
 }
@@ -88,11 +88,11 @@ const DIR: u8 = 1;
 const VALUE: u8 = 2;
 
 impl Entry {
-    fn new(key: &[u8], held: Held<&[u8]>) -> Entry {
+    fn new(key: &[u8], held: Cached<&[u8]>) -> Entry {
         let (tag, value): (u8, &[u8]) = match held {
-            Held::Absent => (ABSENT, &[]),
-            Held::Dir => (DIR, &[]),
-            Held::Value(value) => (VALUE, value),
+            Cached::Absent => (ABSENT, &[]),
+            Cached::Dir => (DIR, &[]),
+            Cached::Value(value) => (VALUE, value),
         };
         let len = u32::try_from(key.len()).expect("a path of at most 4 GiB");
         let mut bytes = Vec::with_capacity(HEAD + key.len() + value.len());
@@ -111,11 +111,11 @@ impl Entry {
         &self.0[HEAD..self.key_end()]
     }
 
-    fn held(&self) -> Held<&[u8]> {
+    fn cached(&self) -> Cached<&[u8]> {
         match self.0[4] {
-            ABSENT => Held::Absent,
-            DIR => Held::Dir,
-            _ => Held::Value(&self.0[self.key_end()..]),
+            ABSENT => Cached::Absent,
+            DIR => Cached::Dir,
+            _ => Cached::Value(&self.0[self.key_end()..]),
         }
     }
 
@@ -220,7 +220,7 @@ impl Inner {
         self.entries.find(hash_of(key), |e| e.key() == key)
     }
 
-    fn set(&mut self, key: &[u8], held: Held<&[u8]>) {
+    fn set(&mut self, key: &[u8], held: Cached<&[u8]>) {
         let entry = Entry::new(key, held);
         self.bytes += entry.weight();
         match self.entries.entry(hash_of(key), |e| e.key() == key, |e| hash_of(e.key())) {
@@ -261,7 +261,7 @@ impl Inner {
                 }
                 Write::Value(new) => {
                     self.bytes = self.bytes - old.len() + new.len();
-                    *entry = Entry::new(key, Held::Value(new));
+                    *entry = Entry::new(key, Cached::Value(new));
                     return;
                 }
                 Write::Unknown => {
@@ -276,9 +276,9 @@ impl Inner {
             self.clear();
         }
         match write {
-            Write::Value(value) => self.set(key, Held::Value(value)),
-            Write::Absent => self.set(key, Held::Absent),
-            Write::Dir => self.set(key, Held::Dir),
+            Write::Value(value) => self.set(key, Cached::Value(value)),
+            Write::Absent => self.set(key, Cached::Absent),
+            Write::Dir => self.set(key, Cached::Dir),
             Write::Unknown => self.forget(key),
         }
         for prefix in strict_prefixes(key) {
@@ -288,10 +288,10 @@ impl Inner {
                 Write::Absent => self.forget(prefix),
                 _ => {
                     if let Some(entry) = find_mut(&mut self.entries, prefix)
-                        && entry.held() != Held::Dir
+                        && entry.cached() != Cached::Dir
                     {
                         let weight = entry.weight();
-                        *entry = Entry::new(prefix, Held::Dir);
+                        *entry = Entry::new(prefix, Cached::Dir);
                         self.bytes = self.bytes - weight + entry.weight();
                     }
                 }
@@ -316,9 +316,9 @@ impl Drop for EmptiedUnlessDone<'_> {
     }
 }
 
-fn held_len<V: AsRef<[u8]>>(held: &Held<V>) -> usize {
+fn cached_len<V: AsRef<[u8]>>(held: &Cached<V>) -> usize {
     match held {
-        Held::Value(v) => v.as_ref().len(),
+        Cached::Value(v) => v.as_ref().len(),
         _ => 0,
     }
 }
@@ -345,16 +345,16 @@ impl FlatCache {
 
     /// Calls `f` on what `key` holds in the tree of commit `at`, if known
     /// (asked only of a cache that [`FlatCache::is_on`]).
-    pub(crate) fn get<T>(&self, at: &Hash, key: &Key, f: impl FnOnce(&Held<&[u8]>) -> T) -> Option<T> {
+    pub(crate) fn get<T>(&self, at: &Hash, key: &Key, f: impl FnOnce(&Cached<&[u8]>) -> T) -> Option<T> {
         let inner = self.inner.read();
-        let found = if inner.at.as_ref() == Some(at) { inner.get(&key.0).map(|e| f(&e.held())) } else { None };
+        let found = if inner.at.as_ref() == Some(at) { inner.get(&key.0).map(|e| f(&e.cached())) } else { None };
         let counter = if found.is_some() { &self.hits } else { &self.misses };
         counter.fetch_add(1, Ordering::Relaxed);
         found
     }
 
     /// Notes what `key` holds in the tree of commit `at`, read from it.
-    pub(crate) fn insert(&self, at: &Hash, key: &Key, held: Held) {
+    pub(crate) fn insert(&self, at: &Hash, key: &Key, held: Cached) {
         // A read that began before the cache came to rest notes nothing.
         if !self.is_on() {
             return;
@@ -371,7 +371,7 @@ impl FlatCache {
             }
             inner.at = Some(*at);
         }
-        if inner.bytes + ENTRY_OVERHEAD + key.0.len() + held_len(&held) > self.budget {
+        if inner.bytes + ENTRY_OVERHEAD + key.0.len() + cached_len(&held) > self.budget {
             inner.clear();
         }
         inner.set(&key.0, held.as_ref());
@@ -652,11 +652,11 @@ mod tests {
         writes
     }
 
-    fn read(cache: &FlatCache, at: Hash, steps: &[&[u8]]) -> Option<Held> {
+    fn read(cache: &FlatCache, at: Hash, steps: &[&[u8]]) -> Option<Cached> {
         cache.get(&at, &Key::new(steps), |held| match held {
-            Held::Absent => Held::Absent,
-            Held::Dir => Held::Dir,
-            Held::Value(value) => Held::Value(Box::from(*value)),
+            Cached::Absent => Cached::Absent,
+            Cached::Dir => Cached::Dir,
+            Cached::Value(value) => Cached::Value(Box::from(*value)),
         })
     }
 
@@ -669,25 +669,25 @@ mod tests {
         let cache = FlatCache::new(1 << 20);
         let (base, first, second) = (hash(0), hash(1), hash(2));
         let path: &[&[u8]] = &[b"a", b"v"];
-        cache.insert(&base, &Key::new(path), Held::Value(b"base".to_vec().into()));
+        cache.insert(&base, &Key::new(path), Cached::Value(b"base".to_vec().into()));
         let (a, b) = (cache.next_carry(), cache.next_carry());
         cache.carry(a, Some(&writes(base, &[(path, b"first")])));
         cache.carry(b, Some(&writes(base, &[(path, b"second")])));
         cache.committed(first, a);
         assert_eq!(read(&cache, first, path), None, "the first commit read the second's update");
         // No read is noted while the second commit is being made.
-        cache.insert(&first, &Key::new(path), Held::Value(b"first".to_vec().into()));
+        cache.insert(&first, &Key::new(path), Cached::Value(b"first".to_vec().into()));
         cache.committed(second, b);
         assert_eq!(read(&cache, second, path), None, "the second commit's carry was emptied");
-        cache.insert(&second, &Key::new(path), Held::Value(b"second".to_vec().into()));
-        assert_eq!(read(&cache, second, path), Some(Held::Value(b"second".to_vec().into())));
+        cache.insert(&second, &Key::new(path), Cached::Value(b"second".to_vec().into()));
+        assert_eq!(read(&cache, second, path), Some(Cached::Value(b"second".to_vec().into())));
 
         // In turn, a commit's carry is named with its updates.
         let c = cache.next_carry();
         cache.carry(c, Some(&writes(second, &[(path, b"third")])));
         assert_eq!(read(&cache, second, path), None, "a read of the parent answered during the carry");
         cache.committed(hash(3), c);
-        assert_eq!(read(&cache, hash(3), path), Some(Held::Value(b"third".to_vec().into())));
+        assert_eq!(read(&cache, hash(3), path), Some(Cached::Value(b"third".to_vec().into())));
 
         // A failed commit empties the cache; naming a commit later finds nothing carried.
         let d = cache.next_carry();

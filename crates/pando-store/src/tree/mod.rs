@@ -26,7 +26,7 @@ use pando_core::trace::{ContextId, Key, Row, Scope};
 use pando_core::{Hash, Kind};
 use std::sync::Arc;
 
-use crate::record::TraceSink;
+use crate::tracer::TraceSink;
 
 /// Longest path accepted: Tezos paths have about ten steps, and the
 /// recursion of hashing and writing grows with the depth.
@@ -43,7 +43,7 @@ fn to_key<S: AsRef<[u8]>>(path: &[S]) -> Key {
 
 use crate::error::Result;
 use crate::node::{self, Child, Loader, NoLoader, Ptr, Written, empty, load, value_child, value_of};
-use flat::{FlatCache, Held, Key as FlatKey, Write, Writes};
+use flat::{Cached, FlatCache, Key as FlatKey, Write, Writes};
 use pando_core::dir::{self, Resolve};
 
 /// Where the lazily loaded parts of a tree come from.
@@ -59,7 +59,7 @@ pub trait Source: Loader + Send + Sync {
     /// The root of the writer's kept tree, given back unchanged by a tree
     /// that took it at a checkout (see `Store::checkout`).
     fn give_back_kept(&self, root: Arc<node::Inode>);
-    /// What paths hold in a commit's tree, for reads that skip the walk.
+    /// What paths hold in a commit's tree, for reads that skip the descent.
     fn flat(&self) -> &FlatCache;
 }
 
@@ -153,10 +153,10 @@ fn loader_of(source: &Option<Arc<dyn Source>>) -> &dyn Loader {
 
 /// Whether a child is a contents, and what to note in the flat cache of
 /// what it holds (nothing for a contents: its value was not read).
-fn kind_held(child: Option<&Child>) -> (bool, Option<Held>) {
+fn kind_cached(child: Option<&Child>) -> (bool, Option<Cached>) {
     match child {
-        None => (false, Some(Held::Absent)),
-        Some(child) if child.kind() == Kind::Dir => (false, Some(Held::Dir)),
+        None => (false, Some(Cached::Absent)),
+        Some(child) if child.kind() == Kind::Dir => (false, Some(Cached::Dir)),
         Some(_) => (true, None),
     }
 }
@@ -262,7 +262,7 @@ impl Tree {
         self.source.as_ref().and_then(|s| s.trace_sink())
     }
 
-    fn record_read<S: AsRef<[u8]>>(&self, path: &[S], found: bool, make: fn(Key, bool, Scope<ContextId>) -> Row) {
+    fn trace_read<S: AsRef<[u8]>>(&self, path: &[S], found: bool, make: fn(Key, bool, Scope<ContextId>) -> Row) {
         if let Some(sink) = self.sink() {
             match self.ctx {
                 Some(ctx) => sink.write(&make(to_key(path), found, Scope::Keep(ctx))),
@@ -272,7 +272,7 @@ impl Tree {
     }
 
     /// Records an update that turned context `self.ctx` into a new one.
-    fn record_update(&mut self, make: impl FnOnce(Scope<ContextId>, Scope<ContextId>) -> Row) {
+    fn trace_update(&mut self, make: impl FnOnce(Scope<ContextId>, Scope<ContextId>) -> Row) {
         let Some(sink) = self.sink() else { return };
         match self.ctx {
             Some(ctx) => {
@@ -355,30 +355,30 @@ impl Tree {
     }
 
     pub(crate) fn get<S: AsRef<[u8]>>(&self, path: &[S]) -> Result<Option<Child>> {
-        self.walk(&steps_of(path), |child| child.cloned())
+        self.descend(&steps_of(path), |child| child.cloned())
     }
 
     /// Calls `f` on what `steps` lead to, without copying anything on the way.
-    fn walk<T>(&self, steps: &[&[u8]], f: impl FnOnce(Option<&Child>) -> T) -> Result<T> {
+    fn descend<T>(&self, steps: &[&[u8]], f: impl FnOnce(Option<&Child>) -> T) -> Result<T> {
         let loader = self.loader();
         dir::with_path(self.node()?, steps, &|_| loader, f)
     }
 
-    /// [`Tree::walk`], telling `f` where the walk stopped.
-    fn walk_reached<T>(&self, steps: &[&[u8]], f: impl FnOnce(dir::Reached<'_, node::Held>) -> T) -> Result<T> {
+    /// [`Tree::descend`], telling `f` where the descent stopped.
+    fn descend_reached<T>(&self, steps: &[&[u8]], f: impl FnOnce(dir::Reached<'_, node::Held>) -> T) -> Result<T> {
         let loader = self.loader();
         dir::with_path_reached(self.node()?, steps, &|_| loader, f)
     }
 
     /// What `path` holds: from the store's flat cache when this tree was
     /// taken from the commit it describes and has not been updated since
-    /// (`cached`), else by a walk down the trie (`walk`, told whether the
+    /// (`cached`), else by a descent down the trie (`descended`, told whether the
     /// cache will note what it returns besides the answer).
     fn read<S: AsRef<[u8]>, T>(
         &self,
         path: &[S],
-        cached: impl FnOnce(&Held<&[u8]>) -> T,
-        walk: impl FnOnce(Option<&Child>, bool) -> Result<(T, Option<Held>)>,
+        cached: impl FnOnce(&Cached<&[u8]>) -> T,
+        descended: impl FnOnce(Option<&Child>, bool) -> Result<(T, Option<Cached>)>,
     ) -> Result<T> {
         self.node()?;
         let steps = steps_of(path);
@@ -389,9 +389,9 @@ impl Tree {
             return Ok(found);
         }
         let note = flat.is_some();
-        let (found, held) = self.walk(&steps, |child| walk(child, note))??;
-        if let (Some((cache, base, key)), Some(held)) = (flat, held) {
-            cache.insert(&base, &key, held);
+        let (found, to_cache) = self.descend(&steps, |child| descended(child, note))??;
+        if let (Some((cache, base, key)), Some(to_cache)) = (flat, to_cache) {
+            cache.insert(&base, &key, to_cache);
         }
         Ok(found)
     }
@@ -411,20 +411,20 @@ impl Tree {
         let value = self.read(
             path,
             |held| match held {
-                Held::Value(value) => Some(value.to_vec()),
-                Held::Dir | Held::Absent => None,
+                Cached::Value(value) => Some(value.to_vec()),
+                Cached::Dir | Cached::Absent => None,
             },
-            |child, note| match (child, kind_held(child)) {
+            |child, note| match (child, kind_cached(child)) {
                 (Some(child), (true, _)) => {
                     let value = value_of(child, self.loader())?;
                     let held =
-                        value.as_ref().filter(|v| note && v.len() <= flat::MAX_VALUE).map(|v| Held::Value(v.as_slice().into()));
+                        value.as_ref().filter(|v| note && v.len() <= flat::MAX_VALUE).map(|v| Cached::Value(v.as_slice().into()));
                     Ok((value, held))
                 }
                 (_, (_, held)) => Ok((None, held)),
             },
         )?;
-        self.record_read(path, value.is_some(), |key, found, ctx| Row::Find { key, found, ctx });
+        self.trace_read(path, value.is_some(), |key, found, ctx| Row::Find { key, found, ctx });
         Ok(value)
     }
 
@@ -439,15 +439,15 @@ impl Tree {
 
     /// True if `path` holds a contents.
     pub fn mem<S: AsRef<[u8]>>(&self, path: &[S]) -> Result<bool> {
-        let found = self.read(path, |held| matches!(held, Held::Value(_)), |child, _| Ok(kind_held(child)))?;
-        self.record_read(path, found, |key, found, ctx| Row::Mem { key, found, ctx });
+        let found = self.read(path, |held| matches!(held, Cached::Value(_)), |child, _| Ok(kind_cached(child)))?;
+        self.trace_read(path, found, |key, found, ctx| Row::Mem { key, found, ctx });
         Ok(found)
     }
 
     /// True if `path` holds anything (a contents or a directory).
     pub fn mem_tree<S: AsRef<[u8]>>(&self, path: &[S]) -> Result<bool> {
-        let found = self.read(path, |held| *held != Held::Absent, |child, _| Ok((child.is_some(), kind_held(child).1)))?;
-        self.record_read(path, found, |key, found, ctx| Row::MemTree { key, found, ctx });
+        let found = self.read(path, |held| *held != Cached::Absent, |child, _| Ok((child.is_some(), kind_cached(child).1)))?;
+        self.trace_read(path, found, |key, found, ctx| Row::MemTree { key, found, ctx });
         Ok(found)
     }
 
@@ -482,7 +482,7 @@ impl Tree {
     /// which the update would turn into a directory: then it is that
     /// contents' depth. [`Versions`] logs these to rebuild older versions.
     pub(crate) fn replaced_by_update(&self, steps: &[&[u8]]) -> Result<(usize, Option<Child>)> {
-        self.walk_reached(steps, |reached| match reached {
+        self.descend_reached(steps, |reached| match reached {
             dir::Reached::Entry(child) => (steps.len(), Some(child.clone())),
             dir::Reached::Absent => (steps.len(), None),
             dir::Reached::Contents(n, child) => (n, Some(child.clone())),
@@ -507,7 +507,7 @@ impl Tree {
         };
         let write = if value.len() <= flat::MAX_VALUE { Write::Value(value) } else { Write::Unknown };
         self.replace(path, Some(staged.map_or_else(|| value_child(value), Child::Contents)), write)?;
-        self.record_update(|in_ctx, out_ctx| Row::Add { key: to_key(path), value: value.to_vec(), in_ctx, out_ctx });
+        self.trace_update(|in_ctx, out_ctx| Row::Add { key: to_key(path), value: value.to_vec(), in_ctx, out_ctx });
         Ok(())
     }
 
@@ -535,7 +535,7 @@ impl Tree {
             // Read from this very context: the trace's copy.
             Some((ctx, source)) if Some(*ctx) == self.ctx => {
                 let source = source.clone();
-                self.record_update(|in_ctx, out_ctx| Row::Copy { source, target: to_key(path), in_ctx, out_ctx });
+                self.trace_update(|in_ctx, out_ctx| Row::Copy { source, target: to_key(path), in_ctx, out_ctx });
             }
             _ => {
                 if let Some(sink) = self.sink() {
@@ -560,7 +560,7 @@ impl Tree {
     /// [`Tree::remove`] in place.
     pub fn remove_mut<S: AsRef<[u8]>>(&mut self, path: &[S]) -> Result<()> {
         self.replace(path, None, Write::Absent)?;
-        self.record_update(|in_ctx, out_ctx| Row::Remove { key: to_key(path), in_ctx, out_ctx });
+        self.trace_update(|in_ctx, out_ctx| Row::Remove { key: to_key(path), in_ctx, out_ctx });
         Ok(())
     }
 

@@ -34,7 +34,7 @@ use super::flat::FlatCache;
 use super::{Refs, Source, Tree};
 use crate::error::{Error, Result};
 use crate::node::{self, Child, Inode, Leaf, Loader, Ptr, Value};
-use crate::record::TraceSink;
+use crate::tracer::TraceSink;
 
 /// A tree a proof shows, checked against the hash it is about.
 #[derive(Clone)]

@@ -23,7 +23,7 @@ use std::time::Instant;
 pub use metrics::{BlockSample, Metrics, OpKind};
 
 /// Commits made by a replay have this author, as Tezos commits do.
-pub const AUTHOR: &str = pando_store::record::TEZOS_AUTHOR;
+pub const AUTHOR: &str = pando_store::tracer::TEZOS_AUTHOR;
 /// How many mismatches are kept as examples.
 const MAX_EXAMPLES: usize = 20;
 

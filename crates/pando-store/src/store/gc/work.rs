@@ -16,7 +16,7 @@ use crate::format::record::RecordKind;
 use crate::gc_plan;
 use crate::io::File;
 use crate::pack::window::Window;
-use crate::pack::{Layout, Resolved, Source, segment_name};
+use crate::pack::{Layout, PackFile, Resolved, segment_name};
 use crate::store::{Repo, index_file};
 
 /// Catch-up rounds stop once fewer new bytes than this remain to scan; the
@@ -512,7 +512,7 @@ impl Work<'_> {
         let install = repo.read.pack.resolve(Layout {
             generation,
             runs: next_runs,
-            new_files: vec![(generation, Source { name: name.clone(), file: segment, len })],
+            new_files: vec![(generation, PackFile { name: name.clone(), file: segment, len })],
             boundary: repo.read.pack.first_chunk_start(),
             archive: repo.read.options.retention.archive(),
         })?;

@@ -3,7 +3,7 @@
 //! A reader sees the state of the control slot it last read: every record
 //! below that slot's durable end was written (and synced) before the slot
 //! was, so a reader never meets a half-written record, and it takes no
-//! lock the writer waits for. `sync` reads the control file again and takes
+//! lock the writer waits for. `refresh` reads the control file again and takes
 //! in what changed:
 //! - commits only: the new chunks are opened, the records after the old
 //!   durable end are scanned for commits and dictionary entries;
@@ -12,8 +12,8 @@
 //!   dictionary are read again from their files.
 //!
 //! Invariants:
-//! - What a reader shows only changes in `sync` (and in the lookups of an
-//!   unknown commit, which sync first): before it, every commit it had
+//! - What a reader shows only changes in `refresh` (and in the lookups of an
+//!   unknown commit, which refresh first): before it, every commit it had
 //!   stays readable, through the handles of files the writer may have
 //!   removed since; after it, commits a collection removed are
 //!   `CollectedCommit`.
@@ -41,7 +41,7 @@ impl ReadSide {
     /// Reads the control file and takes in what the writer made durable
     /// since; returns how many commits appeared. A writable store has
     /// nothing to follow.
-    pub(in crate::store) fn sync(&self) -> Result<u64> {
+    pub(in crate::store) fn refresh(&self) -> Result<u64> {
         let Some(follower) = &self.follower else { return Ok(0) };
         let mut seen = follower.lock();
         let mut attempt = 0;

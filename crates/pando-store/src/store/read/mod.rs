@@ -32,8 +32,8 @@ use crate::format::record::RecordKind;
 use crate::io::Storage;
 use crate::options::Options;
 use crate::pack::Pack;
-use crate::record::{Recorder, TraceSink};
 use crate::store::index_file;
+use crate::tracer::{TraceSink, Tracer};
 use crate::tree::flat::FlatCache;
 
 /// What every reader of an open store uses: the files as last read, the
@@ -52,7 +52,7 @@ pub(crate) struct ReadSide {
     /// Offset of the newest commit record, `u64::MAX` when there is none.
     pub(in crate::store) last_commit: AtomicU64,
     /// Records calls as a trace, when asked to.
-    pub(in crate::store) recorder: Option<Recorder>,
+    pub(in crate::store) tracer: Option<Tracer>,
     /// Index entries of collected commits.
     pub(in crate::store) collected_commits: AtomicU64,
     /// What paths hold in the newest commit's tree (see `tree::flat`).
@@ -62,23 +62,23 @@ pub(crate) struct ReadSide {
 impl ReadSide {
     /// Where calls are recorded, when the store records a trace.
     pub(in crate::store) fn trace_sink(&self) -> Option<&dyn TraceSink> {
-        self.recorder.as_ref().filter(|r| r.is_recording()).map(|r| r as &dyn TraceSink)
+        self.tracer.as_ref().filter(|r| r.is_tracing()).map(|r| r as &dyn TraceSink)
     }
 
-    pub(in crate::store) fn recording(&self) -> bool {
+    pub(in crate::store) fn tracing(&self) -> bool {
         self.trace_sink().is_some()
     }
 
     /// Runs `f` on the trace sink, if the store is recording.
-    pub(in crate::store) fn record<T>(&self, f: impl FnOnce(&dyn TraceSink) -> T) -> Option<T> {
+    pub(in crate::store) fn trace<T>(&self, f: impl FnOnce(&dyn TraceSink) -> T) -> Option<T> {
         self.trace_sink().map(f)
     }
 
     /// The index entry of `commit`; a read-only store that does not know
-    /// it syncs first.
+    /// it refreshes first.
     pub(in crate::store) fn commit_offset(&self, commit: &Hash) -> Result<Option<u64>> {
         let found = self.index.read().get(commit).copied();
-        if found.is_none() && self.follower.is_some() && self.sync()? > 0 {
+        if found.is_none() && self.follower.is_some() && self.refresh()? > 0 {
             return Ok(self.index.read().get(commit).copied());
         }
         Ok(found)

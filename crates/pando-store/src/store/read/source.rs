@@ -21,8 +21,8 @@ use crate::format::node::{decode_tree, decode_values};
 use crate::format::patch::{MAX_PATCH_CHAIN, TreePatch, ValuesPatch};
 use crate::format::record::{self, RecordKind};
 use crate::node::{Body, Inode, Leaf, Loader, Value, Written};
-use crate::record::TraceSink;
 use crate::store::Repo;
+use crate::tracer::TraceSink;
 use crate::tree::Source;
 use crate::tree::flat::FlatCache;
 

@@ -19,13 +19,13 @@ use pando_core::Hash;
 
 use crate::error::{Error, Result};
 use crate::format::record::RecordKind;
-use crate::inspect::{
+use crate::inspection::{
     FileKind, FileSample, InspectOptions, Inspection, PackRecords, Progress, RecordTally, SAMPLE_LEVEL, SAMPLE_PIECE_BYTES,
     Stage, TreeShape, plan_samples, share_budget,
 };
 use crate::io::Storage;
 use crate::node::{Child, Inode, Leaf, Ptr, Step};
-use crate::pack::Source;
+use crate::pack::PackFile;
 use crate::store::{Repo, Store};
 use crate::tree::walk::{Visitor, walk};
 
@@ -58,7 +58,7 @@ impl Store {
             }
             None => None,
         };
-        let stats = self.stats();
+        let stats = self.info();
         let records = scan_records(repo, progress)?;
         let tree = match root {
             Some((hash, offset, root_hash)) => Some(walk_tree(repo, hash, Ptr::stored(offset, root_hash), progress)?),
@@ -92,7 +92,7 @@ fn scan_records(repo: &Repo, progress: &mut dyn FnMut(Progress)) -> Result<PackR
     let mut scan = |tally: &mut RecordTally, from: u64, to: u64| {
         pack.scan(from, to, &mut |offset, kind, payload| {
             // Taken per record: a writer in this process adds entries meanwhile.
-            let counted = tally.record(offset, kind, payload, &repo.read.dict.read());
+            let counted = tally.count(offset, kind, payload, &repo.read.dict.read());
             counted.map_err(|reason| corrupt_record(repo, offset, kind, reason))?;
             if tally.scanned_bytes() - reported >= PROGRESS_BYTES {
                 reported = tally.scanned_bytes();
@@ -171,7 +171,7 @@ impl Visitor for Shaper<'_> {
 fn sample_files(storage: &dyn Storage, budget: u64, progress: &mut dyn FnMut(Progress)) -> Result<Vec<FileSample>> {
     let mut names = storage.list().map_err(Error::io(storage.describe(), "list"))?;
     names.sort();
-    let mut groups: Vec<(FileKind, Vec<Source>)> = FileKind::ALL.iter().map(|&k| (k, Vec::new())).collect();
+    let mut groups: Vec<(FileKind, Vec<PackFile>)> = FileKind::ALL.iter().map(|&k| (k, Vec::new())).collect();
     for name in names {
         let Some(kind) = FileKind::of(&name) else { continue };
         let file = match storage.open(&name, false) {
@@ -181,7 +181,7 @@ fn sample_files(storage: &dyn Storage, budget: u64, progress: &mut dyn FnMut(Pro
             Err(e) => return Err(Error::io(name, "open")(e)),
         };
         let len = file.len().map_err(Error::io(name.as_str(), "stat"))?;
-        groups.iter_mut().find(|(k, _)| *k == kind).expect("every kind has a group").1.push(Source { name, file, len });
+        groups.iter_mut().find(|(k, _)| *k == kind).expect("every kind has a group").1.push(PackFile { name, file, len });
     }
     let totals: Vec<u64> = groups.iter().map(|(_, files)| files.iter().map(|f| f.len).sum()).collect();
     let shares = share_budget(&totals, budget);
@@ -201,7 +201,7 @@ fn sample_files(storage: &dyn Storage, budget: u64, progress: &mut dyn FnMut(Pro
     for (((kind, files), plan), file_bytes) in groups.iter().zip(&plans).zip(totals) {
         let mut sample = FileSample { kind: *kind, files: files.len() as u64, file_bytes, sampled_bytes: 0, compressed_bytes: 0 };
         for &(i, offset, len) in plan {
-            let Source { name, file, .. } = &files[i];
+            let PackFile { name, file, .. } = &files[i];
             buf.resize(len as usize, 0);
             file.read_exact_at(&mut buf, offset).map_err(Error::io(name.as_str(), "read"))?;
             let compressed = zstd::bulk::compress(&buf, SAMPLE_LEVEL).map_err(Error::io(name.as_str(), "compress"))?;

@@ -539,7 +539,7 @@ fn verify(
     progress: &mut dyn FnMut(CheckProgress),
 ) -> Result<CheckReport> {
     let view: Arc<dyn Storage> = Arc::new(Redirected { inner: storage.clone(), redirects });
-    let store = Store::open_storage(view, Options { read_only: true, record_trace: None, ..options.clone() })
+    let store = Store::open_storage(view, Options { read_only: true, trace_file: None, ..options.clone() })
         .map_err(|e| cannot(format!("the store rebuilt from the pack does not open: {e}")))?;
     let report = store.check(CheckScope::All, PROBLEMS_SHOWN + 1, progress)?;
     if !report.is_clean() {

@@ -18,7 +18,7 @@ use crate::format::node::{encode_tree, encode_values, note_raw_steps, resolve_ch
 use crate::format::patch::{MAX_PATCH_CHAIN, MAX_PATCH_CHANGES, MAX_ROOT_CHANGES, TreePatch, encode_values_patch};
 use crate::format::record::{self, RecordKind};
 use crate::node::{
-    BaseHeld, Body, ChainRoot, Child, Inode, Leaf, Loader, PatchBase, Pointers, Ptr, Value, Written, prefetch_children_meta,
+    BaseShape, Body, ChainRoot, Child, Inode, Leaf, Loader, PatchBase, Pointers, Ptr, Value, Written, prefetch_children_meta,
 };
 
 /// Builds one commit's batch of records.
@@ -335,9 +335,9 @@ impl<'a, 's> Batch<'a, 's> {
                 let at = self.next_offset();
                 let resolved = resolve_children(values, &written);
                 self.payload.clear();
-                match values_base.as_deref().and_then(|base| match &base.held {
-                    BaseHeld::Values(marks) => Some((base, marks)),
-                    BaseHeld::Tree { .. } => None,
+                match values_base.as_deref().and_then(|base| match &base.shape {
+                    BaseShape::Values(marks) => Some((base, marks)),
+                    BaseShape::Tree { .. } => None,
                 }) {
                     // The shorter way is written (the full record is
                     // measured, and encoded only if chosen; a patch naming
@@ -507,7 +507,7 @@ impl Batch<'_, '_> {
     /// instance or that a collection removed, of another depth, or too
     /// many changes either way.
     fn patch_plan(&self, base: &PatchBase, pointers: &Pointers) -> Option<Plan> {
-        let BaseHeld::Tree { depth, bitmap } = base.held else { return None };
+        let BaseShape::Tree { depth, bitmap } = base.shape else { return None };
         if base.instance != self.instance || depth != pointers.depth {
             return None;
         }

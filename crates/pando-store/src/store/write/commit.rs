@@ -52,7 +52,7 @@ use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
 
 use super::batch::{Batch, Kept, SharedHashing, check_refs};
-use super::hashing::{self, HashingHelper, Side};
+use super::hashing::{self, Carry, HashingHelper};
 use crate::crash_point;
 use crate::dict::{self};
 use crate::error::{Error, Result};
@@ -134,7 +134,7 @@ pub(in crate::store) fn note_commit(writer: &mut Writer, hash: Hash, at: u64) {
 }
 
 impl Repo {
-    pub(in crate::store) fn commit(&self, tree: &Tree, meta: CommitMeta<'_>, side: &Side) -> Result<Hash> {
+    pub(in crate::store) fn commit(&self, tree: &Tree, meta: CommitMeta<'_>, carry: &Carry) -> Result<Hash> {
         let CommitMeta { parents, date, author, message } = meta;
         self.write.check_writable()?;
         if let Some(source) = tree.source()
@@ -196,7 +196,7 @@ impl Repo {
                 if large {
                     hashing::subtrees(inode, 0, &mut subtrees);
                 }
-                HashingHelper::start(inode, &subtrees, side)
+                HashingHelper::start(inode, &subtrees, carry)
             }
             Ptr::Mem(..) | Ptr::Stored { .. } => None,
         };
@@ -461,7 +461,7 @@ mod tests {
     /// How many tree patch records the store's pack holds.
     fn patches(store: &Store) -> u64 {
         use crate::format::record::RecordKind;
-        use crate::inspect::InspectOptions;
+        use crate::inspection::InspectOptions;
         store
             .inspect(&InspectOptions { commit: None, sample_bytes: 0 }, &mut |_| {})
             .unwrap()
@@ -503,7 +503,7 @@ mod tests {
                 .commit(&tree, CommitMeta { parents: parent.as_slice(), date: i64::from(block), author: "t", message: "" })
                 .unwrap();
             parent = Some(hash);
-            let stats = store.stats();
+            let stats = store.info();
             assert!(stats.kept_bytes <= budget, "window of {} bytes over the budget of {budget}", stats.kept_bytes);
             let writer = store.repo.write.writer.as_ref().unwrap().lock();
             let cutoff = writer.kept.window.front().map_or(u32::MAX, |(seq, _)| *seq);
@@ -574,7 +574,7 @@ mod tests {
         // about one and a half times.
         let sizing = Store::open_storage(Arc::new(MemStorage::new()), Options::default()).unwrap();
         sizing.commit(&genesis(), CommitMeta { parents: &[], date: 0, author: "t", message: "" }).unwrap();
-        let first_weight = sizing.stats().kept_bytes;
+        let first_weight = sizing.info().kept_bytes;
         let options = Options { cache_bytes: first_weight * 4, ..Options::default() };
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path(), options).unwrap();
@@ -586,12 +586,12 @@ mod tests {
             for k in 0..20u32 {
                 tree.add_mut(&path((block * 40 + k * 2) % 2_000), &block.to_be_bytes()).unwrap();
             }
-            let before = store.stats().pack_bytes;
+            let before = store.info().pack_bytes;
             head =
                 store.commit(&tree, CommitMeta { parents: &[head], date: i64::from(block), author: "t", message: "" }).unwrap();
-            written += store.stats().pack_bytes - before;
+            written += store.info().pack_bytes - before;
         }
-        let stats = store.stats();
+        let stats = store.info();
         let writer = store.repo.write.writer.as_ref().unwrap().lock();
         let first_kept = writer.kept.window.front().map(|(seq, _)| *seq);
         drop(writer);
@@ -624,7 +624,7 @@ mod tests {
     #[test]
     fn shared_versions_stay_counted() {
         let check = |store: &Store| {
-            let counted = store.stats().kept_bytes;
+            let counted = store.info().kept_bytes;
             let root = store.repo.write.kept.lock().as_ref().and_then(|kept| kept.root.clone()).expect("kept");
             let held = kept_weight(&root, 1, &mut Default::default());
             assert!(held <= counted, "kept tree holds {held} bytes, the window counts {counted}");

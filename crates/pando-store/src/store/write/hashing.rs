@@ -19,7 +19,7 @@
 //!   the helper stops it and waits only for the subtree or inode it is
 //!   hashing, and takes the tree back (its root and subtrees), so that no
 //!   inode stays shared after the commit.
-//! - A commit's side job ([`Side`]: carrying the flat read cache over)
+//! - A commit's carry job ([`Carry`]: carrying the flat read cache over)
 //!   runs once, on the helper after its hashing or on the committing
 //!   thread if that takes it first; the commit returns only after it ran
 //!   (or, for a failed commit, was dropped unrun).
@@ -95,18 +95,18 @@ pub(in crate::store) fn hash_backward(inode: &Arc<Inode>, depth: u32, whole: boo
 /// read cache over the tree's updates (see `FlatCache::carry`), which the
 /// helper does once it has hashed its half, while the committing thread
 /// still encodes.
-pub(crate) type SideJob = Box<dyn FnOnce() + Send>;
+pub(crate) type CarryJob = Box<dyn FnOnce() + Send>;
 
-/// A commit's [`SideJob`], run once: by the helper, or by the committing
+/// A commit's [`CarryJob`], run once: by the helper, or by the committing
 /// thread if the helper did not take it first (a commit too small for a
 /// helper, or a helper that started late). Its lock is held while it runs,
-/// so [`Side::run`] returns only once it ran.
+/// so [`Carry::run`] returns only once it ran.
 #[derive(Clone)]
-pub(crate) struct Side(Arc<Mutex<Option<SideJob>>>);
+pub(crate) struct Carry(Arc<Mutex<Option<CarryJob>>>);
 
-impl Side {
-    pub(crate) fn new(job: SideJob) -> Side {
-        Side(Arc::new(Mutex::new(Some(job))))
+impl Carry {
+    pub(crate) fn new(job: CarryJob) -> Carry {
+        Carry(Arc::new(Mutex::new(Some(job))))
     }
 
     /// Runs the job unless a thread did; waits while another runs it.
@@ -127,12 +127,12 @@ impl Side {
 /// A commit's tree as the hashing helper sees it: the committing thread
 /// takes the tree back (and sets `stop`) when it has written it; the
 /// helper holds a read lock while it walks, and finds no tree if it starts
-/// late. Then the helper runs the side job, if the committing thread did
+/// late. Then the helper runs the carry job, if the committing thread did
 /// not.
 struct Backward {
     work: RwLock<Option<Work>>,
     stop: AtomicBool,
-    side: Side,
+    carry: Carry,
     claims: Claims,
 }
 
@@ -294,14 +294,14 @@ impl HashingHelper {
 
     /// Starts the helper on `root`'s tree (see [`HashingHelper::worth_it`]);
     /// `subtrees` are the root's [`subtrees`], which it hashes first, then
-    /// it runs `side`, unless the committing thread did. `None` if no
+    /// it runs `carry`, unless the committing thread did. `None` if no
     /// helper thread could be started.
-    pub(in crate::store) fn start(root: &Arc<Inode>, subtrees: &[(&Arc<Inode>, u32)], side: &Side) -> Option<HashingHelper> {
+    pub(in crate::store) fn start(root: &Arc<Inode>, subtrees: &[(&Arc<Inode>, u32)], carry: &Carry) -> Option<HashingHelper> {
         let work = Work { root: root.clone(), subtrees: subtrees.iter().map(|&(inode, depth)| (inode.clone(), depth)).collect() };
         let shared = Arc::new(Backward {
             work: RwLock::new(Some(work)),
             stop: AtomicBool::new(false),
-            side: side.clone(),
+            carry: carry.clone(),
             claims: Claims::new(subtrees.len()),
         });
         helper_thread()?.send(shared.clone()).ok()?;
@@ -326,7 +326,7 @@ fn helper_thread() -> Option<&'static mpsc::Sender<Arc<Backward>>> {
                         hash_subtrees_forward(&work.subtrees, &walk.claims, &walk.stop);
                         hash_backward(&work.root, 0, !walk.claims.is_empty(), &walk.stop);
                     }
-                    walk.side.run();
+                    walk.carry.run();
                 }
             };
             std::thread::Builder::new().name("pando-commit-hash".into()).spawn(walks).ok().map(|_| send)

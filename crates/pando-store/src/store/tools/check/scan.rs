@@ -80,7 +80,7 @@ impl Scanner<'_> {
                 let offset = at + pos as u64;
                 match record::parse(&buf[pos..]) {
                     Parse::Record { kind, payload, total } => {
-                        self.record(region, position(offset), offset, kind, payload, total as u64);
+                        self.visit(region, position(offset), offset, kind, payload, total as u64);
                         pos += total;
                     }
                     // Past the region's end: sure once the piece reaches it.
@@ -101,7 +101,7 @@ impl Scanner<'_> {
                         self.bytes_read += total as u64;
                         match (read, record::parse(&large)) {
                             (Ok(()), Parse::Record { kind, payload, .. }) => {
-                                self.record(region, position(offset), offset, kind, payload, total as u64)
+                                self.visit(region, position(offset), offset, kind, payload, total as u64)
                             }
                             (Err(e), _) => {
                                 self.problems.push(&region.name, position(offset), Some(offset), format!("read failed: {e}"))
@@ -135,7 +135,7 @@ impl Scanner<'_> {
 
     /// Checks one record's structure and what it says about the index and
     /// the dictionary.
-    fn record(&mut self, region: &Region, position: u64, at: u64, kind: RecordKind, payload: &[u8], total: u64) {
+    fn visit(&mut self, region: &Region, position: u64, at: u64, kind: RecordKind, payload: &[u8], total: u64) {
         self.counts.add(kind, total);
         let mut problem = |what: String| self.problems.push(&region.name, position, Some(at), what);
         let depth = || payload.first().map_or(0, |&d| u32::from(d));

@@ -50,7 +50,7 @@ fn modified_find_tree_result_recorded_as_copy() {
     let trace = dir.path().join("t.repr");
     let (commit, summary) = {
         let store =
-            Store::open(dir.path().join("orig"), Options { record_trace: Some(trace.clone()), ..Options::default() }).unwrap();
+            Store::open(dir.path().join("orig"), Options { trace_file: Some(trace.clone()), ..Options::default() }).unwrap();
         let mut tree = store.empty_tree();
         tree.add_mut(&["a", "x"], b"1").unwrap();
         let mut sub = tree.find_tree(&["a"]).unwrap().unwrap();
@@ -58,7 +58,7 @@ fn modified_find_tree_result_recorded_as_copy() {
         tree.add_tree_mut(&["b"], &sub).unwrap();
         assert!(tree.mem(&["b", "y"]).unwrap());
         let c = store.commit(&tree, CommitMeta { parents: &[], date: 1, author: "Tezos", message: "m" }).unwrap();
-        (c, store.finish_recording().unwrap().unwrap())
+        (c, store.finish_trace().unwrap().unwrap())
     };
     // Changed after it was read, the subtree is not a copy: no Copy row,
     // and what the trace cannot express is counted.
@@ -75,12 +75,12 @@ fn remove_records_a_spurious_mem_tree() {
     let trace = dir.path().join("t.repr");
     {
         let store =
-            Store::open(dir.path().join("orig"), Options { record_trace: Some(trace.clone()), ..Options::default() }).unwrap();
+            Store::open(dir.path().join("orig"), Options { trace_file: Some(trace.clone()), ..Options::default() }).unwrap();
         let mut tree = store.empty_tree();
         tree.add_mut(&["a", "x"], b"1").unwrap();
         tree.remove_mut(&["a", "x"]).unwrap();
         store.commit(&tree, CommitMeta { parents: &[], date: 1, author: "Tezos", message: "m" }).unwrap();
-        store.finish_recording().unwrap();
+        store.finish_trace().unwrap();
     }
     let kinds: Vec<&str> = rows(&trace).iter().map(|r| r.kind()).collect();
     assert_eq!(kinds, ["add", "remove", "commit"]);
@@ -100,11 +100,11 @@ fn recording_on_a_non_empty_store() {
     };
     let summary = {
         let store =
-            Store::open(dir.path().join("orig"), Options { record_trace: Some(trace.clone()), ..Options::default() }).unwrap();
+            Store::open(dir.path().join("orig"), Options { trace_file: Some(trace.clone()), ..Options::default() }).unwrap();
         let mut t = store.checkout(&first).unwrap().unwrap();
         t.add_mut(&["b"], b"2").unwrap();
         store.commit(&t, CommitMeta { parents: &[first], date: 2, author: "Tezos", message: "m2" }).unwrap();
-        store.finish_recording().unwrap().unwrap()
+        store.finish_trace().unwrap().unwrap()
     };
     let (_, _, err) = replay(&trace, dir.path());
     assert!(err.is_some(), "the older commit is unknown to a fresh replay");
@@ -118,7 +118,7 @@ fn complex_session_replays() {
     let mut commits = Vec::new();
     {
         let store =
-            Store::open(dir.path().join("orig"), Options { record_trace: Some(trace.clone()), ..Options::default() }).unwrap();
+            Store::open(dir.path().join("orig"), Options { trace_file: Some(trace.clone()), ..Options::default() }).unwrap();
         let e = store.empty_tree();
         let t1 = e.add(&["a"], b"1").unwrap();
         let c1 = store.commit(&t1, CommitMeta { parents: &[], date: 1, author: "Tezos", message: "m" }).unwrap();
@@ -153,7 +153,7 @@ fn complex_session_replays() {
         assert!(again.mem(&["a"]).unwrap());
         let c5 = store.commit(&again, CommitMeta { parents: &[c4], date: 6, author: "Tezos", message: "again" }).unwrap();
         commits.push(c5);
-        let s = store.finish_recording().unwrap().unwrap();
+        let s = store.finish_trace().unwrap().unwrap();
         assert_eq!(s.gaps, 1, "only the add_tree from another context: {:?}", s.first_gap);
     }
     let (replayed, checks, err) = replay(&trace, dir.path());
@@ -235,10 +235,10 @@ fn non_tezos_author_is_a_gap() {
     let trace = dir.path().join("t.repr");
     let (c, s) = {
         let store =
-            Store::open(dir.path().join("orig"), Options { record_trace: Some(trace.clone()), ..Options::default() }).unwrap();
+            Store::open(dir.path().join("orig"), Options { trace_file: Some(trace.clone()), ..Options::default() }).unwrap();
         let t = store.empty_tree().add(&["a"], b"1").unwrap();
         let c = store.commit(&t, CommitMeta { parents: &[], date: 1, author: "alice", message: "m" }).unwrap();
-        (c, store.finish_recording().unwrap().unwrap())
+        (c, store.finish_trace().unwrap().unwrap())
     };
     let (commits, checks, _) = replay(&trace, dir.path());
     assert_eq!(s.gaps, 1, "{:?}", s.first_gap);

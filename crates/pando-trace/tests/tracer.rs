@@ -12,7 +12,7 @@ fn a_recorded_session_replays_exactly() {
     let trace = dir.path().join("recorded.repr");
     let mut commits = Vec::new();
     {
-        let options = Options { record_trace: Some(trace.clone()), ..Options::default() };
+        let options = Options { trace_file: Some(trace.clone()), ..Options::default() };
         let store = Store::open(dir.path().join("original"), options).unwrap();
         let mut tree = store.empty_tree();
         let mut parents = Vec::new();
@@ -47,7 +47,7 @@ fn a_recorded_session_replays_exactly() {
             parents = vec![hash];
             tree = store.checkout(&hash).unwrap().unwrap();
         }
-        let summary = store.finish_recording().unwrap().unwrap();
+        let summary = store.finish_trace().unwrap().unwrap();
         assert_eq!(summary.gaps, 0, "{:?}", summary.first_gap);
         assert!(summary.rows > 30 * 120);
     }
@@ -75,14 +75,14 @@ fn a_recorded_session_replays_exactly() {
 fn what_the_format_cannot_express_is_counted() {
     let dir = tempfile::tempdir().unwrap();
     let trace = dir.path().join("gaps.repr");
-    let store = Store::open(dir.path().join("s"), Options { record_trace: Some(trace), ..Options::default() }).unwrap();
+    let store = Store::open(dir.path().join("s"), Options { trace_file: Some(trace), ..Options::default() }).unwrap();
     let mut tree = store.empty_tree();
     tree.add_mut(&["a", "b"], b"1").unwrap();
     let sub = tree.find_tree(&["a"]).unwrap().unwrap();
     sub.find(&["b"]).unwrap(); // a read of a subtree
     let other = store.empty_tree().add(&["x"], b"2").unwrap();
     tree.add_tree_mut(&["c"], &other).unwrap(); // not read from this context
-    let summary = store.finish_recording().unwrap().unwrap();
+    let summary = store.finish_trace().unwrap().unwrap();
     assert_eq!(summary.gaps, 2);
     assert_eq!(summary.first_gap.as_deref(), Some("a read of a subtree"));
 }

@@ -326,7 +326,7 @@ impl RecordTally {
 
     /// Counts the record of `kind` at `offset`; `dict` gives the names of
     /// dictionary ids. Errors if its payload does not decode.
-    pub fn record(&mut self, offset: u64, kind: RecordKind, payload: &[u8], dict: &Dict) -> Result<(), String> {
+    pub fn count(&mut self, offset: u64, kind: RecordKind, payload: &[u8], dict: &Dict) -> Result<(), String> {
         let payload_len = payload.len() as u64;
         let len = record_len(payload_len);
         match kind {
@@ -634,7 +634,7 @@ mod tests {
         let mut sizes = Vec::new();
         for i in 1..=100u64 {
             let blob = vec![0u8; (i * 997 % 5000) as usize];
-            tally.record(at, RecordKind::Blob, &blob, &dict).unwrap();
+            tally.count(at, RecordKind::Blob, &blob, &dict).unwrap();
             let commit_at = at + record_len(blob.len() as u64);
             let commit = CommitRecord {
                 root_offset: at,
@@ -645,7 +645,7 @@ mod tests {
                 message: String::new(),
             }
             .encode(commit_at);
-            tally.record(commit_at, RecordKind::Commit, &commit, &dict).unwrap();
+            tally.count(commit_at, RecordKind::Commit, &commit, &dict).unwrap();
             let end = commit_at + record_len(commit.len() as u64);
             sizes.push(end - at);
             at = end;
@@ -671,7 +671,7 @@ mod tests {
         payload.extend_from_slice(&[7; 32]);
         let mut tally = RecordTally::new();
         tally.enter_chunks(0);
-        tally.record(100, RecordKind::Values, &payload, &dict).unwrap();
+        tally.count(100, RecordKind::Values, &payload, &dict).unwrap();
         let records = tally.finish();
         assert_eq!(records.steps.dict_id, StepUse { count: 1, stored_bytes: 1, name_bytes: 7 });
         assert_eq!(records.steps.hex, StepUse { count: 1, stored_bytes: 3, name_bytes: 4 });
@@ -682,9 +682,9 @@ mod tests {
 
         let mut tally = RecordTally::new();
         payload[2] = 9;
-        assert!(tally.record(100, RecordKind::Values, &payload, &dict).unwrap_err().contains("dictionary id 9"));
+        assert!(tally.count(100, RecordKind::Values, &payload, &dict).unwrap_err().contains("dictionary id 9"));
         payload.pop();
         payload[2] = 0;
-        assert!(tally.record(100, RecordKind::Values, &payload, &dict).is_err());
+        assert!(tally.count(100, RecordKind::Values, &payload, &dict).is_err());
     }
 }

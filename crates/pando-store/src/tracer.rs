@@ -1,6 +1,6 @@
-//! Recording a store's use as a replayable trace (irmin's `IrmRepBT`).
+//! Writing a trace of a store's use, replayable (irmin's `IrmRepBT`).
 //!
-//! A store opened with `Options::record_trace` writes one row per call made
+//! A store opened with `Options::trace_file` writes one row per call made
 //! through its API: reads and updates of trees taken from the store (each
 //! tree value is a context of the trace), checkouts and commits. Rows are
 //! written with `Keep` scopes as they happen; closing the store rewrites
@@ -11,7 +11,7 @@
 //! not read with `find_tree` from the same context (that one is a `Copy`).
 //!
 //! Invariant: a failure to write the trace never fails a store operation;
-//! it is reported by [`Recorder::finish`].
+//! it is reported by [`Tracer::finish`].
 
 use pando_core::Hash;
 use pando_core::trace::{self, ContextId, Row, Scoper};
@@ -51,7 +51,7 @@ struct State {
 }
 
 /// Writes the rows of one store instance.
-pub struct Recorder {
+pub struct Tracer {
     path: PathBuf,
     state: Mutex<State>,
     finished: std::sync::atomic::AtomicBool,
@@ -59,7 +59,7 @@ pub struct Recorder {
 
 /// What a recording wrote.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct RecordingSummary {
+pub struct TraceSummary {
     pub path: PathBuf,
     pub rows: u64,
     /// Calls the format cannot express, and the first of them.
@@ -67,11 +67,11 @@ pub struct RecordingSummary {
     pub first_gap: Option<String>,
 }
 
-impl Recorder {
-    pub fn create(path: &Path) -> io::Result<Recorder> {
+impl Tracer {
+    pub fn create(path: &Path) -> io::Result<Tracer> {
         let mut out = io::BufWriter::with_capacity(1 << 20, fs_io::create_file(path)?);
         out.write_all(&trace::file_header())?;
-        Ok(Recorder {
+        Ok(Tracer {
             path: path.to_path_buf(),
             // Context 0 is the empty tree of a fresh store.
             state: Mutex::new(State {
@@ -93,13 +93,13 @@ impl Recorder {
     }
 
     /// False once the recording is finished.
-    pub fn is_recording(&self) -> bool {
+    pub fn is_tracing(&self) -> bool {
         !self.finished.load(std::sync::atomic::Ordering::Acquire)
     }
 
     /// Flushes the rows and rewrites the file with `Forget` scopes; later
     /// calls are not recorded. `None` if it was already finished.
-    pub fn finish(&self) -> io::Result<Option<RecordingSummary>> {
+    pub fn finish(&self) -> io::Result<Option<TraceSummary>> {
         let mut state = self.state.lock();
         if self.finished.swap(true, std::sync::atomic::Ordering::AcqRel) {
             return Ok(None);
@@ -109,16 +109,11 @@ impl Recorder {
         }
         state.out.flush()?;
         scope_file(&self.path)?;
-        Ok(Some(RecordingSummary {
-            path: self.path.clone(),
-            rows: state.rows,
-            gaps: state.gaps,
-            first_gap: state.first_gap.clone(),
-        }))
+        Ok(Some(TraceSummary { path: self.path.clone(), rows: state.rows, gaps: state.gaps, first_gap: state.first_gap.clone() }))
     }
 }
 
-impl TraceSink for Recorder {
+impl TraceSink for Tracer {
     fn fresh_context(&self) -> ContextId {
         let mut state = self.state.lock();
         let id = state.next_ctx;
@@ -128,7 +123,7 @@ impl TraceSink for Recorder {
 
     fn write(&self, row: &Row) {
         let mut state = self.state.lock();
-        if state.error.is_some() || !self.is_recording() {
+        if state.error.is_some() || !self.is_tracing() {
             return;
         }
         let mut buf = std::mem::take(&mut state.buf);
