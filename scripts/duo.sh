@@ -100,7 +100,9 @@ cat > "$ws/irmin_trace/dune" <<'EOD'
   (pps ppx_repr ppx_deriving.enum)))
 EOD
 printf '(lang dune 2.9)\n(profile duo)\n' > "$ws/dune-workspace"
-printf '(lang dune 2.9)\n' > "$ws/dune-project"
+# the package that ocaml/pando and ocaml/pando_context's public names
+# (pando, pando.context) belong to, as ocaml/dune-project declares it
+printf '(lang dune 2.9)\n(package (name pando))\n' > "$ws/dune-project"
 # the binding's libraries and the duo, linked one by one so that they
 # belong to this workspace's project (a library without a public name,
 # as irmin_trace_defs, is seen only inside its own project)
