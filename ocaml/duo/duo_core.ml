@@ -410,6 +410,10 @@ struct
   let compared = ref 0
   let divergences = ref 0
   let trace_mismatches = ref 0
+
+  (* trace mismatches at the empty path where both stores agree: what a
+     trace recorded on raw paths shows when replayed under data/ *)
+  let root_mismatches = ref 0
   let proofs_checked = ref 0
 
   (* DUO_INJECT=N: store B is given a different value at the Nth Add of
@@ -478,6 +482,7 @@ struct
               let vs_trace what key expected a b =
                 if a <> expected || b <> expected then (
                   incr trace_mismatches;
+                  if key = [] && a = b then incr root_mismatches;
                   if !trace_mismatches <= 10 then
                     Printf.printf
                       "trace mismatch block %d %s %s: trace %b, %s %b, %s %b\n%!"
@@ -756,6 +761,11 @@ struct
       B.name A.name
       (if !proofs = 0 then "off" else if PA.can_verify then "yes" else "no verifier")
       !trace_mismatches;
+    if !prefix <> [] && !trace_mismatches > 0 && !root_mismatches = !trace_mismatches then
+      Printf.printf
+        "note: every trace mismatch is at the empty path, both stores agreeing: the trace \
+         was likely recorded on the paths themselves (the empty path being the root), not \
+         under data/; replay it with --api raw\n";
     Printf.printf "wall %.1f s, peak RSS %d kB\n" wall (vm_hwm_kb ());
     Printf.printf "results compared by kind: %s\n"
       (String.concat ", "
