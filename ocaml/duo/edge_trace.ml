@@ -32,6 +32,8 @@
      trace_replay.ml would stop there, the duo does not);
    - commits of a tree equal to its parent's (nothing changed, and a value
      added then removed);
+   - a remove of the empty path (all of data/, or with --raw the whole
+     tree), the empty path read before and after a value is added back;
    - blocks whose first reads are of a 256-byte step, a 1 MiB value, the
      64-step path, steps with NUL, '/' and non-UTF-8 bytes, so that the
      duo's proofs carry them (a step of 256 bytes or more cannot be
