@@ -11,7 +11,8 @@
 # - the check of the documents' links and commands (scripts/check_docs.py),
 #   when python3 is installed;
 # - the duo, pando against irmin 3.7.2 operation by operation
-#   (scripts/duo.sh) on the tiny trace and irmin-diff-a, when IRMIN_SRC
+#   (scripts/duo.sh) on the tiny trace, irmin-diff-a and the edge-case
+#   traces irmin-edge and irmin-edge-raw, when IRMIN_SRC
 #   names irmin's sources (../shared/irmin-bench/irmin-src.tar.gz unpacked).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -72,8 +73,8 @@ if [ "$status" -eq 0 ] && [ -d ocaml ]; then
   fi
 fi
 # The duo: every result of pando (through the binding) against irmin 3.7.2
-# on two small traces; each run's last line is `duo: B blocks, O results
-# compared, D divergences`. First its trace decoder against irmin's, row
+# on two small traces and the edge cases; each run's last line is `duo: B
+# blocks, O results compared, D divergences`. First its trace decoder against irmin's, row
 # by row, on both.
 if [ "$status" -eq 0 ] && [ -d ocaml ]; then
   if [ -z "${IRMIN_SRC:-}" ]; then
@@ -82,16 +83,28 @@ if [ "$status" -eq 0 ] && [ -d ocaml ]; then
     skip "duo against irmin" "no dune or ocamlfind"
   else
     traces=$(mktemp -d)
+    # The edge cases irmin answered (tests/vectors/README.md): no
+    # divergence, and no store unlike the trace's recorded answers.
+    edge() {
+      scripts/duo.sh "$@" 2>&1 | tee -a "$log" | tee "$traces/edge.out"
+      [ "${PIPESTATUS[0]}" -eq 0 ] && grep -q ', trace mismatches 0$' "$traces/edge.out" \
+        || { echo "error: the duo on $1: divergences or trace mismatches" >&2; return 1; }
+    }
     # The debug build the tests made: a tiny trace takes it 3 s, and no
     # release build is needed for it.
     cargo build --locked -q -p pando-cli \
       && "${CARGO_TARGET_DIR:-target}/debug/pando" gen --preset tiny -o "$traces/tiny.repr" \
       && zstd -q -d tests/vectors/irmin-diff-a.repr.zst -o "$traces/irmin-diff-a.repr" \
+      && zstd -q -d tests/vectors/irmin-edge.repr.zst -o "$traces/irmin-edge.repr" \
+      && zstd -q -d tests/vectors/irmin-edge-raw.repr.zst -o "$traces/irmin-edge-raw.repr" \
       && duo=$(scripts/duo.sh --build-only | tail -1) \
       && "$duo" --check-reader "$traces/irmin-diff-a.repr" 2>&1 | tee -a "$log" \
       && "$duo" --check-reader "$traces/tiny.repr" 2>&1 | tee -a "$log" \
+      && "$duo" --check-reader "$traces/irmin-edge.repr" 2>&1 | tee -a "$log" \
       && scripts/duo.sh "$traces/tiny.repr" 2>&1 | tee -a "$log" \
-      && scripts/duo.sh "$traces/irmin-diff-a.repr" 2>&1 | tee -a "$log"
+      && scripts/duo.sh "$traces/irmin-diff-a.repr" 2>&1 | tee -a "$log" \
+      && edge "$traces/irmin-edge.repr" \
+      && edge "$traces/irmin-edge-raw.repr" --api raw
     status=$?
     rm -rf "$traces"
   fi

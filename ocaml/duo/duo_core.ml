@@ -10,7 +10,10 @@
    trace_replay.ml, as in ../../../shared/irmin-bench/driver/bench.ml:
    context id 0 is the empty tree; a [Forget] context id or commit hash is
    dropped after its use; Copy is find_tree + add_tree; a block is every row
-   up to and including a Commit.
+   up to and including a Commit. A Copy from a missing path leaves its
+   output context equal to its input one, as Octez's Context.copy answers
+   None and its caller goes on with the context it had (irmin's
+   trace_replay.ml stops there instead).
 
    What is compared, in Duo mode (each comparison counts as one result):
    - every Find (the value, not only whether it is found), Mem and Mem_tree
@@ -25,7 +28,10 @@
    - proofs: for the first [--proofs] paths a block reads (default 2),
      each store proves them in the commit and the other verifies the proof
      against its own commit's tree hash and reads them in the tree proved
-     (Octez's V1 Tree32 encoding between them; see PROOFS below).
+     (Octez's V1 Tree32 encoding between them; see PROOFS below); a
+     proof that cannot be encoded (a step of 256 bytes or more, longer
+     than the encoding's one-byte length) must be refused by both sides,
+     which counts as one result agreed on.
    The trace's own find/mem/mem_tree booleans are checked too; a store that
    disagrees with the trace is counted apart ("trace mismatches"). *)
 
@@ -95,8 +101,11 @@ module type PROOFS = sig
   type repo
   type commit
 
-  val produce : repo -> commit -> string list list -> string Lwt.t
-  (** The encoded tree proof of these paths in this commit's tree. *)
+  val produce :
+    repo -> commit -> string list list -> (string, string) result Lwt.t
+  (** The encoded tree proof of these paths in this commit's tree, or why
+      it cannot be encoded (a step longer than the encoding's one-byte
+      length carries). *)
 
   val verify :
     repo ->
@@ -111,9 +120,10 @@ module type PROOFS = sig
   (** Whether [verify] exists: when not, the other store's proofs are not
       produced, and the summary says so. *)
 
-  val produce_stream : repo -> commit -> string list list -> string Lwt.t
+  val produce_stream :
+    repo -> commit -> string list list -> (string, string) result Lwt.t
   (** The encoded stream proof (V1 Tree32) of reading these paths, in
-      order, in this commit's tree. *)
+      order, in this commit's tree, or why it cannot be encoded. *)
 
   val verify_stream :
     repo ->
@@ -131,10 +141,10 @@ module No_proofs (S : STORE) = struct
   type repo = S.repo
   type commit = S.commit
 
-  let produce _ _ _ = Lwt.return ""
+  let produce _ _ _ = Lwt.return (Ok "")
   let verify _ _ _ _ = Lwt.return (Error "no proofs")
   let can_verify = false
-  let produce_stream _ _ _ = Lwt.return ""
+  let produce_stream _ _ _ = Lwt.return (Ok "")
   let verify_stream _ _ _ _ = Lwt.return (Error "no proofs")
   let can_stream = false
 end
@@ -400,6 +410,10 @@ struct
   let compared = ref 0
   let divergences = ref 0
   let trace_mismatches = ref 0
+
+  (* trace mismatches at the empty path where both stores agree: what a
+     trace recorded on raw paths shows when replayed under data/ *)
+  let root_mismatches = ref 0
   let proofs_checked = ref 0
 
   (* DUO_INJECT=N: store B is given a different value at the Nth Add of
@@ -468,6 +482,7 @@ struct
               let vs_trace what key expected a b =
                 if a <> expected || b <> expected then (
                   incr trace_mismatches;
+                  if key = [] && a = b then incr root_mismatches;
                   if !trace_mismatches <= 10 then
                     Printf.printf
                       "trace mismatch block %d %s %s: trace %b, %s %b, %s %b\n%!"
@@ -547,8 +562,13 @@ struct
                     | Some ca, Some cb ->
                         put_ctx out_ctx_id (ca, cb);
                         Lwt.return_unit
+                    | None, None ->
+                        (* from a missing path: the context goes on as it was *)
+                        put_ctx out_ctx_id (ca, cb);
+                        Lwt.return_unit
                     | _ ->
-                        fail_at block "copy: no tree at %s" (path_s key_src))
+                        (* counted above: one side found a tree *)
+                        fail_at block "copy: a tree at %s on one side only" (path_s key_src))
                 | Def.Find (key, expected, in_ctx_id) ->
                     let ((ca, cb) as c) = take_ctx in_ctx_id in
                     let* a = A.find ca key in
@@ -623,30 +643,49 @@ struct
       and prove_both ~block ~op ra rb ka kb paths =
         (* a proof by each side, checked by the other; the values the
            verifier reads in the tree proved must be the writer's *)
-        let one ~what ~a_proves produce verify ~producer_reads =
+        (* [other ()] is the other side producing the same proof: when
+           the producer cannot encode it (a step too long for the
+           encoding), the other must refuse it too, and that agreement
+           counts as one result *)
+        let one ~what ~a_proves produce ~other verify ~producer_reads =
           let* proof = produce in
-          let proof = if inject_proof then corrupt proof else proof in
-          let* r = verify proof in
-          incr compared;
-          incr proofs_checked;
-          Hashtbl.replace compared_by_kind what
-            (1 + Option.value ~default:0 (Hashtbl.find_opt compared_by_kind what));
-          match r with
-          | Error e ->
-              diverge ~block ~op ~what ~path:(List.hd paths) "proof"
-                ("rejected: " ^ e);
-              Lwt.return_unit
-          | Ok reads ->
-              let* own = producer_reads in
-              (* each store's column shows what that store read: its own
-                 commit for the producer, the tree proved for the other *)
-              List.iter2
-                (fun (p, in_proof) (_, own) ->
-                  let a, b = if a_proves then (own, in_proof) else (in_proof, own) in
-                  check ~block ~op ~what:(what ^ "-read") ~path:p
-                    (show_opt show_value) a b)
-                reads own;
-              Lwt.return_unit
+          match proof with
+          | Error e -> (
+              let* o = other () in
+              incr compared;
+              let what = what ^ "-refused" in
+              Hashtbl.replace compared_by_kind what
+                (1 + Option.value ~default:0 (Hashtbl.find_opt compared_by_kind what));
+              match o with
+              | Error _ -> Lwt.return_unit
+              | Ok _ ->
+                  let refused = "refused: " ^ e and made = "produced" in
+                  let a, b = if a_proves then (refused, made) else (made, refused) in
+                  diverge ~block ~op ~what ~path:(List.hd paths) a b;
+                  Lwt.return_unit)
+          | Ok proof ->
+              let proof = if inject_proof then corrupt proof else proof in
+              let* r = verify proof in
+              incr compared;
+              incr proofs_checked;
+              Hashtbl.replace compared_by_kind what
+                (1 + Option.value ~default:0 (Hashtbl.find_opt compared_by_kind what));
+              match r with
+              | Error e ->
+                  diverge ~block ~op ~what ~path:(List.hd paths) "proof"
+                    ("rejected: " ^ e);
+                  Lwt.return_unit
+              | Ok reads ->
+                  let* own = producer_reads in
+                  (* each store's column shows what that store read: its own
+                     commit for the producer, the tree proved for the other *)
+                  List.iter2
+                    (fun (p, in_proof) (_, own) ->
+                      let a, b = if a_proves then (own, in_proof) else (in_proof, own) in
+                      check ~block ~op ~what:(what ^ "-read") ~path:p
+                        (show_opt show_value) a b)
+                    reads own;
+                  Lwt.return_unit
         in
         let reads_a () =
           let* c = A.checkout ra ka in
@@ -660,6 +699,7 @@ struct
           if PB.can_verify then
             one ~what:(A.name ^ "-proof-in-" ^ B.name) ~a_proves:true
               (PA.produce ra ka paths)
+              ~other:(fun () -> PB.produce rb kb paths)
               (fun pr -> PB.verify rb kb pr paths)
               ~producer_reads:(reads_a ())
           else Lwt.return_unit
@@ -668,6 +708,7 @@ struct
           if PA.can_verify then
             one ~what:(B.name ^ "-proof-in-" ^ A.name) ~a_proves:false
               (PB.produce rb kb paths)
+              ~other:(fun () -> PA.produce ra ka paths)
               (fun pr -> PA.verify ra ka pr paths)
               ~producer_reads:(reads_b ())
           else Lwt.return_unit
@@ -676,6 +717,7 @@ struct
           if PB.can_stream && PA.can_stream then
             one ~what:(A.name ^ "-stream-in-" ^ B.name) ~a_proves:true
               (PA.produce_stream ra ka paths)
+              ~other:(fun () -> PB.produce_stream rb kb paths)
               (fun pr -> PB.verify_stream rb kb pr paths)
               ~producer_reads:(reads_a ())
           else Lwt.return_unit
@@ -683,6 +725,7 @@ struct
         if PA.can_stream && PB.can_stream then
           one ~what:(B.name ^ "-stream-in-" ^ A.name) ~a_proves:false
             (PB.produce_stream rb kb paths)
+            ~other:(fun () -> PA.produce_stream ra ka paths)
             (fun pr -> PA.verify_stream ra ka pr paths)
             ~producer_reads:(reads_b ())
         else Lwt.return_unit
@@ -718,6 +761,11 @@ struct
       B.name A.name
       (if !proofs = 0 then "off" else if PA.can_verify then "yes" else "no verifier")
       !trace_mismatches;
+    if !prefix <> [] && !trace_mismatches > 0 && !root_mismatches = !trace_mismatches then
+      Printf.printf
+        "note: every trace mismatch is at the empty path, both stores agreeing: the trace \
+         was likely recorded on the paths themselves (the empty path being the root), not \
+         under data/; replay it with --api raw\n";
     Printf.printf "wall %.1f s, peak RSS %d kB\n" wall (vm_hwm_kb ());
     Printf.printf "results compared by kind: %s\n"
       (String.concat ", "
@@ -778,10 +826,9 @@ module Solo (S : STORE) = struct
                 put_ctx out_ctx_id c
             | Def.Copy { key_src; key_dst; in_ctx_id; out_ctx_id } -> (
                 incr ops;
-                let+ c = S.copy (take_ctx in_ctx_id) ~src:key_src ~dst:key_dst in
-                match c with
-                | Some c -> put_ctx out_ctx_id c
-                | None -> fail_at block "copy: no tree at %s" (path_s key_src))
+                let c = take_ctx in_ctx_id in
+                let+ c' = S.copy c ~src:key_src ~dst:key_dst in
+                put_ctx out_ctx_id (Option.value c' ~default:c))
             | Def.Find (key, b, c) ->
                 incr ops;
                 let+ r = S.find (take_ctx c) key in

@@ -151,6 +151,18 @@ let decode s : P.tree P.t =
 
 (* ---------------------------------------------------------------- encode *)
 
+(* A proof the encoding cannot carry: a step (or segment) is written after
+   a one-byte length, so one of 256 bytes or more has no encoding; it is
+   refused with this error, as pando's encoder refuses it. *)
+exception Unencodable of string
+
+let short b s =
+  let n = String.length s in
+  if n > 255 then
+    raise (Unencodable (Printf.sprintf "a step of %d bytes (at most 255)" n));
+  Buffer.add_char b (Char.chr n);
+  Buffer.add_string b s
+
 let pack_segment l =
   let out = Buffer.create 8 in
   let acc = ref 0 and bits = ref 0 in
@@ -179,7 +191,7 @@ let encode (p : P.tree P.t) =
     be b 4 (Buffer.length sub);
     Buffer.add_buffer b sub
   in
-  let short b s = u8 b (String.length s); Buffer.add_string b s in
+  let short b s = short b s in
   let kinded b = function
     | `Contents (h, ()) -> u8 b 0; hash b h
     | `Node h -> u8 b 1; hash b h
@@ -311,7 +323,7 @@ let encode_stream (p : P.stream P.t) =
     be b 4 (Buffer.length sub);
     Buffer.add_buffer b sub
   in
-  let short b s = u8 b (String.length s); Buffer.add_string b s in
+  let short b s = short b s in
   let kinded b = function
     | `Contents (h, ()) -> u8 b 0; hash b h
     | `Node h -> u8 b 1; hash b h
@@ -374,7 +386,9 @@ let produce_with produce encode repo key paths =
             let+ r = reads paths t in
             (t, r))
       in
-      encode proof
+      match encode proof with
+      | bytes -> Ok bytes
+      | exception Unencodable e -> Error ("cannot encode: " ^ e)
 
 let produce = produce_with Store.Tree.produce_proof encode
 

@@ -24,10 +24,13 @@ struct
     | Some c -> Pando.tree_hash (Pando.get_tree c)
     | None -> failwith "pando: proof of an unknown commit"
 
+  (* pando's encoder refuses a proof it cannot encode (a step of 256
+     bytes or more) with Pando.Error *)
   let produce_with produce idx h paths =
     Lwt.return
-      (Bytes.to_string
-         (produce (I.pando_index idx) h (List.map data paths) Pando.V1))
+      (match produce (I.pando_index idx) h (List.map data paths) Pando.V1 with
+      | p -> Ok (Bytes.to_string p)
+      | exception Pando.Error e -> Error e)
 
   (* The values of [paths] in the tree [verify] proved. *)
   let verify_with verify idx h proof paths =

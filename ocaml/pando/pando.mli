@@ -83,13 +83,16 @@ val add : context -> string list -> bytes -> context
     a value or directory there replaced). *)
 
 val mem_tree : context -> string list -> bool
-(** Whether a value or a directory is at the path. *)
+(** Whether a value or a directory is at the path. The empty path is the
+    root, there even in an empty tree: [mem_tree ctx []] is [true], as
+    irmin answers. *)
 
 val mem : context -> string list -> bool
 (** Whether a value is at the path. *)
 
 val find_tree : context -> string list -> tree option
-(** The tree (directory or value) at the path. *)
+(** The tree (directory or value) at the path; at the empty path, the
+    whole tree (empty or not). *)
 
 val list : context -> int option -> int option -> string list -> (string * tree) array
 (** [list ctx offset length path]: the entries of the directory at [path],
@@ -240,7 +243,10 @@ val produce_tree_proof : index -> bytes -> string list list -> proof_encoding ->
 (** [produce_tree_proof index commit paths encoding]: the encoded tree
     proof of reading each of [paths] in the tree of [commit] (irmin's
     [Tree.find]: the directories on the way and the value at the end are
-    revealed; a directory at the end shows only its hash). *)
+    revealed; a directory at the end shows only its hash). Both encodings
+    write a step's length on one byte: a proof that would show a step of
+    256 bytes or more raises {!Error} ("cannot encode ..."), as Octez's
+    encoder refuses it. *)
 
 val verify_tree_proof : proof_encoding -> bytes -> bytes -> tree
 (** [verify_tree_proof encoding proof root] decodes [proof], checks that

@@ -295,7 +295,10 @@ val mem : t -> key -> bool Lwt.t
 (** Whether [data/key] is a value. *)
 
 val mem_tree : t -> key -> bool Lwt.t
-(** Whether [data/key] is a value or a directory. *)
+(** Whether [data/key] is a value or a directory: of the empty key,
+    whether [data/] holds anything (false in an empty context, as in
+    Octez), where {!Tree.mem_tree} of a tree's empty path is always
+    true (its root). *)
 
 val find : t -> key -> value option Lwt.t
 (** The value at [data/key]; [None] if there is none (nothing there, a

@@ -1,6 +1,7 @@
 (* The binding on a real store in a temporary directory: irmin's own
    hash vectors, every reading and writing function, the fold, errors,
-   collections, snapshots, read-only indexes and base58check hashes. *)
+   collections, snapshots, read-only indexes, base58check hashes, and
+   irmin's answers at the edges (steps, values, depths, empty paths). *)
 
 open Common
 
@@ -187,6 +188,100 @@ let proofs index commit =
           Pando.verify_stream_proof encoding stream root [ [ "n" ] ]))
     [ ("V1", Pando.V1); ("V2", Pando.V2) ]
 
+(* The edge cases (Common.Edges): every answer asserted is irmin 3.7.2's
+   own (ocaml/duo/edge_answers.ml prints them). *)
+let edges index =
+  let module E = Edges in
+  let names l = List.map fst (Array.to_list l) in
+  let show_names = String.concat "," in
+  (* fold ~depth:(`Le 1) ~order:`Sorted of a tree, the root included *)
+  let walk tree =
+    let w = Pando.make_tree_walker tree (Some (Pando.Le 1)) [] Pando.Sorted in
+    let rec go acc =
+      match Pando.tree_walker_next w with
+      | None -> List.rev acc
+      | Some (p, t) -> go ((Array.to_list p, Pando.tree_kind t = Pando.Tree) :: acc)
+    in
+    go []
+  in
+  let show_walk l =
+    String.concat " " (List.map (fun (p, d) -> "/" ^ String.concat "/" p ^ if d then ":tree" else ":value") l)
+  in
+  let tree_hash = function None -> "None" | Some t -> hex (Pando.tree_hash t) in
+  (* the empty path of an empty tree: the root, there even empty *)
+  let empty = Pando.context_init index in
+  check_eq "empty: find []" show_opt None (Pando.find empty []);
+  check "empty: mem []" (not (Pando.mem empty []));
+  check "empty: mem_tree []" (Pando.mem_tree empty []);
+  check_eq "empty: find_tree []" Fun.id E.empty_tree_hash (tree_hash (Pando.find_tree empty []));
+  check_eq "empty: list []" show_names [] (names (Pando.list empty None None []));
+  check_eq "empty: length []" string_of_int 0 (Pando.length empty []);
+  check_eq "empty: fold []" show_walk [ ([], true) ]
+    (walk (Option.get (Pando.find_tree empty [])));
+  let empty_tree = Pando.tree_empty empty in
+  check "empty tree: tree_mem_tree []" (Pando.tree_mem_tree empty_tree []);
+  check "empty tree: tree_mem []" (not (Pando.tree_mem empty_tree []));
+  check_eq "empty tree: tree_find_tree []" Fun.id E.empty_tree_hash
+    (tree_hash (Pando.tree_find_tree empty_tree []));
+  (* every edge path, and the empty path of the tree holding them *)
+  let ctx = List.fold_left (fun c (k, v) -> Pando.add c k v) empty E.paths in
+  List.iteri
+    (fun i (k, v) ->
+      let name what = Printf.sprintf "edge %d: %s" i what in
+      check (name "find") (Pando.find ctx k = Some v);
+      check (name "mem") (Pando.mem ctx k);
+      check (name "mem_tree") (Pando.mem_tree ctx k);
+      let p = E.parent k in
+      check (name "mem of its directory") (not (Pando.mem ctx p));
+      check (name "mem_tree of its directory") (Pando.mem_tree ctx p);
+      check_eq (name "length of its directory") string_of_int (E.parent_length k) (Pando.length ctx p))
+    E.paths;
+  check_eq "edges: find []" show_opt None (Pando.find ctx []);
+  check "edges: mem []" (not (Pando.mem ctx []));
+  check "edges: mem_tree []" (Pando.mem_tree ctx []);
+  check_eq "edges: find_tree []" Fun.id E.tree_hash (tree_hash (Pando.find_tree ctx []));
+  check_eq "edges: tree hash" Fun.id E.tree_hash (hex (Pando.tree_hash (Pando.get_tree ctx)));
+  check_eq "edges: list []" show_names E.top (names (Pando.list ctx None None []));
+  check_eq "edges: length []" string_of_int (List.length E.top) (Pando.length ctx []);
+  check_eq "edges: fold []" show_walk
+    (([], true) :: List.map (fun n -> ([ n ], true)) E.top)
+    (walk (Pando.get_tree ctx));
+  (* copies: from a missing path there is no tree to copy *)
+  check_eq "copy from a missing path" Fun.id "None" (tree_hash (Pando.find_tree ctx [ "missing" ]));
+  check_eq "copy from under a value" Fun.id "None" (tree_hash (Pando.find_tree ctx [ "v"; "empty"; "x" ]));
+  let sub = Pando.find_tree ctx (E.deep 32) in
+  check_eq "find_tree 32 steps deep" Fun.id E.deep32_hash (tree_hash sub);
+  check_eq "copy 32 steps deep" Fun.id E.copied_hash
+    (hex (Pando.tree_hash (Pando.get_tree (Pando.add_tree ctx [ "copy" ] (Option.get sub)))));
+  (* commits, then a commit of a tree equal to its parent's *)
+  let h = Pando.commit ctx 1L "Tezos" "edges" in
+  check_eq "edges: commit" Fun.id E.commit (hex h);
+  let again = Pando.commit (Option.get (Pando.checkout index h)) 2L "Tezos" "same tree" in
+  check_eq "edges: commit of the same tree" Fun.id E.commit_again (hex again);
+  (* proofs: a step of 256 bytes or more has no encoding (its length is
+     one byte), refused with an error; up to 255 bytes it is proved *)
+  let root = Pando.tree_hash (Pando.get_tree ctx) in
+  List.iter
+    (fun (name, enc) ->
+      List.iter
+        (fun k ->
+          let long = Printf.sprintf "%s proof of a %d-byte step" name (String.length (List.nth k 1)) in
+          raises long (contains ~sub:"cannot encode") (fun () ->
+              Pando.produce_tree_proof index h [ k ] enc);
+          raises (long ^ " (stream)") (contains ~sub:"cannot encode") (fun () ->
+              Pando.produce_stream_proof index h [ k ] enc))
+        [ [ "long"; E.s 256 'b' ]; [ "long"; E.s 65536 'd' ] ];
+      List.iteri
+        (fun i (k, v) ->
+          if List.length k < 2 || String.length (List.nth k 1) <= 255 then (
+            let proven = Pando.verify_tree_proof enc (Pando.produce_tree_proof index h [ k ] enc) root in
+            check (Printf.sprintf "%s proof of edge %d" name i) (Pando.tree_find proven k = Some v);
+            let stream = Pando.produce_stream_proof index h [ k ] enc in
+            let proven = Pando.verify_stream_proof enc stream root [ k ] in
+            check (Printf.sprintf "%s stream proof of edge %d" name i) (Pando.tree_find proven k = Some v)))
+        E.paths)
+    [ ("V1", Pando.V1); ("V2", Pando.V2) ]
+
 let readonly_and_gc index dir ctx =
   let reader = Pando.index_open_readonly dir in
   check "gc not allowed read-only" (not (Pando.is_gc_allowed reader));
@@ -246,6 +341,7 @@ let () =
   versions index;
   errors index dir;
   snapshots index commit dir;
+  edges index;
   let last = readonly_and_gc index dir ctx in
   let tree = Pando.get_tree (Option.get (Pando.checkout index last)) in
   Pando.close index;

@@ -863,6 +863,93 @@ let test_store_life () =
   raises "open a missing store read-only" is_pando_error (fun () -> C.init ~readonly:true (fresh_dir ())) ;
   check "of_raw of a value with no open index" (run (C.Tree.to_value (C.Tree.of_raw (`Value (b "x")))) = Some (b "x"))
 
+(* The edge cases (Common.Edges of ocaml/test), through Octez's context
+   functions: every answer asserted is irmin 3.7.2's own (printed by
+   ocaml/duo/edge_answers.ml), with the context's keys under data/ as
+   Octez puts them. *)
+let test_edges () =
+  let module E = Common.Edges in
+  let dir = fresh_dir () in
+  let index = run (C.init dir) in
+  let names l = String.concat "," (List.map fst l) in
+  let hash = function None -> "None" | Some t -> hex (C.Tree.hash t) in
+  let folded ctx key =
+    List.rev
+      (run
+         (C.fold ~depth:(`Le 1) ctx key ~order:`Sorted ~init:[] ~f:(fun k t acc ->
+              Lwt.return ((String.concat "/" k ^ ":" ^ match C.Tree.kind t with `Tree -> "tree" | `Value -> "value") :: acc))))
+  in
+  let check_eq name show expected actual =
+    if expected <> actual then Printf.printf "  %s: expected %s, got %s\n" name (show expected) (show actual) ;
+    check name (expected = actual)
+  in
+  (* the empty path of an empty context is data/, absent *)
+  let empty = C.empty index in
+  check "empty: find []" (run (C.find empty []) = None) ;
+  check "empty: mem []" (not (run (C.mem empty []))) ;
+  check "empty: mem_tree [] (no data/)" (not (run (C.mem_tree empty []))) ;
+  check_eq "empty: find_tree []" Fun.id "None" (hash (run (C.find_tree empty []))) ;
+  check_eq "empty: list []" Fun.id "" (names (run (C.list empty []))) ;
+  check_eq "empty: length []" string_of_int 0 (run (C.length empty [])) ;
+  check_eq "empty: fold [] visits nothing" (String.concat " ") [] (folded empty []) ;
+  (* the empty path of an empty tree is its root *)
+  let t = C.Tree.empty empty in
+  check "empty tree: find []" (run (C.Tree.find t []) = None) ;
+  check "empty tree: mem []" (not (run (C.Tree.mem t []))) ;
+  check "empty tree: mem_tree []" (run (C.Tree.mem_tree t [])) ;
+  check_eq "empty tree: find_tree []" Fun.id E.empty_tree_hash (hash (run (C.Tree.find_tree t []))) ;
+  check_eq "empty tree: list []" Fun.id "" (names (run (C.Tree.list t []))) ;
+  check_eq "empty tree: length []" string_of_int 0 (run (C.Tree.length t [])) ;
+  (* every edge path under data/, and the empty path then *)
+  let ctx = List.fold_left (fun c (k, v) -> run (C.add c k v)) empty E.paths in
+  List.iteri
+    (fun i (k, v) ->
+      let name what = Printf.sprintf "edge %d: %s" i what in
+      check (name "find") (run (C.find ctx k) = Some v) ;
+      check (name "mem") (run (C.mem ctx k)) ;
+      check (name "mem_tree") (run (C.mem_tree ctx k)) ;
+      let p = E.parent k in
+      check (name "mem of its directory") (not (run (C.mem ctx p))) ;
+      check (name "mem_tree of its directory") (run (C.mem_tree ctx p)) ;
+      check_eq (name "length of its directory") string_of_int (E.parent_length k) (run (C.length ctx p)))
+    E.paths ;
+  check "edges: find []" (run (C.find ctx []) = None) ;
+  check "edges: mem []" (not (run (C.mem ctx []))) ;
+  check "edges: mem_tree []" (run (C.mem_tree ctx [])) ;
+  check_eq "edges: find_tree []" Fun.id E.tree_hash (hash (run (C.find_tree ctx []))) ;
+  check_eq "edges: list []" Fun.id (String.concat "," E.top) (names (run (C.list ctx []))) ;
+  check_eq "edges: length []" string_of_int (List.length E.top) (run (C.length ctx [])) ;
+  check_eq "edges: fold []" (String.concat " ")
+    (":tree" :: List.map (fun n -> n ^ ":tree") E.top)
+    (folded ctx []) ;
+  (* copies (find_tree, then add_tree) *)
+  check_eq "copy from a missing path" Fun.id "None" (hash (run (C.find_tree ctx ["missing"]))) ;
+  let sub = run (C.find_tree ctx (E.deep 32)) in
+  check_eq "find_tree 32 steps deep" Fun.id E.deep32_hash (hash sub) ;
+  let copied = run (C.add_tree ctx ["copy"] (Option.get sub)) in
+  check_eq "copy 32 steps deep" Fun.id E.copied_hash (hash (run (C.find_tree copied []))) ;
+  (* commits, then a commit of the tree checked out, unchanged *)
+  let h = run (C.commit ~time:1L ~message:"edges" ctx) in
+  check_eq "edges: commit" Fun.id E.data_commit (hex h) ;
+  let again = run (C.commit ~time:2L ~message:"same tree" (run (C.checkout_exn index h))) in
+  check_eq "edges: commit of the same tree" Fun.id E.data_commit_again (hex again) ;
+  (* proofs: a 256-byte step has no encoding and is refused; a 255-byte
+     one is proved and read in the tree proved *)
+  let pindex = C.pando_index index in
+  List.iter
+    (fun enc ->
+      raises (enc_name enc ^ " proof of a 256-byte step") is_pando_error (fun () ->
+          Lwt.return (Pando.produce_tree_proof pindex h [["data"; "long"; E.s 256 'b']] enc)) ;
+      let key = ["data"; "max"; E.s 255 'a'] in
+      let proof = Pando.produce_tree_proof pindex h [key] enc in
+      match expect_ok (enc_name enc ^ " proof of a 255-byte step")
+              (run (C.verify_tree_proof ~encoding:enc proof (fun tree ->
+                   Lwt.map (fun v -> (tree, v)) (C.Tree.find tree key)))) with
+      | Some (_, v) -> check (enc_name enc ^ " 255-byte step proved") (v = Some (b "255"))
+      | None -> ())
+    [C.Proof.V1; C.Proof.V2] ;
+  run (C.close index)
+
 let () =
   let tests =
     [
@@ -873,6 +960,7 @@ let () =
       ("tree", test_tree);
       ("predefined fields", test_fields);
       ("proofs", test_proofs);
+      ("edges", test_edges);
       ("store life", test_store_life);
     ]
   in

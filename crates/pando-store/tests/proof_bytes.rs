@@ -7,8 +7,9 @@
 //! read; any other read names the blinded part; the store's stream equals
 //! the one `pando_core` produces from the same tree held in memory (the
 //! order does not depend on how the tree is held); a wrong hash, cut or
-//! extended bytes and other paths are precise errors; a proof's tree never
-//! mixes with a store's.
+//! extended bytes and other paths are precise errors; a step too long for
+//! the encodings (256 bytes or more) is an error, never a panic; a proof's
+//! tree never mixes with a store's.
 
 use pando_core::proof::partial::{Entry, PartialTree};
 use pando_core::proof::stream::{Path, produce_stream_of_entry};
@@ -327,5 +328,49 @@ fn colliding_names_stream_an_extender_from_the_store() {
         let bytes = store.produce_tree_proof_of_paths(&commit, &paths, encoding).unwrap();
         let proven = verify_tree_proof(encoding, &bytes, &root).unwrap();
         assert_eq!(proven.tree.find(&paths[1]).unwrap(), Some(vec![250]));
+    }
+}
+
+/// A step's length is one byte in both encodings: a proof showing a step
+/// of 256 bytes or more is refused with an error, never a panic (Octez's
+/// encoder refuses it too, and the duo checks that irmin's side does),
+/// while one of 255 bytes is proved; a proof that does not show the long
+/// step (its directory blinded) is unaffected, in a flat directory as in
+/// one hashed over inodes.
+#[test]
+fn a_step_too_long_for_the_encoding_is_an_error() {
+    let options = Options { sync: SyncPolicy::Never, ..Options::default() };
+    let store = Store::open_storage(Arc::new(MemStorage::new()), options).unwrap();
+    let mut tree = store.empty_tree();
+    let step = |n: usize, c: u8| vec![c; n];
+    let path = |dir: &str, s: Vec<u8>| vec![dir.as_bytes().to_vec(), s];
+    let max = path("max", step(255, b'a'));
+    let long = path("long", step(256, b'b'));
+    let longer = path("long", step(65536, b'd'));
+    let in_inodes = path("big", step(300, b'e'));
+    for (i, p) in [&max, &long, &longer, &in_inodes].into_iter().enumerate() {
+        tree.add_mut(p, &[i as u8]).unwrap();
+    }
+    for i in 0..700 {
+        tree.add_mut(&path("big", format!("k{i:04}").into_bytes()), b"v").unwrap();
+    }
+    let commit = store.commit(&tree, CommitMeta { parents: &[], date: 1, author: "Tezos", message: "long steps" }).unwrap();
+    let root = tree.hash().unwrap();
+    for encoding in [Encoding::V1, Encoding::V2] {
+        for refused in [&long, &longer, &in_inodes] {
+            let paths = vec![refused.clone()];
+            let err = store.produce_tree_proof_of_paths(&commit, &paths, encoding).unwrap_err();
+            assert!(err.to_string().contains("cannot encode"), "{err}");
+            let err = store.produce_stream_proof(&commit, &paths, encoding).unwrap_err();
+            assert!(err.to_string().contains("cannot encode"), "{err}");
+        }
+        let proved = vec![max.clone(), path("big", b"k0001".to_vec())];
+        let bytes = store.produce_tree_proof_of_paths(&commit, &proved, encoding).unwrap();
+        let proven = verify_tree_proof(encoding, &bytes, &root).unwrap();
+        assert_eq!(proven.tree.find(&max).unwrap(), Some(vec![0]));
+        assert_eq!(proven.tree.find(&proved[1]).unwrap(), Some(b"v".to_vec()));
+        let bytes = store.produce_stream_proof(&commit, &proved, encoding).unwrap();
+        let proven = verify_stream_proof(encoding, &bytes, &root, &proved).unwrap();
+        assert_eq!(proven.tree.find(&max).unwrap(), Some(vec![0]));
     }
 }
