@@ -104,7 +104,8 @@ if [ "$status" -eq 0 ] && [ -d ocaml ]; then
       && scripts/duo.sh "$traces/tiny.repr" 2>&1 | tee -a "$log" \
       && scripts/duo.sh "$traces/irmin-diff-a.repr" 2>&1 | tee -a "$log" \
       && edge "$traces/irmin-edge.repr" \
-      && edge "$traces/irmin-edge-raw.repr" --api raw
+      && edge "$traces/irmin-edge-raw.repr" --api raw \
+      && edge "$traces/irmin-edge-raw.repr"
     status=$?
     rm -rf "$traces"
   fi
