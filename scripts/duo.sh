@@ -48,13 +48,12 @@ if [ $build_only = 0 ] && [ $# -lt 1 ]; then
   exit 2
 fi
 
-mkdir -p "$build"
-build=$(cd "$build" && pwd)
-
 # irmin 3.7.2, and the workspace: irmin's libraries (from sources only)
 # and the trace reader (copied again only when irmin's origin changes)
 . "$root/bench/irmin/irmin-src.sh"
 irmin_src "$root" || exit 2
+mkdir -p "$build"
+build=$(cd "$build" && pwd)
 ws=$build/ws
 if [ "$(cat "$ws/.irmin-id" 2>/dev/null)" != "$IRMIN_ID" ]; then
   echo "duo.sh: assembling the workspace in $ws (irmin from $IRMIN_ID)" >&2

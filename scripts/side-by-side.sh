@@ -45,12 +45,12 @@ if [ -z "$suite" ] && [ $# -lt 3 ]; then
   echo "usage: side-by-side.sh [--quick | --full] | TRACE_NAME TRACE ROUNDS [pando args] [-- irmin args]" >&2; exit 2
 fi
 
-RUNS=${RUNS:-$root/target/side-by-side/runs}
-WORK=${WORK:-$root/target/side-by-side/work}
-mkdir -p "$RUNS" "$WORK"
 if [ -z "${BENCH:-}" ]; then
   BENCH=$("$root/bench/irmin/build.sh" | tail -1)
 fi
+RUNS=${RUNS:-$root/target/side-by-side/runs}
+WORK=${WORK:-$root/target/side-by-side/work}
+mkdir -p "$RUNS" "$WORK"
 if [ -z "${PANDO:-}" ]; then
   (cd "$root" && cargo build --release --locked -q -p pando-cli)
   PANDO=$root/target/release/pando
