@@ -15,13 +15,15 @@
 # with --sync pipelined: irmin-diff-a 5 rounds, small 4, medium's first
 # 5,000 blocks 3, small with a collection every 50 blocks keeping 100
 # commits 3; then prints the tables. --quick runs irmin-diff-a and small's
-# first 1,000 blocks, 1 round each (a few minutes; a check that everything
-# works, not a measurement). With TRACE_NAME TRACE ROUNDS it runs that one
-# trace and prints nothing (side_by_side.py sums the runs up).
+# first 1,000 blocks, 1 round each: a check that everything works, not a
+# measurement (under a minute once pando and irmin's driver are built).
+# With TRACE_NAME TRACE ROUNDS it runs that one trace and prints nothing
+# (side_by_side.py sums the runs up).
 #
 # Environment, all optional:
 #   PANDO       pando (default: target/release/pando, built here)
-#   BASE_PANDO  pando built at the base commit (default: no base column)
+#   BASE_PANDO  pando built at the base commit (default: no base column);
+#               the suites give both --sync pipelined themselves
 #   BENCH       irmin's bench.exe (default: built by bench/irmin/build.sh
 #               into target/irmin-bench, irmin 3.7.2 as bench/irmin/README.md
 #               says: an opam switch, IRMIN_SRC, or the tarball beside)
@@ -36,7 +38,7 @@ suite=
 case "${1:-}" in
   --quick | --full) suite=${1#--}; shift ;;
   "") suite=full ;;
-  -*) sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
+  -*) sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2 ;;
 esac
 if [ -n "$suite" ] && [ $# -gt 0 ]; then
   echo "side-by-side.sh: --$suite takes no other argument" >&2; exit 2
