@@ -33,6 +33,9 @@ irmin_src() { # irmin_src ROOT
     v_pack=$(ocamlfind query -format '%v' irmin-pack 2>/dev/null || true)
     v_tezos=$(ocamlfind query -format '%v' irmin-tezos 2>/dev/null || true)
     if [ "$v_pack" = 3.7.2 ] && [ "$v_tezos" = 3.7.2 ]; then
+      if [ -n "${IRMIN_SRC:-}" ]; then
+        echo "irmin 3.7.2 from the installed libraries (findlib), not IRMIN_SRC" >&2
+      fi
       IRMIN_FROM=opam
       IRMIN_ID="opam:$(ocamlfind query irmin-pack)"
       return 0
@@ -62,12 +65,15 @@ irmin_src() { # irmin_src ROOT
   export IRMIN_SRC
 }
 
-# The libraries of irmin (those the driver and the duo link) and the
-# vendored ones Debian lacks, without their tests, benchmarks and examples.
+# The libraries irmin vendors that Debian lacks (each directory of
+# IRMIN_SRC is also the name of its opam package).
 IRMIN_VENDORED="repr index digestif optint checkseum progress semaphore-compat lru
   psq rusage bheap either vector tezos-base58"
 
-irmin_workspace() { # irmin_workspace WS: after irmin_src
+# irmin_workspace WS, after irmin_src: from sources, irmin's libraries that
+# the driver and the duo link and the vendored ones, without their tests,
+# benchmarks and examples; from an installed irmin, nothing.
+irmin_workspace() {
   local ws=$1 d lib sub f
   rm -rf "$ws/irmin" "$ws/vendor"
   [ "$IRMIN_FROM" = src ] || return 0
