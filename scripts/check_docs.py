@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """check_docs.py PANDO: every link and every command in the documents works.
 
-The documents: README.md, ARCHITECTURE.md, CONTRIBUTING.md, docs/*.md and
-ocaml/README.md. Checked in each, outside nothing (prose, tables and code
+The documents: README.md, ARCHITECTURE.md, CONTRIBUTING.md, docs/*.md,
+ocaml/README.md and bench/irmin/README.md. Checked in each, outside nothing (prose, tables and code
 alike) unless said:
 - every relative link `[text](target)` (prose only, not code) names an
   existing file, and a `#anchor` an existing heading of it, by GitHub's
@@ -14,6 +14,15 @@ alike) unless said:
   `PANDO --help` lists, and every `-x`/`--flag` after it one that
   `PANDO SUBCOMMAND --help` lists. In a fenced block a line that starts with
   white space continues the command above it (the README's command table).
+
+Everywhere in the repository (documents, code, scripts, tests, dune and
+Cargo files, .ci/run): no reference to a place outside it, the directory
+`shared` beside the checkout (or on the project's machines), or to the
+notes that lived there (RELIABILITY, WORKLOAD, STYLE, ANCHORS, TEZOS-CONTEXT, each
+`.md`): a clone has none of them. The one exception is the optional
+irmin tarball, the third source of irmin 3.7.2, in the files that
+resolve or describe it (ALLOWED_OUTSIDE). The scan checks itself first
+on a file with bad references of its own making.
 
 And README.md keeps to at most 300 lines; it and docs/MEASUREMENTS.md have
 no paragraph, list item or table cell over 600 characters (outside code
@@ -30,7 +39,7 @@ import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DOCUMENTS = ["README.md", "ARCHITECTURE.md", "CONTRIBUTING.md", "ocaml/README.md"] + sorted(
+DOCUMENTS = ["README.md", "ARCHITECTURE.md", "CONTRIBUTING.md", "ocaml/README.md", "bench/irmin/README.md"] + sorted(
     os.path.relpath(p, ROOT) for p in glob.glob(os.path.join(ROOT, "docs", "*.md"))
 )
 
@@ -197,6 +206,74 @@ def check_link(target, rel, where, problems):
             problems.append(f"{where}: link to {target}: no heading with that anchor")
 
 
+# What a clone lacks. The names are split so that this file does not
+# match itself.
+OUTSIDE = re.compile(
+    r"(?:\.\.|/work)/" + "shared\\b"
+    + r"|\b(?:RELIABILITY|WORKLOAD|STYLE|ANCHORS|TEZOS-CONTEXT)\." + "md\\b"
+)
+TARBALL = "../" + "shared/irmin-bench/irmin-src.tar.gz"
+# The files where the tarball may be named: those that resolve irmin's
+# sources and the document that says how.
+ALLOWED_OUTSIDE = {"bench/irmin/irmin-src.sh": TARBALL, "bench/irmin/README.md": TARBALL}
+# The files scanned for such references, by name.
+SCANNED_NAMES = re.compile(r"(?:^|/)(?:[^/]+\.(?:rs|ml|mli|sh|py|md|toml|opam)|dune|dune-project|\.ci/run)$")
+
+
+def repository_files():
+    """The files a clone would have: tracked, and new ones not ignored."""
+    out = subprocess.run(
+        ["git", "-C", ROOT, "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        capture_output=True, text=True, check=True,
+    )
+    return sorted({f for f in out.stdout.split("\0") if f and os.path.isfile(os.path.join(ROOT, f))})
+
+
+def check_outside(root, files, problems):
+    """Each line of `files` (relative to `root`) that names a place outside
+    the repository, as FILE:LINE: what."""
+    for rel in files:
+        if not SCANNED_NAMES.search(rel):
+            continue
+        try:
+            with open(os.path.join(root, rel), encoding="utf-8") as f:
+                lines = f.read().splitlines()
+        except UnicodeDecodeError:
+            continue
+        allowed = ALLOWED_OUTSIDE.get(rel)
+        for number, line in enumerate(lines, 1):
+            if allowed:
+                line = line.replace(allowed, "")
+            for m in OUTSIDE.finditer(line):
+                problems.append(f"{rel}:{number}: `{m.group(0)}` is outside the repository (a clone lacks it)")
+
+
+def self_check():
+    """check_outside on files made here: each bad reference found at its
+    line, the allowed tarball passed over only where it is allowed."""
+    import tempfile
+
+    bad = "RELIABILITY" + ".md"
+    with tempfile.TemporaryDirectory() as root:
+        files = {
+            "crates/x/src/lib.rs": f"//! fine\n//! the kill test ({bad}, test 1)\n",
+            "ocaml/dune": "; fine\n; see ../" + "shared/irmin-bench/driver\n",
+            "scripts/x.sh": f"# {TARBALL} is not allowed here\n",
+            "bench/irmin/irmin-src.sh": f"tarball=$root/{TARBALL}\n",
+            "notes.txt": f"{bad} in a file that is not scanned\n",
+        }
+        for rel, text in files.items():
+            os.makedirs(os.path.dirname(os.path.join(root, rel)) or root, exist_ok=True)
+            with open(os.path.join(root, rel), "w", encoding="utf-8") as f:
+                f.write(text)
+        found = []
+        check_outside(root, sorted(files), found)
+    where = sorted(p.split(": ")[0] for p in found)
+    expected = ["crates/x/src/lib.rs:2", "ocaml/dune:2", "scripts/x.sh:1"]
+    if where != expected:
+        sys.exit(f"check_docs.py's own check of outside references is broken: found {where}, expected {expected}")
+
+
 README_LINES = 300
 PARAGRAPH = 600
 # The documents held to PARAGRAPH (README.md is also held to README_LINES);
@@ -255,9 +332,12 @@ def main():
             problems.append(f"{rel}: missing")
     for rel in SIZED:
         check_size(rel, problems, README_LINES if rel == "README.md" else None)
+    self_check()
+    files = repository_files()
+    check_outside(ROOT, files, problems)
     for p in problems:
         print(p)
-    print(f"docs: {len(DOCUMENTS)} documents, {len(problems)} broken links or commands")
+    print(f"docs: {len(DOCUMENTS)} documents, {len(files)} files scanned, {len(problems)} problems")
     sys.exit(1 if problems else 0)
 
 

@@ -7,7 +7,7 @@
 # interleaved round by round so that the machine's load falls on all
 # three alike; prints medians and within-round ratios
 # (scripts/duo_speed.py). Builds the duo (scripts/duo.sh --build-only,
-# $IRMIN_SRC as there) and pando-cli (cargo build --release; or set
+# irmin 3.7.2 found as there) and pando-cli (cargo build --release; or set
 # PANDO to a pando binary) first.
 # Results go to $RUNS (default target/duo/speed). Runs under nice.
 set -euo pipefail

@@ -8,19 +8,18 @@
 # and it exits 0 exactly when D is 0.
 #
 # It builds what it needs first, in $DUO_BUILD (default target/duo):
-# - a dune workspace holding irmin 3.7.2 and its vendored libraries, copied
-#   from $IRMIN_SRC (the irmin-src directory of
-#   ../shared/irmin-bench/irmin-src.tar.gz, or one made by its unpack.sh;
-#   when IRMIN_SRC is unset, that tarball is unpacked into $DUO_BUILD),
-#   irmin's own trace reader (bench/irmin-pack/trace_common.ml and
-#   trace_definitions.ml, unmodified) as the library irmin_trace_defs, and
-#   this checkout's ocaml/pando, ocaml/pando_context and ocaml/duo
+# - a dune workspace holding irmin 3.7.2 as bench/irmin/irmin-src.sh finds
+#   it (an opam switch's installed irmin-pack and irmin-tezos 3.7.2, used
+#   as they are; or the sources in $IRMIN_SRC, or in the tarball beside the
+#   checkout, copied with their vendored libraries), irmin's own trace
+#   reader (bench/irmin/driver/traces/) as the library irmin_trace_defs,
+#   and this checkout's ocaml/pando, ocaml/pando_context and ocaml/duo
 #   (symbolic links);
 # - the Rust side of the binding (cargo, through ocaml/pando/rust-lib.sh).
-# Nothing from irmin's sources enters the checkout.
+# Nothing is written into the checkout's tracked files.
 #
-# Needs Debian's OCaml 4.13.1, dune 2.9.3 and the OCaml packages that
-# ../shared/irmin-bench/README.md lists.
+# Needs OCaml 4.13.1 and dune 2.9.3 (Debian's, with the packages
+# scripts/ocaml-deps.sh installs, when irmin is built from sources).
 #
 # Options of this script (before the trace):
 #   --selftest   build and run irmin against irmin instead (the duo's
@@ -35,7 +34,6 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
 build=${DUO_BUILD:-$root/target/duo}
-shared=${SHARED:-$root/../shared}
 exe=duo
 build_only=0
 while [ $# -gt 0 ]; do
@@ -46,59 +44,25 @@ while [ $# -gt 0 ]; do
   esac
 done
 if [ $build_only = 0 ] && [ $# -lt 1 ]; then
-  sed -n '2,34p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,35p' "$0" | sed 's/^# \{0,1\}//'
   exit 2
 fi
 
+# irmin 3.7.2, and the workspace: irmin's libraries (from sources only)
+# and the trace reader (copied again only when irmin's origin changes)
+. "$root/bench/irmin/irmin-src.sh"
+irmin_src "$root" || exit 2
 mkdir -p "$build"
 build=$(cd "$build" && pwd)
-
-# irmin's sources
-if [ -z "${IRMIN_SRC:-}" ]; then
-  tarball=$shared/irmin-bench/irmin-src.tar.gz
-  if [ ! -d "$build/irmin-src" ]; then
-    [ -f "$tarball" ] || { echo "duo.sh: set IRMIN_SRC (no $tarball)" >&2; exit 2; }
-    echo "duo.sh: unpacking $tarball" >&2
-    tar xzf "$tarball" -C "$build"
-  fi
-  IRMIN_SRC=$build/irmin-src
-fi
-src=$(cd "$IRMIN_SRC" && pwd)
-[ -f "$src/irmin/src/irmin-tezos/schema.ml" ] || { echo "duo.sh: $src is not irmin-src" >&2; exit 2; }
-
-# the workspace: irmin (the libraries used), vendored libraries, the trace
-# reader, and ocaml/ (copied again only when IRMIN_SRC changes)
 ws=$build/ws
-if [ "$(cat "$ws/.irmin-src" 2>/dev/null)" != "$src" ]; then
-  echo "duo.sh: assembling the workspace in $ws from $src" >&2
-  rm -rf "$ws/irmin" "$ws/vendor"
-  mkdir -p "$ws/irmin/src" "$ws/vendor"
-  cp "$src/irmin/dune-project" "$src"/irmin/*.opam "$ws/irmin/"
-  for d in irmin ppx_irmin irmin-pack irmin-tezos; do
-    cp -r "$src/irmin/src/$d" "$ws/irmin/src/$d"
-  done
-  for lib in repr index digestif optint checkseum progress semaphore-compat lru \
-             psq rusage bheap either vector tezos-base58; do
-    cp -r "$src/$lib" "$ws/vendor/$lib"
-    for sub in test bench fuzz examples docs mirage bin; do rm -rf "$ws/vendor/$lib/$sub"; done
-  done
-  rm -f "$ws/vendor/bheap/test.ml" "$ws/vendor/vector/test.ml"
-  for lib in bheap vector; do sed -i '/(test\b/,$d' "$ws/vendor/$lib/dune"; done
-  echo "$src" > "$ws/.irmin-src"
+if [ "$(cat "$ws/.irmin-id" 2>/dev/null)" != "$IRMIN_ID" ]; then
+  echo "duo.sh: assembling the workspace in $ws (irmin from $IRMIN_ID)" >&2
+  mkdir -p "$ws"
+  irmin_workspace "$ws"
+  echo "$IRMIN_ID" > "$ws/.irmin-id"
 fi
-mkdir -p "$ws/irmin_trace"
-cp "$src/irmin/bench/irmin-pack/trace_common.ml" \
-   "$src/irmin/bench/irmin-pack/trace_definitions.ml" "$ws/irmin_trace/"
-cat > "$ws/irmin_trace/dune" <<'EOD'
-; irmin 3.7.2's IrmRepBT reader (bench/irmin-pack/), copied by scripts/duo.sh
-(library
- (name irmin_trace_defs)
- (wrapped false)
- (modules trace_common trace_definitions)
- (libraries repr fmt)
- (preprocess
-  (pps ppx_repr ppx_deriving.enum)))
-EOD
+rm -rf "$ws/irmin_trace"
+cp -r "$root/bench/irmin/driver/traces" "$ws/irmin_trace"
 printf '(lang dune 2.9)\n(profile duo)\n' > "$ws/dune-workspace"
 # the package that ocaml/pando and ocaml/pando_context's public names
 # (pando, pando.context) belong to, as ocaml/dune-project declares it

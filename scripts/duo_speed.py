@@ -5,7 +5,7 @@
 The same trace replayed, interleaved, by three runs per round, each
 measured the same way (wall time from exec to exit, and the peak RSS of
 the process, RUSAGE_CHILDREN's ru_maxrss taken around that one run alone
-as ../shared/irmin-bench/measure.py does):
+as bench/irmin/measure.py does):
   ocaml  the duo alone on pando, through the OCaml binding's Pando_context
          (duo --only pando)
   raw    the same through Pando's TezEdge-shaped functions (--api raw)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Debian's OCaml (4.13.1, dune 2.9.3) and the libraries that irmin 3.7.2
-# needs, as ../shared/irmin-bench/README.md ("Rebuild") lists them, and
+# needs when built from its sources (bench/irmin/README.md), and
 # zstd (scripts/test.sh unpacks a vector for the duo with it). Installs
 # only what `dpkg -s` does not find; needs root (apt-get) for that.
 #

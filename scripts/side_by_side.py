@@ -6,6 +6,7 @@ For each trace directory: the median [min-max] over rounds of blocks/s,
 block p50 and p99, final disk and peak RSS for base, pando and irmin; then
 the medians over rounds of the ratios taken within each round (pando /
 irmin, base / irmin, pando / base), so that a round's load cancels out.
+Without base runs (no BASE_PANDO), its column and ratios are left out.
 """
 import glob, json, os, re, statistics, sys
 
@@ -54,16 +55,21 @@ def spread(values, fmt):
 def main(root):
     for directory in sorted(d for d in glob.glob(os.path.join(root, "*")) if os.path.isdir(d)):
         runs = load(directory)
-        rounds = sorted(set.intersection(*(set(runs[c]) for c in CONFIGS)))
+        # base is optional (side-by-side.sh without BASE_PANDO)
+        configs = [c for c in CONFIGS if runs[c]]
+        if "pando" not in configs or "irmin" not in configs:
+            continue
+        rounds = sorted(set.intersection(*(set(runs[c]) for c in configs)))
         if not rounds:
             continue
+        pairs_of = [p for p in [("pando", "irmin"), ("base", "irmin"), ("pando", "base")] if set(p) <= set(configs)]
         print(f"### {os.path.basename(directory)} ({len(rounds)} rounds)\n")
-        print("| metric | " + " | ".join(CONFIGS) + " | pando / irmin | base / irmin | pando / base |")
-        print("|---|" + "---:|" * (len(CONFIGS) + 3))
+        print("| metric | " + " | ".join(configs) + " | " + " | ".join(f"{a} / {b}" for a, b in pairs_of) + " |")
+        print("|---|" + "---:|" * (len(configs) + len(pairs_of)))
         for key, label, fmt in METRICS:
-            cells = [spread([value(runs[c][r], key) for r in rounds], fmt) for c in CONFIGS]
+            cells = [spread([value(runs[c][r], key) for r in rounds], fmt) for c in configs]
             ratios = []
-            for a, b in [("pando", "irmin"), ("base", "irmin"), ("pando", "base")]:
+            for a, b in pairs_of:
                 pairs = [(value(runs[a][r], key), value(runs[b][r], key)) for r in rounds]
                 pairs = [x / y for x, y in pairs if x is not None and y]
                 ratios.append(spread(pairs, "%.2f") if pairs else "-")

@@ -12,8 +12,8 @@
 #   when python3 is installed;
 # - the duo, pando against irmin 3.7.2 operation by operation
 #   (scripts/duo.sh) on the tiny trace, irmin-diff-a and the edge-case
-#   traces irmin-edge and irmin-edge-raw, when IRMIN_SRC
-#   names irmin's sources (../shared/irmin-bench/irmin-src.tar.gz unpacked).
+#   traces irmin-edge and irmin-edge-raw, when bench/irmin/irmin-src.sh
+#   finds irmin 3.7.2 (bench/irmin/README.md).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
@@ -77,8 +77,8 @@ fi
 # blocks, O results compared, D divergences`. First its trace decoder against irmin's, row
 # by row, on both.
 if [ "$status" -eq 0 ] && [ -d ocaml ]; then
-  if [ -z "${IRMIN_SRC:-}" ]; then
-    skip "duo against irmin" "IRMIN_SRC unset"
+  if ! (. bench/irmin/irmin-src.sh && irmin_src "$PWD" 2>/dev/null); then
+    skip "duo against irmin" "irmin 3.7.2 not found (bench/irmin/README.md)"
   elif [ "$ocaml" -eq 0 ]; then
     skip "duo against irmin" "no dune or ocamlfind"
   else

@@ -1,5 +1,5 @@
 //! Workloads as blocks of flat key-value operations, the form the peers
-//! without directories take (WORKLOAD.md): a Tezos-like trace with each path
+//! without directories take (bench/README.md): a Tezos-like trace with each path
 //! joined by `/`, or the peer-native random workload.
 //!
 //! Invariant: every backend receives exactly the same blocks.

@@ -7,7 +7,7 @@
    against a second irmin.
 
    Replay semantics are those of irmin 3.7.2's bench/irmin-pack/
-   trace_replay.ml, as in ../../../shared/irmin-bench/driver/bench.ml:
+   trace_replay.ml, as in bench/irmin/driver/bench.ml:
    context id 0 is the empty tree; a [Forget] context id or commit hash is
    dropped after its use; Copy is find_tree + add_tree; a block is every row
    up to and including a Commit. A Copy from a missing path leaves its

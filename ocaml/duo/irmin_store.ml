@@ -1,5 +1,5 @@
 (* irmin-pack 3.7.2 (Irmin_tezos.Store) with Octez's configuration, as
-   ../../../shared/irmin-bench/driver/bench.ml opens it: minimal indexing,
+   bench/irmin/driver/bench.ml opens it: minimal indexing,
    index log size 2,500,000, an LRU of 100,000 entries, no fsync. Trees are
    used as Octez's lib_context uses them. *)
 

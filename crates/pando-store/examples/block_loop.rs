@@ -1,7 +1,8 @@
-//! A quick block loop: the workload of ANCHORS.md's irmin measurement
-//! (blocks of 1,000 writes and 2,000 reads over 200,000 accounts, a durable
-//! commit per block), for a first look at where the time goes. The replay
-//! of generated traces (`pando replay`) is the real benchmark.
+//! A quick block loop: the workload of irmin 3.7.2's row in the block
+//! loop's table of docs/MEASUREMENTS.md (blocks of 1,000 writes and 2,000
+//! reads over 200,000 accounts, a durable commit per block), for a first
+//! look at where the time goes. The replay of generated traces (`pando
+//! replay`) is the real benchmark.
 //!
 //! `cargo run --release -p pando-store --example block_loop -- [DIR] [BLOCKS]`
 //! (`PANDO_CACHE_MB` sets the cache budget, 512 by default, and

@@ -1,4 +1,4 @@
-//! Named crash points for the kill test (RELIABILITY.md, test 1).
+//! Named crash points for the kill test (docs/TESTING.md, test 1).
 //!
 //! Built with the feature `test-hooks` (the crate's own tests turn it on;
 //! nothing an embedder links does): with `PANDO_CRASH_POINT=<name>` and

@@ -1,4 +1,4 @@
-//! Simulated storage (RELIABILITY.md, test 2): every mutating operation of a
+//! Simulated storage (docs/TESTING.md, test 2): every mutating operation of a
 //! workload fails in turn (EIO, ENOSPC, short write); the process is then
 //! taken to "crash", each unsynced write kept, dropped or torn; the store
 //! must reopen with every acknowledged commit intact. Bit flips at rest and

@@ -1,4 +1,4 @@
-//! The kill test (RELIABILITY.md, test 1): a child process commits blocks
+//! The kill test (docs/TESTING.md, test 1): a child process commits blocks
 //! and prints an acknowledgement after each commit returns (durable); the
 //! parent kills it with SIGKILL at a random moment, or lets it abort at a
 //! named crash point (of a commit or of a garbage collection), then reopens

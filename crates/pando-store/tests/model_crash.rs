@@ -1,4 +1,4 @@
-//! The model test over simulated storage with crashes (RELIABILITY.md,
+//! The model test over simulated storage with crashes (docs/TESTING.md,
 //! tests 2 and 4 together): random sequences of tree updates, commits,
 //! checkouts, collections, flushes and clean reopens run on a store over
 //! `FaultyStorage` and on a `BTreeMap` model per commit, with crashes at

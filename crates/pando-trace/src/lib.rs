@@ -3,7 +3,7 @@
 //! - [`file`](mod@file): reading and writing irmin's replayable traces (`IrmRepBT`);
 //! - [`generate`]: a deterministic generator of Tezos-like traces;
 //! - [`replay`]: replaying a trace into a pando store, checking recorded
-//!   results and measuring what WORKLOAD.md lists;
+//!   results and measuring what docs/MEASUREMENTS.md describes;
 //! - [`report`]: the text summary, JSON and HTML page of a replay.
 //!
 //! Boundary: everything goes through `pando-store`'s public API; this crate

@@ -1,4 +1,4 @@
-//! Simulated storage for crash and fault tests (RELIABILITY.md, test 2).
+//! Simulated storage for crash and fault tests (docs/TESTING.md, test 2).
 //!
 //! Each file has a durable image and a volatile image; writes go to the
 //! volatile image and are remembered as pending until `sync`. The directory

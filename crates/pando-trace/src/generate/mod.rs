@@ -4,7 +4,7 @@
 //! their fields, big maps and their entries, cycle data, delegate stakes),
 //! so every recorded read result is what a correct store must answer, and
 //! emits blocks shaped after the published mainnet measurements
-//! (WORKLOAD.md; parameters and their sources in [`preset`]).
+//! (docs/GENERATOR.md; parameters and their sources in [`preset`]).
 //!
 //! Invariants:
 //! - The same preset and seed give the same bytes, on any machine
@@ -491,7 +491,7 @@ impl Generator {
 
     fn cycle_boundary(&mut self, rows: &mut Vec<Row>, cycle: u64) {
         let preserved = self.preset.preserved_cycles;
-        // Every fifth cycle writes far more (WORKLOAD.md).
+        // Every fifth cycle writes far more (docs/GENERATOR.md).
         let burst = if cycle.is_multiple_of(5) { self.preset.cycle_burst_objects } else { self.preset.cycle_burst_objects / 5 };
         self.cycle_data(rows, cycle + preserved, burst);
         // A snapshot of the delegates' stakes is copied.

@@ -1,8 +1,8 @@
 //! Named sets of generator parameters, and where each value comes from.
 //!
-//! Sources are the published measurements gathered in WORKLOAD.md (mainnet
-//! Hangzhou/Lima contexts, irmin's replay reports). Where a value had to be
-//! chosen, the comment says so and why.
+//! Sources are the published measurements of the mainnet context
+//! (Hangzhou/Lima, irmin's replay reports), named in docs/GENERATOR.md.
+//! Where a value had to be chosen, the comment says so and why.
 
 /// The parameters of a generated trace.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
@@ -21,7 +21,7 @@ pub struct Preset {
     /// that growth shows within a preset).
     pub new_accounts_per_block: f64,
     /// Big maps at genesis, and entries of each (directories of thousands to
-    /// millions of entries, WORKLOAD.md).
+    /// millions of entries, docs/GENERATOR.md).
     pub big_maps: u64,
     pub genesis_big_map_entries: u64,
     /// Delegates (bakers); mainnet has about 400.
@@ -99,7 +99,7 @@ impl Preset {
     }
 }
 
-/// Share of contents by size in bytes, powers of two (WORKLOAD.md): the
+/// Share of contents by size in bytes, powers of two (docs/GENERATOR.md): the
 /// remaining 0.2% form a tail from 512 bytes to 256 KB (scripts and big map
 /// values), drawn log-uniformly.
 pub const VALUE_SIZE_SHARES: [(usize, f64); 9] =
@@ -109,7 +109,7 @@ pub const MAX_VALUE_BYTES: usize = 256 << 10;
 
 /// Access skew: the share of account picks that go to the Zipf-distributed
 /// hot set, to recently created accounts, and uniformly to any account
-/// (cold reads). Chosen; WORKLOAD.md: "most blocks touch recent or hot
+/// (cold reads). Chosen; docs/GENERATOR.md: "most blocks touch recent or hot
 /// accounts, some touch old ones".
 pub const PICK_HOT: f64 = 0.70;
 pub const PICK_RECENT: f64 = 0.20;
