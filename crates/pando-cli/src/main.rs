@@ -230,8 +230,8 @@ enum Command {
     Replay {
         /// Trace file (IrmRepBT); omitted: a generated one.
         trace: Option<PathBuf>,
-        /// Store directory [env: PANDO_STORE; default: a temporary one, removed on exit].
-        #[arg(short, long, env = "PANDO_STORE", hide_env = true)]
+        /// Store directory; without it, a temporary one, removed on exit.
+        #[arg(short, long, env = "PANDO_STORE", hide_env_values = true)]
         store: Option<PathBuf>,
         /// Where to write report.json and report.html.
         #[arg(long, default_value = "pando-report")]

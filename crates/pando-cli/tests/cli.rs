@@ -305,3 +305,33 @@ fn check_finds_damage_and_names_where() {
     assert!(out.contains("index:44: index entry checksum mismatch"), "{out}");
     assert!(failure(&pando(&["check", "-s", "/nonexistent/pando"])).contains("/nonexistent/pando: no such directory"));
 }
+
+#[test]
+fn each_store_option_names_pando_store_and_its_default_once() {
+    let commands: [&[&str]; 10] = [
+        &["info"],
+        &["stats"],
+        &["get"],
+        &["ls"],
+        &["log"],
+        &["check"],
+        &["gc"],
+        &["prove"],
+        &["snapshot", "export"],
+        &["replay"],
+    ];
+    for command in commands {
+        for help in ["-h", "--help"] {
+            let text = stdout(&pando(&[command, &[help]].concat()));
+            assert_eq!(text.matches("PANDO_STORE").count(), 1, "{command:?} {help}: {text}");
+            // The option's text runs to the next option.
+            let start = text.find("-s, --store").unwrap();
+            let rest = &text[start + 2..];
+            let end = ["\n  -", "\n      --"].iter().filter_map(|next| rest.find(next)).min().unwrap_or(rest.len());
+            let option = &rest[..end];
+            let default = if command == ["replay"] { "a temporary one" } else { "[default: .]" };
+            assert_eq!(option.matches(default).count(), 1, "{command:?} {help}: {option}");
+            assert_eq!(option.matches("default").count(), usize::from(command != ["replay"]), "{command:?} {help}: {option}");
+        }
+    }
+}

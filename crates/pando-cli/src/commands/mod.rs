@@ -22,8 +22,8 @@ pub fn mb(bytes: u64) -> f64 {
 /// Which store to open.
 #[derive(clap::Args)]
 pub struct StoreArg {
-    /// Store directory [env: PANDO_STORE; default: the current directory].
-    #[arg(short, long, env = "PANDO_STORE", default_value = ".")]
+    /// Store directory.
+    #[arg(short, long, env = "PANDO_STORE", hide_env_values = true, default_value = ".")]
     pub store: PathBuf,
 }
 
