@@ -104,8 +104,16 @@ fn gc_keeps_the_last_levels() {
         }
         commits
     };
-    let out = stdout(&pando(&["gc", "-s", p, "--keep-last", "10"]));
-    assert!(out.contains("collected:     30 commits"), "{out}");
+    // Nothing older than the window: nothing to reclaim, and why.
+    let out = stdout(&pando(&["gc", "-s", p, "--keep-last", "40"]));
+    assert!(out.contains("reclaimed:     nothing: the history has no more than 40 levels (--keep-last)"), "{out}");
+    let output = pando(&["gc", "-s", p, "--keep-last", "10"]);
+    let out = stdout(&output);
+    assert!(out.contains("collected:     30 commits") && !out.contains("reclaimed:"), "{out}");
+    // Its progress, on a standard error that is no terminal, in words.
+    let progress = String::from_utf8(output.stderr).unwrap();
+    assert!(progress.contains("scanning the kept records for references to older ones ..."), "{progress}");
+    assert!(!["Scanning", "Tracing", "CatchingUp", "Relocating"].iter().any(|name| progress.contains(name)), "{progress}");
     assert!(out.contains(&commits[30].to_base58()), "{out}");
     // The kept history reads; the log ends where history was collected.
     assert_eq!(stdout(&pando(&["get", "contracts/000/balance", "-s", p])).len(), 11, "0x and 4 bytes in hexadecimal");
@@ -115,6 +123,8 @@ fn gc_keeps_the_last_levels() {
     let old = pando(&["get", "contracts/000/balance", "-s", p, "-c", &commits[3].to_base58()]);
     assert!(failure(&old).contains("garbage-collected"));
     assert!(failure(&pando(&["gc", "-s", p, "--keep-last", "0"])).contains("at least 1"));
+    let out = stdout(&pando(&["gc", "-s", p, "--keep-last", "10"]));
+    assert!(out.contains("reclaimed:     nothing: the commits older than the window were collected before"), "{out}");
     let info = stdout(&pando(&["info", "-s", p]));
     assert!(info.contains("collected:    generation ") && info.contains(", 30 commits collected"), "{info}");
     // Stats scan the runs below the first chunk.
