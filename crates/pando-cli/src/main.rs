@@ -7,7 +7,8 @@
 
 /// `println!` that returns the write's error instead of panicking: a
 /// reader that goes away (`pando log | head -1`) ends the command quietly
-/// (see `main`), with destructors run (a replay's temporary directory).
+/// (see `main`), with destructors run (a replay's temporary directory). A
+/// command whose exit status is a verdict prints with `outln_or_gone!`.
 macro_rules! outln {
     ($($arg:tt)*) => {{
         use std::io::Write as _;
@@ -21,6 +22,23 @@ macro_rules! out {
         use std::io::Write as _;
         write!(std::io::stdout().lock(), $($arg)*)
     }};
+}
+
+/// `outln!` for a command whose exit status says more than that it
+/// printed (a check's verdict, a replay's agreement, a repair or an import
+/// done): a reader that goes away (`pando check | head -1`) stops the
+/// printing, not the command, which ends with its own status.
+macro_rules! outln_or_gone {
+    ($($arg:tt)*) => {
+        $crate::unless_gone(outln!($($arg)*))
+    };
+}
+
+/// `out!` as `outln_or_gone!` prints.
+macro_rules! out_or_gone {
+    ($($arg:tt)*) => {
+        $crate::unless_gone(out!($($arg)*))
+    };
 }
 
 /// `eprintln!` that cannot panic: when standard error is closed too there
@@ -363,6 +381,15 @@ fn no_huge_pages() {
     // Best effort: a kernel without the flag (before 3.15) runs as before.
     #[cfg(target_os = "linux")]
     let _ = rustix::thread::disable_transparent_huge_pages(true);
+}
+
+/// A write's result, with a write to a closed pipe counted as done
+/// (`outln_or_gone!`).
+fn unless_gone(result: std::io::Result<()>) -> std::io::Result<()> {
+    match result {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        other => other,
+    }
 }
 
 /// True if `error` is, or was caused by, a write to a closed pipe.

@@ -204,7 +204,7 @@ pub fn replay(args: &ReplayArgs) -> anyhow::Result<()> {
     // The kernel's high-water mark also sees a peak inside a block (a
     // genesis commit), which samples between blocks miss.
     report.peak_rss_bytes = report.peak_rss_bytes.max(pando_trace::replay::metrics::peak_rss_bytes("self"));
-    out!("{}", report::text::render(&report))?;
+    out_or_gone!("{}", report::text::render(&report))?;
     write_report(&args.report, &report)?;
     if let Some(e) = failure {
         // What came before the error was replayed and reported.
@@ -353,7 +353,7 @@ fn write_report(dir: &Path, report: &Report) -> anyhow::Result<()> {
     write_whole(&json, &serde_json::to_vec_pretty(report)?)?;
     let html = dir.join("report.html");
     write_whole(&html, report::html::render(report).as_bytes())?;
-    outln!("\nreport: {} and {}", json.display(), html.display())?;
+    outln_or_gone!("\nreport: {} and {}", json.display(), html.display())?;
     Ok(())
 }
 
