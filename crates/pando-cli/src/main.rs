@@ -52,6 +52,7 @@ macro_rules! errln {
 
 mod commands;
 mod progress;
+mod scratch;
 
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;

@@ -14,6 +14,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::trace as trace_cmd;
+use crate::scratch::Scratch;
 use pando_store::io::NewFile;
 
 /// What `pando replay` was asked to do.
@@ -40,6 +41,9 @@ pub struct ReplayArgs {
     pub block_budget_ms: f64,
 }
 
+/// The names of replays' scratch directories in the temporary folder.
+const SCRATCH_PREFIX: &str = "pando-replay-";
+
 pub fn replay(args: &ReplayArgs) -> anyhow::Result<()> {
     let interrupted = on_interrupt()?;
     // Refused before a trace is generated or anything written.
@@ -48,7 +52,14 @@ pub fn replay(args: &ReplayArgs) -> anyhow::Result<()> {
     } else if args.append {
         bail!("--append adds to a store named by --store or PANDO_STORE; none was given");
     }
-    let scratch = tempfile::Builder::new().prefix("pando-replay-").tempdir()?;
+    // What killed replays left in the temporary folder goes first.
+    crate::scratch::sweep(&std::env::temp_dir(), SCRATCH_PREFIX);
+    // For a generated trace or a temporary store only.
+    let scratch = match (&args.trace, &args.store) {
+        (Some(_), Some(_)) => None,
+        _ => Some(Scratch::new_in(&std::env::temp_dir(), SCRATCH_PREFIX)?),
+    };
+    let scratch_path = || scratch.as_ref().map(Scratch::path).context("no scratch directory");
     // Blocks to replay, when known: `--blocks`, or a generated preset's.
     let mut total_blocks = args.blocks;
     let trace = match &args.trace {
@@ -56,14 +67,14 @@ pub fn replay(args: &ReplayArgs) -> anyhow::Result<()> {
         None => {
             let preset = trace_cmd::preset(&args.preset)?;
             total_blocks = Some(total_blocks.map_or(preset.blocks, |n| n.min(preset.blocks)));
-            let path = scratch.path().join(format!("{}-{}.repr", preset.name, args.seed));
+            let path = scratch_path()?.join(format!("{}-{}.repr", preset.name, args.seed));
             trace_cmd::generate(preset, args.seed, &path, false, Some(&interrupted))?;
             path
         }
     };
     let store_dir = match &args.store {
         Some(dir) => dir.clone(),
-        None => scratch.path().join("store"),
+        None => scratch_path()?.join("store"),
     };
     let options = Options {
         create: Create::IfMissing,
