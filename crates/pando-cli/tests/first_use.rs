@@ -403,3 +403,22 @@ fn a_replay_whose_reader_goes_away_writes_its_report_and_says_how_it_went() {
     let output = with_reader_gone(&["replay", bad.to_str().unwrap(), "-s", other.to_str().unwrap(), "--report", r]);
     assert_eq!(output.status.code(), Some(1), "{}", String::from_utf8_lossy(&output.stderr));
 }
+
+#[test]
+fn the_first_commands_peak_memory_says_what_it_includes() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("report");
+    let r = report.to_str().unwrap();
+    let text = stdout(&run(&["replay", "--preset", "tiny", "--blocks", "3", "--report", r]));
+    let memory = text.lines().find(|line| line.starts_with("memory: peak RSS")).unwrap();
+    assert!(memory.contains("(the replay's own; generating the trace first, in the same process, peaked at "), "{memory}");
+    let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(report.join("report.json")).unwrap()).unwrap();
+    assert_eq!(json["generation"]["included"], false, "{json}");
+    assert!(json["generation"]["peak_rss_bytes"].as_u64().unwrap() > 0);
+    let html = std::fs::read_to_string(report.join("report.html")).unwrap();
+    assert!(html.contains("Peak RSS: the replay&#39;s own") || html.contains("Peak RSS: the replay's own"), "{html}");
+    // A replay of a trace file generates nothing: no note.
+    let trace = tiny_trace(dir.path());
+    let text = stdout(&run(&["replay", &trace, "--blocks", "3", "--report", r]));
+    assert!(text.lines().any(|line| line.starts_with("memory: peak RSS") && !line.contains('(')), "{text}");
+}

@@ -5,8 +5,9 @@ use indicatif::ProgressBar;
 use pando_core::trace::RowRef;
 use pando_store::{Create, Options, Store, SyncPolicy};
 use pando_trace::TraceReader;
+use pando_trace::replay::metrics::peak_rss_bytes;
 use pando_trace::replay::{Applied, ReplayError, Replayer};
-use pando_trace::report::{self, Report};
+use pando_trace::report::{self, GenerationMemory, Report};
 use signal_hook::consts::{SIGINT, SIGTERM};
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
@@ -62,6 +63,7 @@ pub fn replay(args: &ReplayArgs) -> anyhow::Result<()> {
     let scratch_path = || scratch.as_ref().map(Scratch::path).context("no scratch directory");
     // Blocks to replay, when known: `--blocks`, or a generated preset's.
     let mut total_blocks = args.blocks;
+    let mut generation = None;
     let trace = match &args.trace {
         Some(path) => path.clone(),
         None => {
@@ -69,6 +71,11 @@ pub fn replay(args: &ReplayArgs) -> anyhow::Result<()> {
             total_blocks = Some(total_blocks.map_or(preset.blocks, |n| n.min(preset.blocks)));
             let path = scratch_path()?.join(format!("{}-{}.repr", preset.name, args.seed));
             trace_cmd::generate(preset, args.seed, &path, false, Some(&interrupted))?;
+            // The replay's peak memory is its own, where it can be measured apart.
+            generation = Some(GenerationMemory {
+                peak_rss_bytes: peak_rss_bytes("self"),
+                included: !pando_trace::replay::metrics::reset_peak_rss(),
+            });
             path
         }
     };
@@ -214,7 +221,8 @@ pub fn replay(args: &ReplayArgs) -> anyhow::Result<()> {
         .map(|e| if stopped_by_signal { "by a signal (SIGINT or SIGTERM)".to_string() } else { format!("by an error: {e:#}") });
     // The kernel's high-water mark also sees a peak inside a block (a
     // genesis commit), which samples between blocks miss.
-    report.peak_rss_bytes = report.peak_rss_bytes.max(pando_trace::replay::metrics::peak_rss_bytes("self"));
+    report.peak_rss_bytes = report.peak_rss_bytes.max(peak_rss_bytes("self"));
+    report.generation = generation;
     out_or_gone!("{}", report::text::render(&report))?;
     write_report(&args.report, &report)?;
     if let Some(e) = failure {
