@@ -56,9 +56,7 @@ fn a_closed_pipe_ends_every_command_quietly() {
         &["log", "-s", p, "--json"],
     ] {
         // The reader is gone before the command writes a byte.
-        let (reader, writer) = std::io::pipe().unwrap();
-        drop(reader);
-        let output = pando().args(args).stdout(writer).stderr(Stdio::piped()).output().unwrap();
+        let output = with_reader_gone(args);
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert!(output.status.success(), "{args:?}: {:?} {stderr}", output.status);
         assert!(stderr.is_empty(), "{args:?}: {stderr}");

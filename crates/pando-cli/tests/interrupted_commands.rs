@@ -460,7 +460,7 @@ fn a_killed_replay_leaves_nothing_in_the_temporary_folder_after_the_next_run() {
     let killed = replay_in(&tmp, &trace, &["--report", r]);
     let dead = new_scratch(&tmp, &[]);
     stop(killed, libc::SIGKILL);
-    assert_eq!(replay_dirs(&tmp), [dead.clone()]);
+    assert_eq!(replay_dirs(&tmp), [dead.as_str()]);
     // ...until the next replay starts, which removes it but not that of a
     // replay still running (stopped, here, so that it is still there).
     let running = replay_in(&tmp, &trace, &["--report", r]);
@@ -473,7 +473,7 @@ fn a_killed_replay_leaves_nothing_in_the_temporary_folder_after_the_next_run() {
             .wait_with_output()
             .unwrap(),
     );
-    assert_eq!(replay_dirs(&tmp), [live.clone()]);
+    assert_eq!(replay_dirs(&tmp), [live.as_str()]);
     stop(running, libc::SIGKILL);
     // A directory left by an older pando (no owner file): removed once
     // empty and a minute old.
@@ -485,5 +485,5 @@ fn a_killed_replay_leaves_nothing_in_the_temporary_folder_after_the_next_run() {
     std::fs::create_dir(&young).unwrap();
     let again = replay_in(&tmp, &trace, &["--blocks", "1", "--report", r]).wait_with_output().unwrap();
     stdout(&again);
-    assert_eq!(replay_dirs(&tmp), ["pando-replay-young".to_string()]);
+    assert_eq!(replay_dirs(&tmp), ["pando-replay-young"]);
 }

@@ -33,7 +33,7 @@ pub fn generate(preset: &Preset, seed: u64, output: &Path, quiet: bool, interrup
     // Its commits are the generator's own, not the user's: a slow one (the
     // genesis of a large preset) is nothing an operator can act on.
     let options = Options { sync: SyncPolicy::Never, slow_commit_warning: None, ..Options::default() };
-    let store = Store::open(&scratch.path().join("store"), options)?;
+    let store = Store::open(scratch.path().join("store"), options)?;
     let bar = progress::bar(preset.blocks, "{spinner} [{elapsed_precise}] generating {wide_bar} {pos}/{len} blocks ETA {eta}");
     // The spinner and the clock move inside a long block (a genesis of
     // millions of writes) too.
