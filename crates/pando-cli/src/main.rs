@@ -7,7 +7,8 @@
 
 /// `println!` that returns the write's error instead of panicking: a
 /// reader that goes away (`pando log | head -1`) ends the command quietly
-/// (see `main`), with destructors run (a replay's temporary directory).
+/// (see `main`), with destructors run (a replay's temporary directory). A
+/// command whose exit status is a verdict prints with `outln_or_gone!`.
 macro_rules! outln {
     ($($arg:tt)*) => {{
         use std::io::Write as _;
@@ -23,6 +24,23 @@ macro_rules! out {
     }};
 }
 
+/// `outln!` for a command whose exit status says more than that it
+/// printed (a check's verdict, a replay's agreement, a repair or an import
+/// done): a reader that goes away (`pando check | head -1`) stops the
+/// printing, not the command, which ends with its own status.
+macro_rules! outln_or_gone {
+    ($($arg:tt)*) => {
+        $crate::unless_gone(outln!($($arg)*))
+    };
+}
+
+/// `out!` as `outln_or_gone!` prints.
+macro_rules! out_or_gone {
+    ($($arg:tt)*) => {
+        $crate::unless_gone(out!($($arg)*))
+    };
+}
+
 /// `eprintln!` that cannot panic: when standard error is closed too there
 /// is nowhere left to say anything, so a failed write is dropped.
 macro_rules! errln {
@@ -34,6 +52,7 @@ macro_rules! errln {
 
 mod commands;
 mod progress;
+mod scratch;
 
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
@@ -230,8 +249,8 @@ enum Command {
     Replay {
         /// Trace file (IrmRepBT); omitted: a generated one.
         trace: Option<PathBuf>,
-        /// Store directory [env: PANDO_STORE; default: a temporary one, removed on exit].
-        #[arg(short, long, env = "PANDO_STORE", hide_env = true)]
+        /// Store directory; without it, a temporary one, removed on exit.
+        #[arg(short, long, env = "PANDO_STORE", hide_env_values = true)]
         store: Option<PathBuf>,
         /// Where to write report.json and report.html.
         #[arg(long, default_value = "pando-report")]
@@ -363,6 +382,15 @@ fn no_huge_pages() {
     // Best effort: a kernel without the flag (before 3.15) runs as before.
     #[cfg(target_os = "linux")]
     let _ = rustix::thread::disable_transparent_huge_pages(true);
+}
+
+/// A write's result, with a write to a closed pipe counted as done
+/// (`outln_or_gone!`).
+fn unless_gone(result: std::io::Result<()>) -> std::io::Result<()> {
+    match result {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        other => other,
+    }
 }
 
 /// True if `error` is, or was caused by, a write to a closed pipe.

@@ -104,8 +104,16 @@ fn gc_keeps_the_last_levels() {
         }
         commits
     };
-    let out = stdout(&pando(&["gc", "-s", p, "--keep-last", "10"]));
-    assert!(out.contains("collected:     30 commits"), "{out}");
+    // Nothing older than the window: nothing to reclaim, and why.
+    let out = stdout(&pando(&["gc", "-s", p, "--keep-last", "40"]));
+    assert!(out.contains("reclaimed:     nothing: the history has no more than 40 levels (--keep-last)"), "{out}");
+    let output = pando(&["gc", "-s", p, "--keep-last", "10"]);
+    let out = stdout(&output);
+    assert!(out.contains("collected:     30 commits") && !out.contains("reclaimed:"), "{out}");
+    // Its progress, on a standard error that is no terminal, in words.
+    let progress = String::from_utf8(output.stderr).unwrap();
+    assert!(progress.contains("scanning the kept records for references to older ones ..."), "{progress}");
+    assert!(!["Scanning", "Tracing", "CatchingUp", "Relocating"].iter().any(|name| progress.contains(name)), "{progress}");
     assert!(out.contains(&commits[30].to_base58()), "{out}");
     // The kept history reads; the log ends where history was collected.
     assert_eq!(stdout(&pando(&["get", "contracts/000/balance", "-s", p])).len(), 11, "0x and 4 bytes in hexadecimal");
@@ -115,6 +123,8 @@ fn gc_keeps_the_last_levels() {
     let old = pando(&["get", "contracts/000/balance", "-s", p, "-c", &commits[3].to_base58()]);
     assert!(failure(&old).contains("garbage-collected"));
     assert!(failure(&pando(&["gc", "-s", p, "--keep-last", "0"])).contains("at least 1"));
+    let out = stdout(&pando(&["gc", "-s", p, "--keep-last", "10"]));
+    assert!(out.contains("reclaimed:     nothing: the commits older than the window were collected before"), "{out}");
     let info = stdout(&pando(&["info", "-s", p]));
     assert!(info.contains("collected:    generation ") && info.contains(", 30 commits collected"), "{info}");
     // Stats scan the runs below the first chunk.
@@ -304,4 +314,34 @@ fn check_finds_damage_and_names_where() {
     let out = String::from_utf8(damaged.stdout).unwrap();
     assert!(out.contains("index:44: index entry checksum mismatch"), "{out}");
     assert!(failure(&pando(&["check", "-s", "/nonexistent/pando"])).contains("/nonexistent/pando: no such directory"));
+}
+
+#[test]
+fn each_store_option_names_pando_store_and_its_default_once() {
+    let commands: [&[&str]; 10] = [
+        &["info"],
+        &["stats"],
+        &["get"],
+        &["ls"],
+        &["log"],
+        &["check"],
+        &["gc"],
+        &["prove"],
+        &["snapshot", "export"],
+        &["replay"],
+    ];
+    for command in commands {
+        for help in ["-h", "--help"] {
+            let text = stdout(&pando(&[command, &[help]].concat()));
+            assert_eq!(text.matches("PANDO_STORE").count(), 1, "{command:?} {help}: {text}");
+            // The option's text runs to the next option.
+            let start = text.find("-s, --store").unwrap();
+            let rest = &text[start + 2..];
+            let end = ["\n  -", "\n      --"].iter().filter_map(|next| rest.find(next)).min().unwrap_or(rest.len());
+            let option = &rest[..end];
+            let default = if command == ["replay"] { "a temporary one" } else { "[default: .]" };
+            assert_eq!(option.matches(default).count(), 1, "{command:?} {help}: {option}");
+            assert_eq!(option.matches("default").count(), usize::from(command != ["replay"]), "{command:?} {help}: {option}");
+        }
+    }
 }

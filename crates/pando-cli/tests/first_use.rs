@@ -56,9 +56,7 @@ fn a_closed_pipe_ends_every_command_quietly() {
         &["log", "-s", p, "--json"],
     ] {
         // The reader is gone before the command writes a byte.
-        let (reader, writer) = std::io::pipe().unwrap();
-        drop(reader);
-        let output = pando().args(args).stdout(writer).stderr(Stdio::piped()).output().unwrap();
+        let output = with_reader_gone(args);
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert!(output.status.success(), "{args:?}: {:?} {stderr}", output.status);
         assert!(stderr.is_empty(), "{args:?}: {stderr}");
@@ -345,4 +343,80 @@ fn the_store_logs_what_an_operator_must_know() {
         stderr.contains("WARN") && stderr.contains("recovery: cut bytes past the durable end") && stderr.contains("cut=64"),
         "{stderr}"
     );
+}
+
+/// Runs `pando args...` with a standard output whose reader is already
+/// gone (as `pando ... | head -1` once `head` has its line).
+fn with_reader_gone(args: &[&str]) -> Output {
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    pando().args(args).stdout(writer).stderr(Stdio::piped()).output().unwrap()
+}
+
+#[test]
+fn a_check_that_finds_damage_fails_even_when_its_reader_goes_away() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("store");
+    store(&path);
+    let p = path.to_str().unwrap();
+    // A flipped byte in the first record, found by --all.
+    let chunk = path.join("chunk-0000000000000000.pack");
+    let mut bytes = std::fs::read(&chunk).unwrap();
+    bytes[3] ^= 0x01;
+    std::fs::write(&chunk, &bytes).unwrap();
+    for args in [&["check", "--all", "-s", p][..], &["check", "--all", "--json", "-s", p]] {
+        assert_eq!(with_reader_gone(args).status.code(), Some(1), "{args:?}");
+        assert_eq!(run(args).status.code(), Some(1), "{args:?}");
+    }
+    bytes[3] ^= 0x01;
+    std::fs::write(&chunk, &bytes).unwrap();
+    assert_eq!(with_reader_gone(&["check", "--all", "-s", p]).status.code(), Some(0));
+    // Damage that opening finds.
+    let index = path.join("index");
+    let mut entries = std::fs::read(&index).unwrap();
+    entries[44 + 40] ^= 0x80;
+    std::fs::write(&index, &entries).unwrap();
+    for args in [&["check", "-s", p][..], &["check", "--json", "-s", p]] {
+        assert_eq!(with_reader_gone(args).status.code(), Some(1), "{args:?}");
+    }
+}
+
+#[test]
+fn a_replay_whose_reader_goes_away_writes_its_report_and_says_how_it_went() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = tiny_trace(dir.path());
+    let (report, store) = (dir.path().join("report"), dir.path().join("store"));
+    let (r, s) = (report.to_str().unwrap(), store.to_str().unwrap());
+    let output = with_reader_gone(&["replay", &trace, "--blocks", "5", "-s", s, "--report", r]);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(report.join("report.json")).unwrap()).unwrap();
+    assert_eq!(json["blocks"], 5);
+    // A trace that disagrees with the store's hashes: exit status 1 still.
+    let mut bytes = std::fs::read(&trace).unwrap();
+    let at = bytes.len() - 40;
+    bytes[at] ^= 0x01;
+    let bad = dir.path().join("bad.repr");
+    std::fs::write(&bad, &bytes).unwrap();
+    let other = dir.path().join("other");
+    let output = with_reader_gone(&["replay", bad.to_str().unwrap(), "-s", other.to_str().unwrap(), "--report", r]);
+    assert_eq!(output.status.code(), Some(1), "{}", String::from_utf8_lossy(&output.stderr));
+}
+
+#[test]
+fn the_first_commands_peak_memory_says_what_it_includes() {
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("report");
+    let r = report.to_str().unwrap();
+    let text = stdout(&run(&["replay", "--preset", "tiny", "--blocks", "3", "--report", r]));
+    let memory = text.lines().find(|line| line.starts_with("memory: peak RSS")).unwrap();
+    assert!(memory.contains("(the replay's own; generating the trace first, in the same process, peaked at "), "{memory}");
+    let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(report.join("report.json")).unwrap()).unwrap();
+    assert_eq!(json["generation"]["included"], false, "{json}");
+    assert!(json["generation"]["peak_rss_bytes"].as_u64().unwrap() > 0);
+    let html = std::fs::read_to_string(report.join("report.html")).unwrap();
+    assert!(html.contains("Peak RSS: the replay&#39;s own") || html.contains("Peak RSS: the replay's own"), "{html}");
+    // A replay of a trace file generates nothing: no note.
+    let trace = tiny_trace(dir.path());
+    let text = stdout(&run(&["replay", &trace, "--blocks", "3", "--report", r]));
+    assert!(text.lines().any(|line| line.starts_with("memory: peak RSS") && !line.contains('(')), "{text}");
 }

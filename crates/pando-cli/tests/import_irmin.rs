@@ -168,3 +168,21 @@ fn wrong_paths_and_arguments_get_one_reason() {
     let err = failure(&pando(&["import-irmin", vector("a-plain").to_str().unwrap(), "--check-only", "--commit", "Co123"]));
     assert!(err.contains("is not a commit hash"), "{err}");
 }
+
+#[test]
+fn an_import_whose_reader_goes_away_keeps_its_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let context = dir.path().join("context");
+    copy_with_index("a-gc", &context);
+    let store = dir.path().join("store");
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let output = common::pando()
+        .args(["import-irmin", context.to_str().unwrap(), store.to_str().unwrap()])
+        .stdout(writer)
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    // The store was made whole, not removed when its first line found no reader.
+    assert!(stdout(&pando(&["info", "-s", store.to_str().unwrap()])).contains(HEAD));
+}

@@ -416,3 +416,74 @@ fn logs_are_written_around_the_progress_bar() {
     // No ETA before there is a rate to base it on (indicatif's own said `0s`).
     assert!(shown.contains("0/200 blocks ETA ?"), "{shown}");
 }
+
+/// The `pando-replay-*` directories in `tmp`.
+fn replay_dirs(tmp: &Path) -> Vec<String> {
+    names(tmp).into_iter().filter(|name| name.starts_with("pando-replay-")).collect()
+}
+
+/// `pando replay TRACE args...` with `tmp` as its temporary folder, started
+/// and left running.
+fn replay_in(tmp: &Path, trace: &Path, args: &[&str]) -> Child {
+    pando().arg("replay").arg(trace).args(args).env("TMPDIR", tmp).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap()
+}
+
+/// Waits for the replay's temporary store in `tmp` that is not one of
+/// `before`, and returns its directory's name.
+fn new_scratch(tmp: &Path, before: &[String]) -> String {
+    let mut found = None;
+    wait_for("the replay's temporary store", || {
+        found = replay_dirs(tmp).into_iter().find(|name| !before.contains(name) && tmp.join(name).join("store").exists());
+        found.is_some()
+    });
+    found.unwrap()
+}
+
+#[test]
+fn a_killed_replay_leaves_nothing_in_the_temporary_folder_after_the_next_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let (tmp, trace) = (dir.path().join("tmp"), dir.path().join("tiny.repr"));
+    std::fs::create_dir(&tmp).unwrap();
+    tiny_trace(&trace);
+    let report = dir.path().join("report");
+    let r = report.to_str().unwrap();
+
+    // With a trace and a store, a replay needs no temporary directory:
+    // killed midway, it leaves none.
+    let store = dir.path().join("store");
+    let child = replay_in(&tmp, &trace, &["--store", store.to_str().unwrap(), "--report", r]);
+    wait_for("the replay's store", || store.exists());
+    stop(child, libc::SIGKILL);
+    assert_eq!(names(&tmp), Vec::<String>::new());
+
+    // A replay into a temporary store, killed: its directory stays...
+    let killed = replay_in(&tmp, &trace, &["--report", r]);
+    let dead = new_scratch(&tmp, &[]);
+    stop(killed, libc::SIGKILL);
+    assert_eq!(replay_dirs(&tmp), [dead.as_str()]);
+    // ...until the next replay starts, which removes it but not that of a
+    // replay still running (stopped, here, so that it is still there).
+    let running = replay_in(&tmp, &trace, &["--report", r]);
+    let live = new_scratch(&tmp, std::slice::from_ref(&dead));
+    // SAFETY: kill(2) on our own child's pid, which has not been waited for.
+    assert_eq!(unsafe { libc::kill(running.id() as i32, libc::SIGSTOP) }, 0);
+    let other = dir.path().join("other");
+    stdout(
+        &replay_in(&tmp, &trace, &["--blocks", "1", "--store", other.to_str().unwrap(), "--report", r])
+            .wait_with_output()
+            .unwrap(),
+    );
+    assert_eq!(replay_dirs(&tmp), [live.as_str()]);
+    stop(running, libc::SIGKILL);
+    // A directory left by an older pando (no owner file): removed once
+    // empty and a minute old.
+    let old = tmp.join("pando-replay-old");
+    std::fs::create_dir(&old).unwrap();
+    let minute_ago = std::time::SystemTime::now() - Duration::from_secs(120);
+    std::fs::File::open(&old).unwrap().set_modified(minute_ago).unwrap();
+    let young = tmp.join("pando-replay-young");
+    std::fs::create_dir(&young).unwrap();
+    let again = replay_in(&tmp, &trace, &["--blocks", "1", "--report", r]).wait_with_output().unwrap();
+    stdout(&again);
+    assert_eq!(replay_dirs(&tmp), ["pando-replay-young"]);
+}

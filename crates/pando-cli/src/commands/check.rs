@@ -41,11 +41,11 @@ pub fn check(arg: &StoreArg, commit: Option<&str>, all: bool, max_problems: usiz
             let problem = Problem::of_error(&e);
             if json {
                 let value = serde_json::json!({ "opened": false, "clean": false, "problems": [problem_json(&problem)] });
-                outln!("{}", serde_json::to_string_pretty(&value)?)?;
+                outln_or_gone!("{}", serde_json::to_string_pretty(&value)?)?;
                 return Ok(false);
             }
-            outln!("{problem}")?;
-            outln!("1 problem: the store does not open, nothing more is checked")?;
+            outln_or_gone!("{problem}")?;
+            outln_or_gone!("1 problem: the store does not open, nothing more is checked")?;
             return Ok(false);
         }
         Err(e) => return Err(super::open_error(&arg.store, e)),
@@ -58,8 +58,10 @@ pub fn check(arg: &StoreArg, commit: Option<&str>, all: bool, max_problems: usiz
     };
     match scope {
         _ if json => {}
-        CheckScope::All => outln!("checking every file and all {} commits of {}", store.commit_count(), store.describe())?,
-        CheckScope::Commit(hash) => outln!("checking commit {hash} of {}", store.describe())?,
+        CheckScope::All => {
+            outln_or_gone!("checking every file and all {} commits of {}", store.commit_count(), store.describe())?
+        }
+        CheckScope::Commit(hash) => outln_or_gone!("checking commit {hash} of {}", store.describe())?,
     }
     let report = with_progress(|progress| store.check(scope, max_problems, progress))?;
     let seconds = report.duration.as_secs_f64();
@@ -82,18 +84,18 @@ pub fn check(arg: &StoreArg, commit: Option<&str>, all: bool, max_problems: usiz
             "pack_bytes": report.pack_bytes,
             "seconds": seconds,
         });
-        outln!("{}", serde_json::to_string_pretty(&value)?)?;
+        outln_or_gone!("{}", serde_json::to_string_pretty(&value)?)?;
         return Ok(report.is_clean());
     }
     if scope == CheckScope::All {
-        outln!(
+        outln_or_gone!(
             "scanned:   {} records, {:.1} MB: {}",
             report.scanned.records(),
             mb(report.scanned.bytes),
             kinds(&report.scanned)
         )?;
     }
-    outln!(
+    outln_or_gone!(
         "re-hashed: {} records, {:.1} MB ({:.1} MB of encodings hashed), reachable from {} commit(s): {}",
         report.walked.records(),
         mb(report.walked.bytes),
@@ -101,20 +103,20 @@ pub fn check(arg: &StoreArg, commit: Option<&str>, all: bool, max_problems: usiz
         report.commits,
         kinds(&report.walked)
     )?;
-    outln!(
+    outln_or_gone!(
         "read:      {:.1} MB in {seconds:.2} s ({:.0} MB/s); the pack is {:.1} MB",
         mb(report.bytes_read),
         mb(report.bytes_read) / seconds.max(1e-9),
         mb(report.pack_bytes)
     )?;
     for problem in &report.problems {
-        outln!("{problem}")?;
+        outln_or_gone!("{problem}")?;
     }
     match report.problems.len() {
-        0 => outln!("no problems found")?,
-        n if report.stopped => outln!("{n} problems; stopped there (--max-problems)")?,
-        1 => outln!("1 problem")?,
-        n => outln!("{n} problems")?,
+        0 => outln_or_gone!("no problems found")?,
+        n if report.stopped => outln_or_gone!("{n} problems; stopped there (--max-problems)")?,
+        1 => outln_or_gone!("1 problem")?,
+        n => outln_or_gone!("{n} problems")?,
     }
     Ok(report.is_clean())
 }

@@ -82,13 +82,13 @@ pub fn import_irmin(args: &ImportArgs<'_>) -> anyhow::Result<bool> {
             bar.finish_and_clear();
             store.close()?;
             let seconds = started.elapsed().as_secs_f64();
-            outln!(
+            outln_or_gone!(
                 "imported {} commits into {}, the newest {} (every commit hash checked)",
                 history.commits,
                 dir.display(),
                 history.head
             )?;
-            outln!(
+            outln_or_gone!(
                 "  the oldest whole: {} directories, {} contents ({:.1} MB of values); the later ones: {} writes, {} removals",
                 history.first.walk.directories,
                 history.first.walk.contents,
@@ -96,7 +96,7 @@ pub fn import_irmin(args: &ImportArgs<'_>) -> anyhow::Result<bool> {
                 history.diff.added,
                 history.diff.removed
             )?;
-            outln!(
+            outln_or_gone!(
                 "  {:.1} MB of irmin files read in {seconds:.2} s ({:.0} MB/s)",
                 mb(history.bytes_read),
                 mb(history.bytes_read) / seconds.max(1e-9)
@@ -109,15 +109,15 @@ pub fn import_irmin(args: &ImportArgs<'_>) -> anyhow::Result<bool> {
             bar.finish_and_clear();
             store.close()?;
             let seconds = started.elapsed().as_secs_f64();
-            outln!("imported commit {} into {} (every object re-hashed)", imported.commit.hash, dir.display())?;
-            outln!(
+            outln_or_gone!("imported commit {} into {} (every object re-hashed)", imported.commit.hash, dir.display())?;
+            outln_or_gone!(
                 "  {} directories, {} contents ({:.1} MB of values), {} inodes",
                 imported.walk.directories,
                 imported.walk.contents,
                 mb(imported.walk.contents_bytes),
                 imported.walk.inodes
             )?;
-            outln!(
+            outln_or_gone!(
                 "  {:.1} MB of irmin entries, {:.1} MB read, in {seconds:.2} s ({:.0} MB/s of entries)",
                 mb(imported.walk.entry_bytes),
                 mb(imported.bytes_read),
@@ -172,7 +172,7 @@ fn check_only(args: &ImportArgs<'_>, started: Instant) -> anyhow::Result<bool> {
             };
             let value =
                 serde_json::json!({ "intact": false, "damage": { "file": file, "offset": offset, "what": e.to_string() } });
-            outln!("{}", serde_json::to_string_pretty(&value)?)?;
+            outln_or_gone!("{}", serde_json::to_string_pretty(&value)?)?;
             return Ok(false);
         }
         Err(e) => return Err(e),
@@ -188,14 +188,14 @@ fn check_only(args: &ImportArgs<'_>, started: Instant) -> anyhow::Result<bool> {
             "bytes_read": read,
             "seconds": seconds,
         });
-        outln!("{}", serde_json::to_string_pretty(&value)?)?;
+        outln_or_gone!("{}", serde_json::to_string_pretty(&value)?)?;
         return Ok(true);
     }
     match &commits[..] {
-        [one] => outln!("commit {} and its tree are intact: every object hashes to what irmin recorded", one.hash)?,
-        many => outln!("{} commits and their trees are intact: every object hashes to what irmin recorded", many.len())?,
+        [one] => outln_or_gone!("commit {} and its tree are intact: every object hashes to what irmin recorded", one.hash)?,
+        many => outln_or_gone!("{} commits and their trees are intact: every object hashes to what irmin recorded", many.len())?,
     }
-    outln!(
+    outln_or_gone!(
         "  {} directories, {} contents ({:.1} MB of values); {:.1} MB of entries, {:.1} MB read in {seconds:.2} s ({:.0} MB/s)",
         total.directories,
         total.contents,

@@ -22,8 +22,8 @@ pub fn mb(bytes: u64) -> f64 {
 /// Which store to open.
 #[derive(clap::Args)]
 pub struct StoreArg {
-    /// Store directory [env: PANDO_STORE; default: the current directory].
-    #[arg(short, long, env = "PANDO_STORE", default_value = ".")]
+    /// Store directory.
+    #[arg(short, long, env = "PANDO_STORE", hide_env_values = true, default_value = ".")]
     pub store: PathBuf,
 }
 
@@ -219,12 +219,13 @@ pub fn gc(arg: &StoreArg, keep_last: u64, archive: bool) -> anyhow::Result<()> {
     let mut shown = None;
     while let Some(status) = store.gc_status() {
         if shown != Some(status.phase) {
-            errln!("{:?} ...", status.phase);
+            errln!("{} ...", gc_phase(status.phase));
             shown = Some(status.phase);
         }
         std::thread::sleep(std::time::Duration::from_millis(100));
     }
     let report = store.wait_gc()?.context("the collection did not run")?;
+    let after = store.pack_bytes();
     outln!("kept from:     {keep_from}")?;
     // Each relocation step after the switch is a generation of its own:
     // the store is at the last one (what `pando info` shows).
@@ -241,14 +242,52 @@ pub fn gc(arg: &StoreArg, keep_last: u64, archive: bool) -> anyhow::Result<()> {
     outln!("collected:     {} commits", report.collected_commits)?;
     outln!("live:          {} bytes in {} runs below the boundary", report.live_bytes, report.live_runs)?;
     outln!("rewritten:     {} bytes into {} segment(s)", report.copied_bytes, report.segments)?;
-    outln!("pack:          {before} bytes -> {} bytes (at most {} during)", store.pack_bytes(), report.peak_bytes)?;
+    outln!("pack:          {before} bytes -> {after} bytes (at most {} during)", report.peak_bytes)?;
     outln!(
         "took:          {:.2} s (writer held at most {:.2} ms)",
         report.duration.as_secs_f64(),
         report.longest_pause().as_secs_f64() * 1e3
     )?;
+    if after >= before {
+        outln!("reclaimed:     nothing: {}", why_nothing(&store, &keep_from, keep_last, report.collected_commits)?)?;
+    }
     store.close()?;
     Ok(())
+}
+
+/// What a collection is doing, as `pando gc` says it.
+fn gc_phase(phase: pando_store::GcPhase) -> &'static str {
+    use pando_store::GcPhase;
+    match phase {
+        GcPhase::Scanning => "scanning the kept records for references to older ones",
+        GcPhase::Tracing => "tracing the older records still referred to",
+        GcPhase::CatchingUp => "scanning the records written meanwhile",
+        GcPhase::Relocating => "rewriting files that are mostly garbage",
+    }
+}
+
+/// Why a collection that kept the history from `keep_from` (the last
+/// `keep_last` levels) and collected `collected` commits made the pack
+/// no smaller.
+fn why_nothing(store: &Store, keep_from: &Hash, keep_last: u64, collected: u64) -> anyhow::Result<String> {
+    if collected > 0 {
+        return Ok(format!(
+            "the {collected} commits collected share their files with kept records (a collection keeps the chunk \
+             holding the oldest kept commit whole, and rewrites an older file only when less than 80% of it is live); \
+             a later collection, once the window has moved past them, reclaims their space"
+        ));
+    }
+    let info = store.commit_info(keep_from)?.with_context(|| format!("commit {keep_from} is missing"))?;
+    Ok(match info.parents.first() {
+        None => format!("the history has no more than {keep_last} levels (--keep-last): no commit is older than the window"),
+        Some(parent) => match store.commit_info(parent) {
+            Err(pando_store::Error::CollectedCommit(_)) => {
+                "the commits older than the window were collected before; this collection found no new garbage".to_string()
+            }
+            Ok(None) => "the commits older than the window are not in this store (it was imported from a snapshot)".to_string(),
+            _ => "no commit older than the window could be collected".to_string(),
+        },
+    })
 }
 
 /// How `pando get` shows a value.

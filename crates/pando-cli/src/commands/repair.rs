@@ -8,21 +8,21 @@ use super::StoreArg;
 
 /// Repairs the store; an error if it cannot.
 pub fn repair(arg: &StoreArg) -> anyhow::Result<()> {
-    outln!("repairing {}", arg.store.display())?;
+    outln_or_gone!("repairing {}", arg.store.display())?;
     let report = super::check::with_progress(|progress| Store::repair(&arg.store, Options::default(), progress));
     let report = report.map_err(|e| super::failed_on(&arg.store, "repair", e))?;
     for finding in &report.findings {
-        outln!("{finding}")?;
+        outln_or_gone!("{finding}")?;
     }
-    outln!(
+    outln_or_gone!(
         "checked:   {} records re-hashed, reachable from {} commit(s); no problems found",
         report.check.walked.records(),
         report.check.commits
     )?;
     if report.unchanged() {
-        outln!("nothing to repair: the index, the dictionary and the control file agree with the pack")?;
+        outln_or_gone!("nothing to repair: the index, the dictionary and the control file agree with the pack")?;
     } else {
-        outln!(
+        outln_or_gone!(
             "repaired:  rewrote {} ({} index entries, {} dictionary entries)",
             report.rewritten.join(", "),
             report.index_entries,

@@ -5,8 +5,9 @@ use indicatif::ProgressBar;
 use pando_core::trace::RowRef;
 use pando_store::{Create, Options, Store, SyncPolicy};
 use pando_trace::TraceReader;
+use pando_trace::replay::metrics::peak_rss_bytes;
 use pando_trace::replay::{Applied, ReplayError, Replayer};
-use pando_trace::report::{self, Report};
+use pando_trace::report::{self, GenerationMemory, Report};
 use signal_hook::consts::{SIGINT, SIGTERM};
 use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
@@ -14,6 +15,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::trace as trace_cmd;
+use crate::scratch::Scratch;
 use pando_store::io::NewFile;
 
 /// What `pando replay` was asked to do.
@@ -40,6 +42,9 @@ pub struct ReplayArgs {
     pub block_budget_ms: f64,
 }
 
+/// The names of replays' scratch directories in the temporary folder.
+const SCRATCH_PREFIX: &str = "pando-replay-";
+
 pub fn replay(args: &ReplayArgs) -> anyhow::Result<()> {
     let interrupted = on_interrupt()?;
     // Refused before a trace is generated or anything written.
@@ -48,22 +53,35 @@ pub fn replay(args: &ReplayArgs) -> anyhow::Result<()> {
     } else if args.append {
         bail!("--append adds to a store named by --store or PANDO_STORE; none was given");
     }
-    let scratch = tempfile::Builder::new().prefix("pando-replay-").tempdir()?;
+    // What killed replays left in the temporary folder goes first.
+    crate::scratch::sweep(&std::env::temp_dir(), SCRATCH_PREFIX);
+    // For a generated trace or a temporary store only.
+    let scratch = match (&args.trace, &args.store) {
+        (Some(_), Some(_)) => None,
+        _ => Some(Scratch::new_in(&std::env::temp_dir(), SCRATCH_PREFIX)?),
+    };
+    let scratch_path = || scratch.as_ref().map(Scratch::path).context("no scratch directory");
     // Blocks to replay, when known: `--blocks`, or a generated preset's.
     let mut total_blocks = args.blocks;
+    let mut generation = None;
     let trace = match &args.trace {
         Some(path) => path.clone(),
         None => {
             let preset = trace_cmd::preset(&args.preset)?;
             total_blocks = Some(total_blocks.map_or(preset.blocks, |n| n.min(preset.blocks)));
-            let path = scratch.path().join(format!("{}-{}.repr", preset.name, args.seed));
+            let path = scratch_path()?.join(format!("{}-{}.repr", preset.name, args.seed));
             trace_cmd::generate(preset, args.seed, &path, false, Some(&interrupted))?;
+            // The replay's peak memory is its own, where it can be measured apart.
+            generation = Some(GenerationMemory {
+                peak_rss_bytes: peak_rss_bytes("self"),
+                included: !pando_trace::replay::metrics::reset_peak_rss(),
+            });
             path
         }
     };
     let store_dir = match &args.store {
         Some(dir) => dir.clone(),
-        None => scratch.path().join("store"),
+        None => scratch_path()?.join("store"),
     };
     let options = Options {
         create: Create::IfMissing,
@@ -203,8 +221,9 @@ pub fn replay(args: &ReplayArgs) -> anyhow::Result<()> {
         .map(|e| if stopped_by_signal { "by a signal (SIGINT or SIGTERM)".to_string() } else { format!("by an error: {e:#}") });
     // The kernel's high-water mark also sees a peak inside a block (a
     // genesis commit), which samples between blocks miss.
-    report.peak_rss_bytes = report.peak_rss_bytes.max(pando_trace::replay::metrics::peak_rss_bytes("self"));
-    out!("{}", report::text::render(&report))?;
+    report.peak_rss_bytes = report.peak_rss_bytes.max(peak_rss_bytes("self"));
+    report.generation = generation;
+    out_or_gone!("{}", report::text::render(&report))?;
     write_report(&args.report, &report)?;
     if let Some(e) = failure {
         // What came before the error was replayed and reported.
@@ -353,7 +372,7 @@ fn write_report(dir: &Path, report: &Report) -> anyhow::Result<()> {
     write_whole(&json, &serde_json::to_vec_pretty(report)?)?;
     let html = dir.join("report.html");
     write_whole(&html, report::html::render(report).as_bytes())?;
-    outln!("\nreport: {} and {}", json.display(), html.display())?;
+    outln_or_gone!("\nreport: {} and {}", json.display(), html.display())?;
     Ok(())
 }
 

@@ -27,14 +27,13 @@ pub fn generate(preset: &Preset, seed: u64, output: &Path, quiet: bool, interrup
     // Each block goes through a scratch store beside the output, so that
     // every commit row carries its real hash; the store is removed after.
     let beside = output.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let scratch = tempfile::Builder::new()
-        .prefix(".pando-gen-")
-        .tempdir_in(beside)
-        .with_context(|| format!("cannot create a scratch store in {}", beside.display()))?;
+    // What killed generators left there goes first.
+    crate::scratch::sweep(beside, ".pando-gen-");
+    let scratch = crate::scratch::Scratch::new_in(beside, ".pando-gen-")?;
     // Its commits are the generator's own, not the user's: a slow one (the
     // genesis of a large preset) is nothing an operator can act on.
     let options = Options { sync: SyncPolicy::Never, slow_commit_warning: None, ..Options::default() };
-    let store = Store::open(scratch.path(), options)?;
+    let store = Store::open(scratch.path().join("store"), options)?;
     let bar = progress::bar(preset.blocks, "{spinner} [{elapsed_precise}] generating {wide_bar} {pos}/{len} blocks ETA {eta}");
     // The spinner and the clock move inside a long block (a genesis of
     // millions of writes) too.

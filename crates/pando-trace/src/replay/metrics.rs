@@ -124,6 +124,15 @@ pub fn peak_rss_bytes(process: &str) -> u64 {
         .map_or(0, |kb| kb * 1024)
 }
 
+/// Resets this process's high-water mark of resident memory (`VmHWM`) to
+/// what it holds now, so that `peak_rss_bytes("self")` sees only what
+/// comes after (Linux 4.0 or later); false where that is not possible.
+/// What the process's parent sees of its peak (`ru_maxrss`, as
+/// `/usr/bin/time` prints it) is reset too.
+pub fn reset_peak_rss() -> bool {
+    std::fs::write("/proc/self/clear_refs", "5").is_ok()
+}
+
 /// Resident memory of this process, from /proc/self/statm; zero where unavailable.
 pub fn rss_bytes() -> u64 {
     std::fs::read_to_string("/proc/self/statm")

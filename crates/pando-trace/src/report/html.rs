@@ -136,7 +136,7 @@ pub fn render(report: &Report) -> String {
 <tr><th>commit mean / p99</th><td>{cmean:.2} / {cp99:.2} ms</td><th>disk</th><td>{disk_final} ({disk_block}/block)</td><th>peak RSS</th><td>{rss}</td></tr>
 <tr><th>read</th><td>{read} in {reads} calls</td><th>written</th><td>{written} in {writes} calls</td><th>checks</th><td>{verdict}</td></tr>
 </table>
-<p>Checked {hashes} commit hashes ({hash_bad} mismatches) and {reads_checked} reads ({read_bad} mismatches).</p>
+{rss_note}<p>Checked {hashes} commit hashes ({hash_bad} mismatches) and {reads_checked} reads ({read_bad} mismatches).</p>
 <ul>{examples}</ul>
 <p class="legend" id="budget">Block time against {budget_html}:<span style="background:#2a9d5c"></span>&lt; 1%<span style="background:#9bbf2a"></span>&lt; 10%<span style="background:#e9a21f"></span>&lt; 50%<span style="background:#d1392b"></span>≥ 50%</p>
 <div class="grid2">{per_block}{cumulative}{disk}{memory_chart}</div>
@@ -170,6 +170,9 @@ pub fn render(report: &Report) -> String {
         disk_final = human_bytes(report.final_pack_bytes as f64),
         disk_block = human_bytes(report.pack_bytes_per_block),
         rss = human_bytes(report.peak_rss_bytes as f64),
+        rss_note = report
+            .peak_rss_note()
+            .map_or_else(String::new, |note| format!("<p class=\"sub\">Peak RSS: {}.</p>\n", escape(&note))),
         read = human_bytes(report.read_bytes as f64),
         reads = report.read_syscalls,
         written = human_bytes(report.write_bytes as f64),

@@ -143,6 +143,38 @@ pub struct Report {
     /// before the option existed reads as the default.
     #[serde(default = "default_block_budget_ms")]
     pub block_budget_ms: f64,
+    /// When the trace was generated in the same process before the replay
+    /// (`pando replay` without a trace): what that took in memory, and
+    /// whether `peak_rss_bytes` includes it.
+    #[serde(default)]
+    pub generation: Option<GenerationMemory>,
+}
+
+/// The memory of generating a trace before replaying it, in the same process.
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize)]
+pub struct GenerationMemory {
+    /// The process's peak resident memory while generating.
+    pub peak_rss_bytes: u64,
+    /// True if the replay's `peak_rss_bytes` includes the generation's
+    /// (where the kernel's high-water mark could not be reset after it);
+    /// false if it is the replay's own.
+    pub included: bool,
+}
+
+impl Report {
+    /// What the peak RSS figure includes, when it is not plainly the
+    /// replay's: for the text and the page.
+    pub fn peak_rss_note(&self) -> Option<String> {
+        let generation = self.generation?;
+        Some(if generation.included {
+            "generating the trace first, in the same process, included".to_string()
+        } else {
+            format!(
+                "the replay's own; generating the trace first, in the same process, peaked at {}",
+                human_bytes(generation.peak_rss_bytes as f64)
+            )
+        })
+    }
 }
 
 /// A garbage collection during a replay, as the report shows it.
@@ -250,6 +282,7 @@ impl Report {
             interrupted: false,
             stopped_early: None,
             block_budget_ms: DEFAULT_BLOCK_BUDGET_MS,
+            generation: None,
         }
     }
 

@@ -79,9 +79,10 @@ pub fn render(report: &Report) -> String {
         human_bytes(report.final_pack_bytes as f64),
         human_bytes(report.pack_bytes_per_block)
     );
+    let note = report.peak_rss_note().map_or_else(String::new, |note| format!(" ({note})"));
     let _ = writeln!(
         w,
-        "memory: peak RSS {}, final {}",
+        "memory: peak RSS {}{note}, final {}",
         human_bytes(report.peak_rss_bytes as f64),
         human_bytes(report.final_rss_bytes as f64)
     );
