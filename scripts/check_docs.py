@@ -224,8 +224,17 @@ def repository_files():
     """The files a clone would have: tracked, and new ones not ignored."""
     out = subprocess.run(
         ["git", "-C", ROOT, "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-        capture_output=True, text=True, check=True,
+        capture_output=True, text=True,
     )
+    if out.returncode != 0:
+        # Not a checkout git reads (an export, or git refusing the owner):
+        # every file but build outputs and git's own.
+        skip = {".git", "target", "_build", "node_modules"}
+        found = []
+        for top, dirs, names in os.walk(ROOT):
+            dirs[:] = [d for d in dirs if d not in skip]
+            found += [os.path.relpath(os.path.join(top, n), ROOT) for n in names]
+        return sorted(found)
     return sorted({f for f in out.stdout.split("\0") if f and os.path.isfile(os.path.join(ROOT, f))})
 
 

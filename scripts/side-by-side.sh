@@ -99,13 +99,16 @@ fi
 # The suites' traces: irmin-diff-a as irmin wrote it, and pando gen's.
 diffa=$WORK/irmin-diff-a.repr
 if [ ! -s "$diffa" ]; then
-  zstd -q -d -f "$root/tests/vectors/irmin-diff-a.repr.zst" -o "$diffa.part" && mv "$diffa.part" "$diffa"
+  zstd -q -d -f "$root/tests/vectors/irmin-diff-a.repr.zst" -o "$diffa.part"
+  mv "$diffa.part" "$diffa"
 fi
-gen() { # gen PRESET: the trace's path, generated once (seed 1)
+gen() { # gen PRESET: the trace's path, generated once (seed 1); run in
+  # $(...), where set -e does not reach, so each failure returns itself
   local t=$WORK/$1-1.repr
   if [ ! -s "$t" ]; then
     echo "side-by-side: pando gen --preset $1 --seed 1" >&2
-    "$PANDO" gen --preset "$1" --seed 1 -o "$t.part" >&2 && mv "$t.part" "$t"
+    "$PANDO" gen --preset "$1" --seed 1 -o "$t.part" >&2 || return 1
+    mv "$t.part" "$t" || return 1
   fi
   echo "$t"
 }

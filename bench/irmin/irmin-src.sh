@@ -44,9 +44,17 @@ irmin_src() { # irmin_src ROOT
   if [ -z "${IRMIN_SRC:-}" ]; then
     tarball=$root/../shared/irmin-bench/irmin-src.tar.gz
     if [ -f "$tarball" ]; then
-      if [ ! -f "$root/target/irmin-src/irmin/src/irmin-tezos/schema.ml" ]; then
+      # Unpacked beside, then renamed: an interrupted unpack (or two
+      # scripts at once) never leaves a partial target/irmin-src.
+      if [ ! -d "$root/target/irmin-src" ]; then
         echo "unpacking $tarball into target/" >&2
-        mkdir -p "$root/target" && tar xzf "$tarball" -C "$root/target"
+        local unpacking
+        mkdir -p "$root/target" && unpacking=$(mktemp -d "$root/target/.irmin-src.XXXXXX") \
+          && tar xzf "$tarball" -C "$unpacking" \
+          && { mv -T "$unpacking/irmin-src" "$root/target/irmin-src" 2>/dev/null \
+               || [ -d "$root/target/irmin-src" ]; } \
+          || { rm -rf "${unpacking:-}"; echo "cannot unpack $tarball" >&2; return 1; }
+        rm -rf "$unpacking"
       fi
       IRMIN_SRC=$root/target/irmin-src
     fi

@@ -97,6 +97,14 @@ def main():
         res["io_" + k] = io1[k] - io0.get(k, 0)
 
     blocks_s, commit_s = [], []
+    report = a.out + (".report/report.json" if a.tool == "pando" else ".irmin.json")
+    if not os.path.exists(report):
+        # The tool stopped before writing its report: its own words are in
+        # OUT.err; the run is not measured.
+        json.dump(res, open(a.out + ".json", "w"), indent=1)
+        print("%s rc=%d: no report (%s); see %s.err" % (os.path.basename(a.out), rc, report, a.out),
+              file=sys.stderr, flush=True)
+        return rc or 1
     if a.tool == "pando":
         rep_dir = a.out + ".report"
         rep = json.load(open(os.path.join(rep_dir, "report.json")))

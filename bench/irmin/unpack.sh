@@ -32,6 +32,10 @@ tezos-base58     tarides+tezos-base58      1.0.0
 "
 echo "$LIBS" | while read -r name repo rev; do
   [ -n "$name" ] || continue
+  # sh has no pipefail: a tag the mirror lacks would leave an empty
+  # directory behind `git archive | tar`, so each is checked first
+  git --git-dir="$MIRROR/$repo/repo" rev-parse --verify -q "$rev^{commit}" >/dev/null \
+    || { echo "unpack.sh: $MIRROR/$repo/repo has no $rev" >&2; exit 1; }
   rm -rf "$SRC/$name"; mkdir -p "$SRC/$name"
   if [ "$name" = irmin ]; then
     # only what the build needs (irmin's test/ holds large binary fixtures)
@@ -41,5 +45,6 @@ echo "$LIBS" | while read -r name repo rev; do
   else
     git --git-dir="$MIRROR/$repo/repo" archive "$rev" | tar -x -C "$SRC/$name"
   fi
+  [ -n "$(ls -A "$SRC/$name")" ] || { echo "unpack.sh: nothing unpacked for $name" >&2; exit 1; }
   echo "unpacked $name ($repo $rev)"
 done
