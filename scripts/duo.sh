@@ -29,7 +29,7 @@
 # Every other option goes to the duo (duo.exe --help): --max-blocks N,
 # --gc-every N --gc-keep K, --only irmin|pando|null, --json FILE,
 # --api context|raw, --proofs N, --extra N, --dir DIR, --keep,
-# --progress N.
+# --progress N, --trace-under-data.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/.." && pwd)
@@ -44,7 +44,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 if [ $build_only = 0 ] && [ $# -lt 1 ]; then
-  sed -n '2,35p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n "2,/^set -euo/p" "$0" | sed "\$d; s/^# \\{0,1\\}//"
   exit 2
 fi
 

@@ -900,6 +900,14 @@ let test_edges () =
   check_eq "empty tree: find_tree []" Fun.id E.empty_tree_hash (hash (run (C.Tree.find_tree t []))) ;
   check_eq "empty tree: list []" Fun.id "" (names (run (C.Tree.list t []))) ;
   check_eq "empty tree: length []" string_of_int 0 (run (C.Tree.length t [])) ;
+  (* irmin's fold visits the root of an empty tree, at [] (test_pando's
+     "empty: fold []", edge_answers.exe) *)
+  check_eq "empty tree: fold [] visits the root" (String.concat " ") [ ":tree" ]
+    (List.rev
+       (run
+          (C.Tree.fold ~depth:(`Le 1) t [] ~order:`Sorted ~init:[] ~f:(fun k t acc ->
+               Lwt.return
+                 ((String.concat "/" k ^ ":" ^ match C.Tree.kind t with `Tree -> "tree" | `Value -> "value") :: acc))))) ;
   (* every edge path under data/, and the empty path then *)
   let ctx = List.fold_left (fun c (k, v) -> run (C.add c k v)) empty E.paths in
   List.iteri
