@@ -272,11 +272,11 @@ fn serve(workload: &str, backend: &str, blocks: Option<usize>, dir: &Path, trace
     } else {
         let parts: Vec<&str> = workload.split(':').collect();
         let (mut source, existing) = match parts.as_slice() {
-            ["tezos", ..] => (workload::Source::trace(trace.context("a tezos workload needs its trace")?)?, 0),
+            ["tezos", ..] => (workload::Blocks::trace(trace.context("a tezos workload needs its trace")?)?, 0),
             ["random", existing, rest @ ..] => {
                 let existing: usize = existing.parse().context("random:<existing keys>")?;
                 let updates: usize = rest.first().map_or(Ok(10_000), |u| u.parse()).context("random:<keys>:<updates>")?;
-                (workload::Source::Random(Box::new(RandomWorkload::new(7, existing, updates))), existing)
+                (workload::Blocks::Random(Box::new(RandomWorkload::new(7, existing, updates))), existing)
             }
             _ => bail!("unknown workload {workload:?}: tezos:<preset>[:seed] or random:<keys>[:<updates>]"),
         };
@@ -296,14 +296,14 @@ fn serve(workload: &str, backend: &str, blocks: Option<usize>, dir: &Path, trace
             other => bail!("unknown backend {other}"),
         };
         let start = Instant::now();
-        if let workload::Source::Random(random) = &mut source {
+        if let workload::Blocks::Random(random) = &mut source {
             while let Some(block) = random.load_block(100_000) {
                 store.apply(&block)?;
             }
         }
         result.load_s = start.elapsed().as_secs_f64();
         let (mut reads, mut writes) = (0, 0);
-        let limit = blocks.or(matches!(source, workload::Source::Random(_)).then_some(50));
+        let limit = blocks.or(matches!(source, workload::Blocks::Random(_)).then_some(50));
         let io_before = store.io_times();
         let meter = drive(limit, |meter| {
             let Some(block) = source.next_block()? else { return Ok(false) };

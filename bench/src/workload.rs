@@ -81,20 +81,20 @@ impl Flattener {
 
 /// Where a flat backend's blocks come from, one block at a time (a
 /// `medium` trace flattened is gigabytes: it is never held whole).
-pub enum Source {
+pub enum Blocks {
     Trace { rows: TraceReader, flattener: Flattener },
     Random(Box<RandomWorkload>),
 }
 
-impl Source {
-    pub fn trace(path: &Path) -> anyhow::Result<Source> {
-        Ok(Source::Trace { rows: TraceReader::open(path)?, flattener: Flattener::default() })
+impl Blocks {
+    pub fn trace(path: &Path) -> anyhow::Result<Blocks> {
+        Ok(Blocks::Trace { rows: TraceReader::open(path)?, flattener: Flattener::default() })
     }
 
     /// The next measured block, or `None` at the end of a trace.
     pub fn next_block(&mut self) -> anyhow::Result<Option<Block>> {
         match self {
-            Source::Trace { rows, flattener } => {
+            Blocks::Trace { rows, flattener } => {
                 let mut block = Vec::new();
                 for row in rows {
                     if flattener.push(&row?, &mut block) {
@@ -103,7 +103,7 @@ impl Source {
                 }
                 Ok(None)
             }
-            Source::Random(random) => Ok(Some(random.next_block())),
+            Blocks::Random(random) => Ok(Some(random.next_block())),
         }
     }
 }
