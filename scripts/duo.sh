@@ -72,7 +72,7 @@ printf '(lang dune 2.9)\n(package (name pando))\n' > "$ws/dune-project"
 # as irmin_trace_defs, is seen only inside its own project)
 [ -L "$ws/ocaml" ] && rm "$ws/ocaml"
 mkdir -p "$ws/ocaml"
-for d in pando pando_context duo; do ln -sfn "$root/ocaml/$d" "$ws/ocaml/$d"; done
+for d in pando pando_context edges duo; do ln -sfn "$root/ocaml/$d" "$ws/ocaml/$d"; done
 
 # the Rust side of the binding: ocaml/pando's dune rule builds it with
 # cargo (ocaml/pando/rust-lib.sh), from this checkout even when the

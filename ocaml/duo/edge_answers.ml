@@ -1,32 +1,16 @@
 (* edge_answers: what irmin 3.7.2 (Irmin_tezos.Store) answers at the edge
    cases the binding's tests assert (ocaml/test/common/common.ml, module
    Edges, and ocaml/test_context/test_context.ml, test_edges), printed
-   one per line. [paths] is Edges.paths of common.ml: the two must hold
-   the same paths and values. Built beside duo.exe by scripts/duo.sh. *)
+   one per line, for the paths of ocaml/edges (Edges.paths). Built
+   beside duo.exe by scripts/duo.sh. *)
 
 open Lwt.Syntax
 module S = Irmin_tezos.Store
 module T = S.Tree
 
-let s n c = String.make n c
-let value n = String.init n (fun i -> Char.chr (((i * 7) + (i / 251)) land 255))
-let deep n = List.init n (fun i -> Printf.sprintf "d%d" i)
-
-let paths =
-  [
-    ([ "e"; "" ], "an empty step");
-    ([ ""; "x" ], "under an empty step");
-    ([ "max"; s 255 'a' ], "255");
-    ([ "long"; s 256 'b' ], "256");
-    ([ "long"; s 65536 'd' ], "65536");
-    ([ "nul"; "a\000b" ], "nul");
-    ([ "slash"; "a/b" ], "slash");
-    ([ "utf"; "\xff" ], "not utf-8");
-    ([ "v"; "empty" ], "");
-    ([ "v"; "mib" ], value (1 lsl 20));
-    ([ "v"; "3mib" ], value (3 lsl 20));
-    (deep 64, "64 steps deep");
-  ]
+(* the paths and values the binding's tests assert (ocaml/edges) *)
+let paths = List.map (fun (k, v) -> (k, Bytes.to_string v)) Edges.paths
+let deep = Edges.deep
 
 let hex s = String.concat "" (List.init (String.length s) (fun i -> Printf.sprintf "%02x" (Char.code s.[i])))
 let hash t = hex (S.Hash.to_raw_string (T.hash t))
