@@ -663,15 +663,14 @@ struct
       and prove_both ~block ~op ra rb ka kb paths =
         (* a proof by each side, checked by the other; the values the
            verifier reads in the tree proved must be the writer's *)
-        (* [other ()] is the other side producing the same proof: when
-           the producer cannot encode it (a step too long for the
-           encoding), the other must refuse it too, and that agreement
-           counts as one result *)
-        let one ~what ~a_proves produce ~other verify ~producer_reads =
-          let* proof = produce in
+        (* [proof] is the producer's, [other] the other side's same
+           proof, each made once for both directions: when the producer
+           cannot encode it (a step too long for the encoding), the
+           other must refuse it too, and that agreement counts as one
+           result *)
+        let one ~what ~a_proves proof ~other verify ~producer_reads =
           match proof with
           | Error e -> (
-              let* o = other () in
               incr compared;
               let what = what ^ "-refused" in
               Hashtbl.replace compared_by_kind what
@@ -680,9 +679,9 @@ struct
                  carry the proof: any other error is a divergence *)
               let said e = "refused: " ^ e in
               let ours, theirs =
-                match o with Error e' -> (said e, said e') | Ok _ -> (said e, "produced")
+                match other with Error e' -> (said e, said e') | Ok _ -> (said e, "produced")
               in
-              match o with
+              match other with
               | Error e' when unencodable e && unencodable e' -> Lwt.return_unit
               | _ ->
                   let a, b = if a_proves then (ours, theirs) else (theirs, ours) in
@@ -701,7 +700,7 @@ struct
                     ("rejected: " ^ e);
                   Lwt.return_unit
               | Ok reads ->
-                  let* own = producer_reads in
+                  let* own = producer_reads () in
                   (* each store's column shows what that store read: its own
                      commit for the producer, the tree proved for the other *)
                   List.iter2
@@ -721,38 +720,34 @@ struct
           Lwt_list.map_s (fun p -> let+ v = B.find c p in (p, v)) paths
         in
         let* () =
-          if PB.can_verify then
-            one ~what:(A.name ^ "-proof-in-" ^ B.name) ~a_proves:true
-              (PA.produce ra ka paths)
-              ~other:(fun () -> PB.produce rb kb paths)
-              (fun pr -> PB.verify rb kb pr paths)
-              ~producer_reads:(reads_a ())
-          else Lwt.return_unit
-        in
-        let* () =
-          if PA.can_verify then
-            one ~what:(B.name ^ "-proof-in-" ^ A.name) ~a_proves:false
-              (PB.produce rb kb paths)
-              ~other:(fun () -> PA.produce ra ka paths)
-              (fun pr -> PA.verify ra ka pr paths)
-              ~producer_reads:(reads_b ())
-          else Lwt.return_unit
-        in
-        let* () =
-          if PB.can_stream && PA.can_stream then
-            one ~what:(A.name ^ "-stream-in-" ^ B.name) ~a_proves:true
-              (PA.produce_stream ra ka paths)
-              ~other:(fun () -> PB.produce_stream rb kb paths)
-              (fun pr -> PB.verify_stream rb kb pr paths)
-              ~producer_reads:(reads_a ())
+          if PA.can_verify || PB.can_verify then
+            let* pa = PA.produce ra ka paths in
+            let* pb = PB.produce rb kb paths in
+            let* () =
+              if PB.can_verify then
+                one ~what:(A.name ^ "-proof-in-" ^ B.name) ~a_proves:true pa ~other:pb
+                  (fun pr -> PB.verify rb kb pr paths)
+                  ~producer_reads:reads_a
+              else Lwt.return_unit
+            in
+            if PA.can_verify then
+              one ~what:(B.name ^ "-proof-in-" ^ A.name) ~a_proves:false pb ~other:pa
+                (fun pr -> PA.verify ra ka pr paths)
+                ~producer_reads:reads_b
+            else Lwt.return_unit
           else Lwt.return_unit
         in
         if PA.can_stream && PB.can_stream then
-          one ~what:(B.name ^ "-stream-in-" ^ A.name) ~a_proves:false
-            (PB.produce_stream rb kb paths)
-            ~other:(fun () -> PA.produce_stream ra ka paths)
+          let* sa = PA.produce_stream ra ka paths in
+          let* sb = PB.produce_stream rb kb paths in
+          let* () =
+            one ~what:(A.name ^ "-stream-in-" ^ B.name) ~a_proves:true sa ~other:sb
+              (fun pr -> PB.verify_stream rb kb pr paths)
+              ~producer_reads:reads_a
+          in
+          one ~what:(B.name ^ "-stream-in-" ^ A.name) ~a_proves:false sb ~other:sa
             (fun pr -> PA.verify_stream ra ka pr paths)
-            ~producer_reads:(reads_b ())
+            ~producer_reads:reads_b
         else Lwt.return_unit
       in
       let* blocks = loop 0 in
