@@ -22,7 +22,6 @@ impl Hold for Mem {
     type Leaf = Arc<[u8]>;
     type Ptr = Arc<Inode<Mem>>;
     type Meta = ();
-    type TreeNote = ();
 
     fn mem(inode: Arc<Inode<Mem>>) -> Self::Ptr {
         inode

@@ -41,7 +41,6 @@ impl Hold for Mem {
     type Leaf = u8;
     type Ptr = Arc<Inode<Mem>>;
     type Meta = ();
-    type TreeNote = ();
 
     fn mem(inode: Arc<Inode<Mem>>) -> Self::Ptr {
         inode

@@ -2,7 +2,7 @@
 //!
 //! Invariants:
 //! - Its memory is bounded by the byte budget given in the options, whatever
-//!   the size of the store (each entry is weighed by [`Written::cache_weight`]).
+//!   the size of the store (each entry is weighed by [`cache_weight`](crate::node::cache_weight)).
 //! - Cached inodes point to their children by offset only (never to
 //!   in-memory children), so an entry never keeps other nodes alive.
 
@@ -10,7 +10,7 @@ use quick_cache::Weighter;
 use quick_cache::sync::Cache;
 use std::sync::Arc;
 
-use crate::node::{ENTRY_OVERHEAD, Inode, Value, Written};
+use crate::node::{ENTRY_OVERHEAD, Inode, Value, cache_weight};
 
 /// A cached record with its weight, computed once.
 #[derive(Clone)]
@@ -21,7 +21,7 @@ pub enum Cached {
 
 impl Cached {
     pub fn inode(inode: Arc<Inode>) -> Cached {
-        let weight = u32::try_from(inode.cache_weight()).unwrap_or(u32::MAX);
+        let weight = u32::try_from(cache_weight(&inode)).unwrap_or(u32::MAX);
         Cached::Inode(inode, weight)
     }
 
@@ -94,7 +94,7 @@ mod tests {
         let mut root = empty();
         pando_core::dir::set(&mut root, 0, b"balance", value_child(b"12"), &NoLoader as &dyn Loader).unwrap();
         let cached = Cached::inode(root.clone());
-        assert_eq!(cached.weight(), root.cache_weight());
+        assert_eq!(cached.weight(), cache_weight(&root));
         assert_eq!(cached.weight(), Inode::weight(&root) as u64 + ENTRY_OVERHEAD);
     }
 }

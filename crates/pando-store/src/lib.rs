@@ -60,6 +60,7 @@ pub mod tree;
 pub use error::{Error, Result};
 pub use format::record::RecordKind;
 pub use inspection::{InspectOptions, Inspection};
+pub use node::refused_transitions;
 pub use options::{Create, Options, Retention, SyncPolicy};
 pub use pando_core::{CommitInfo, Hash, Kind};
 pub use snapshot::SnapshotSummary;

@@ -64,14 +64,9 @@ pub trait Hold: Sized {
     type Leaf: Clone;
     /// A pointer to an inode: a directory's root (depth 0) or an inode below.
     type Ptr: Clone;
-    /// What the holder keeps beside each inode.
+    /// What the holder keeps beside each inode: opaque to the trie, which
+    /// tells the holder of each change through [`Hold::changing`].
     type Meta: Default;
-    /// What the holder keeps beside a tree inode's pointers, copied with
-    /// them (a copy of the inode and an update in place keep it); set
-    /// through a shared reference if the holder sets it once the inode is
-    /// shared. The store keeps there where the inode's chain of patch
-    /// records starts.
-    type TreeNote: Default + Clone;
 
     /// A pointer to an inode in memory.
     fn mem(inode: Arc<Inode<Self>>) -> Self::Ptr;
@@ -102,23 +97,27 @@ pub trait Hold: Sized {
     fn refresh_hint(_ptr: &mut Self::Ptr) {}
     /// A shared empty values inode (cloning it allocates nothing).
     fn empty() -> Arc<Inode<Self>>;
-    /// Readies an inode nothing else holds for an update in place (a
-    /// holder forgets where it was written, say); `false` keeps it as it
-    /// is, and the update works on a copy.
-    fn thaw(_inode: &mut Inode<Self>) -> bool {
-        true
-    }
-    /// What a new version of `from`, about to be changed, keeps beside it.
-    /// `copy` is its body when that is a copy of `from`'s (a holder may
-    /// then forget which children `from` had changed,
-    /// [`Pointers::forget_changes`]); `None` for a body built anew.
-    fn derive(_from: &Arc<Inode<Self>>, _copy: Option<&mut Body<Self>>) -> Self::Meta {
-        Self::Meta::default()
-    }
+    /// The one hook of a holder into updates: an inode is about to change
+    /// (in place, or as a new version), or a values inode's entries just
+    /// changed. A holder that keeps nothing beside its inodes ignores it.
+    fn changing(_change: Change<'_, Self>) {}
+}
+
+/// What [`Hold::changing`] is told.
+pub enum Change<'a, H: Hold> {
+    /// An inode nothing else holds is about to change in place (its
+    /// memoised hashes are cleared next).
+    InPlace(&'a mut Inode<H>),
+    /// A new version of `from`, about to be changed, gets its `meta`
+    /// (default until the holder fills it). `body` is the new version's:
+    /// a copy of `from`'s if `copied` (a holder may then forget which
+    /// children `from` had changed, [`Pointers::forget_changes`]), built
+    /// anew otherwise.
+    NewVersion { from: &'a Arc<Inode<H>>, body: &'a mut Body<H>, copied: bool, meta: &'a mut H::Meta },
     /// A values inode's entries just changed (an update in place, or the
-    /// new version [`Hold::derive`] made): a holder may mark which, as
+    /// new version just made): a holder may mark which, as
     /// [`Pointers::changed`] marks a tree inode's children.
-    fn note_values(_meta: &mut Self::Meta, _change: ValuesChange) {}
+    Values { meta: &'a mut H::Meta, change: ValuesChange },
 }
 
 /// How an update changed a values inode's entries, by position: in the

@@ -22,8 +22,6 @@ pub struct Pointers<H: Hold> {
     /// a holder that wrote this inode can tell which children a new
     /// version may differ in without reading the others.
     changed: u32,
-    /// What the holder notes beside them ([`Hold::TreeNote`]).
-    pub note: H::TreeNote,
 }
 
 impl<H: Hold> Clone for Pointers<H> {
@@ -34,7 +32,6 @@ impl<H: Hold> Clone for Pointers<H> {
             len: self.len,
             children: self.children.clone(),
             changed: self.changed,
-            note: self.note.clone(),
         }
     }
 }
@@ -50,7 +47,7 @@ impl<H: Hold> Pointers<H> {
             bitmap |= 1 << i;
             out.push(ptr);
         }
-        Pointers { depth, bitmap, len, children: out.into(), changed: u32::MAX, note: H::TreeNote::default() }
+        Pointers { depth, bitmap, len, children: out.into(), changed: u32::MAX }
     }
 
     fn slot(&self, i: usize) -> usize {
@@ -157,7 +154,13 @@ pub struct Inode<H: Hold> {
 
 impl<H: Hold> Inode<H> {
     pub fn new(body: Body<H>) -> Inode<H> {
-        Inode { body, hash: OnceLock::new(), dir_hash: OnceLock::new(), meta: H::Meta::default() }
+        Inode::with_meta(body, H::Meta::default())
+    }
+
+    /// An inode born with what its holder keeps beside it (read from a
+    /// record, say).
+    pub fn with_meta(body: Body<H>, meta: H::Meta) -> Inode<H> {
+        Inode { body, hash: OnceLock::new(), dir_hash: OnceLock::new(), meta }
     }
 
     pub fn values(values: Values<H>) -> Arc<Inode<H>> {
@@ -314,10 +317,16 @@ pub fn make_mut<H: Hold>(this: &mut Arc<Inode<H>>) -> &mut Inode<H> {
 }
 
 /// Whether an update may change the inode in place: nothing else holds
-/// it, and the holder thawed it.
+/// it (the holder is told, [`Change::InPlace`]).
 pub(super) fn updatable<H: Hold>(this: &mut Arc<Inode<H>>) -> bool {
     prefetch_arc(this);
-    Arc::get_mut(this).is_some_and(H::thaw)
+    match Arc::get_mut(this) {
+        Some(inode) => {
+            H::changing(Change::InPlace(inode));
+            true
+        }
+        None => false,
+    }
 }
 
 /// The inode [`updatable`] just allowed to change in place (or a fresh
@@ -362,8 +371,9 @@ pub(super) fn replace_body<H: Hold>(this: &mut Arc<Inode<H>>, body: Body<H>) -> 
 /// Replaces a shared inode by a new one with `body` (a copy of its own if
 /// `copied`, built anew otherwise), which remembers it.
 fn copy_with<H: Hold>(this: &mut Arc<Inode<H>>, mut body: Body<H>, copied: bool) {
-    let meta = H::derive(this, copied.then_some(&mut body));
-    *this = Arc::new(Inode { body, hash: OnceLock::new(), dir_hash: OnceLock::new(), meta });
+    let mut meta = H::Meta::default();
+    H::changing(Change::NewVersion { from: this, body: &mut body, copied, meta: &mut meta });
+    *this = Arc::new(Inode::with_meta(body, meta));
 }
 
 /// The inode a pointer names, from memory or through the resolver.

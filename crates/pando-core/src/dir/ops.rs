@@ -203,7 +203,7 @@ pub fn set<H: Hold, R: Resolve<H> + ?Sized>(
                 let values = values.inserted(at, step, child);
                 replace_body(node, Body::Values(values))
             };
-            H::note_values(&mut inode.meta, ValuesChange::Inserted(at));
+            H::changing(Change::Values { meta: &mut inode.meta, change: ValuesChange::Inserted(at) });
             Ok(true)
         }
         // The 33rd entry: the inode becomes a tree inode.
@@ -226,7 +226,7 @@ pub fn set<H: Hold, R: Resolve<H> + ?Sized>(
             let inode = make_mut(node);
             let Body::Values(values) = &mut inode.body else { unreachable!("a values inode") };
             *values.child_mut(i) = child;
-            H::note_values(&mut inode.meta, ValuesChange::Replaced(i));
+            H::changing(Change::Values { meta: &mut inode.meta, change: ValuesChange::Replaced(i) });
             Ok(false)
         }
         Place::Child(i) => {
@@ -276,7 +276,8 @@ fn remove_present<H: Hold, R: Resolve<H> + ?Sized>(
     if let Body::Values(values) = &node.body {
         let i = values.search(step).expect("found above");
         let values = values.removed(i);
-        H::note_values(&mut replace_body(node, Body::Values(values)).meta, ValuesChange::Removed(i));
+        let meta = &mut replace_body(node, Body::Values(values)).meta;
+        H::changing(Change::Values { meta, change: ValuesChange::Removed(i) });
         return Ok(());
     }
     if let Body::Tree(pointers) = &node.body
@@ -304,7 +305,7 @@ fn remove_present<H: Hold, R: Resolve<H> + ?Sized>(
 
 /// Mutable access to the entry `step`, making the inodes on its way
 /// updatable (see [`make_mut`]): the caller is about to change the entry
-/// (its holder marks it changed, [`Hold::note_values`]).
+/// (its holder marks it changed, [`Change::Values`]).
 pub fn find_mut<'a, H: Hold, R: Resolve<H> + ?Sized>(
     node: &'a mut Arc<Inode<H>>,
     depth: u32,
@@ -315,7 +316,7 @@ pub fn find_mut<'a, H: Hold, R: Resolve<H> + ?Sized>(
     let inode = make_mut(node);
     match (place, &mut inode.body) {
         (Place::Entry(i), Body::Values(values)) => {
-            H::note_values(&mut inode.meta, ValuesChange::Replaced(i));
+            H::changing(Change::Values { meta: &mut inode.meta, change: ValuesChange::Replaced(i) });
             Ok(Some(values.child_mut(i)))
         }
         (Place::Gap(_), _) => Ok(None),

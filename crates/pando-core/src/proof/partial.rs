@@ -118,7 +118,6 @@ impl Hold for Partial {
     type Leaf = Arc<Contents>;
     type Ptr = Arc<Cell>;
     type Meta = ();
-    type TreeNote = ();
 
     fn mem(inode: Arc<Inode>) -> Arc<Cell> {
         Arc::new(Cell { hash: None, inode: OnceLock::from(inode), handle: None })

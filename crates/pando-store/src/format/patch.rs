@@ -384,7 +384,7 @@ mod tests {
     use crate::dict::RawSteps;
     use crate::format::node::{encode_values, references, resolve_children};
     use crate::format::record::RecordKind;
-    use crate::node::{BaseShape, Loader, NoLoader, Written};
+    use crate::node::{BaseShape, Loader, NoLoader, State};
     use std::sync::Arc;
 
     /// A value patch names only what changed (a replaced child, a removed
@@ -400,13 +400,13 @@ mod tests {
         // b replaced, c removed, "bb" and "e" inserted; a and d kept. The
         // updates mark what they change, on the written version.
         let mut now = Arc::new(Inode::new(Body::Values(base_values)));
-        now.mark_stored(1, 100, 0);
+        Arc::get_mut(&mut now).expect("not shared").meta = State::loaded(1, 100, 0);
         let r = &NoLoader as &dyn Loader;
         for (step, child) in [(&b"b"[..], dir(50)), (b"bb", dir(60)), (b"e", dir(70))] {
             pando_core::dir::set(&mut now, 0, step, child, r).unwrap();
         }
         assert!(pando_core::dir::remove(&mut now, 0, b"c", r).unwrap());
-        let over = now.take_patch_base().expect("a written version changed");
+        let over = now.meta.begin_write().expect("a written version changed").base;
         let BaseShape::Values(marks) = over.shape else { panic!("a value inode's marks") };
         let Body::Values(new) = &now.body else { panic!("a value inode") };
         let (dict, mut out) = (Dict::default(), Vec::new());

@@ -118,7 +118,7 @@ impl ValuesMarks {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::node::{BaseShape, Child, Inode, Leaf, Loader, NoLoader, Values, Written, value_child};
+    use crate::node::{BaseShape, Child, Inode, Leaf, Loader, NoLoader, State, Values, value_child};
     use pando_core::dir::{self, Body};
 
     /// Marks kept through any sequence of updates, in place or on copies of
@@ -149,7 +149,7 @@ mod tests {
             for k in 0..next(33) {
                 dir::set(&mut root, 0, &step(k * 2), value_child(&[k as u8]), r).unwrap();
             }
-            root.mark_stored(1, 100, 0);
+            std::sync::Arc::get_mut(&mut root).expect("not shared").meta = State::loaded(1, 100, 0);
             let base = values(&root);
             for _ in 0..next(12) {
                 let k = next(70);
@@ -169,7 +169,9 @@ mod tests {
                 drop(shared);
             }
             let now = values(&root);
-            let marks = match root.take_patch_base().map(|base| base.shape) {
+            // (Not updated at all, it is still the written version.)
+            let changed = if root.meta.get().is_some() { None } else { root.meta.begin_write() };
+            let marks = match changed.map(|changed| changed.base.shape) {
                 Some(BaseShape::Values(marks)) => marks,
                 Some(BaseShape::Tree { .. }) => unreachable!("a value inode"),
                 None => ValuesMarks::default(),

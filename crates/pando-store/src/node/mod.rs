@@ -8,41 +8,41 @@
 //!
 //! Invariants:
 //! - Nodes are immutable once shared; `OnceLock` fields only memoise values
-//!   that are functions of the node (hashes) or record where it was written
-//!   (`stored`), set once by the single writer, who also notes a tree
-//!   inode's [`ChainRoot`] in its pointers each time it writes it.
+//!   that are functions of the node (hashes) or where a record holds it
+//!   (the writer's [`State`], whose transitions are all in `state`).
 //! - A [`Ptr::Stored`] carries the hash of what it points to: the directory
 //!   hash for a directory root, the inode hash for an inode below a root.
 //!   A [`Ptr::Mem`]'s [`HashMemo`], once set, is that same hash of the inode
 //!   it holds; [`Hold::as_mem_mut`], the only way to change the inode
-//!   through the pointer, forgets it. The prefetch hint beside it may be
-//!   stale (the inode changed in place or was copied since): it is only
-//!   ever prefetched, never read through.
+//!   through the pointer, forgets it (asserted in `remember_hash`). The
+//!   prefetch hint beside it may be stale (the inode changed in place or
+//!   was copied since): it is only ever prefetched, never read through.
 //! - A written inode changes in place only when nothing else holds it,
-//!   and then forgets where it was written ([`Hold::thaw`]); an update of
-//!   a shared one works on a copy. Either way the inode remembers what a
-//!   patch against the written version needs ([`PatchBase`]), and its
-//!   marks of changed entries start empty then: a tree inode's pointers'
-//!   and a value inode's [`ValuesMarks`] count from the written version it
-//!   derives from (any other tree body is new, all of it marked; a value
-//!   inode built anew has no base).
+//!   and then becomes Changed over the version it was; an update of a
+//!   shared one works on a Changed copy ([`State`]'s `thaw` and `derive`,
+//!   asserted there). A tree inode's pointers and a value inode's
+//!   [`ValuesMarks`] count changes from the written version it derives
+//!   from (any other tree body is new, all of it marked; a value inode
+//!   built anew has no base).
 //! - A [`Leaf::Staged`] names a blob record written before its commit; its
 //!   offset stays in the store's [`StagedSet`] until a commit referring to
-//!   it is in the index, or the last copy drops.
+//!   it is in the index, or the last copy drops (tested by
+//!   `staged_blobs_stay_until_committed`).
 
 mod marks;
 mod memo;
 mod staged;
+mod state;
 
 use pando_core::Hash;
 use pando_core::dir::{self, Hold, Resolve};
 use pando_core::tezos::contents_hash;
-use std::sync::atomic::{AtomicU8, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, LazyLock, OnceLock};
 
 pub use marks::ValuesMarks;
 pub use memo::HashMemo;
 pub use staged::{Staged, StagedSet};
+pub use state::{BaseShape, ChainRoot, Claim, KeptMark, PatchBase, State, Written, refused_transitions};
 use crate::error::{Error, Result};
 
 /// One step of a path, outside a trie (the dictionary, walks): names of up
@@ -73,11 +73,10 @@ impl Value {
         Value { bytes: bytes.into(), hash: OnceLock::new(), stored: OnceLock::new() }
     }
 
-    /// A value read from disk whose hash is already known.
-    pub(crate) fn with_hash(bytes: Box<[u8]>, hash: Hash) -> Value {
-        let value = Value::new(bytes);
-        let _ = value.hash.set(hash);
-        value
+    /// A value read from the blob record at `offset` by store instance
+    /// `instance`, whose hash is known.
+    pub(crate) fn loaded(bytes: Box<[u8]>, hash: Hash, instance: u64, offset: u64) -> Value {
+        Value { bytes, hash: OnceLock::from(hash), stored: OnceLock::from((instance, offset)) }
     }
 
     pub fn hash(&self) -> Hash {
@@ -89,8 +88,11 @@ impl Value {
         self.stored.get().filter(|(owner, _)| *owner == instance).map(|(_, offset)| *offset)
     }
 
-    pub(crate) fn mark_stored(&self, instance: u64, offset: u64) {
-        let _ = self.stored.set((instance, offset));
+    /// The writer wrote the value at `offset`. Returns `false` when it
+    /// was written before (its record collected since, so written again):
+    /// its mark stays the old one.
+    pub(crate) fn write(&self, instance: u64, offset: u64) -> bool {
+        self.stored.set((instance, offset)).is_ok()
     }
 
     /// Bytes of memory held: the value, its `Arc`'s counts and its bytes.
@@ -206,122 +208,6 @@ impl Ptr {
     }
 }
 
-/// What the store keeps beside each inode. Its marks are set once, by the
-/// writer; `patch_chain` and `kept_since` are read by the writer only.
-pub struct Meta {
-    /// The store instance that wrote this inode, and the record's offset.
-    /// Offsets mean nothing to another instance (another store, or the same
-    /// directory reopened after a failed write).
-    stored: OnceLock<(u64, u64)>,
-    /// For a written inode: how many patch records lead from its record
-    /// to a full one (0 for a full record); [`UNSET`] before.
-    patch_chain: AtomicU8,
-    /// For an inode being updated: the written version it derives from,
-    /// so that writing it can record only the difference. Taken when
-    /// written.
-    base: parking_lot::Mutex<Option<Box<PatchBase>>>,
-    /// For an inode of the writer's kept tree (see `store::write::commit`): the
-    /// oldest commit (by the writer's count, from 1) that wrote an inode of
-    /// the kept subtree below it, itself included; 0 for other inodes.
-    kept_since: AtomicU32,
-    /// The commit that wrote a kept version and the weight the kept
-    /// window counts for it there, in one word (0 for none): for a written
-    /// inode, its own; for a new version of a kept inode changed in place
-    /// (nothing else held it, so the kept tree cannot either), the version
-    /// it replaced, whose weight leaves the window once this one is
-    /// written. A copy of a shared written inode claims nothing: the
-    /// original may stay in the kept tree. One claim per kept version, so
-    /// the window never takes its weight out twice.
-    counted: AtomicU64,
-}
-
-const UNSET: u8 = u8::MAX;
-
-/// What a patch against a written inode needs of it: where it was
-/// written, its chain of patches, and what changed since: a tree inode's
-/// children's indices (which children the new version changed, its
-/// pointers count from then on, [`Pointers::changed`]: the base's
-/// children are never read), a value inode's marks ([`ValuesMarks`]).
-#[derive(Clone, Debug)]
-pub struct PatchBase {
-    /// The store instance that wrote it, and the record's offset.
-    pub instance: u64,
-    pub offset: u64,
-    pub chain: u8,
-    /// The oldest commit of its kept subtree (0 if not kept): no child it
-    /// kept is older.
-    pub since: u32,
-    pub shape: BaseShape,
-}
-
-/// The full record a written tree inode's chain of patches starts from
-/// (the inode's own record when written in full), and the children its
-/// patches changed since: a patch over that record naming them is the
-/// inode too. The writer notes it beside the inode's pointers
-/// ([`Pointers::note`]: copied with them, so a new version knows its
-/// written version's).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ChainRoot {
-    pub offset: u64,
-    pub changed: u32,
-}
-
-/// Where a [`ChainRoot`] is kept ([`Hold::TreeNote`]): atomics, so that
-/// the writer notes it in an inode already shared; `offset` is the root's
-/// offset plus one, 0 for none.
-#[derive(Default)]
-pub struct ChainNote {
-    offset: AtomicU64,
-    changed: AtomicU32,
-}
-
-impl ChainNote {
-    /// The root noted, if the writer noted one.
-    pub fn get(&self) -> Option<ChainRoot> {
-        let offset = self.offset.load(Ordering::Relaxed);
-        (offset != 0).then(|| ChainRoot { offset: offset - 1, changed: self.changed.load(Ordering::Relaxed) })
-    }
-
-    /// Notes `root` (`None`: none).
-    pub fn set(&self, root: Option<ChainRoot>) {
-        let (offset, changed) = root.map_or((0, 0), |root| (root.offset + 1, root.changed));
-        self.offset.store(offset, Ordering::Relaxed);
-        self.changed.store(changed, Ordering::Relaxed);
-    }
-}
-
-impl Clone for ChainNote {
-    fn clone(&self) -> ChainNote {
-        let note = ChainNote::default();
-        note.set(self.get());
-        note
-    }
-}
-
-/// What a written inode held, as a patch against it needs it.
-#[derive(Clone, Debug)]
-pub enum BaseShape {
-    /// A tree inode at `depth`, with its children's indices.
-    Tree { depth: u32, bitmap: u32 },
-    /// A value inode, and which of its entries changed since.
-    Values(ValuesMarks),
-}
-
-impl PatchBase {
-    /// For an inode a store wrote, about to change (in place, or a copy of
-    /// it); `None` otherwise.
-    fn of(inode: &Inode) -> Option<Box<PatchBase>> {
-        let &(instance, offset) = inode.meta.stored.get()?;
-        let chain = inode.patch_chain()?;
-        let since = inode.kept_since().unwrap_or(0);
-        let shape = match &inode.body {
-            Body::Tree(pointers) => BaseShape::Tree { depth: pointers.depth, bitmap: pointers.bitmap() },
-            Body::Values(_) => BaseShape::Values(ValuesMarks::default()),
-        };
-        Some(Box::new(PatchBase { instance, offset, chain, since, shape }))
-    }
-}
-
 /// The pointers of an inode to the inodes below it, each with the depth
 /// of what it points to: a values inode's directories (roots, at 0), a
 /// tree inode's children (at its depth + 1).
@@ -346,8 +232,7 @@ pub fn child_pointers(inode: &Inode) -> smallvec::SmallVec<[(&Ptr, u32); 32]> {
 pub fn prefetch_children_meta(inode: &Inode, only: Option<u32>) {
     let ask = |ptr: &Ptr| {
         if let Ptr::Mem(child, _) = ptr {
-            dir::prefetch(&child.meta.stored);
-            dir::prefetch(&child.meta.kept_since);
+            dir::prefetch(&child.meta);
         }
     };
     match &inode.body {
@@ -362,25 +247,12 @@ pub fn prefetch_children_meta(inode: &Inode, only: Option<u32>) {
     }
 }
 
-impl Default for Meta {
-    fn default() -> Meta {
-        Meta {
-            stored: OnceLock::new(),
-            patch_chain: AtomicU8::new(UNSET),
-            base: parking_lot::Mutex::new(None),
-            kept_since: AtomicU32::new(0),
-            counted: AtomicU64::new(0),
-        }
-    }
-}
-
 static EMPTY: LazyLock<Arc<Inode>> = LazyLock::new(|| Inode::values(Values::new()));
 
 impl Hold for Held {
     type Leaf = Leaf;
     type Ptr = Ptr;
-    type Meta = Meta;
-    type TreeNote = ChainNote;
+    type Meta = State;
 
     fn mem(inode: Arc<Inode>) -> Ptr {
         Ptr::mem(inode)
@@ -416,6 +288,7 @@ impl Hold for Held {
 
     fn remember_hash(ptr: &Ptr, hash: Hash) {
         if let Ptr::Mem(_, memo) = ptr {
+            debug_assert!(memo.get().is_none_or(|known| known == hash), "a pointer's memo holds its inode's one hash");
             memo.set(hash);
         }
     }
@@ -437,40 +310,11 @@ impl Hold for Held {
         EMPTY.clone()
     }
 
-    fn thaw(inode: &mut Inode) -> bool {
-        // Written, and only this tree holds it: it becomes new again, and
-        // remembers the version it was; its pointers mark what changes
-        // from now on.
-        if inode.is_stored() {
-            // Changed in place, the version it was is gone: what the kept
-            // window counted for it now counts as replaced.
-            let counted = AtomicU64::new(*inode.meta.counted.get_mut());
-            inode.meta = Meta { base: parking_lot::Mutex::new(PatchBase::of(inode)), counted, ..Meta::default() };
-            forget_changes(&mut inode.body);
-        }
-        true
-    }
-
-    fn derive(from: &Arc<Inode>, copy: Option<&mut Body>) -> Meta {
-        // Remember the written version this one derives from (a copy of a
-        // written inode has changed nothing yet), or the one `from` does.
-        // A written `from` is shared, so it may stay in the kept tree
-        // (another path or another tree holds it): the copy claims nothing
-        // of it. A new `from` hands on the claim it holds, once.
-        let (base, counted) = if from.is_stored() {
-            if let Some(body) = copy {
-                forget_changes(body);
-            }
-            (PatchBase::of(from), 0)
-        } else {
-            (from.meta.base.lock().clone(), from.meta.counted.swap(0, Ordering::Relaxed))
-        };
-        Meta { base: parking_lot::Mutex::new(base), counted: AtomicU64::new(counted), ..Meta::default() }
-    }
-
-    fn note_values(meta: &mut Meta, change: dir::ValuesChange) {
-        if let Some(PatchBase { shape: BaseShape::Values(marks), .. }) = meta.base.get_mut().as_deref_mut() {
-            marks.note(change);
+    fn changing(change: dir::Change<'_, Held>) {
+        match change {
+            dir::Change::InPlace(inode) => State::thaw(inode),
+            dir::Change::NewVersion { from, body, copied, meta } => *meta = State::derive(from, body, copied),
+            dir::Change::Values { meta, change } => meta.note_values(change),
         }
     }
 }
@@ -487,92 +331,14 @@ pub fn empty() -> Arc<Inode> {
     Held::empty()
 }
 
-/// Where an inode was written: the store's bookkeeping beside the trie.
-pub trait Written {
-    /// Records where store instance `instance` wrote this inode; forgets its base.
-    fn mark_stored(&self, instance: u64, offset: u64, patch_chain: u8);
-    /// Where store instance `instance` wrote this inode, if it did.
-    fn stored_offset(&self, instance: u64) -> Option<u64>;
-    /// The offset of the record it was read from or written to, by any
-    /// store instance (for error messages).
-    fn stored_at(&self) -> Option<u64>;
-    /// Whether any store wrote this inode (it must then never change in place).
-    fn is_stored(&self) -> bool;
-    /// For a written tree inode, the length of its chain of patch records.
-    fn patch_chain(&self) -> Option<u8>;
-    /// What a patch against the written version an updated tree inode
-    /// derives from needs, taken: the writer asks once, as it writes it.
-    fn take_patch_base(&self) -> Option<Box<PatchBase>>;
-    /// Bytes of memory a cached copy costs, for the cache's budget.
-    fn cache_weight(&self) -> u64;
-    /// For an inode of the kept tree: the oldest commit its kept subtree
-    /// holds an inode of.
-    fn kept_since(&self) -> Option<u32>;
-    /// Makes a written inode part of the kept tree.
-    fn keep_since(&self, commit: u32);
-    /// Records that the kept window counts `weight` for this kept inode
-    /// in commit `seq`.
-    fn count_kept(&self, seq: u32, weight: u64);
-    /// For a new version of a kept inode, the commit and weight counted
-    /// for the version it replaces, taken.
-    fn take_replaced(&self) -> Option<(u32, u64)>;
-}
-
-impl Written for Inode {
-    fn mark_stored(&self, instance: u64, offset: u64, patch_chain: u8) {
-        let _ = self.meta.stored.set((instance, offset));
-        let _ = self.meta.patch_chain.compare_exchange(UNSET, patch_chain, Ordering::Relaxed, Ordering::Relaxed);
-        self.meta.base.lock().take();
-    }
-
-    fn stored_offset(&self, instance: u64) -> Option<u64> {
-        self.meta.stored.get().filter(|(owner, _)| *owner == instance).map(|(_, offset)| *offset)
-    }
-
-    fn stored_at(&self) -> Option<u64> {
-        self.meta.stored.get().map(|(_, offset)| *offset)
-    }
-
-    fn is_stored(&self) -> bool {
-        self.meta.stored.get().is_some()
-    }
-
-    fn patch_chain(&self) -> Option<u8> {
-        Some(self.meta.patch_chain.load(Ordering::Relaxed)).filter(|&chain| chain != UNSET)
-    }
-
-    fn take_patch_base(&self) -> Option<Box<PatchBase>> {
-        self.meta.base.lock().take()
-    }
-
-    fn cache_weight(&self) -> u64 {
-        // A cached inode holds nothing else in memory: its contents are
-        // inline or blobs, its children offsets. Beside the inode and its
-        // buffers: the Arc's counts, the rounding of three allocations and
-        // the cache's own entry (measured: resident memory then follows
-        // the budget within about 10%).
-        Inode::weight(self) as u64 + ENTRY_OVERHEAD
-    }
-
-    fn kept_since(&self) -> Option<u32> {
-        Some(self.meta.kept_since.load(Ordering::Relaxed)).filter(|&since| since != 0)
-    }
-
-    fn keep_since(&self, commit: u32) {
-        debug_assert!(commit > 0, "commits are counted from 1");
-        let _ = self.meta.kept_since.compare_exchange(0, commit, Ordering::Relaxed, Ordering::Relaxed);
-    }
-
-    fn count_kept(&self, seq: u32, weight: u64) {
-        debug_assert!(seq > 0, "commits are counted from 1");
-        // The weight saturates at u32::MAX (a single inode never weighs that).
-        self.meta.counted.store(u64::from(seq) << 32 | weight.min(u64::from(u32::MAX)), Ordering::Relaxed);
-    }
-
-    fn take_replaced(&self) -> Option<(u32, u64)> {
-        let replaced = self.meta.counted.swap(0, Ordering::Relaxed);
-        (replaced != 0).then(|| ((replaced >> 32) as u32, replaced & u64::from(u32::MAX)))
-    }
+/// Bytes of memory a cached copy of an inode costs, for the cache's
+/// budget. A cached inode holds nothing else in memory: its contents are
+/// inline or blobs, its children offsets. Beside the inode and its
+/// buffers: the Arc's counts, the rounding of three allocations and the
+/// cache's own entry (measured: resident memory then follows the budget
+/// within about 10%).
+pub fn cache_weight(inode: &Inode) -> u64 {
+    Inode::weight(inode) as u64 + ENTRY_OVERHEAD
 }
 
 /// Memory a cached record costs beyond its own bytes: the allocations'
@@ -615,7 +381,7 @@ impl Resolve<Held> for dyn Loader + '_ {
     }
 
     fn broken(&self, inode: &Inode, reason: String) -> Error {
-        Error::corrupt("pack", inode.stored_at().unwrap_or(0), reason)
+        Error::corrupt("pack", inode.meta.get().map_or(0, |written| written.offset()), reason)
     }
 }
 
@@ -673,7 +439,7 @@ mod tests {
         assert_eq!(std::mem::size_of::<Leaf>(), 48);
         assert_eq!(std::mem::size_of::<Ptr>(), 48);
         assert!(std::mem::size_of::<Child>() <= 56);
-        assert!(std::mem::size_of::<Inode>() <= 208);
+        assert!(std::mem::size_of::<Inode>() <= 216);
         let mut root = empty();
         pando_core::dir::set(&mut root, 0, b"balance", value_child(&[0; 8]), &NoLoader as &dyn Loader).unwrap();
         let Body::Values(values) = &root.body else { unreachable!("one entry makes a values inode") };

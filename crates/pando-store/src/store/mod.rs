@@ -148,6 +148,10 @@ pub struct StoreInfo {
     pub collected_files: usize,
     pub collected_file_bytes: u64,
     pub collected_commits: u64,
+    /// Transitions of an inode's writer state this process refused
+    /// ([`refused_transitions`](crate::refused_transitions)): 0 unless the
+    /// writer has a bug.
+    pub refused_transitions: u64,
 }
 
 /// The store directory `dir` (made, with the topmost directory made, if
@@ -568,6 +572,7 @@ impl Store {
             collected_files: collected.as_ref().map_or(0, |c| c.files.len()),
             collected_file_bytes: collected.as_ref().map_or(0, |c| c.file_bytes()),
             collected_commits: self.repo.read.collected_commits.load(Ordering::Relaxed),
+            refused_transitions: crate::node::refused_transitions(),
         }
     }
 

@@ -42,7 +42,7 @@ fn to_key<S: AsRef<[u8]>>(path: &[S]) -> Key {
 }
 
 use crate::error::Result;
-use crate::node::{self, Child, Loader, NoLoader, Ptr, Written, empty, load, value_child, value_of};
+use crate::node::{self, Child, Loader, NoLoader, Ptr, empty, load, value_child, value_of};
 use flat::{Cached, FlatCache, Key as FlatKey, Write, Writes};
 use pando_core::dir::{self, Resolve};
 
@@ -136,7 +136,7 @@ impl Refs {
 impl Drop for Tree {
     fn drop(&mut self) {
         if let (true, Child::Dir(Ptr::Mem(root, _)), Some(source)) = (self.took_kept, &mut self.node, &self.source)
-            && root.is_stored()
+            && root.meta.get().is_some()
         {
             source.give_back_kept(std::mem::replace(root, empty()));
         }

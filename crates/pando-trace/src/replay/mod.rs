@@ -47,6 +47,10 @@ pub struct Checks {
     pub read_mismatches: u64,
     /// Copies whose source did not exist (irmin's replay fails on them).
     pub missing_copy_sources: u64,
+    /// Transitions of an inode's writer state the store refused (a bug in
+    /// the writer; a debug build panics instead), as of the last commit.
+    #[serde(default)]
+    pub refused_transitions: u64,
     pub examples: Vec<String>,
 }
 
@@ -59,7 +63,7 @@ impl Checks {
 
     /// True when every check passed.
     pub fn all_passed(&self) -> bool {
-        self.hash_mismatches == 0 && self.read_mismatches == 0 && self.missing_copy_sources == 0
+        self.hash_mismatches == 0 && self.read_mismatches == 0 && self.missing_copy_sources == 0 && self.refused_transitions == 0
     }
 }
 
@@ -270,6 +274,7 @@ impl<'a> Replayer<'a> {
                     .commit(&tree, CommitMeta { parents: &real_parents, date, author: AUTHOR, message })
                     .map_err(self.store_error())?;
                 drop(tree);
+                self.checks.refused_transitions = pando_store::refused_transitions();
                 match recorded_hash(hash.value()) {
                     Some(recorded) => {
                         self.checks.hashes_checked += 1;

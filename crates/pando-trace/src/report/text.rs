@@ -100,6 +100,9 @@ pub fn render(report: &Report) -> String {
         "checks: {} commit hashes ({} mismatches), {} reads ({} mismatches), {} copies from missing paths",
         checks.hashes_checked, checks.hash_mismatches, checks.reads_checked, checks.read_mismatches, checks.missing_copy_sources
     );
+    if checks.refused_transitions > 0 {
+        let _ = writeln!(w, "store: {} refused transitions of an inode's writer state (a bug)", checks.refused_transitions);
+    }
     for example in &checks.examples {
         let _ = writeln!(w, "  {example}");
     }

@@ -20,7 +20,7 @@ use crate::error::{Error, Result};
 use crate::format::node::{decode_tree, decode_values};
 use crate::format::patch::{MAX_PATCH_CHAIN, TreePatch, ValuesPatch};
 use crate::format::record::{self, RecordKind};
-use crate::node::{Body, Inode, Leaf, Loader, Value, Written};
+use crate::node::{Body, Inode, Leaf, Loader, State, Value};
 use crate::store::Repo;
 use crate::tracer::TraceSink;
 use crate::tree::Source;
@@ -59,7 +59,7 @@ impl ReadSide {
                 };
                 let patch = TreePatch::decode(&payload, offset, depth).map_err(corrupt)?;
                 let base = self.load_inode_at(patch.base, depth, patches)?;
-                let chain = base.patch_chain().unwrap_or(0) + 1;
+                let chain = chain_of(&base) + 1;
                 if chain > MAX_PATCH_CHAIN {
                     return Err(corrupt(format!("chain of tree patches longer than {MAX_PATCH_CHAIN}")));
                 }
@@ -71,7 +71,7 @@ impl ReadSide {
                 };
                 let patch = ValuesPatch::decode(&payload, offset, &self.dict.read()).map_err(corrupt)?;
                 let base = self.load_inode_at(patch.base, depth, patches)?;
-                let chain = base.patch_chain().unwrap_or(0) + 1;
+                let chain = chain_of(&base) + 1;
                 if chain > MAX_PATCH_CHAIN {
                     return Err(corrupt(format!("chain of value patches longer than {MAX_PATCH_CHAIN}")));
                 }
@@ -79,8 +79,7 @@ impl ReadSide {
             }
             other => return Err(corrupt(format!("expected an inode record, found {other:?}"))),
         };
-        inode.mark_stored(self.id, offset, chain);
-        let inode = Arc::new(inode);
+        let inode = Arc::new(Inode::with_meta(inode.body, State::loaded(self.id, offset, chain)));
         if keep {
             self.cache.insert(offset, Cached::inode(inode.clone()));
         }
@@ -114,11 +113,15 @@ impl Loader for ReadSide {
         if kind != RecordKind::Blob {
             return Err(Error::corrupt("pack", offset, format!("expected a blob record, found {kind:?}")));
         }
-        let value = Arc::new(Value::with_hash(payload.into_boxed_slice(), *hash));
-        value.mark_stored(self.id, offset);
+        let value = Arc::new(Value::loaded(payload.into_boxed_slice(), *hash, self.id, offset));
         self.cache.insert(offset, Cached::Blob(value.clone()));
         Ok(value)
     }
+}
+
+/// The patches from an inode read from a record to a full one.
+fn chain_of(inode: &Inode) -> u8 {
+    inode.meta.get().map_or(0, |written| written.chain())
 }
 
 /// A tree's source is the whole store, and it loads through the reading side.
@@ -159,7 +162,7 @@ impl Source for Repo {
         // another tree gave it back).
         if let Some(kept) = kept.as_mut()
             && kept.root.is_none()
-            && root.stored_offset(self.read.id) == Some(kept.root_offset)
+            && root.meta.offset_for(self.read.id) == Some(kept.root_offset)
         {
             kept.root = Some(root);
         }

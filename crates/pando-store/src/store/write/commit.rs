@@ -20,24 +20,7 @@
 //! 5. Publish: the index learns the commit, and its tree in memory becomes
 //!    the kept tree.
 //!
-//! The kept tree: the writer keeps the tree of its newest commit in memory,
-//! as written (values in memory, hashes and offsets known), and a checkout
-//! of that commit starts from it, so that the next block reads and updates
-//! the inodes the last ones wrote without the cache or the disk. It holds
-//! only inodes written by the last commits whose weights sum to at most
-//! [`Options::keep_bytes`](crate::Options::keep_bytes) (a window counted
-//! by [`KeptWindow`]): a written inode is kept as itself when all its
-//! children in memory are kept, as a copy holding stored pointers instead
-//! of the children that are not, and not at all (its parent holds a stored
-//! pointer) once the commit has used the room. Each kept inode knows the
-//! oldest commit of its kept subtree, so a later commit can tell whether
-//! it is still inside the window without walking it. A commit's count in
-//! the window follows what the kept tree holds of it: a kept inode knows
-//! the commit and weight it is counted for; an update that changes it in
-//! place (nothing else holds it) claims them, and once the new version is
-//! written they leave the count ([`KeptWindow::release`]). A copy of a
-//! shared inode claims nothing (another path or tree may keep it). Nothing written goes to the cache,
-//! which holds what was read from disk.
+//! The kept tree (the newest commit's, in memory): `kept`.
 //!
 //! Crash argument (docs/FORMAT.md has it whole): until the pack fsync of
 //! step 4, the batch may be lost or torn; a writable open keeps only whole
@@ -48,81 +31,22 @@
 
 use pando_core::dir::dir_ptr_hash;
 use pando_core::{CommitInfo, Hash};
-use std::collections::VecDeque;
+use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use super::batch::{Batch, Kept, SharedHashing, check_refs};
-use super::hashing::{self, Carry, HashingHelper};
+use super::batch::Batch;
+use super::hashing::{self, Carry, HashingHelper, SharedHashing};
+use super::inodes::{Encoder, Hashing, Holding, Writing, check_refs};
+use super::kept::{Kept, Keeping};
 use crate::crash_point;
-use crate::dict::{self};
+use crate::dict::{self, RawSteps};
 use crate::error::{Error, Result};
 use crate::format::commit::CommitRecord;
 use crate::format::record::{self, RecordKind};
-use crate::node::{Child, Loader, Ptr};
+use crate::node::{Child, Inode, Loader, Ptr};
 use crate::options::SyncPolicy;
 use crate::store::{CommitMeta, KeptTree, Repo, Writer, index_file};
 use crate::tree::Tree;
-
-/// The writer's count of commits and the window of those whose inodes the
-/// kept tree may hold: each with the weight of its kept inodes.
-#[derive(Default)]
-pub(in crate::store) struct KeptWindow {
-    seq: u32,
-    window: VecDeque<(u32, u64)>,
-    weight: u64,
-}
-
-impl KeptWindow {
-    /// Starts a commit: its number, the oldest commit still kept, and the
-    /// room the commit's kept inodes have. The oldest commits leave the
-    /// window until half the budget is free.
-    fn start_commit(&mut self, budget: u64) -> (u32, u32, u64) {
-        self.seq += 1;
-        while self.weight > budget / 2
-            && let Some((_, weight)) = self.window.pop_front()
-        {
-            self.weight -= weight;
-        }
-        let cutoff = self.window.front().map_or(self.seq, |(seq, _)| *seq);
-        (self.seq, cutoff, budget - self.weight.min(budget))
-    }
-
-    /// Memory of the inodes of the commits in the window.
-    pub(in crate::store) fn weight(&self) -> u64 {
-        self.weight
-    }
-
-    /// Takes out of the window the weights of kept inodes that a commit
-    /// replaced by new versions (`(commit, weight)` pairs): they are no
-    /// longer in the kept tree. Commits that left the window are skipped.
-    fn release(&mut self, superseded: &[(u32, u64)]) {
-        for &(seq, weight) in superseded {
-            let at = self.window.partition_point(|(s, _)| *s < seq);
-            if let Some((s, counted)) = self.window.get_mut(at)
-                && *s == seq
-            {
-                let weight = weight.min(*counted);
-                *counted -= weight;
-                self.weight -= weight;
-            }
-        }
-    }
-
-    /// Ends commit `seq`: `kept` is the weight of its kept inodes, `None`
-    /// when its root was not kept (nothing older is then kept either).
-    fn finish_commit(&mut self, seq: u32, kept: Option<u64>) {
-        match kept {
-            Some(weight) => {
-                self.window.push_back((seq, weight));
-                self.weight += weight;
-            }
-            None => {
-                self.window.clear();
-                self.weight = 0;
-            }
-        }
-    }
-}
 
 /// Notes in the writer's state a commit record appended at `at`: it joins
 /// the index file and the control slot at the next flush.
@@ -133,9 +57,71 @@ pub(in crate::store) fn note_commit(writer: &mut Writer, hash: Hash, at: u64) {
     writer.control.last_commit = at;
 }
 
+/// A commit's batch once its inodes are written (steps 1 and 2).
+struct Written {
+    /// Where the root is, and what the kept tree holds of it.
+    root_offset: u64,
+    kept: Option<Arc<Inode>>,
+    /// The batch's bytes not yet in the pack, from offset `base`.
+    base: u64,
+    buf: Vec<u8>,
+    raw_steps: RawSteps,
+    staged: Vec<u64>,
+    keeping: Keeping,
+}
+
 impl Repo {
+    /// The commit protocol (see the module): checks, writes the batch,
+    /// names the commit, appends and syncs it, then publishes it.
     pub(in crate::store) fn commit(&self, tree: &Tree, meta: CommitMeta<'_>, carry: &Carry) -> Result<Hash> {
         let CommitMeta { parents, date, author, message } = meta;
+        let (root, parent_links) = self.check_commit(tree, parents)?;
+        let mut writer = self.write.writer.as_ref().expect("checked writable").lock();
+        let refs_held = self.check_locked(tree, root, &parent_links)?;
+        let written = self.write_batch(&mut writer, tree, root, refs_held, carry)?;
+        // Written, and only now hashed whole: a failure, or a commit that
+        // is already known, appends the records without a commit record
+        // (see `append_unreferenced`).
+        let root_hash = match dir_ptr_hash(root, self as &dyn Loader) {
+            Ok(hash) => hash,
+            Err(e) => {
+                self.append_unreferenced(&mut writer, written)?;
+                return Err(e);
+            }
+        };
+        if let Some(kept) = &written.kept {
+            // A kept copy of the root was made before the root was hashed.
+            kept.remember_hash(0, root_hash);
+        }
+        let info = CommitInfo {
+            root: root_hash,
+            parents: parent_links.iter().map(|(h, _)| *h).collect(),
+            date,
+            author: author.to_string(),
+            message: message.to_string(),
+        };
+        let hash = info.hash();
+        let known = self.read.index.read().get(&hash).copied();
+        if let Some(at) = known {
+            // The same commit again: no commit record.
+            self.append_unreferenced(&mut writer, written)?;
+            return if at == index_file::COLLECTED { Err(Error::CollectedCommit(hash)) } else { Ok(hash) };
+        }
+        let record = CommitRecord {
+            root_offset: written.root_offset,
+            root_hash,
+            parents: parent_links,
+            date,
+            author: info.author,
+            message: info.message,
+        };
+        self.append_commit(&mut writer, hash, record, written)
+    }
+
+    /// Checks made before the writer lock: a tree of this store whose root
+    /// is a directory, and parents in the index. Returns the root, and
+    /// the parents with their offsets, sorted and unique.
+    fn check_commit<'t>(&self, tree: &'t Tree, parents: &[Hash]) -> Result<(&'t Ptr, Vec<(Hash, u64)>)> {
         self.write.check_writable()?;
         if let Some(source) = tree.source()
             && source.instance_id() != self.read.id
@@ -153,8 +139,14 @@ impl Repo {
         }
         parent_links.sort();
         parent_links.dedup();
+        Ok((root, parent_links))
+    }
 
-        let mut writer = self.write.writer.as_ref().expect("checked writable").lock();
+    /// Checks made under the writer lock: still writable, staged blobs in
+    /// the pack, no collected parent, and every record the tree refers to
+    /// held. Returns whether the tree is known to refer only to held
+    /// records (the batch need not ask the pack).
+    fn check_locked(&self, tree: &Tree, root: &Ptr, parent_links: &[(Hash, u64)]) -> Result<bool> {
         self.write.check_writable()?;
         // The blobs staged so far are in the pack before the batch.
         self.write.guard(self.write.staged.settle())?;
@@ -177,15 +169,18 @@ impl Repo {
                 Ptr::Mem(inode, _) => check_refs(self.read.id, &self.read.pack, inode)?,
             }
         }
-        let base = self.write.guard(self.read.pack.prepare_append())?;
-        let (seq, cutoff, keep_room) = writer.kept.start_commit(self.read.options.keep_bytes());
+        Ok(refs_held)
+    }
+
+    /// Steps 1 and 2 together: this thread writes the new inodes children
+    /// first, hashing each as its parent's record needs it, while a helper
+    /// hashes the subtrees of large directories ahead of it, then the rest
+    /// from the other end (see `HashingHelper`).
+    fn write_batch(&self, writer: &mut Writer, tree: &Tree, root: &Ptr, refs_held: bool, carry: &Carry) -> Result<Written> {
+        let start = self.write.guard(self.read.pack.prepare_append())?;
+        let keeping = writer.kept.start_commit(self.read.options.keep_bytes());
         let dict = self.read.dict.read();
-        let mut buf = std::mem::take(&mut writer.batch_buf);
-        buf.clear();
-        // Steps 1 and 2 together: this thread writes the new inodes
-        // children first, hashing each as its parent's record needs it,
-        // while a helper hashes the subtrees of large directories ahead of
-        // it, then the rest from the other end (see `HashingHelper`).
+        let buf = std::mem::take(&mut writer.batch_buf);
         let mut subtrees = Vec::new();
         let large = match root {
             Ptr::Mem(inode, _) => hashing::is_large(inode, tree.logged_updates()),
@@ -201,108 +196,61 @@ impl Repo {
             Ptr::Mem(..) | Ptr::Stored { .. } => None,
         };
         let written = std::thread::scope(|scope| {
-            let mut batch = Batch {
-                instance: self.read.id,
-                base,
-                start: base,
-                buf,
-                payload: Vec::with_capacity(4096),
-                patch: Vec::with_capacity(1024),
-                dict: &dict,
+            let shared = helper.as_ref().map(|helper| SharedHashing::new(&subtrees, helper.claims()));
+            let mut writing = Writing {
+                batch: Batch::new(&self.read.pack, start, buf, self.read.options.commit_spill_bytes, scope),
+                holding: Holding { instance: self.read.id, pack: &self.read.pack, refs_held },
+                encoder: Encoder::new(&dict),
+                keeping,
+                hashing: Hashing { subtrees_whole: large, shared },
                 loader: self,
-                pack: &self.read.pack,
-                refs_held,
-                raw_steps: Default::default(),
                 staged: Vec::new(),
-                spill_bytes: usize::try_from(self.read.options.commit_spill_bytes).unwrap_or(usize::MAX).max(1),
-                seq,
-                cutoff,
-                kept_weight: 0,
-                keep_room,
-                superseded: Vec::new(),
-                scope,
-                spill: None,
-                subtrees_whole: large,
-                shared: helper.as_ref().map(|helper| SharedHashing {
-                    subtrees: &subtrees,
-                    claims: helper.claims(),
-                    next: 0,
-                    last: subtrees.len(),
-                }),
             };
             let (root_offset, kept) = match root {
                 Ptr::Stored { offset, .. } => (*offset, None),
-                Ptr::Mem(inode, _) => match batch.write_inode(inode, 0)? {
+                Ptr::Mem(inode, _) => match writing.write_inode(inode, 0)? {
                     (offset, Kept::Itself) => (offset, Some(inode.clone())),
                     (offset, Kept::Copy(copy)) => (offset, Some(copy)),
                     (offset, Kept::No) => (offset, None),
                 },
             };
-            batch.finish_spill()?;
-            let weights = (batch.kept_weight, batch.superseded);
-            Ok((root_offset, kept, batch.base, batch.buf, batch.raw_steps, batch.staged, weights))
+            let Writing { batch, encoder, keeping, staged, .. } = writing;
+            let (base, buf) = batch.finish()?;
+            Ok(Written { root_offset, kept, base, buf, raw_steps: encoder.raw_steps, staged, keeping })
         });
         drop(helper);
-        let (root_offset, kept, base, mut buf, raw_steps, staged, (kept_weight, superseded)) = self.write.guard(written)?;
-        // Written, and only now hashed whole: a failure, or a commit that
-        // is already known, appends the records without a commit record
-        // (see `append_unreferenced`).
-        let root_hash = match dir_ptr_hash(root, self as &dyn Loader) {
-            Ok(hash) => hash,
-            Err(e) => {
-                drop(dict);
-                self.append_unreferenced(&mut writer, base, buf, seq, kept_weight)?;
-                return Err(e);
-            }
-        };
-        if let Some(kept) = &kept {
-            // A kept copy of the root was made before the root was hashed.
-            kept.remember_hash(0, root_hash);
-        }
-        let info = CommitInfo {
-            root: root_hash,
-            parents: parent_links.iter().map(|(h, _)| *h).collect(),
-            date,
-            author: author.to_string(),
-            message: message.to_string(),
-        };
-        let hash = info.hash();
-        let known = self.read.index.read().get(&hash).copied();
-        if let Some(at) = known {
-            // The same commit again: no commit record.
-            drop(dict);
-            self.append_unreferenced(&mut writer, base, buf, seq, kept_weight)?;
-            return if at == index_file::COLLECTED { Err(Error::CollectedCommit(hash)) } else { Ok(hash) };
-        }
-        let first_new_id = dict.len();
-        drop(dict);
+        self.write.guard(written)
+    }
+
+    /// Steps 3 to 5 for a new commit: the dictionary's new steps and the
+    /// commit record end the batch, which is appended and synced per the
+    /// policy; then the commit is published and its tree kept.
+    fn append_commit(&self, writer: &mut Writer, hash: Hash, record: CommitRecord, written: Written) -> Result<Hash> {
+        let Written { root_offset, kept, base, mut buf, raw_steps, staged, keeping } = written;
+        let first_new_id = self.read.dict.read().len();
         let promoted = self.read.dict.write().observe(&raw_steps);
         if !promoted.is_empty() {
             record::append(&mut buf, RecordKind::Dict, &dict::encode_record(first_new_id, &promoted));
         }
         let commit_at = base + buf.len() as u64;
-        let commit_record =
-            CommitRecord { root_offset, root_hash, parents: parent_links, date, author: info.author, message: info.message };
-        record::append(&mut buf, RecordKind::Commit, &commit_record.encode(commit_at));
+        assert!(root_offset < commit_at, "a commit record follows its root's");
+        record::append(&mut buf, RecordKind::Commit, &record.encode(commit_at));
 
         self.write.guard(self.read.pack.append(base, &buf))?;
         crash_point::reach("after-append");
-        // Keep the buffer for the next commit unless one huge commit grew it.
-        if buf.capacity() <= 64 << 20 {
-            writer.batch_buf = buf;
-        }
+        self.keep_buffer(writer, buf);
         {
             let mut dict = self.read.dict.write();
             for step in promoted {
                 dict.push(step);
             }
         }
-        note_commit(&mut writer, hash, commit_at);
+        note_commit(writer, hash, commit_at);
         match self.read.options.sync {
-            SyncPolicy::EveryCommit => self.flush_locked(&mut writer, false)?,
-            SyncPolicy::EveryN(n) if writer.unsynced_commits >= u64::from(n.max(1)) => self.flush_locked(&mut writer, false)?,
+            SyncPolicy::EveryCommit => self.flush_locked(writer, false)?,
+            SyncPolicy::EveryN(n) if writer.unsynced_commits >= u64::from(n.max(1)) => self.flush_locked(writer, false)?,
             SyncPolicy::EveryN(_) | SyncPolicy::Never => {}
-            SyncPolicy::Pipelined => self.sync_behind(&mut writer)?,
+            SyncPolicy::Pipelined => self.sync_behind(writer)?,
         }
         // Published only now: no thread sees a commit that is not as durable
         // as the policy promises.
@@ -311,10 +259,18 @@ impl Repo {
         // these blobs either staged or referred to by a commit it traces.
         self.write.staged.committed(&staged);
         // The versions this commit replaced leave the kept tree with it.
-        writer.kept.release(&superseded);
-        writer.kept.finish_commit(seq, kept.is_some().then_some(kept_weight));
+        writer.kept.release(&keeping.superseded);
+        writer.kept.finish_commit(keeping.seq, kept.is_some().then_some(keeping.weight));
         *self.write.kept.lock() = kept.map(|root| KeptTree { hash, root_offset, root: Some(root) });
         Ok(hash)
+    }
+
+    /// Keeps the batch's buffer for the next commit, unless one huge
+    /// commit grew it.
+    fn keep_buffer(&self, writer: &mut Writer, buf: Vec<u8>) {
+        if buf.capacity() <= 64 << 20 {
+            writer.batch_buf = buf;
+        }
     }
 
     /// Ends a commit that writes no commit record: the records its batch
@@ -323,14 +279,13 @@ impl Repo {
     /// keeps them only if a commit record follows (a whole batch ends with
     /// one), and then they are there. The kept tree stays the last
     /// commit's, so the window keeps its commits.
-    fn append_unreferenced(&self, writer: &mut Writer, base: u64, buf: Vec<u8>, seq: u32, kept_weight: u64) -> Result<()> {
+    fn append_unreferenced(&self, writer: &mut Writer, written: Written) -> Result<()> {
+        let Written { base, buf, keeping, .. } = written;
         if !buf.is_empty() {
             self.write.guard(self.read.pack.append(base, &buf))?;
         }
-        writer.kept.finish_commit(seq, Some(kept_weight));
-        if buf.capacity() <= 64 << 20 {
-            writer.batch_buf = buf;
-        }
+        writer.kept.finish_commit(keeping.seq, Some(keeping.weight));
+        self.keep_buffer(writer, buf);
         Ok(())
     }
 
@@ -420,7 +375,7 @@ impl Repo {
 mod tests {
     use super::*;
     use crate::io::MemStorage;
-    use crate::node::{Body, Held, Inode, Leaf, Written};
+    use crate::node::{Body, Held, Inode, Leaf, cache_weight};
     use crate::options::Options;
     use crate::store::Store;
     use pando_core::dir::Hold;
@@ -433,10 +388,10 @@ mod tests {
         if !seen.insert(Arc::as_ptr(inode) as usize) {
             return 0;
         }
-        assert!(inode.is_stored(), "a kept inode is written");
-        let since = inode.kept_since().expect("a kept inode knows since when");
+        assert!(inode.meta.get().is_some(), "a kept inode is written");
+        let since = inode.meta.kept_since().expect("a kept inode knows since when");
         assert!(since >= cutoff, "kept since commit {since}, older than the window's first {cutoff}");
-        let mut weight = inode.cache_weight();
+        let mut weight = cache_weight(inode);
         let children: Vec<Arc<Inode>> = match &inode.body {
             Body::Values(values) => values
                 .iter()
@@ -452,7 +407,7 @@ mod tests {
             Body::Tree(pointers) => pointers.iter().filter_map(|(_, ptr)| Held::as_mem(ptr).cloned()).collect(),
         };
         for child in &children {
-            assert!(child.kept_since().unwrap() >= since, "a kept inode is not older than its subtree says");
+            assert!(child.meta.kept_since().unwrap() >= since, "a kept inode is not older than its subtree says");
             weight += kept_weight(child, cutoff, seen);
         }
         weight

@@ -29,6 +29,7 @@ use parking_lot::{Mutex, RwLock};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock, mpsc};
 
+use crate::error::Result;
 use crate::node::{Body, Inode, Loader, NoLoader, child_pointers};
 
 /// A commit with at least this many unhashed inodes in memory is hashed
@@ -355,6 +356,70 @@ impl Drop for HashingHelper {
         }
     }
 }
+
+/// The committing thread's view of the subtrees it hashes with the
+/// helper (see `hashing::Claims`).
+pub(in crate::store) struct SharedHashing<'a> {
+    subtrees: &'a [(&'a Arc<Inode>, u32)],
+    claims: &'a Claims,
+    /// The next subtree to write, and the one before which this thread
+    /// takes subtrees to hash from the last.
+    next: usize,
+    last: usize,
+}
+
+impl<'a> SharedHashing<'a> {
+    /// The committing thread's view of `subtrees`, which the helper holding
+    /// `claims` hashes ahead of it.
+    pub(in crate::store) fn new(subtrees: &'a [(&'a Arc<Inode>, u32)], claims: &'a Claims) -> SharedHashing<'a> {
+        SharedHashing { subtrees, claims, next: 0, last: subtrees.len() }
+    }
+
+    /// Sees that `inode`, a subtree at `depth` about to be written, is
+    /// hashed: by the helper, or by this thread if the helper did not
+    /// take it. While the helper hashes it, this thread hashes the last
+    /// subtrees nobody took, then waits.
+    pub(in crate::store) fn hashed(&mut self, inode: &Arc<Inode>, depth: u32, loader: &dyn Loader) -> Result<()> {
+        let Some(k) = position(self.subtrees, inode, self.next) else {
+            hash_subtree(inode, depth, loader)?;
+            return Ok(());
+        };
+        self.next = k + 1;
+        if self.claims.take(k) {
+            hash_subtree(inode, depth, loader)?;
+            return Ok(());
+        }
+        let mut spins = 0u32;
+        while inode.memo_hash(depth).is_none() {
+            if self.last > self.next {
+                self.last -= 1;
+                if self.claims.take(self.last) {
+                    let (other, other_depth) = self.subtrees[self.last];
+                    hash_subtree(other, other_depth, loader)?;
+                }
+                continue;
+            }
+            if self.claims.take(k) {
+                // Given back: the helper could not hash it.
+                hash_subtree(inode, depth, loader)?;
+                break;
+            }
+            // The helper hashes it (a block's subtree takes it tens of
+            // microseconds; a huge commit's, longer: then this thread
+            // lets others run while it waits).
+            spins += 1;
+            if spins < SPINS {
+                std::hint::spin_loop();
+            } else {
+                std::thread::yield_now();
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Spins the committing thread waits for the helper before it yields.
+const SPINS: u32 = 1 << 12;
 
 #[cfg(test)]
 mod tests {

@@ -22,6 +22,8 @@ pub(super) mod batch;
 pub(crate) mod branches;
 pub(super) mod commit;
 pub(super) mod hashing;
+pub(super) mod inodes;
+pub(super) mod kept;
 pub(super) mod syncer;
 
 use pando_core::Hash;
@@ -50,7 +52,7 @@ pub(crate) struct Writer {
     /// The `seq` of the newest synced control slot (see `format::control`).
     pub(in crate::store) synced_seq: u64,
     /// Which commits the kept tree may hold inodes of (see `write::commit`).
-    pub(in crate::store) kept: commit::KeptWindow,
+    pub(in crate::store) kept: kept::KeptWindow,
     /// `SyncPolicy::Pipelined`: the thread syncing the last commit, and
     /// whether a sync is in flight.
     pub(in crate::store) syncer: Option<syncer::Syncer>,

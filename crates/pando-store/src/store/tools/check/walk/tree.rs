@@ -17,7 +17,7 @@ use super::{Claim, Count, Here, MAX_DEPTH, Pending, Role, State};
 use crate::format::node::decode_tree;
 use crate::format::patch::{MAX_PATCH_CHAIN, TreePatch};
 use crate::format::record::RecordKind;
-use crate::node::{Body, Inode, Loader, Pointers as StorePointers, Ptr, Written};
+use crate::node::{self, Body, Inode, Loader, Pointers as StorePointers, Ptr};
 use crate::pack::window::Window;
 use pando_core::dir::collect_sorted;
 
@@ -71,9 +71,7 @@ impl Pointers {
     /// loader (`instance`: the store's).
     fn inode(&self, depth: u32, at: u64, instance: u64) -> Inode {
         let children = self.children.iter().map(|&(index, offset, hash)| (index, Ptr::stored(offset, hash)));
-        let inode = Inode::new(Body::Tree(StorePointers::new(depth, self.len, children)));
-        inode.mark_stored(instance, at, self.chain);
-        inode
+        Inode::with_meta(Body::Tree(StorePointers::new(depth, self.len, children)), node::State::loaded(instance, at, self.chain))
     }
 }
 
