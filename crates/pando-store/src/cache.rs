@@ -2,15 +2,18 @@
 //!
 //! Invariants:
 //! - Its memory is bounded by the byte budget given in the options, whatever
-//!   the size of the store (each entry is weighed by [`cache_weight`](crate::node::cache_weight)).
+//!   the size of the store (each entry is weighed by
+//!   [`cache_weight`](crate::node::cache_weight); tested by
+//!   `the_cache_stays_in_its_budget`).
 //! - Cached inodes point to their children by offset only (never to
-//!   in-memory children), so an entry never keeps other nodes alive.
+//!   in-memory children), so an entry never keeps other nodes alive
+//!   (asserted in `Cached::inode`).
 
 use quick_cache::Weighter;
 use quick_cache::sync::Cache;
 use std::sync::Arc;
 
-use crate::node::{ENTRY_OVERHEAD, Inode, Value, cache_weight};
+use crate::node::{Body, Child, ENTRY_OVERHEAD, Inode, Leaf, Ptr, Value, cache_weight, child_pointers};
 
 /// A cached record with its weight, computed once.
 #[derive(Clone)]
@@ -21,6 +24,7 @@ pub enum Cached {
 
 impl Cached {
     pub fn inode(inode: Arc<Inode>) -> Cached {
+        debug_assert!(by_offset_only(&inode), "a cached inode points to its children by offset only");
         let weight = u32::try_from(cache_weight(&inode)).unwrap_or(u32::MAX);
         Cached::Inode(inode, weight)
     }
@@ -32,6 +36,16 @@ impl Cached {
             Cached::Blob(value) => value.weight() + ENTRY_OVERHEAD,
         }
     }
+}
+
+/// Whether every inode and contents `inode` points to is on disk: none it
+/// would keep in memory.
+fn by_offset_only(inode: &Inode) -> bool {
+    let contents_stored = match &inode.body {
+        Body::Values(values) => values.children().all(|child| !matches!(child, Child::Contents(Leaf::Value(_) | Leaf::Staged(_)))),
+        Body::Tree(_) => true,
+    };
+    contents_stored && child_pointers(inode).iter().all(|(ptr, _)| matches!(ptr, Ptr::Stored { .. }))
 }
 
 #[derive(Clone)]
@@ -96,5 +110,23 @@ mod tests {
         let cached = Cached::inode(root.clone());
         assert_eq!(cached.weight(), cache_weight(&root));
         assert_eq!(cached.weight(), Inode::weight(&root) as u64 + ENTRY_OVERHEAD);
+    }
+
+    /// However much is put in, the cache holds at most its budget (give or
+    /// take a byte per shard, the budget split between them rounded up),
+    /// each entry weighed with its contents.
+    #[test]
+    fn the_cache_stays_in_its_budget() {
+        let budget = 64 << 10;
+        let cache = NodeCache::new(budget);
+        let mut inserted = 0;
+        for offset in 0..2_000u64 {
+            let value = Arc::new(Value::new(vec![7u8; (offset % 300) as usize * 10]));
+            inserted += value.weight() + ENTRY_OVERHEAD;
+            cache.insert(offset, Cached::Blob(value));
+            assert!(cache.weight_bytes() <= budget + 4096, "{} bytes held for a budget of {budget}", cache.weight_bytes());
+        }
+        assert!(inserted > 10 * budget, "the test puts in more than the budget");
+        assert!(cache.weight_bytes() > budget / 2, "the cache is used: {} bytes", cache.weight_bytes());
     }
 }

@@ -7,10 +7,12 @@
 //! as binary instead.
 //!
 //! Invariants:
-//! - Ids are dense and assigned in order; an id is never reused or changed.
+//! - Ids are dense and assigned in order; an id is never reused or changed
+//!   (asserted in `push`: a step given a second id would change its id).
 //! - An id is used in a node only after the record defining it is in the
 //!   pack (new ids are defined at the end of a commit's batch and used from
-//!   the next commit on), so every durable node can be decoded.
+//!   the next commit on), so every durable node can be decoded (tested by
+//!   `crash_without_fault_at_every_commit`, whose steps recur).
 
 use pando_core::varint;
 use foldhash::HashMap;
@@ -48,9 +50,12 @@ impl Dict {
         usize::try_from(id).ok().and_then(|i| self.steps.get(i))
     }
 
-    /// Steps `first_id..` in order.
+    /// Steps `first_id..` in order (those past the `first_id` entries the
+    /// dictionary file holds).
     pub fn steps_from(&self, first_id: usize) -> &[Step] {
-        &self.steps[first_id.min(self.steps.len())..]
+        // The file holds a prefix of the ids; past its end, ids were lost.
+        assert!(first_id <= self.steps.len(), "the dictionary file holds ids the dictionary has");
+        &self.steps[first_id..]
     }
 
     /// Adds a step with the next id.

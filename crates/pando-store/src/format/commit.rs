@@ -5,8 +5,10 @@
 //! len ‖ message`. Its hash is not stored: it is the Tezos commit hash of
 //! these fields, compared with the index's key when read.
 //!
-//! Invariant: decoding checks that the root and every held parent lie
-//! before the record.
+//! Invariant: the root and every held parent lie before the record:
+//! encoding asserts it of what it writes (asserted in `encode`), decoding
+//! refuses bytes that break it (tested by
+//! `a_root_or_parent_not_before_the_commit_is_refused`).
 
 use pando_core::varint::write_u64;
 
@@ -35,6 +37,10 @@ impl CommitRecord {
     pub fn encode(&self, at: u64) -> Vec<u8> {
         let mut out = Vec::with_capacity(64 + 40 * self.parents.len() + self.message.len());
         assert!(self.root_offset < at, "root written before its commit");
+        assert!(
+            self.parents.iter().all(|&(_, offset)| offset < at || offset == ABSENT_PARENT),
+            "a held parent written before its child commit"
+        );
         write_u64(&mut out, at - self.root_offset);
         out.extend_from_slice(self.root_hash.as_bytes());
         write_u64(&mut out, self.parents.len() as u64);
@@ -81,5 +87,31 @@ impl CommitRecord {
             author: self.author.clone(),
             message: self.message.clone(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A root or a held parent at or after the commit's own offset is an
+    /// error; a parent the store never held is not.
+    #[test]
+    fn a_root_or_parent_not_before_the_commit_is_refused() {
+        let record = CommitRecord {
+            root_offset: 600,
+            root_hash: Hash([1; 32]),
+            parents: vec![(Hash([2; 32]), 500), (Hash([3; 32]), ABSENT_PARENT)],
+            date: 7,
+            author: "a".into(),
+            message: "m".into(),
+        };
+        let payload = record.encode(1_000);
+        assert_eq!(CommitRecord::decode(&payload, 1_000).unwrap(), record);
+        // The root's delta (400) read at 300 points before the pack's start.
+        assert!(CommitRecord::decode(&payload, 300).unwrap_err().contains("delta"));
+        // Read at 450, the root is at 50 but the parent at 500 is after it.
+        assert!(CommitRecord::decode(&payload, 450).unwrap_err().contains("parent offset 500"));
+        assert!(CommitRecord::decode(&payload, 500).unwrap_err().contains("parent offset 500"));
     }
 }

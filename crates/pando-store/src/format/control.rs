@@ -17,8 +17,14 @@
 //! sequence number. Every layout change is a synced write with a `seq`
 //! above every hint written before it, so a stale hint can never win over it.
 //!
-//! Invariant: a slot (synced or hint) is written only after every byte it
-//! describes is durable, so whichever slot wins describes durable data.
+//! Invariants:
+//! - A slot (synced or hint) is written only after every byte it describes
+//!   is durable, so whichever slot wins describes durable data (tested by
+//!   `crash_without_fault_at_every_commit`).
+//! - A synced write goes to the slot that does not hold the newest synced
+//!   state (asserted in `next_synced_seq`).
+//! - A state is written only if opening would take it: its fields agree
+//!   (asserted in `encode`).
 
 use super::FORMAT_VERSION;
 
@@ -84,11 +90,33 @@ impl Control {
     /// synced or hinted), when the newest synced slot holds `synced_seq`:
     /// the smallest higher `seq` whose slot is the other one.
     pub fn next_synced_seq(&self, synced_seq: u64) -> u64 {
+        assert!(synced_seq <= self.seq, "the newest state is at least as new as the newest synced one");
         let seq = self.seq + 1;
-        if seq % 2 == synced_seq % 2 { seq + 1 } else { seq }
+        let next = if seq % 2 == synced_seq % 2 { seq + 1 } else { seq };
+        assert_ne!(next % 2, synced_seq % 2, "a synced write goes to the slot without the newest synced state");
+        next
+    }
+
+    /// Why the fields contradict each other, if they do: what
+    /// [`decode_slot`] refuses as [`SlotError::Inconsistent`].
+    fn inconsistency(&self) -> Option<&'static str> {
+        if self.checkpoint_end > self.durable_end || self.first_chunk_start > self.durable_end {
+            Some("offsets out of order")
+        } else if self.index_generation > self.generation {
+            Some("index generation after the layout generation")
+        } else if self.chunk_target_bytes == 0 {
+            Some("zero chunk size")
+        } else if self.last_commit != u64::MAX && self.last_commit >= self.durable_end {
+            Some("last commit past the durable end")
+        } else {
+            None
+        }
     }
 
     pub fn encode(&self) -> Vec<u8> {
+        // Opening would refuse the slot, and take an older state.
+        let why = self.inconsistency();
+        assert!(why.is_none(), "a control state is written only with fields that agree: {}", why.unwrap_or_default());
         let mut out = Vec::with_capacity(SLOT_SIZE);
         out.extend_from_slice(MAGIC);
         out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
@@ -165,19 +193,10 @@ pub fn decode_slot(bytes: &[u8]) -> Result<Control, SlotError> {
         flags: field(11),
         index_generation: field(12),
     };
-    if control.checkpoint_end > control.durable_end || control.first_chunk_start > control.durable_end {
-        return Err(SlotError::Inconsistent("offsets out of order"));
+    match control.inconsistency() {
+        Some(why) => Err(SlotError::Inconsistent(why)),
+        None => Ok(control),
     }
-    if control.index_generation > control.generation {
-        return Err(SlotError::Inconsistent("index generation after the layout generation"));
-    }
-    if control.chunk_target_bytes == 0 {
-        return Err(SlotError::Inconsistent("zero chunk size"));
-    }
-    if control.last_commit != u64::MAX && control.last_commit >= control.durable_end {
-        return Err(SlotError::Inconsistent("last commit past the durable end"));
-    }
-    Ok(control)
 }
 
 /// What a control file holds.

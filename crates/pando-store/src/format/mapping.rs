@@ -17,9 +17,13 @@
 //! 3's `(u64 old ‖ u64 new ‖ u64 len ‖ u64 file)*`, still read: a
 //! collected store's mapping is written again at every collection step.
 //!
-//! Invariants (checked by `decode` and `check_files`): runs are sorted by
-//! `old` and overlap neither in the pack nor in a file; no run is empty;
-//! every run lies below the first chunk and inside its file.
+//! Invariants:
+//! - Runs are sorted by `old` and do not overlap in the pack, and no run is
+//!   empty: what is written is (asserted in `encode`), what is read must be
+//!   (tested by `round_trip_lookup_and_damage`).
+//! - Every run lies below the first chunk and inside its file, and no two
+//!   overlap in a file: `decode` and `check_files` refuse others (tested by
+//!   `runs_must_fit_their_files`).
 
 use std::collections::BTreeMap;
 
@@ -76,7 +80,10 @@ pub fn encode(runs: &[Run]) -> Vec<u8> {
     let (mut end, mut file) = (0u64, None);
     let mut file_ends: foldhash::HashMap<u64, u64> = foldhash::HashMap::default();
     for run in runs {
-        varint::write_u64(&mut out, run.old.checked_sub(end).expect("a run table is sorted and disjoint"));
+        // Decoding refuses what these would let through (or wraps the gap).
+        assert!(run.old >= end, "a run table is sorted and disjoint");
+        assert!(run.len > 0, "no run is empty");
+        varint::write_u64(&mut out, run.old - end);
         varint::write_u64(&mut out, run.len);
         if file == Some(run.file) {
             out.push(0);

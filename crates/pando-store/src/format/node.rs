@@ -15,9 +15,17 @@
 //! A `delta` is the record's own offset minus the child's offset: children
 //! are always written before their parents, so it is positive and small.
 //!
-//! Invariant: decoding checks every structural rule (sorted unique entries,
-//! counts, depths, deltas) so damaged bytes that pass the checksum still
-//! cannot produce an inode that breaks the tree's invariants.
+//! Invariants:
+//! - Decoding checks every structural rule (sorted unique entries, counts,
+//!   depths, deltas) so damaged bytes that pass the checksum still cannot
+//!   produce an inode that breaks the tree's invariants (tested by
+//!   `the_fuzz_seeds_decode_without_a_panic`, which also encodes again
+//!   what decodes).
+//! - Encoding writes only what decoding accepts: a value inode of at most
+//!   32 entries, each with its child (asserted in `encode_values`); a tree
+//!   inode of more than 32 entries whose children come in index order
+//!   (asserted in `encode_tree`); children before their parent (asserted
+//!   in `write_delta`).
 
 use pando_core::Hash;
 use pando_core::inode::{ENTRIES, index};
@@ -148,7 +156,7 @@ pub enum Resolved<'a> {
 pub fn resolve_children<'v>(values: &'v Values, written: &[u64]) -> smallvec::SmallVec<[Resolved<'v>; ENTRIES]> {
     let mut written = written.iter().copied();
     let mut next_written = || written.next().expect("an offset for each child in memory");
-    values
+    let resolved = values
         .children()
         .map(|child| match child {
             Child::Contents(Leaf::Inline(inline)) => Resolved::Inline(inline.bytes()),
@@ -164,7 +172,10 @@ pub fn resolve_children<'v>(values: &'v Values, written: &[u64]) -> smallvec::Sm
                 Resolved::Dir(next_written(), hash)
             }
         })
-        .collect()
+        .collect();
+    // An offset left over means one given for another child.
+    debug_assert!(written.next().is_none(), "an offset for each child in memory, and no more");
+    resolved
 }
 
 /// Bytes [`write_child`] writes for `child`.
@@ -214,6 +225,9 @@ pub fn encode_values(
     mut raw_steps: Option<&mut RawSteps>,
     out: &mut Vec<u8>,
 ) {
+    debug_assert!(values.len() <= ENTRIES, "a value inode holds at most {ENTRIES} entries");
+    // `zip` would drop the entries past the shorter list, under a count that names them.
+    debug_assert_eq!(values.len(), resolved.len(), "a resolved child for each entry");
     write_u64(out, values.len() as u64);
     for ((step, _), child) in values.iter().zip(resolved) {
         write_entry(out, at, step, child, dict, raw_steps.as_deref_mut());
@@ -224,6 +238,9 @@ pub fn encode_values(
 /// index, offset and inode hash, in index order.
 pub fn encode_tree(depth: u32, len: u64, children: &[(usize, u64, Hash)], at: u64, out: &mut Vec<u8>) {
     assert!(depth < 256, "inode depth fits a byte");
+    debug_assert!(len > ENTRIES as u64 && !children.is_empty(), "a tree inode holds more than {ENTRIES} entries");
+    // Decoding gives the pointers to the bitmap's indices in increasing order.
+    debug_assert!(children.windows(2).all(|w| w[0].0 < w[1].0), "tree inode children in increasing index order");
     out.push(depth as u8);
     write_u64(out, len);
     let bitmap = children.iter().fold(0u32, |bits, (i, _, _)| bits | 1 << i);

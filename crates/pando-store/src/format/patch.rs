@@ -6,11 +6,18 @@
 //! changed ‖ u32 present ‖ (varint delta ‖ inode hash)*`. Value patch
 //! payload: see [`ValuesPatch`].
 //!
-//! Invariants: a chain from a patch to a full record is at most
-//! [`MAX_PATCH_CHAIN`] patches long; a value patch's masks and positions
-//! say, without reading any step, which entry of the version it gives
-//! comes from its base and which from itself ([`layout`]), so that a
-//! collection maps a mask over the one to a mask over the other.
+//! Invariants:
+//! - A chain from a patch to a full record is at most [`MAX_PATCH_CHAIN`]
+//!   patches long (the writer chooses, the reader refuses longer; tested
+//!   by `a_chain_starts_again_over_its_full_record`).
+//! - A value patch's masks and positions say, without reading any step,
+//!   which entry of the version it gives comes from its base and which
+//!   from itself ([`layout`]), so that a collection maps a mask over the
+//!   one to a mask over the other (asserted in `layout`).
+//! - A patch is written only as decoding reads it: a child for each
+//!   present entry, changes within its base, insertions in order (asserted
+//!   in `encode_values_patch`); a tree patch's changes in index order
+//!   (asserted in `TreePatch::encode`).
 
 use pando_core::Hash;
 use pando_core::inode::ENTRIES;
@@ -53,6 +60,11 @@ pub struct TreePatch {
 impl TreePatch {
     pub fn encode(&self, at: u64, out: &mut Vec<u8>) {
         assert!(self.depth < 256 && self.base < at, "patch of an earlier tree inode");
+        // Decoding reads the changes in index order, from the masks.
+        debug_assert!(
+            !self.changes.is_empty() && self.changes.windows(2).all(|w| w[0].0 < w[1].0),
+            "a tree patch names its changed children in increasing index order"
+        );
         out.push(self.depth as u8);
         write_u64(out, self.len);
         write_u64(out, at - self.base);
@@ -188,6 +200,17 @@ pub fn encode_values_patch(
             Err(position) => inserted.push((j, position)),
         }
     }
+    // What `parse_patch` checks of what it reads, true of what is written.
+    debug_assert_eq!(replaced.len(), present.count_ones() as usize, "a replaced child for each present entry");
+    debug_assert!(
+        {
+            let base_len = values.len() + (changed & !present).count_ones() as usize - inserted.len();
+            base_len <= ENTRIES && (base_len == ENTRIES || changed >> base_len == 0)
+                && inserted.windows(2).all(|w| w[0].1 <= w[1].1)
+                && inserted.last().is_none_or(|&(_, position)| position <= base_len)
+        },
+        "a value patch changes entries of its base only, and inserts in order"
+    );
     write_u64(out, at - base);
     write_u64(out, values.len() as u64);
     write_u64(out, u64::from(changed));
@@ -312,7 +335,7 @@ fn parse_patch<'a, C, E>(
 /// The source of each entry of a patch's result: `positions` are its
 /// inserted entries' (nondecreasing, at most `base_len`).
 fn layout(base_len: usize, changed: u32, present: u32, positions: impl Iterator<Item = usize>) -> smallvec::SmallVec<[PatchSource; ENTRIES]> {
-    let mut out = smallvec::SmallVec::new();
+    let mut out: smallvec::SmallVec<[PatchSource; ENTRIES]> = smallvec::SmallVec::new();
     let mut positions = positions.enumerate().peekable();
     let mut replaced = 0;
     for b in 0..=base_len {
@@ -329,6 +352,9 @@ fn layout(base_len: usize, changed: u32, present: u32, positions: impl Iterator<
             replaced += 1;
         }
     }
+    // A position out of order or past the base would lose its entry.
+    debug_assert!(positions.next().is_none(), "every inserted entry placed: positions in order, within the base");
+    debug_assert_eq!(replaced, present.count_ones() as usize, "a replaced child for each present entry of the base");
     out
 }
 

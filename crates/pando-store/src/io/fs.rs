@@ -54,6 +54,8 @@ impl FsStorage {
     /// store's up to `top`, each only if empty (best effort: what it
     /// cannot remove stays).
     pub(crate) fn remove_made(&self, top: &Path) {
+        // Else the loop would climb past it, removing every empty parent.
+        assert!(self.dir.starts_with(top), "only the store's directory and the parents made for it are removed");
         for dir in self.dir.ancestors() {
             if fs::remove_dir(dir).is_err() || dir == top {
                 break;

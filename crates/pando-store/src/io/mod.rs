@@ -8,12 +8,15 @@
 //!   tears or drops chosen operations and simulates a crash.
 //!
 //! Invariants:
-//! - No module outside `io` touches `std::fs`. [`NewFile`] writes the
-//!   files that are not a store's (a command's output, a snapshot) whole or
-//!   not at all.
+//! - No module outside `io` touches `std::fs` (tested by
+//!   `no_module_outside_io_touches_std_fs`). [`NewFile`] writes the files
+//!   that are not a store's (a command's output, a snapshot) whole or not
+//!   at all.
 //! - `File::sync` returning `Ok` means every write before it is durable;
 //!   `Storage::sync_dir` returning `Ok` means every create, rename and remove
-//!   before it is durable.
+//!   before it is durable: each implementation's contract, which the
+//!   simulated storage keeps for the crash tests (tested by
+//!   `crash_keeps_only_durable_state`).
 
 #[cfg(feature = "test-hooks")]
 mod faulty;
@@ -139,4 +142,32 @@ pub fn read_all(file: &dyn File) -> io::Result<Vec<u8>> {
     let mut buf = vec![0u8; len];
     file.read_exact_at(&mut buf, 0)?;
     Ok(buf)
+}
+
+#[cfg(test)]
+mod tests {
+    /// Every file access outside `io` goes through a `Storage` or a
+    /// `NewFile`: no other source file of the crate names `std::fs`.
+    #[test]
+    fn no_module_outside_io_touches_std_fs() {
+        let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let (mut dirs, mut seen, mut found) = (vec![src.clone()], 0, Vec::new());
+        while let Some(dir) = dirs.pop() {
+            for entry in std::fs::read_dir(&dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    if path != src.join("io") {
+                        dirs.push(path);
+                    }
+                } else if path.extension().is_some_and(|e| e == "rs") {
+                    seen += 1;
+                    let text = std::fs::read_to_string(&path).unwrap();
+                    let names_fs = |line: &str| line.contains("std::fs") || (line.contains("use std::{") && line.contains("fs"));
+                    found.extend(text.lines().filter(|line| names_fs(line)).map(|line| format!("{}: {line}", path.display())));
+                }
+            }
+        }
+        assert!(seen > 20, "the crate's sources were found ({seen} files)");
+        assert!(found.is_empty(), "std::fs outside io: {found:#?}");
+    }
 }

@@ -10,7 +10,10 @@
 //! Invariant: the final name holds what it held before or the whole new
 //! file, never a part: a `NewFile` dropped before `persist` (an error, or
 //! a signal the command turned into one) removes its temporary file, and
-//! the final name is not touched.
+//! the final name is not touched (tested by
+//! `a_new_file_replaces_its_target_whole_or_not_at_all`). The temporary file
+//! is in the final name's directory, so that the rename is atomic (asserted
+//! in `create`).
 
 use std::fs::File;
 use std::io;
@@ -58,6 +61,7 @@ impl NewFile {
             builder.permissions(std::fs::Permissions::from_mode(0o666));
         }
         let temp = builder.tempfile_in(dir).map_err(context(format!("cannot create a file in {}", dir.display())))?;
+        assert_eq!(temp.path().parent(), Some(dir), "a new file is written beside its final name");
         Ok(NewFile { temp, target: target.to_path_buf() })
     }
 
@@ -78,5 +82,39 @@ impl NewFile {
         let shown = temp.path().display().to_string();
         temp.persist(&target).map_err(|e| context(format!("cannot rename {shown} to {}", target.display()))(e.error))?;
         sync_dir(parent(&target))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write as _;
+
+    /// The names in `dir`, sorted.
+    fn names(dir: &Path) -> Vec<String> {
+        let mut names: Vec<String> =
+            std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+        names.sort();
+        names
+    }
+
+    /// Dropped before `persist`, a new file leaves the target as it was
+    /// and no temporary file; persisted, it replaces the target whole.
+    #[test]
+    fn a_new_file_replaces_its_target_whole_or_not_at_all() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("report");
+        std::fs::write(&target, b"old").unwrap();
+        let new = NewFile::create(&target).unwrap();
+        new.file().write_all(b"half of the new").unwrap();
+        assert_eq!(names(dir.path()).len(), 2, "the temporary file beside the target");
+        drop(new);
+        assert_eq!(std::fs::read(&target).unwrap(), b"old");
+        assert_eq!(names(dir.path()), ["report"]);
+        let new = NewFile::create(&target).unwrap();
+        new.file().write_all(b"the new file").unwrap();
+        new.persist().unwrap();
+        assert_eq!(std::fs::read(&target).unwrap(), b"the new file");
+        assert_eq!(names(dir.path()), ["report"]);
     }
 }

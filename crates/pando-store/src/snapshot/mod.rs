@@ -26,14 +26,19 @@
 //! of at most one inode per level, whatever the directories' sizes.
 //!
 //! Invariants:
-//! - Export and import hold at most one inode per level of the tree (and,
-//!   for a directory of at most 256 entries, its entries), never a whole
-//!   directory or tree.
+//! - Export holds at most one inode per level of the tree, never a whole
+//!   directory or tree (tested by `export_holds_one_inode_per_level`), and
+//!   after each inode and contents less than a frame of the stream not yet
+//!   handed over (asserted in `maybe_flush`); import's bound is
+//!   `store::tools::import`'s.
+//! - Every frame holds 1 to [`FRAME_BYTES`] raw bytes, as the reader takes
+//!   (asserted in `write_frames`).
 //! - Import accepts only the canonical layout (the one pando and irmin
 //!   build for the same entries), checks every frame's checksum before
 //!   decompressing it, bounds every length before allocating, and reports
 //!   any damage with the file byte of the frame and the stream byte where
-//!   it was found.
+//!   it was found (tested by `a_forged_stream_with_valid_frames_is_refused`
+//!   and `every_flipped_byte_and_every_truncation_is_refused`).
 
 mod export;
 
@@ -92,6 +97,7 @@ impl FrameWriter {
             self.send(frame)?;
         }
         self.raw.drain(..full);
+        debug_assert!(self.raw.len() < FRAME_BYTES, "less than a frame of the stream held after a flush");
         Ok(())
     }
 
@@ -112,6 +118,8 @@ pub fn write_frames<R>(out: &mut (dyn Write + Send), f: impl FnOnce(&mut FrameWr
             out.write_all(MAGIC).map_err(io)?;
             let (mut stream_bytes, mut file_bytes) = (0u64, MAGIC.len() as u64);
             for raw in rx {
+                // The reader refuses an empty frame and one longer than this.
+                assert!(!raw.is_empty() && raw.len() <= FRAME_BYTES, "a frame holds 1 to FRAME_BYTES raw bytes");
                 let stored = zstd::bulk::compress(&raw, LEVEL).map_err(Error::io("snapshot", "compress"))?;
                 let mut head = [0u8; 8];
                 head[..4].copy_from_slice(&(raw.len() as u32).to_le_bytes());
