@@ -6,6 +6,9 @@
 //! time (from 1) it reaches the point `<name>`. Unset, a crash point costs
 //! one relaxed atomic load. Without the feature, a crash point is nothing
 //! and the environment is never read.
+//!
+//! Invariant: every point reached is listed in `POINTS` or `GC_POINTS`,
+//! which the kill test arms one by one (asserted in `reach`).
 
 #[cfg(feature = "test-hooks")]
 use std::sync::OnceLock;
@@ -60,6 +63,7 @@ pub fn reach(_name: &str) {}
 #[cfg(feature = "test-hooks")]
 #[inline]
 pub fn reach(name: &str) {
+    debug_assert!(POINTS.contains(&name) || GC_POINTS.contains(&name), "crash point `{name}` is listed for the kill test");
     if let Some(armed) = armed()
         && armed.name == name
         && armed.seen.fetch_add(1, Ordering::Relaxed) + 1 == armed.after

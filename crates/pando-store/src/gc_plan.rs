@@ -16,10 +16,15 @@
 //! into the old files), then rewrites the files whose live share is low,
 //! a group at a time, each group into one new segment.
 //!
-//! Invariants: ranges and runs are sorted by logical offset and disjoint;
-//! runs coalesce only bytes contiguous both in the pack and in one file;
-//! a relocated group's runs are laid out densely in its segment in logical
-//! order.
+//! Invariants:
+//! - Ranges and runs are sorted by logical offset and disjoint (asserted
+//!   in `live_records` and `push_run`).
+//! - Runs coalesce only bytes contiguous both in the pack and in one file
+//!   (`push_run`, tested by
+//!   `ranges_are_placed_where_they_lie_and_split_at_file_ends`).
+//! - A relocated group's runs are laid out densely in a segment of its
+//!   own, in logical order, covering the same logical bytes (asserted in
+//!   `relocate`).
 
 use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
 
@@ -87,7 +92,11 @@ pub fn live_records(
     // The range being extended downwards.
     let mut current: Option<(u64, u64)> = None;
     let (mut refs, mut payload) = (Vec::new(), Vec::new());
+    let mut last_visited = u64::MAX;
     while let Some(offset) = heap.pop() {
+        // Pushed once while pending, and only below every record visited.
+        debug_assert!(offset < last_visited, "live records are visited once each, in descending offset order");
+        last_visited = offset;
         let mask = masks.remove(&offset).expect("pending offsets have a mask");
         let (kind, len) = read(offset, &mut payload)?;
         refs.clear();
@@ -143,6 +152,7 @@ pub fn references_in(
 /// Appends `run` to `runs`, merging it into the last one when the bytes
 /// continue it both in the pack and in its file.
 fn push_run(runs: &mut Vec<Run>, run: Run) {
+    debug_assert!(runs.last().is_none_or(|last| last.end() <= run.old), "runs are added in logical order, disjoint");
     match runs.last_mut() {
         Some(last) if last.file == run.file && last.end() == run.old && last.new + last.len == run.new => last.len += run.len,
         _ => runs.push(run),
@@ -171,10 +181,13 @@ pub fn place(ranges: &[(u64, u64)], locate: &mut Locate<'_>) -> Result<Vec<Run>>
 /// of `below`'s (a collection's kept runs, then those it traced above
 /// them): one table, copied once.
 pub fn concat(below: &[Run], above: Vec<Run>) -> Vec<Run> {
-    debug_assert!(match (below.last(), above.first()) {
-        (Some(last), Some(first)) => last.end() <= first.old,
-        _ => true,
-    });
+    debug_assert!(
+        match (below.last(), above.first()) {
+            (Some(last), Some(first)) => last.end() <= first.old,
+            _ => true,
+        },
+        "the runs traced above the kept ones start after them"
+    );
     let mut out = Vec::with_capacity(below.len() + above.len());
     out.extend_from_slice(below);
     for run in above {
@@ -231,6 +244,8 @@ pub fn rewrite_groups(runs: &[Run], sizes: &BTreeMap<u64, u64>, may_rewrite: &dy
 /// The run table after moving the runs of `sources` into the new segment
 /// `segment`, laid out densely in logical order; and the segment's length.
 pub fn relocate(runs: &[Run], sources: &BTreeSet<u64>, segment: u64) -> (Vec<Run>, u64) {
+    // A run into an older file of that key would merge with the copies.
+    assert!(!runs.iter().any(|r| r.file == segment), "a relocation writes a segment of a new generation");
     let mut out = Vec::with_capacity(runs.len());
     let mut len = 0;
     for run in runs {
@@ -241,6 +256,11 @@ pub fn relocate(runs: &[Run], sources: &BTreeSet<u64>, segment: u64) -> (Vec<Run
             push_run(&mut out, *run);
         }
     }
+    assert_eq!(
+        out.iter().map(|r| r.len).sum::<u64>(),
+        runs.iter().map(|r| r.len).sum::<u64>(),
+        "a relocation moves records, never adds or drops one"
+    );
     (out, len)
 }
 

@@ -13,9 +13,14 @@
 //! storage. An embedder's build has none of these.
 //!
 //! Invariants kept across modules:
-//! - A commit that returned is durable under the default sync policy.
-//! - Everything read from disk is checked (record checksum) before use.
-//! - No panic on any bytes read from disk: damage is an [`Error`].
+//! - A commit that returned is durable under the default sync policy
+//!   (tested by `kill_at_random_moments_and_crash_points` and
+//!   `every_operation_fails_in_turn_then_crash`).
+//! - Everything read from disk is checked (record checksum) before use
+//!   (tested by `bit_flips_at_rest_are_detected`).
+//! - No panic on any bytes read from disk: damage is an [`Error`] (tested
+//!   by `truncated_files_are_rejected_precisely` and
+//!   `the_fuzz_seeds_decode_without_a_panic`).
 
 // Unsafe code only where a site says why (`#[expect(unsafe_code)]`): the
 // hash memo's cell and one system call; scripts/unsafe-check.sh runs them

@@ -3,7 +3,9 @@
 //! Shuttle's, so that a test can explore their interleavings
 //! (`pack::shuttle_tests`: `cargo test -p pando-store --features shuttle --lib shuttle`).
 //!
-//! Invariant: the two variants have the same API (guards, no poisoning).
+//! Invariant: the two variants have the same API (guards, no poisoning;
+//! tested by `shuttle_readers_never_see_a_switch`, which builds the pack
+//! on Shuttle's).
 
 #[cfg(not(feature = "shuttle"))]
 pub use parking_lot::RwLock;

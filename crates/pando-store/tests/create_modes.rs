@@ -121,3 +121,28 @@ fn a_closed_store_frees_its_directory_while_its_trees_live() -> Result<(), Box<d
     drop(next);
     Ok(())
 }
+
+/// One writer per store directory: while a store is open for writing, a
+/// second writable open (here in the same process, through its own file
+/// lock) is refused and changes nothing; a read-only open reads, and the
+/// directory is free again once the first writer closes.
+#[test]
+fn a_second_writer_is_refused_while_the_first_is_open() -> Result<(), Box<dyn std::error::Error>> {
+    let dir = tempfile::tempdir()?;
+    let store = open(dir.path(), Create::IfMissing, false)?;
+    let tree = store.empty_tree().add(&["a"], b"1")?;
+    let commit = store.commit(&tree, CommitMeta { parents: &[], date: 1, author: "", message: "" })?;
+    let before = listing(dir.path());
+    match open(dir.path(), Create::Never, false) {
+        Err(Error::Io { op: "lock", error, .. }) => assert_eq!(error.kind(), std::io::ErrorKind::WouldBlock, "{error}"),
+        other => panic!("a second writer: {:?}", other.map(|_| ())),
+    }
+    assert_eq!(listing(dir.path()), before, "the refused open changed nothing");
+    let reader = open(dir.path(), Create::Never, true)?;
+    assert_eq!(reader.checkout(&commit)?.expect("durable").find(&["a"])?, Some(b"1".to_vec()));
+    store.close()?;
+    let next = open(dir.path(), Create::Never, false)?;
+    assert!(next.exists(&commit));
+    drop(reader);
+    Ok(())
+}

@@ -3,7 +3,8 @@
 //! installed.
 //!
 //! Invariant: the pack only learns what a control slot made durable, and
-//! keeps the handles of files it held, which the writer may have removed.
+//! keeps the handles of files it held, which the writer may have removed
+//! (tested by `a_reader_in_another_process_follows_collections`).
 
 use std::collections::BTreeSet;
 use std::sync::atomic::Ordering;
@@ -30,7 +31,12 @@ impl Pack {
             let file = self.storage.open(&name, false).map_err(Error::io(&name, "open"))?;
             opened.push(Chunk { start, name, file });
         }
-        self.chunks.write().extend(opened);
+        let mut chunks = self.chunks.write();
+        // Follows are serialized (`store::read::follow`): nothing came in since.
+        let last = chunks.last().expect("a pack has a chunk").start;
+        assert!(opened.first().is_none_or(|c| c.start > last), "a chunk followed is taken in once, after the last");
+        chunks.extend(opened);
+        drop(chunks);
         self.reserved.store(durable_end, Ordering::Release);
         self.end.store(durable_end, Ordering::Release);
         Ok(())

@@ -3,6 +3,10 @@
 //! control write that makes it durable, then installed in one step
 //! (`Pack::install`, under every lock), and the layout a store opens with
 //! (`open_collected`). See the parent module for the invariants.
+//!
+//! Invariant: a layout's runs are sorted by logical offset, disjoint, and
+//! below its boundary, and the first chunk only moves forward (asserted
+//! in `Collected::new` and `install`).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -34,6 +38,9 @@ pub struct Collected {
 
 impl Collected {
     fn new(generation: u64, runs: Vec<Run>, files: BTreeMap<u64, PackFile>) -> Collected {
+        // What `RunIndex::find` relies on. A run table read from disk was
+        // checked by `mapping::decode`; one a collection made, by nothing else.
+        assert!(runs.windows(2).all(|w| w[0].end() <= w[1].old), "a layout's runs are sorted by logical offset and disjoint");
         let index = RunIndex::new(&runs);
         Collected { generation, runs, files, index }
     }
@@ -125,6 +132,10 @@ impl Pack {
         let mut current = self.collected.write();
         let mut cold = self.cold.write();
         let keep_from = chunks.partition_point(|c| c.start < boundary);
+        // As `resolve` found it: chunks are only added after the last since.
+        assert!(chunks.get(keep_from).is_some_and(|c| c.start == boundary), "a layout is installed at a chunk's start");
+        assert!(boundary >= self.first_chunk_start(), "the first chunk only moves forward");
+        assert!(runs.last().is_none_or(|r| r.end() <= boundary), "a layout's runs lie below its boundary");
         let ends: Vec<u64> = chunks[1..=keep_from].iter().map(|c| c.start).collect();
         let (mut remove, mut rename) = (Vec::new(), Vec::new());
         for (chunk, end) in chunks.drain(..keep_from).zip(ends) {
@@ -135,6 +146,7 @@ impl Pack {
                     source.name = name.clone();
                 }
                 let at = cold.partition_point(|c| c.start < chunk.start);
+                debug_assert!(cold.get(at).is_none_or(|c| c.start >= end), "a chunk becomes cold once, beside no other");
                 cold.insert(at, Cold { start: chunk.start, len: end - chunk.start, name, file: chunk.file });
             } else if !files.contains_key(&(IN_CHUNK | chunk.start)) {
                 remove.push(chunk.name);

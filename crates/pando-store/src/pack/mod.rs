@@ -19,11 +19,17 @@
 //!   batch is appended, and a chunk started, only once none is pending.
 //!   A collection replaces the layout below the first chunk in one step
 //!   (`install`, under every lock); a reader that located a record in an
-//!   old file keeps reading it through its open handle.
-//! - Locks are taken in one order: chunks, collected, cold.
+//!   old file keeps reading it through its open handle (asserted in
+//!   `append` and `reserve`, the switch in `layout`'s `install`; tested by
+//!   `shuttle_readers_never_see_a_switch`).
+//! - Locks are taken in one order: chunks, collected, cold (tested by
+//!   `shuttle_readers_never_see_a_switch`, whose schedules would find a
+//!   deadlock, with the `shuttle` feature).
 //! - Every chunk but the last is exactly `next.start - start` bytes long;
-//!   a cold file holds exactly the bytes its chunk held.
-//! - Boundary: the pack knows records, not nodes or commits.
+//!   a cold file holds exactly the bytes its chunk held (asserted in
+//!   `prepare_append`, when the last chunk is closed).
+//!
+//! Boundary: the pack knows records, not nodes or commits.
 
 use std::collections::{BTreeSet, HashSet};
 use std::sync::Arc;
@@ -454,6 +460,12 @@ impl Pack {
         if self.chunk_due(end, self.split.swap(false, Ordering::AcqRel)) {
             // Only the last chunk is synced at commits: finish this one first.
             self.sync()?;
+            // It now ends where the next one starts: nothing lies past the
+            // end of the bytes written in it (a chunk longer than that
+            // would overlap the next one, which an open refuses).
+            let (last, last_name, last_start) = self.last_chunk();
+            let len = last.len().map_err(Error::io(&last_name, "stat"))?;
+            assert_eq!(len, end - last_start, "a chunk closed holds exactly the bytes up to the next chunk's start");
             let name = chunk_name(end);
             let file = self.storage.open(&name, true).map_err(Error::io(&name, "create"))?;
             file.truncate(0).map_err(Error::io(&name, "truncate"))?;
@@ -471,6 +483,7 @@ impl Pack {
         assert_eq!(at, self.end(), "batches are appended at the end");
         assert_eq!(at, self.reserved.load(Ordering::Acquire), "batches are appended after the reserved records are written");
         let (file, name, start) = self.last_chunk();
+        assert!(at >= start, "a batch is appended to the last chunk, at or after its start");
         file.write_all_at(batch, at - start).map_err(Error::io(&name, "write"))?;
         self.reserved.store(at + batch.len() as u64, Ordering::Release);
         self.end.store(at + batch.len() as u64, Ordering::Release);
@@ -484,6 +497,7 @@ impl Pack {
     pub fn reserve(&self, at: u64, len: u64) -> Reserved {
         assert_eq!(at, self.reserved.load(Ordering::Acquire), "records are reserved at the end");
         let (file, name, start) = self.last_chunk();
+        debug_assert!(at >= self.end() && at >= start, "a reserved record lies past the written end, in the last chunk");
         self.reserved.store(at + len, Ordering::Release);
         Reserved { file, name, pos: at - start, at, len, written: self.end.clone() }
     }
@@ -534,6 +548,7 @@ impl Pack {
             let collected = self.collected.read();
             let located = collected.as_ref().and_then(|c| {
                 let run = c.find(offset)?;
+                debug_assert!(run.old <= offset && offset < run.end(), "the run found for an offset holds it");
                 let source = c.files.get(&run.file)?;
                 let skip = offset - run.old;
                 Some(Located {

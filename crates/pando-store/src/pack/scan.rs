@@ -2,7 +2,8 @@
 //! writable open's recovery and the check do.
 //!
 //! Invariant: a scan stops at the first bytes that are not a whole,
-//! checksummed record lying inside its region, and says where.
+//! checksummed record lying inside its region, and says where (asserted
+//! in `scan_region`).
 
 use super::names::{chunk_name, parse_chunk_name};
 use crate::error::{Error, Result};
@@ -33,6 +34,7 @@ pub(super) fn scan_region(file: &dyn File, name: &str, mut pos: u64, end: u64, f
         loop {
             match record::parse(&buf[used..]) {
                 Parse::Record { kind, payload, total } => {
+                    debug_assert!(pos + (used + total) as u64 <= end, "a record scanned lies inside its region");
                     f(pos + used as u64, kind, payload, total as u64)?;
                     used += total;
                     if used == buf.len() {
@@ -90,5 +92,6 @@ pub(crate) fn whole_batches_end(storage: &dyn Storage, names: &[String], first_s
         }
         at = start + len;
     }
+    assert!(batches_end >= durable_end, "recovery only extends the durable end");
     Ok(batches_end)
 }

@@ -8,6 +8,9 @@
 //! most of what it reads (a dense walk reads each file once, backwards),
 //! down to 64 KiB when it uses little (a sparse one does not read much of
 //! what lies between its records).
+//!
+//! Invariant: a window's bytes lie in one region, and hold the offset it
+//! was filled for (asserted in `fill` and `read`).
 
 use std::ops::Range;
 
@@ -83,6 +86,7 @@ impl Window {
         let Some(region) = &self.region else {
             return Err(Fault::Damaged { file: "pack".into(), position: offset, what: "no region holds it".into() });
         };
+        debug_assert!(region.start <= offset && offset < region.end, "a window's bytes lie in its region");
         let position = region.pos + (offset - region.start);
         let damaged = |what: String| Fault::Damaged { file: region.name.clone(), position, what };
         let rel = (offset - self.start) as usize;
@@ -146,6 +150,7 @@ impl Window {
         })?;
         let end = region.end.min(offset + RECORD_GUESS_BYTES);
         let start = region.start.max(end.saturating_sub(self.span));
+        debug_assert!(start <= offset && offset < end, "a window holds the offset it was filled for");
         self.bytes.resize((end - start) as usize, 0);
         let position = region.pos + (start - region.start);
         if let Err(e) = region.file.read_exact_at(&mut self.bytes, position) {

@@ -2,7 +2,9 @@
 //! `hash ‖ offset (u64 LE) ‖ crc32c (u32 LE) of the 40 bytes before it`.
 //!
 //! Invariant: only the first `control.index_entries` entries are trusted;
-//! each is checked to point inside the durable pack, or to be `COLLECTED`.
+//! each is checked to point inside the durable pack, or to be `COLLECTED`
+//! (an error in `decode`: damage on disk, never an assertion; tested by
+//! `bit_flips_at_rest_are_detected`).
 
 use pando_core::Hash;
 

@@ -4,11 +4,7 @@
 //! writes nothing to a directory without a store, not even the lock file.
 //! A creation makes the chunk, index and dictionary files, then the
 //! control file under a temporary name, renamed once synced: until that
-//! rename the directory is not a store. Invariants: a creation that fails
-//! removes every file it made; what a crash during one leaves (only the
-//! files a creation makes, no control file) is never taken for a foreign
-//! directory: a creating open clears it and creates the store, any other
-//! open names it (`Error::UnfinishedCreation`) and changes nothing.
+//! rename the directory is not a store.
 //!
 //! Recovery needs no log replay beyond the last checkpoint: the control file
 //! names a durable end of the pack; a writable open extends it over the
@@ -17,6 +13,20 @@
 //! read-only open ignores it. The index and dictionary files are read up to
 //! their checkpointed lengths and the records between the checkpoint and
 //! the durable end are scanned to complete them, the recovered commits too.
+//!
+//! Invariants:
+//! - A creation that fails removes every file it made (tested by
+//!   `a_failed_creation_removes_what_it_made`).
+//! - What a crash during a creation leaves (only the files a creation
+//!   makes, no control file) is never taken for a foreign directory: a
+//!   creating open clears it and creates the store, any other open names
+//!   it (`Error::UnfinishedCreation`) and changes nothing (tested by
+//!   `the_leftovers_of_a_creation_are_named_then_cleared_by_a_creating_open`).
+//! - Recovery only extends the durable end, and only a writable open
+//!   does; the commits it finds past the checkpoint are in pack order
+//!   (asserted in `open` and `load_commits`).
+//! - An open removes the files of other generations only, never the
+//!   current one's (asserted in `remove_other_generations`).
 
 use pando_core::Hash;
 use parking_lot::{Mutex, RwLock};
@@ -157,6 +167,8 @@ pub fn open(storage: Arc<dyn Storage>, options: Options) -> Result<Repo> {
     // (commits whose slot, a hint not synced, was lost); the scan of the
     // records after the checkpoint below finds their commits.
     let slot_end = std::mem::replace(&mut control.durable_end, pack.end());
+    assert!(control.durable_end >= slot_end, "recovery only extends the durable end");
+    assert!(writable || control.durable_end == slot_end, "a read-only open ignores what lies past the durable end");
 
     let dict_file = open_file(&*storage, DICT, false)?;
     let index_file = open_file(&*storage, &index_file::name(control.index_generation), false)?;
@@ -276,6 +288,8 @@ pub(super) fn load_commits(
     index.extend(entries);
     let mut unflushed = Vec::new();
     scan_commits(pack, control.checkpoint_end, control.durable_end, &mut index, &mut dict, &mut unflushed)?;
+    // In pack order, so that the last recovered is the newest commit.
+    assert!(unflushed.windows(2).all(|w| w[0].1 < w[1].1), "commits found past the checkpoint are in pack order");
     let recovered: Vec<u64> = unflushed.iter().map(|&(_, at)| at).filter(|&at| at >= slot_end).collect();
     let commits = control.commits + recovered.len() as u64;
     if index.len() as u64 != commits {
@@ -439,6 +453,8 @@ fn remove_other_generations(storage: &dyn Storage, generation: u64, index_genera
                 || (index_generation > 0 && name.as_str() == INDEX)
         })
         .collect();
+    let current = [index_file::name(index_generation), crate::format::mapping::file_name(generation)];
+    assert!(!stale.iter().any(|name| current.contains(name)), "an open removes only other generations' files");
     for name in &stale {
         storage.remove(name).map_err(Error::io(name.as_str(), "remove"))?;
     }

@@ -23,30 +23,40 @@
 //!
 //! Invariants:
 //! - Logical offsets never change: a live record below the boundary is
-//!   found through the runs, every pointer in the store stays valid.
+//!   found through the runs, every pointer in the store stays valid
+//!   (tested by `collection_keeps_recent_commits_and_frees_space`;
+//!   `gc_plan::relocate` asserts a step moves records, never drops one).
 //! - The control file names the layout; each step's files are durable
 //!   before the control write naming them, files it replaces are removed
-//!   only after it. Files of an unfinished step are removed on open.
+//!   only after it. Files of an unfinished step are removed on open
+//!   (asserted in `write_control` and `retire`; tested by
+//!   `every_operation_of_a_collection_fails_in_turn_then_crash`).
 //! - After the liveness switch, no commit may refer to a record that is
 //!   gone: the tree is checked before its batch is built
 //!   (`commit::check_refs`). A blob staged when added to a tree, which no
 //!   commit refers to yet, is never gone: the boundary is at or below the
 //!   oldest one trees still hold. Relocation changes where records lie, never
-//!   which are held.
+//!   which are held (asserted in `start_gc`; tested by
+//!   `pinned_commits_survive_and_stale_trees_are_refused`).
 //! - A reader that located a record before a switch reads it from its open
-//!   file handle; old files disappear from the directory only.
+//!   file handle; old files disappear from the directory only (tested by
+//!   `collections_writer_and_readers_together`).
 //! - The collector never holds a lock the writer takes while it runs at
 //!   a lower priority than the writer: the long stages (scanning,
 //!   tracing, writing the new files) run on a low-priority thread that
 //!   holds no such lock for longer than a lookup, and the sections under
 //!   the writer lock run on the collection's own thread, at the priority
 //!   of the thread that started it. A nice-19 thread preempted under the
-//!   writer lock on a busy machine held the writer for up to 1.6 s.
+//!   writer lock on a busy machine held the writer for up to 1.6 s
+//!   (asserted in `lock_writer`).
 //! - A collection due while the last one still runs is not started; the
 //!   store says so once per running collection (a warning and
-//!   `pando_gc_overdue_total`): the disk then grows past the retention.
-//! - Crash points: `gc-planned`, `gc-index-written`, `gc-switched`,
-//!   `gc-segment-written`, `gc-relocated`, `gc-removed` (the kill test).
+//!   `pando_gc_overdue_total`): the disk then grows past the retention
+//!   (tested by `an_overdue_collection_is_said_once`).
+//!
+//! Crash points (`crash_point::GC_POINTS`, the kill test's): `gc-planned`,
+//! `gc-index-written`, `gc-switched`, `gc-segment-written`,
+//! `gc-relocated`, `gc-removed`.
 
 mod work;
 
@@ -289,6 +299,9 @@ impl Repo {
         let first = self.read.pack.first_chunk_start();
         let keep_at = keep_offset.min(oldest_staged);
         let boundary = self.read.pack.chunk_bounds().iter().rev().find(|(start, _)| *start <= keep_at).map_or(first, |c| c.0);
+        // Every earlier collection's boundary was at or below the blobs
+        // staged then, and later ones lie past it: none is below `first`.
+        assert!(boundary <= oldest_staged, "a collection's boundary is at or below every blob trees staged");
         let pinned: std::collections::HashSet<Hash> = self.write.gc.pinned.lock().keys().copied().collect();
         let progress = Arc::new(Progress::default());
         crate::telemetry::gc_started(generation, keep_offset, boundary);
@@ -507,13 +520,28 @@ impl Repo {
     /// file and syncs it: the commit point of a collection step. A failure
     /// poisons the store, since the slot may or may not have reached the disk.
     fn write_control(&self, writer: &mut Writer, next: crate::format::control::Control) -> Result<()> {
+        // One collection runs at a time, and each of its steps names its own generation.
+        assert_eq!(next.generation, writer.control.generation + 1, "each collection step names the next generation");
         self.write.guard(writer.write_synced_control(next))
+    }
+
+    /// The writer lock, for a collection's section under it: never taken
+    /// on a thread `lower_priority` lowered (see the invariants above).
+    fn lock_writer(&self) -> parking_lot::MutexGuard<'_, Writer> {
+        assert!(!LOWERED.get(), "the collector takes the writer lock only at the priority of the thread that started it");
+        self.write.writer.as_ref().expect("a collection runs on a writable store").lock()
     }
 
     /// Removes the files a switch replaced and (archive mode) renames the
     /// chunks that become cold. Best effort: the switch is durable, and the
     /// next open finishes what is left.
     fn retire(&self, remove: &[String], rename: &[(String, String)]) {
+        let (chunks, collected) = (self.read.pack.chunk_sizes(), self.read.pack.collected());
+        let in_use = |name: &String| {
+            chunks.iter().any(|(chunk, _)| chunk == name)
+                || collected.as_ref().is_some_and(|c| c.files.values().any(|f| f.name == *name))
+        };
+        assert!(!remove.iter().any(in_use), "a collection step removes only files the installed layout no longer uses");
         for name in remove {
             let _ = self.read.storage.remove(name);
         }
@@ -524,6 +552,11 @@ impl Repo {
     }
 }
 
+thread_local! {
+    /// Whether `lower_priority` lowered this thread.
+    static LOWERED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
 /// The collector's long stages yield the processor to the writer and its
 /// helpers: on a machine with as many busy threads as cores, a collection
 /// at the writer's priority takes half the core that the commit's hashing
@@ -531,6 +564,7 @@ impl Repo {
 /// for a thread that takes no lock the writer waits for (see the
 /// invariants above).
 fn lower_priority() {
+    LOWERED.set(true);
     // On Linux the nice value is a thread's, and `None` names the calling
     // thread. Best effort: a collection at the writer's priority is slower
     // to leave room, not wrong.

@@ -67,6 +67,7 @@ struct Prepared {
 /// mapping file is then stale).
 fn catch_up(repo: &Repo, prepared: &mut Prepared, end: u64) -> Result<()> {
     let boundary = prepared.boundary;
+    assert!(end >= prepared.scanned_end, "catch-up scans forward from what was scanned");
     let mut roots = Vec::new();
     repo.read.pack.scan(prepared.scanned_end, end, &mut |offset, kind, payload| {
         gc_plan::references_in(prepared.traced_from..boundary, offset, kind, payload, &mut roots)
@@ -111,7 +112,8 @@ fn catch_up_rounds(repo: &Repo, prepared: &mut Prepared) -> Result<()> {
 /// index holds its first `since_written`).
 fn unwritten_since(repo: &Repo, prepared: &Prepared) -> Vec<(Hash, u64)> {
     let since = repo.write.gc.since_start.lock();
-    since[prepared.since_written.min(since.len())..].to_vec()
+    assert!(prepared.since_written <= since.len(), "the commits noted since a collection started only grow while it runs");
+    since[prepared.since_written..].to_vec()
 }
 
 /// Appends `tail`, the next commits of `since_start`, to the new index
@@ -249,6 +251,8 @@ impl Work<'_> {
         // collection's switch.
         let current = repo.read.pack.collected();
         let traced_from = if repo.trace_whole(current.as_deref()) { 0 } else { repo.read.pack.first_chunk_start() };
+        // Else the records between them would be neither kept nor traced.
+        assert!(traced_from <= boundary, "a collection traces from at or below its boundary");
         // 1. References into the region traced, from the records kept in
         //    place and from the kept commits below the boundary.
         self.progress.enter(GcPhase::Scanning, scan_end - boundary);
@@ -352,7 +356,7 @@ impl Work<'_> {
             // A failed fsync of the pack is the writer's too: the store
             // refuses further writes, as after its own.
             repo.write.guard(repo.read.pack.sync())?;
-            let mut writer = repo.write.writer.as_ref().expect("a collection runs on a writable store").lock();
+            let mut writer = repo.lock_writer();
             let pause = Instant::now();
             repo.write.check_writable()?;
             repo.check_cancel()?;
@@ -388,6 +392,7 @@ impl Work<'_> {
         if append_since(&mut prepared, tail)? {
             sync_index(&prepared)?;
         }
+        assert_eq!(prepared.since_written, since.len(), "the new index holds every commit made since the collection started");
         crash_point::reach("gc-index-written");
 
         let mut next = writer.control.clone();
@@ -402,6 +407,7 @@ impl Work<'_> {
         next.checkpoint_end = next.durable_end;
         let old_index = index_file::name(writer.control.index_generation);
         let old_mapping = (writer.control.generation > 0).then(|| mapping::file_name(writer.control.generation));
+        assert!(!prepared.mapping_stale, "the mapping file holds the runs the switch installs");
         repo.write_control(&mut writer, next)?;
         self.in_flight.clear();
         crash_point::reach("gc-switched");
@@ -523,7 +529,7 @@ impl Work<'_> {
     /// under the writer lock, names the segment's generation.
     fn relocation_step(&mut self, generation: u64, install: Resolved, len: u64) -> Result<()> {
         let repo = self.repo;
-        let mut writer = repo.write.writer.as_ref().expect("a collection runs on a writable store").lock();
+        let mut writer = repo.lock_writer();
         let pause = Instant::now();
         repo.write.check_writable()?;
         // The writer's state counts the commits made since its last sync
