@@ -8,9 +8,11 @@
 //!
 //! Invariants:
 //! - Memory is bounded whatever the store's size: fixed histograms and
-//!   counters, never a table with one row per record, commit or directory.
+//!   counters, never a table with one row per record, commit or directory
+//!   (tested by `a_tally_holds_as_much_memory_whatever_it_counts`).
 //! - Bytes that passed a record's checksum but do not decode are an error
-//!   (a reason; the caller names the file and offset), never a panic.
+//!   (a reason; the caller names the file and offset), never a panic
+//!   (tested by `a_value_inode_is_counted_and_a_damaged_one_refused`).
 
 use hdrhistogram::Histogram;
 use pando_core::Hash;
@@ -118,7 +120,12 @@ impl Log2Histogram {
     }
 
     pub fn add(&mut self, value: u64) {
-        self.counts[Self::bucket_of(value)] += 1;
+        let bucket = Self::bucket_of(value);
+        debug_assert!(
+            (Self::bucket_range(bucket).0..=Self::bucket_range(bucket).1).contains(&value),
+            "a value's bucket holds it"
+        );
+        self.counts[bucket] += 1;
         self.count += 1;
         self.sum = self.sum.saturating_add(value);
         self.max = self.max.max(value);
@@ -309,6 +316,7 @@ impl RecordTally {
 
     /// The records that follow are a run below the first chunk.
     pub fn enter_run(&mut self) {
+        assert!(self.batch_start.is_none(), "the runs are counted before the chunks");
         self.records.runs += 1;
         self.batch_start = None;
     }
@@ -316,6 +324,7 @@ impl RecordTally {
     /// The records that follow are the chunks', from `start`, the first
     /// chunk's start (a batch starts there: batches never straddle chunks).
     pub fn enter_chunks(&mut self, start: u64) {
+        assert!(self.batch_start.is_none(), "the chunks are entered once");
         self.batch_start = Some(start);
     }
 
@@ -381,6 +390,7 @@ impl RecordTally {
             RecordKind::Commit => {
                 crate::format::commit::CommitRecord::decode(payload, offset)?;
                 if let Some(start) = self.batch_start {
+                    debug_assert!(start <= offset, "the chunks' records are counted in the order of their offsets");
                     let end = offset + len;
                     self.records.batches.sizes.add(end - start);
                     // Grows to hold the value; fails only if its counts
@@ -541,6 +551,11 @@ pub fn share_budget(totals: &[u64], budget: u64) -> Vec<u64> {
         shares[i] = share;
         left -= share;
     }
+    assert_eq!(
+        shares.iter().sum::<u64>(),
+        budget.min(totals.iter().sum()),
+        "the budget is shared out whole, or every group gets all it holds"
+    );
     shares
 }
 
@@ -577,6 +592,7 @@ pub fn plan_samples(sizes: &[u64], share: u64, piece_bytes: u64) -> Vec<(usize, 
         }
         let pos = at - file_start;
         let len = piece_bytes.min(position(k + 1) - at).min(sizes[file] - pos);
+        assert!(len > 0 && pos + len <= sizes[file], "a sample is a piece of one file");
         out.push((file, pos, len));
     }
     out
@@ -659,6 +675,40 @@ mod tests {
         assert_eq!(records.batches.sizes.count(), 100);
         assert_eq!(records.chunk_bytes, at - 1000);
         assert_eq!((records.run_bytes, records.kind(RecordKind::Commit).records), (0, 100));
+    }
+
+    /// The tally's memory is the same after 200,000 commit records as after
+    /// a thousand: its histograms have fixed buckets.
+    #[test]
+    fn a_tally_holds_as_much_memory_whatever_it_counts() {
+        use crate::format::commit::CommitRecord;
+        let dict = Dict::default();
+        let mut tally = RecordTally::new();
+        tally.enter_chunks(0);
+        let commit = CommitRecord {
+            root_offset: 0,
+            root_hash: Hash::from_slice(&[1; 32]).unwrap(),
+            parents: Vec::new(),
+            date: 0,
+            author: String::new(),
+            message: String::new(),
+        };
+        let mut at = 0;
+        let mut held = 0;
+        for i in 0..200_000u64 {
+            if i == 1000 {
+                held = tally.batch_sizes.distinct_values();
+            }
+            // Batches of up to 60,000 bytes, the largest first: a blob's
+            // room, then a commit.
+            at += if i == 0 { 60_000 } else { (i * 7919) % 50_000 };
+            let payload = commit.encode(at);
+            tally.count(at, RecordKind::Commit, &payload, &dict).unwrap();
+            at += record_len(payload.len() as u64);
+        }
+        assert_eq!(tally.batch_sizes.distinct_values(), held);
+        let records = tally.finish();
+        assert_eq!(records.kind(RecordKind::Commit).records, 200_000);
     }
 
     #[test]

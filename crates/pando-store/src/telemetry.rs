@@ -5,9 +5,12 @@
 //! recorder (for example a Prometheus exporter; see the `telemetry`
 //! example). Without them an event or a metric costs a check of a global.
 //!
-//! Invariants: nothing here runs per operation of a tree; a commit records
-//! its metrics once, and a collection once per stage. Metric names are
-//! `pando_*` with Prometheus units (seconds, bytes, totals).
+//! Invariants:
+//! - Nothing here runs per operation of a tree; a commit records its
+//!   metrics once, and a collection once per stage (tested by
+//!   `a_store_reports_what_it_does`).
+//! - Metric names are `pando_*` with Prometheus units (seconds, bytes,
+//!   totals) (tested by `metric_names_are_pando_with_prometheus_units`).
 
 use std::time::Duration;
 
@@ -87,6 +90,7 @@ pub(crate) fn damaged_control_slot(slot: usize, error: &str, read_at_seq: u64) {
 }
 
 pub(crate) fn cut_tail(file: &str, durable: u64, found: u64) {
+    assert!(found > durable, "a tail is cut only past the durable end");
     tracing::warn!(
         file,
         durable,
@@ -154,4 +158,32 @@ pub(crate) fn gc_failed(error: &crate::Error) {
     metrics::gauge!(GC_PHASE).set(0.0);
     metrics::counter!(GC_FAILURES).increment(1);
     tracing::error!(%error, "collection failed; the store is as it was before it");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::GcPhase;
+
+    #[test]
+    fn metric_names_are_pando_with_prometheus_units() {
+        let counters = [COMMITS, BYTES_WRITTEN, CACHE_HITS, CACHE_MISSES, GC_COLLECTIONS, GC_FAILURES, GC_OVERDUE];
+        let histograms = [COMMIT_SECONDS, GC_SECONDS, GC_PAUSE_SECONDS];
+        let gauges = [PACK_BYTES, GC_PHASE];
+        for name in counters {
+            assert!(name.ends_with("_total"), "the counter {name} ends in _total");
+        }
+        for name in histograms {
+            assert!(name.ends_with("_seconds"), "the histogram {name} ends in _seconds");
+        }
+        assert!(PACK_BYTES.ends_with("_bytes"));
+        let mut all: Vec<&str> = counters.iter().chain(&histograms).chain(&gauges).copied().collect();
+        assert!(all.iter().all(|name| name.starts_with("pando_") && !name["pando_".len()..].contains("pando")));
+        all.sort_unstable();
+        all.dedup();
+        assert_eq!(all.len(), counters.len() + histograms.len() + gauges.len(), "each name names one metric");
+        // The phase gauge's values, as `GC_PHASE` documents them.
+        let phases = [GcPhase::Scanning, GcPhase::Tracing, GcPhase::CatchingUp, GcPhase::Relocating];
+        assert_eq!(phases.map(|phase| phase as u8 + 1), [1, 2, 3, 4]);
+    }
 }

@@ -11,7 +11,8 @@
 //! not read with `find_tree` from the same context (that one is a `Copy`).
 //!
 //! Invariant: a failure to write the trace never fails a store operation;
-//! it is reported by [`Tracer::finish`].
+//! it is reported by [`Tracer::finish`] (tested by
+//! `a_failed_trace_write_is_reported_by_finish`).
 
 use pando_core::Hash;
 use pando_core::trace::{self, ContextId, Row, Scoper};
@@ -213,4 +214,40 @@ pub fn scope_file(path: &Path) -> io::Result<()> {
         out.flush()?;
     }
     fs_io::replace_file(&temp, path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pando_core::trace::Scope;
+
+    /// A writer whose every write fails, as a full disk's.
+    struct Full;
+
+    impl Write for Full {
+        fn write(&mut self, _: &[u8]) -> io::Result<usize> {
+            Err(io::Error::new(io::ErrorKind::StorageFull, "no space left"))
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_failed_trace_write_is_reported_by_finish() {
+        let tracer = Tracer::create(&std::env::temp_dir().join(format!("pando-trace-{}", std::process::id()))).unwrap();
+        std::fs::remove_file(tracer.path()).unwrap();
+        // Unbuffered, so that the first row meets the failure.
+        tracer.state.lock().out = io::BufWriter::with_capacity(0, Box::new(Full));
+        let ctx = tracer.fresh_context();
+        for found in [true, false] {
+            tracer.write(&Row::Mem { key: vec![b"a".to_vec()], found, ctx: Scope::Keep(ctx) });
+        }
+        tracer.gap("a read of a subtree");
+        assert_eq!((tracer.fresh_context(), tracer.is_tracing()), (ctx + 1, true));
+        let error = tracer.finish().unwrap_err();
+        assert_eq!(error.kind(), io::ErrorKind::StorageFull);
+        assert!(!tracer.is_tracing());
+        assert!(tracer.finish().unwrap().is_none(), "reported once");
+    }
 }

@@ -14,19 +14,24 @@
 //!   written the updates are applied and `at` is no commit (no read is
 //!   answered, none noted), then `at` names it, or the map empties if it
 //!   failed. A commit made on another thread meanwhile empties the map,
-//!   and the first commit leaves it unnamed.
+//!   and the first commit leaves it unnamed. A resting cache holds nothing
+//!   and names no commit. (Asserted in `get` and `committed`; in debug
+//!   builds `Tree::read` checks each answer against a descent; tested by
+//!   `interleaved_carries_name_no_commit_with_the_other_s_updates`.)
 //! - `below` holds the hash of every strict prefix of every path given an
 //!   entry since the map was last emptied: a path whose hash it lacks has
 //!   no entry below it. An update of a path whose hash it has empties the
-//!   map (what lay below is gone).
+//!   map (what lay below is gone). (Asserted in `Inner::get`.)
 //! - A tree's [`Writes`] lists its updates since it was taken from a
 //!   commit, in order. Only a tree that has made none reads from the cache
 //!   (it holds what the commit holds); the others walk, so that an update
 //!   costs one entry in a list and a read of an updated tree nothing more.
 //!   Clones share the updates made before they parted: a tree updated
 //!   while a clone holds its log starts a new link, after the shared ones.
+//!   (Asserted in `log`, `own_updates` and `carry`.)
 //! - Paths are encoded as their steps, each preceded by its length as a
-//!   varint, so a prefix's encoding is a prefix of the path's.
+//!   varint, so a prefix's encoding is a prefix of the path's. (Asserted
+//!   in `strict_prefixes`.)
 
 use foldhash::fast::FixedState;
 use hashbrown::HashTable;
@@ -151,9 +156,15 @@ impl Key {
 fn strict_prefixes(encoded: &[u8]) -> impl Iterator<Item = &[u8]> {
     let mut at = 0;
     std::iter::from_fn(move || {
-        // The encodings are this module's own: a length always reads.
-        let len = pando_core::varint::read_u64(encoded, &mut at).ok()?;
-        at = at.saturating_add(usize::try_from(len).ok()?);
+        if at == encoded.len() {
+            return None;
+        }
+        // The encodings are this module's own: a length always reads, and
+        // the steps end where the path does.
+        let len = pando_core::varint::read_u64(encoded, &mut at);
+        debug_assert!(len.is_ok(), "a step's length in a path encoded here reads");
+        at = at.saturating_add(usize::try_from(len.ok()?).ok()?);
+        debug_assert!(at <= encoded.len(), "a step encoded here ends within its path");
         (at < encoded.len()).then(|| &encoded[..at])
     })
 }
@@ -217,7 +228,12 @@ impl Inner {
     }
 
     fn get(&self, key: &[u8]) -> Option<&Entry> {
-        self.entries.find(hash_of(key), |e| e.key() == key)
+        let found = self.entries.find(hash_of(key), |e| e.key() == key);
+        debug_assert!(
+            found.is_none() || strict_prefixes(key).all(|prefix| self.below.contains(&hash_of(prefix))),
+            "`below` holds every prefix of a path given an entry"
+        );
+        found
     }
 
     fn set(&mut self, key: &[u8], held: Cached<&[u8]>) {
@@ -348,6 +364,7 @@ impl FlatCache {
     pub(crate) fn get<T>(&self, at: &Hash, key: &Key, f: impl FnOnce(&Cached<&[u8]>) -> T) -> Option<T> {
         let inner = self.inner.read();
         let found = if inner.at.as_ref() == Some(at) { inner.get(&key.0).map(|e| f(&e.cached())) } else { None };
+        debug_assert!(found.is_none() || inner.pending.is_none(), "no read is answered while a commit's carry is pending");
         let counter = if found.is_some() { &self.hits } else { &self.misses };
         counter.fetch_add(1, Ordering::Relaxed);
         found
@@ -355,12 +372,14 @@ impl FlatCache {
 
     /// Notes what `key` holds in the tree of commit `at`, read from it.
     pub(crate) fn insert(&self, at: &Hash, key: &Key, held: Cached) {
-        // A read that began before the cache came to rest notes nothing.
+        // A resting cache notes nothing (checked again under the lock).
         if !self.is_on() {
             return;
         }
         let mut inner = self.inner.write();
-        if inner.pending.is_some() {
+        // Armed is set under the lock: a cache that came to rest while
+        // this read waited for it stays empty.
+        if inner.pending.is_some() || !self.is_on() {
             // A commit is being made: its carried entries stay its own.
             return;
         }
@@ -413,9 +432,12 @@ impl FlatCache {
                 // A carry cut short (a panic) leaves the map empty, and
                 // its commit unnamed.
                 let mut inner = EmptiedUnlessDone(&mut inner, false);
+                let mut applied = 0;
                 for (key, write) in writes.updates() {
                     inner.0.apply(key, write);
+                    applied += 1;
                 }
+                assert_eq!(applied, writes.len(), "a carry applies every update its tree logged");
                 inner.1 = true;
             }
             None => inner.clear(),
@@ -458,6 +480,9 @@ impl FlatCache {
             let hits_now = self.hits.load(Ordering::Relaxed);
             let pays = (hits_now - inner.window_hits) * 8 >= inner.window_writes;
             let rest = self.is_on() && !pays;
+            if !rest && !self.is_on() {
+                assert!(inner.entries.is_empty() && inner.at.is_none(), "a resting flat cache starts again empty");
+            }
             self.armed.store(!rest, Ordering::Relaxed);
             inner.window_end = inner.commits + if rest { REST } else { WINDOW };
             inner.window_hits = hits_now;
@@ -598,6 +623,11 @@ impl Writes {
         };
         w.ops.push(Logged { key_end, end: w.bytes.len(), kind });
         w.count += 1;
+        debug_assert_eq!(
+            w.count,
+            w.earlier.as_ref().map_or(0, |earlier| earlier.count) + w.ops.len(),
+            "a link's count is its shared updates' and its own"
+        );
     }
 
     /// Stops logging: what the tree changed is no longer known.
@@ -622,6 +652,10 @@ impl Writes {
     fn own_updates(&self) -> impl Iterator<Item = (&[u8], Write<'_>)> {
         let mut start = 0;
         self.ops.iter().map(move |op| {
+            debug_assert!(
+                start < op.key_end && (op.key_end == op.end || matches!(op.kind, Kind::Value)),
+                "a logged update has a path, and only a contents has bytes after it"
+            );
             let key = &self.bytes[start..op.key_end];
             let write = match op.kind {
                 Kind::Value => Write::Value(&self.bytes[op.key_end..op.end]),

@@ -7,11 +7,13 @@
 //! Subtrees that live on disk are loaded lazily, through the store's cache,
 //! only when an operation reaches them.
 //!
-//! Invariants:
-//! - Empty directories are never entries: removing the last entry of a
-//!   directory removes the directory from its parent, and adding an empty
-//!   tree at a path removes what was there.
-//! - Boundary: the tree never touches a file; it reads through `crate::node::Loader`.
+//! Invariant: empty directories are never entries: removing the last
+//! entry of a directory removes the directory from its parent, and adding
+//! an empty tree at a path removes what was there (asserted in `replace`;
+//! tested by `removing_the_last_entry_prunes_every_directory_it_empties`
+//! and `adding_an_empty_tree_removes_the_path`).
+//!
+//! The tree never touches a file; it reads through `crate::node::Loader`.
 
 pub(crate) mod flat;
 mod proof;
@@ -158,6 +160,15 @@ fn kind_cached(child: Option<&Child>) -> (bool, Option<Cached>) {
         None => (false, Some(Cached::Absent)),
         Some(child) if child.kind() == Kind::Dir => (false, Some(Cached::Dir)),
         Some(_) => (true, None),
+    }
+}
+
+/// What the flat cache holds for a path, owned.
+fn owned(held: &Cached<&[u8]>) -> Cached {
+    match held {
+        Cached::Absent => Cached::Absent,
+        Cached::Dir => Cached::Dir,
+        Cached::Value(value) => Cached::Value((*value).into()),
     }
 }
 
@@ -383,10 +394,22 @@ impl Tree {
         self.node()?;
         let steps = steps_of(path);
         let flat = self.flat_key(&steps);
-        if let Some((cache, base, key)) = &flat
-            && let Some(found) = cache.get(base, key, cached)
-        {
-            return Ok(found);
+        if let Some((cache, base, key)) = &flat {
+            // Debug builds check each answer against a descent.
+            let mut seen = None;
+            let answer = cache.get(base, key, |held| {
+                if cfg!(debug_assertions) {
+                    seen = Some(owned(held));
+                }
+                cached(held)
+            });
+            if let Some(found) = answer {
+                debug_assert!(
+                    seen.is_none_or(|seen| self.held_at(&steps).is_none_or(|held| held == seen)),
+                    "the flat cache answers what the tree of its commit holds"
+                );
+                return Ok(found);
+            }
         }
         let note = flat.is_some();
         let (found, to_cache) = self.descend(&steps, |child| descended(child, note))??;
@@ -394,6 +417,17 @@ impl Tree {
             cache.insert(&base, &key, to_cache);
         }
         Ok(found)
+    }
+
+    /// What `steps` lead to, as the flat cache notes it, read by a descent
+    /// (`None` if the descent failed).
+    fn held_at(&self, steps: &[&[u8]]) -> Option<Cached> {
+        let held = self.descend(steps, |child| match child {
+            None => Ok(Cached::Absent),
+            Some(child) if child.kind() == Kind::Dir => Ok(Cached::Dir),
+            Some(child) => value_of(child, self.loader()).map(|v| v.map_or(Cached::Absent, |v| Cached::Value(v.into()))),
+        });
+        held.ok()?.ok()
     }
 
     /// The flat cache, the commit and the key a read of `steps` may use.
@@ -579,6 +613,10 @@ impl Tree {
         if steps.len() > MAX_PATH_STEPS {
             return Err(crate::Error::Invalid(format!("a path of {} steps (at most {MAX_PATH_STEPS})", steps.len())));
         }
+        debug_assert!(
+            !matches!(&new, Some(Child::Dir(Ptr::Mem(inode, _))) if inode.is_empty()),
+            "an empty directory is never put as an entry"
+        );
         // (The source's loader beside the node borrowed mutably.)
         let loader = loader_of(&self.source);
         let result = match &mut self.node {

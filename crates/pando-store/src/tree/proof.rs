@@ -5,9 +5,11 @@
 //! Invariants:
 //! - Every part handed out carries the hash the store's pointer gives it
 //!   (or, for parts in memory, the hash computed from them), so a proof
-//!   produced here shows the tree the store holds, and nothing else.
+//!   produced here shows the tree the store holds, and nothing else
+//!   (asserted in `produce`: the proof's state hashes to its `before`).
 //! - A store error met while revealing is kept and returned as itself (a
-//!   corrupt record stays `Corrupt { file, offset }`), not as text.
+//!   corrupt record stays `Corrupt { file, offset }`), not as text (tested
+//!   by `unknown_commits_and_damaged_records_are_errors`).
 
 use pando_core::proof::partial::{Cell, Entry, Inode as Shown, Reveal, Revealed};
 use pando_core::proof::{PartialTree, ProofError, TreeProof, produce_tree_proof};
@@ -132,8 +134,14 @@ pub(crate) fn produce<R>(
 ) -> Result<(TreeProof, R)> {
     let reveal = StoreReveal { loader, parts: RefCell::new(Vec::new()), error: RefCell::new(None) };
     let root = reveal.blind(root)?;
-    produce_tree_proof(root, &reveal, f).map_err(|e| match reveal.error.borrow_mut().take() {
+    let (proof, result) = produce_tree_proof(root, &reveal, f).map_err(|e| match reveal.error.borrow_mut().take() {
         Some(store_error) => store_error,
         None => Error::Proof(e),
-    })
+    })?;
+    debug_assert_eq!(
+        pando_core::proof::convert::entry_of_tree(&proof.state).and_then(|shown| PartialTree::of_entry(shown).kinded_hash()),
+        Ok(proof.before),
+        "a proof's state, as revealed from the store, hashes to the store's hash of the tree"
+    );
+    Ok((proof, result))
 }

@@ -12,14 +12,19 @@
 //! Invariants:
 //! - Only a partial tree checked against its hash comes in (`pando_core`'s
 //!   [`verify_tree_proof_bytes`], [`verify_stream_proof_bytes`]), and the
-//!   tree made of it hashes to the proof's `before` (checked once made).
+//!   tree made of it hashes to the proof's `before` (checked once made;
+//!   tested by `tree_proofs_verify_into_a_tree_of_what_they_show`).
 //! - Reading a blinded part is an [`Error::Proof`] of
-//!   [`ProofError::Blinded`], never an answer: the source loads nothing.
+//!   [`ProofError::Blinded`], never an answer: the source loads nothing,
+//!   and each blinded pointer's offset names a hidden part (asserted in
+//!   `refuse`).
 //! - The source is an instance of its own: such a tree cannot be grafted
 //!   into a store's tree nor committed ([`Error::ForeignTree`]), so a
-//!   blinded pointer's offset never reaches a pack.
+//!   blinded pointer's offset never reaches a pack (tested by
+//!   `a_proofs_tree_updates_in_memory_and_stays_apart_from_stores`).
 //! - Inodes the proof shares (a stream's tree has one node per hash) stay
-//!   shared: the tree's size is the proof's.
+//!   shared: the tree's size is the proof's (tested by
+//!   `inodes_a_stream_shares_stay_shared`).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -194,7 +199,10 @@ struct Blinded {
 
 impl Blinded {
     fn refuse(&self, offset: u64) -> Error {
-        match self.parts.get(offset as usize) {
+        // Only `Making::hide` makes the stored pointers of this source.
+        let part = self.parts.get(offset as usize);
+        assert!(part.is_some(), "a blinded pointer's offset {offset} names one of the proof's hidden parts");
+        match part {
             Some(part) => ProofError::Blinded { what: part.what.to_string(), path: part.path.clone() }.into(),
             None => Error::Invalid(format!("a proof's tree has no part {offset}")),
         }
@@ -229,5 +237,30 @@ impl Source for Blinded {
 
     fn flat(&self) -> &FlatCache {
         &self.flat
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{CommitMeta, Options, Store};
+
+    /// Two directories with the same contents are one node of a stream
+    /// proof, and one inode of the tree made of it.
+    #[test]
+    fn inodes_a_stream_shares_stay_shared() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path(), Options::default()).unwrap();
+        let tree = store.empty_tree().add(&["a", "x"], b"1").unwrap().add(&["b", "x"], b"1").unwrap();
+        let commit = store.commit(&tree, CommitMeta { parents: &[], date: 1, author: "Tezos", message: "shared" }).unwrap();
+        let paths: Vec<Path> = vec![vec![b"a".to_vec(), b"x".to_vec()], vec![b"b".to_vec(), b"x".to_vec()]];
+        let bytes = store.produce_stream_proof(&commit, &paths, Encoding::V1).unwrap();
+        let proven = verify_stream_proof(Encoding::V1, &bytes, &tree.hash().unwrap(), &paths).unwrap();
+        let inode = |step: &str| match proven.tree.get(&[step]).unwrap() {
+            Some(Child::Dir(Ptr::Mem(inode, _))) => inode,
+            _ => panic!("/{step} is a directory in memory"),
+        };
+        assert!(Arc::ptr_eq(&inode("a"), &inode("b")), "/a and /b are one inode");
+        assert_eq!(proven.tree.find(&["b", "x"]).unwrap().as_deref(), Some(&b"1"[..]));
     }
 }

@@ -9,27 +9,33 @@
 //!
 //! Invariants:
 //! - `State::tree` is version `first + undo.len()`, the newest; `undo[i]`
-//!   turns version `first + i + 1` back into version `first + i`; `held[i]` counts the
-//!   [`Versions`] of version `first + i` alive: `held.len() == undo.len() + 1`.
+//!   turns version `first + i + 1` back into version `first + i`; `held[i]`
+//!   counts the [`Versions`] of version `first + i` alive: `held.len() ==
+//!   undo.len() + 1` (asserted in `update` and `trim`).
 //! - The front of the log goes as soon as no version it leads to is held:
 //!   the log is as long as the oldest version the host still holds. A
 //!   line made with a `base` (version 0 as a tree sharing no inode with
 //!   the newest: a commit read back from its store, an empty tree) needs
 //!   no log for version 0: its values are counted in `base_held` once the
-//!   log has moved past it (`first > 0`).
+//!   log has moved past it (`first > 0`). (Asserted in `older`, `held` and
+//!   `trim`.)
 //! - An older version read or updated is rebuilt (copying the paths the
 //!   undo entries touch) into `rebuilt`, kept while that version is held
 //!   and never changed in place: an update of it is a persistent update,
 //!   which starts a new line. So no line refers to another, and each lock
-//!   is taken alone.
+//!   is taken alone (asserted in `lock`; tested by
+//!   `an_update_through_a_contents_is_undone`).
 //! - The caller's closures run under the line's lock: they must not
 //!   re-enter this line (in OCaml: not allocate, since a collection could
-//!   finalize a version of the same line).
+//!   finalize a version of the same line). (Asserted in `lock`.)
 //! - An update that fails leaves the versions as they were, except when
 //!   the tree broke (an I/O error midway, [`Tree`]'s own rule): then every
-//!   version of the line reports it.
+//!   version of the line reports it (tested by
+//!   `a_failed_update_leaves_the_versions_as_they_were`).
 
+use std::cell::Cell;
 use std::collections::{HashMap, VecDeque};
+use std::ops::{Deref, DerefMut};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use smallvec::SmallVec;
@@ -148,6 +154,7 @@ impl Versions {
         update(&mut state.tree)?;
         state.undo.push_back(Undo::new(&steps[..n], old));
         state.held.push_back(1);
+        debug_assert_eq!(state.held.len(), state.undo.len() + 1, "a count of values for each version the log reaches");
         Ok(Versions { line: self.line.clone(), version: state.newest() })
     }
 
@@ -164,10 +171,46 @@ impl Versions {
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, State> {
+    fn lock(&self) -> Locked<'_> {
+        // Each lock is taken alone: a thread holding one (a closure run
+        // under it) takes no other, which would deadlock on its own line.
+        debug_assert!(!HOLDS_A_LINE.get(), "a line's lock taken while this thread holds one (a closure re-entered)");
         // A panic under the lock (a bug) leaves the state as it was at some
         // step: still a tree and a log, which the panic's error reports.
-        self.line.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+        let guard = self.line.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if cfg!(debug_assertions) {
+            HOLDS_A_LINE.set(true);
+        }
+        Locked(guard)
+    }
+}
+
+thread_local! {
+    /// Whether this thread holds a line's lock (kept in debug builds only).
+    static HOLDS_A_LINE: Cell<bool> = const { Cell::new(false) };
+}
+
+/// A line's lock, held.
+struct Locked<'a>(MutexGuard<'a, State>);
+
+impl Drop for Locked<'_> {
+    fn drop(&mut self) {
+        if cfg!(debug_assertions) {
+            HOLDS_A_LINE.set(false);
+        }
+    }
+}
+
+impl Deref for Locked<'_> {
+    type Target = State;
+    fn deref(&self) -> &State {
+        &self.0
+    }
+}
+
+impl DerefMut for Locked<'_> {
+    fn deref_mut(&mut self) -> &mut State {
+        &mut self.0
     }
 }
 
@@ -184,6 +227,7 @@ impl State {
         {
             return Ok(base);
         }
+        debug_assert!((self.first..self.newest()).contains(&version), "the log reaches back to every older version held");
         if !self.rebuilt.contains_key(&version) {
             let mut tree = self.tree.clone();
             let back = (version - self.first) as usize;
@@ -201,7 +245,10 @@ impl State {
     fn held(&mut self, version: u64) -> &mut u32 {
         match version.checked_sub(self.first) {
             Some(i) => &mut self.held[i as usize],
-            None => &mut self.base_held,
+            None => {
+                debug_assert!(self.base.is_some(), "the log moved past a version held, which is not its base");
+                &mut self.base_held
+            }
         }
     }
 
@@ -215,11 +262,19 @@ impl State {
                 // Version 0, held, is its base.
                 self.base_held = self.held[0];
                 self.rebuilt.remove(&0);
+            } else if self.first == 0 {
+                // Version 0 is no longer held: nor is its base.
+                self.base = None;
             }
             self.held.pop_front();
             self.undo.pop_front();
             self.first += 1;
         }
+        debug_assert_eq!(self.held.len(), self.undo.len() + 1, "a count of values for each version the log reaches");
+        debug_assert!(
+            self.first == 0 || self.base.is_some() == (self.base_held > 0),
+            "past version 0, `base_held` counts its values while the base is kept"
+        );
     }
 }
 
@@ -385,6 +440,32 @@ mod tests {
         drop(first);
         let state = version.lock();
         assert!(state.base.is_none() && state.base_held == 0);
+    }
+
+    #[test]
+    fn a_base_goes_with_the_last_value_of_version_0() {
+        let first = Versions::with_base(Tree::empty(), Tree::empty());
+        let next = first.add_one(0);
+        drop(first);
+        let state = next.lock();
+        assert!(state.base.is_none() && state.base_held == 0 && state.undo.is_empty());
+    }
+
+    #[test]
+    fn a_failed_update_leaves_the_versions_as_they_were() {
+        let base = Versions::new(Tree::empty().add(&["a"], b"v").unwrap());
+        let next = base.add_one(1);
+        let too_long = vec!["s"; crate::tree::MAX_PATH_STEPS + 1];
+        assert!(next.update(&too_long, |t| t.add_mut(&too_long, b"x")).is_err());
+        assert!(next.update(&["a"], |_| Err(crate::Error::Invalid("refused".into()))).is_err());
+        let state = next.lock();
+        assert_eq!((state.newest(), state.undo.len(), state.held.len()), (next.version, 1, 2));
+        drop(state);
+        assert_eq!(next.read(|t| t.find(&[b"k\x01"]).unwrap()).unwrap(), Some(vec![1]));
+        assert!(!base.read(|t| t.mem(&[b"k\x01"]).unwrap()).unwrap());
+        let later = next.add_one(2);
+        assert_eq!(base.read(|t| t.find(&["a"]).unwrap()).unwrap(), Some(b"v".to_vec()));
+        assert!(later.read(|t| t.mem(&[b"k\x01"]).unwrap() && t.mem(&[b"k\x02"]).unwrap()).unwrap());
     }
 
     impl Versions {

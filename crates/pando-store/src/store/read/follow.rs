@@ -16,14 +16,18 @@
 //!   unknown commit, which refresh first): before it, every commit it had
 //!   stays readable, through the handles of files the writer may have
 //!   removed since; after it, commits a collection removed are
-//!   `CollectedCommit`.
+//!   `CollectedCommit` (tested by
+//!   `a_reader_in_another_process_follows_collections`).
 //! - The pack learns the new end before the index learns the new commits,
-//!   so a commit found in the index can always be read.
+//!   so a commit found in the index can always be read (asserted in
+//!   `follow`).
 //! - If the writer moves on while a reader follows (a file of the step it
 //!   read is already gone), the reader reads the control file again and
-//!   follows the newer state.
+//!   follows the newer state (tested by
+//!   `a_reader_in_another_process_follows_collections`).
 //! - A reader never goes back: a slot older than the one it took in (the
-//!   hint slot torn by a rewrite in progress) is nothing new.
+//!   hint slot torn by a rewrite in progress) is nothing new (tested by
+//!   `a_reader_meeting_a_torn_hint_sees_nothing_new`).
 
 use std::sync::atomic::Ordering;
 
@@ -93,6 +97,11 @@ impl ReadSide {
             let loaded = load_commits(&self.pack, control, control.durable_end, &*index_file, &*dict_file, false)?;
             let before = self.index.read().len() as u64;
             let collected = loaded.index.values().filter(|&&offset| offset == index_file::COLLECTED).count() as u64;
+            let end = self.pack.end();
+            assert!(
+                loaded.index.values().all(|&offset| offset == index_file::COLLECTED || offset < end),
+                "the pack learns the new end before the index learns the commits"
+            );
             // Ids never change: inodes decoded with the old dictionary stay right.
             *self.dict.write() = loaded.dict;
             *self.index.write() = loaded.index;
@@ -102,6 +111,11 @@ impl ReadSide {
             let mut found = Vec::new();
             let mut scanned = std::collections::HashMap::new();
             scan_commits(&self.pack, seen.durable_end, control.durable_end, &mut scanned, &mut self.dict.write(), &mut found)?;
+            let end = self.pack.end();
+            assert!(
+                scanned.values().all(|&offset| offset < end),
+                "the pack learns the new end before the index learns the commits"
+            );
             let mut index = self.index.write();
             index.extend(scanned);
             if index.len() as u64 != control.commits {

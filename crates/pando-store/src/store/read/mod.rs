@@ -8,10 +8,12 @@
 //! `follow` and `source`.
 //!
 //! Invariant: a read here waits for the writer only to take a snapshot
-//! of the index or the dictionary, and never writes a file. (The one
-//! write a tree asks of its source, staging large contents, is the
-//! writer's: `Source::stage` is declared here with the other methods of
-//! that trait, and a read-only store stages nothing.)
+//! of the index or the dictionary, and never writes a file (tested by
+//! `a_read_only_store_reads_and_writes_no_file` and
+//! `readers_see_every_commit_while_the_writer_commits`). (The one write a
+//! tree asks of its source, staging large contents, is the writer's:
+//! `Source::stage` is declared here with the other methods of that trait,
+//! and a read-only store stages nothing.)
 
 pub(super) mod follow;
 pub(super) mod proofs;
@@ -103,5 +105,56 @@ impl ReadSide {
             return Err(Error::corrupt("pack", offset, format!("expected a commit record, found {kind:?}")));
         }
         CommitRecord::decode(&payload, offset).map_err(|reason| Error::corrupt("pack", offset, reason))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::io::FsStorage;
+    use crate::{CommitMeta, Options, Store, SyncPolicy};
+    use pando_core::proof::Encoding;
+    use std::sync::Arc;
+
+    /// The store's files, by name, with their bytes.
+    fn files(dir: &std::path::Path) -> Vec<(std::ffi::OsString, Vec<u8>)> {
+        let mut files: Vec<_> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap())
+            .map(|e| (e.file_name(), std::fs::read(e.path()).unwrap()))
+            .collect();
+        files.sort();
+        files
+    }
+
+    /// Reads of every kind by a read-only store on a storage that refuses
+    /// every write (checkouts, lookups, a proof, following the writer, an
+    /// update in memory) succeed and leave every file as it was.
+    #[test]
+    fn a_read_only_store_reads_and_writes_no_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let writer = Store::open(dir.path(), Options { sync: SyncPolicy::EveryCommit, ..Options::default() }).unwrap();
+        let meta = |parents| CommitMeta { parents, date: 1, author: "Tezos", message: "block" };
+        let mut tree = writer.empty_tree();
+        for i in 0..300u32 {
+            tree.add_mut(&["d", &format!("{i:03}")], &i.to_le_bytes()).unwrap();
+        }
+        tree.add_mut(&["blob"], &[7; 5000]).unwrap();
+        let first = writer.commit(&tree, meta(&[])).unwrap();
+        let storage = Arc::new(FsStorage::read_only(dir.path()).unwrap());
+        let reader = Store::open_storage(storage, Options { read_only: true, ..Options::default() }).unwrap();
+        tree.add_mut(&["e"], b"1").unwrap();
+        let second = writer.commit(&tree, meta(&[first])).unwrap();
+        let before = files(dir.path());
+
+        let mut read = reader.checkout(&first).unwrap().unwrap();
+        assert_eq!(read.length(&["d"]).unwrap(), 300);
+        assert_eq!(read.find(&["blob"]).unwrap(), Some(vec![7; 5000]));
+        let path = vec![vec![b"d".to_vec(), b"007".to_vec()]];
+        reader.produce_stream_proof(&first, &path, Encoding::V1).unwrap();
+        read.add_mut(&["big"], &[1; 100_000]).unwrap();
+        assert!(read.mem(&["big"]).unwrap());
+        // A commit made after the reader opened: found by following the writer.
+        assert!(reader.checkout(&second).unwrap().unwrap().mem(&["e"]).unwrap());
+        assert_eq!(files(dir.path()), before, "a read changed a file");
     }
 }

@@ -5,7 +5,8 @@
 //! directory at the end of a path shows only its hash.
 //!
 //! Invariant: a proof is produced from the commit's own tree, outside the
-//! recorded trace (a proof is not an operation the trace replays).
+//! recorded trace (a proof is not an operation the trace replays; tested
+//! by `proofs_are_not_recorded_in_the_trace`).
 
 use pando_core::Hash;
 use pando_core::proof::stream::Path;
@@ -67,5 +68,38 @@ impl Store {
         let Some(record) = self.repo.read.commit_record(commit)? else { return Err(Error::UnknownCommit(*commit)) };
         let proof = self.tree_at(&record, None).produce_stream_proof(&owned(paths))?;
         Ok(encoding.encode_stream_proof(&proof).map_err(ProofError::from)?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{CommitMeta, Options, Store};
+    use pando_core::proof::Encoding;
+
+    /// The rows and gaps a recording of a few calls holds, with proofs
+    /// produced among them or not.
+    fn recorded(dir: &std::path::Path, prove: bool) -> (u64, u64) {
+        let options = Options { trace_file: Some(dir.join("trace")), ..Options::default() };
+        let store = Store::open(dir.join("store"), options).unwrap();
+        let tree = store.empty_tree().add(&["a", "b"], b"1").unwrap().add(&["c"], b"2").unwrap();
+        let commit = store.commit(&tree, CommitMeta { parents: &[], date: 1, author: "Tezos", message: "block" }).unwrap();
+        let read = store.checkout(&commit).unwrap().unwrap();
+        assert_eq!(read.find(&["a", "b"]).unwrap().as_deref(), Some(&b"1"[..]));
+        if prove {
+            let paths = vec![vec![b"a".to_vec(), b"b".to_vec()], vec![b"c".to_vec()]];
+            store.produce_tree_proof_of_paths(&commit, &paths, Encoding::V2).unwrap();
+            store.produce_stream_proof(&commit, &paths, Encoding::V1).unwrap();
+            store.prove_keys(&commit, &paths).unwrap();
+        }
+        let summary = store.finish_trace().unwrap().unwrap();
+        (summary.rows, summary.gaps)
+    }
+
+    #[test]
+    fn proofs_are_not_recorded_in_the_trace() {
+        let (with, without) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let rows = recorded(without.path(), false);
+        assert!(rows.0 >= 4, "the calls were recorded: {rows:?}");
+        assert_eq!(recorded(with.path(), true), rows);
     }
 }

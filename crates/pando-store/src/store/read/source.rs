@@ -6,10 +6,11 @@
 //! Invariants:
 //! - An inode read to be changed is not left in the cache (the cache's
 //!   reference would make the update copy it); any other read of an
-//!   inode or a blob is cached.
+//!   inode or a blob is cached (tested by
+//!   `an_inode_read_to_be_changed_is_not_left_in_the_cache`).
 //! - A staged blob is appended and registered in the staged set under the
 //!   writer lock, so that a collection starting sees it or the pack's end
-//!   before it.
+//!   before it (tested by `collections_keep_what_an_uncommitted_tree_staged`).
 
 use pando_core::Hash;
 use std::sync::Arc;
@@ -185,6 +186,7 @@ impl Source for Repo {
         let mut buf = self.write.staged.buffer();
         record::append(&mut buf, RecordKind::Blob, bytes);
         let contents = record::header_len(bytes.len() as u64)..buf.len() - 4;
+        assert_eq!(contents.len(), bytes.len(), "a staged record holds the contents added, and only them");
         let _writer = writer.lock();
         self.write.check_writable()?;
         if let Some(failed) = self.write.staged.take_failure() {
@@ -199,5 +201,37 @@ impl Source for Repo {
         // Registered under the writer lock, so that a collection starting
         // sees either the blob kept or the pack's end before it.
         Ok(Some(Leaf::Staged(self.write.staged.stage(at, buf, contents, Box::new(move |record| reserved.write(record))))))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::{CommitMeta, Options, Store};
+
+    /// A read caches the inodes it loads; an update takes the inode it
+    /// changes out of the cache, and a read puts it back.
+    #[test]
+    fn an_inode_read_to_be_changed_is_not_left_in_the_cache() {
+        let dir = tempfile::tempdir().unwrap();
+        // No flat cache: every read loads through the node cache.
+        let options = Options { read_cache_bytes: 0, ..Options::default() };
+        let store = Store::open(dir.path(), options.clone()).unwrap();
+        let tree = store.empty_tree().add(&["a"], b"1").unwrap().add(&["b"], b"2").unwrap();
+        let commit = store.commit(&tree, CommitMeta { parents: &[], date: 1, author: "Tezos", message: "block" }).unwrap();
+        drop(tree);
+        store.close().unwrap();
+
+        let store = Store::open(dir.path(), options).unwrap();
+        let read = &store.repo.read;
+        let root = read.commit_record(&commit).unwrap().unwrap().root_offset;
+        let tree = store.checkout(&commit).unwrap().unwrap();
+        assert_eq!(tree.find(&["a"]).unwrap(), Some(b"1".to_vec()));
+        assert!(read.cache.get(root).is_some(), "a read caches the inode it loads");
+        let mut changed = tree.clone();
+        changed.add_mut(&["c"], b"3").unwrap();
+        assert!(read.cache.get(root).is_none(), "an update left the inode it changes in the cache");
+        assert_eq!(tree.find(&["b"]).unwrap(), Some(b"2".to_vec()));
+        assert!(read.cache.get(root).is_some());
+        assert!(changed.mem(&["a"]).unwrap() && changed.mem(&["c"]).unwrap());
     }
 }
