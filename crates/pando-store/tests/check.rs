@@ -3,14 +3,16 @@
 //! located: a flipped byte (the checksum finds it), a record rewritten with
 //! a valid checksum but wrong contents (only re-hashing finds it), a wrong
 //! entry count the hash does not cover, a truncated chunk, a damaged index
-//! entry; and no damaged byte makes the check panic.
+//! entry; no damaged byte makes the check panic; and neither the check nor
+//! the inspection writes a byte.
 
 use pando_core::Hash;
 use pando_core::varint;
 use pando_store::format::record::{self, Parse, RecordKind};
 use pando_store::io::{MemStorage, Storage};
 use pando_store::pack::chunk_name;
-use pando_store::{CheckReport, CheckScope, CommitMeta, Error, Options, Problem, Retention, Store};
+use pando_store::{CheckReport, CheckScope, CommitMeta, Error, InspectOptions, Options, Problem, Retention, Store};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 fn options() -> Options {
@@ -158,6 +160,39 @@ fn a_clean_store_checks_clean() {
     assert!(one.walked.records() < walked.records());
     let unknown = Hash::of_bytes(b"no such commit");
     assert!(matches!(store.check(CheckScope::Commit(unknown), 10, &mut |_| {}), Err(Error::UnknownCommit(_))));
+}
+
+/// Every file of `storage`, by name.
+fn files(storage: &MemStorage) -> BTreeMap<String, Vec<u8>> {
+    let names = storage.list().unwrap();
+    names.into_iter().map(|n| (n.clone(), pando_store::io::read_all(&*storage.open(&n, false).unwrap()).unwrap())).collect()
+}
+
+/// `check` and `inspect` read only (`store::tools`): on a collected store,
+/// opened read-only or writable, no file changes, appears or goes.
+#[test]
+fn checking_and_inspecting_write_nothing() {
+    let storage = MemStorage::new();
+    let store = Store::open_storage(Arc::new(storage.clone()), options()).unwrap();
+    let commits = build(&store, 0..12, None);
+    store.gc(&commits[8]).unwrap();
+    store.wait_gc().unwrap().unwrap();
+    store.close().unwrap();
+    let read = |store: &Store| {
+        assert_clean(&check(store, CheckScope::All));
+        assert_clean(&check(store, CheckScope::Commit(commits[10])));
+        store.inspect(&InspectOptions::default(), &mut |_| {}).unwrap();
+    };
+    let before = files(&storage);
+    let reader = Store::open_storage(Arc::new(storage.clone()), read_only()).unwrap();
+    read(&reader);
+    drop(reader);
+    assert_eq!(files(&storage), before, "a read-only open, checked and inspected");
+    let writer = Store::open_storage(Arc::new(storage.clone()), options()).unwrap();
+    let opened = files(&storage);
+    read(&writer);
+    assert_eq!(files(&storage), opened, "a writable open, checked and inspected");
+    writer.close().unwrap();
 }
 
 #[test]

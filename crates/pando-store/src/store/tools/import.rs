@@ -13,9 +13,15 @@
 //!   sorted unique steps, entries on their index path, a tree inode's length
 //!   the sum of its children's) plus the canonical layout (a directory of
 //!   more than 32 entries is a tree inode and no other), so the store built
-//!   is the one the same entries would give.
+//!   is the one the same entries would give: each record appended decodes
+//!   back to its entries (asserted in `finish`; damage is refused, tested by
+//!   `every_flipped_byte_and_every_truncation_is_refused`).
+//! - An inode is finished once it holds what its header announced: a value
+//!   inode one hash per entry, a tree inode one child per bitmap bit, a
+//!   directory hashed flat its unique entries (asserted in `finish`).
 //! - A failure leaves nothing durable: the control file still describes
-//!   the empty store, and the store refuses writes until it is reopened.
+//!   the empty store, and the store refuses writes until it is reopened
+//!   (tested by `a_failed_import_leaves_an_empty_store_that_reopens`).
 
 use pando_core::dir::{MAX_DEPTH, tree_hash, values_hash};
 use pando_core::inode::{ENTRIES, hashed_flat, index};
@@ -26,7 +32,7 @@ use std::io::Read;
 use crate::dict::{self, RawSteps};
 use crate::error::{Error, Result};
 use crate::format::commit::{ABSENT_PARENT, CommitRecord};
-use crate::format::node::{INLINE_MAX, encode_tree, encode_values, resolve_children};
+use crate::format::node::{INLINE_MAX, decode_tree, decode_values, encode_tree, encode_values, resolve_children};
 use crate::format::record::{self, MAX_PAYLOAD, RecordKind};
 use crate::node::{Child, Inline, Leaf, Ptr, Step, Values};
 use crate::snapshot::{END, ENTRY_CONTENTS, ENTRY_DIR, FrameReader, Header, SnapshotSummary, TAG_TREE, TAG_VALUES};
@@ -191,6 +197,7 @@ impl Repo {
                             Some(None)
                         }
                         ENTRY_DIR => {
+                            debug_assert!(waiting.is_none(), "a value inode waits for one directory at a time");
                             *waiting = Some(step);
                             dirs += 1;
                             summary.directories += 1;
@@ -249,6 +256,7 @@ impl Repo {
                 }
             }
         };
+        assert_eq!(dirs, 1, "every directory entered is left, but the root");
         if r.byte()? != END {
             return Err(r.error("the tree is not followed by the end marker"));
         }
@@ -295,25 +303,42 @@ impl Repo {
         let mut buf = std::mem::take(&mut out.hashed);
         buf.clear();
         let (len, kind, hash) = match building.body {
-            Body::Values { entries, hashes, .. } => {
+            Body::Values { count, entries, hashes, .. } => {
+                debug_assert!(
+                    entries.len() == count && hashes.len() == count,
+                    "a value inode is finished with one hash per entry"
+                );
                 let values = Values::from_sorted(entries);
                 let resolved = resolve_children(&values, &[]);
                 encode_values(&values, at, &resolved, &self.read.dict.read(), Some(&mut out.raw_steps), &mut out.payload);
+                debug_assert!(
+                    decode_values(&out.payload, at, &self.read.dict.read()).is_ok_and(|inode| inode.len() == count as u64),
+                    "an imported value inode decodes back to its entries"
+                );
                 let hash =
                     values_hash(&mut buf, root, values.len(), values.iter().zip(&hashes).map(|((s, c), h)| (s, c.kind(), h)));
                 (values.len() as u64, RecordKind::Values, hash)
             }
-            Body::Tree { len, children, sum, .. } => {
+            Body::Tree { len, bitmap, children, sum, .. } => {
+                debug_assert_eq!(children.len(), bitmap.count_ones() as usize, "a tree inode is finished with a child per bit");
                 if sum != len {
                     return Err(format!("a tree inode of {len} entries has {sum} below it"));
                 }
                 let depth = building.path.len() as u32;
                 encode_tree(depth, len, &children, at, &mut out.payload);
+                debug_assert!(
+                    decode_tree(&out.payload, at, depth).is_ok_and(|inode| inode.len() == len),
+                    "an imported tree inode decodes back to its pointers"
+                );
                 let hash = match &mut building.flat {
                     // A directory of at most 256 entries: hashed flat. Its
                     // entries are unique: each lies on its index path.
                     Some(flat) if root => {
                         flat.sort_by(|a, b| a.0.cmp(&b.0));
+                        debug_assert!(
+                            flat.len() as u64 == len && flat.windows(2).all(|pair| pair[0].0 < pair[1].0),
+                            "a directory hashed flat holds each of its entries once"
+                        );
                         values_hash(&mut buf, true, flat.len(), flat.iter().map(|(s, k, h)| (&s[..], *k, h)))
                     }
                     _ => tree_hash(&mut buf, depth, len, children.iter().map(|(i, _, h)| (*i, h))),

@@ -4,12 +4,20 @@
 //!
 //! Invariants:
 //! - Reads only, through the pack and the `Storage`: works on a read-only
-//!   open and after a collection (the runs below the first chunk are
-//!   scanned, each from its start to its end).
+//!   open and after a collection (tested by
+//!   `after_a_collection_and_read_only` and
+//!   `checking_and_inspecting_write_nothing`).
+//! - The runs below the first chunk and the chunks are scanned each from
+//!   its start to its end: every byte is counted in one record (asserted
+//!   in `scan_records`).
 //! - Bounded memory: the scan reads a region at a time (the pack's scan);
-//!   the tree walk (`tree::walk`) holds one inode per level of the tree.
+//!   the tree walk (`tree::walk`) holds one inode per level of the tree,
+//!   and the visitor one step per directory it is in, each left as it was
+//!   entered (asserted in `walk_tree`).
+//! - Each sample read lies inside its file (asserted in `sample_files`).
 //! - Damage is an error naming the file and the position there (or, for a
-//!   node the walk loads, the pack offset), never a panic.
+//!   node the walk loads, the pack offset), never a panic (tested by
+//!   `damage_names_file_and_offset`).
 //!
 //! Boundary: what an archive-mode collection moved to cold files is
 //! scanned only where a run points into it; the cold files' sizes are
@@ -107,6 +115,7 @@ fn scan_records(repo: &Repo, progress: &mut dyn FnMut(Progress)) -> Result<PackR
     }
     tally.enter_chunks(first);
     scan(&mut tally, first, end)?;
+    assert_eq!(tally.scanned_bytes(), total, "the records scanned cover the runs and the chunks exactly");
     progress(Progress { stage: Stage::Records, done: total, total });
     Ok(tally.finish())
 }
@@ -125,6 +134,7 @@ fn corrupt_record(repo: &Repo, offset: u64, kind: RecordKind, reason: String) ->
 fn walk_tree(repo: &Repo, commit: Hash, root: Ptr, progress: &mut dyn FnMut(Progress)) -> Result<TreeShape> {
     let mut shaper = Shaper { shape: TreeShape::new(commit), path: Vec::new(), progress };
     walk(&root, repo, &mut shaper)?;
+    assert!(shaper.path.is_empty(), "the walk leaves each directory it enters");
     let Shaper { shape, progress, .. } = shaper;
     progress(Progress { stage: Stage::Tree, done: shape.directories, total: 0 });
     Ok(shape)
@@ -161,7 +171,8 @@ impl Visitor for Shaper<'_> {
     }
 
     fn leave(&mut self) -> Result<()> {
-        self.path.pop();
+        let left = self.path.pop();
+        debug_assert!(left.is_some(), "the walk leaves only a directory it entered");
         Ok(())
     }
 }
@@ -201,7 +212,8 @@ fn sample_files(storage: &dyn Storage, budget: u64, progress: &mut dyn FnMut(Pro
     for (((kind, files), plan), file_bytes) in groups.iter().zip(&plans).zip(totals) {
         let mut sample = FileSample { kind: *kind, files: files.len() as u64, file_bytes, sampled_bytes: 0, compressed_bytes: 0 };
         for &(i, offset, len) in plan {
-            let PackFile { name, file, .. } = &files[i];
+            let PackFile { name, file, len: file_len } = &files[i];
+            assert!(offset + len <= *file_len, "a sample lies inside its file");
             buf.resize(len as usize, 0);
             file.read_exact_at(&mut buf, offset).map_err(Error::io(name.as_str(), "read"))?;
             let compressed = zstd::bulk::compress(&buf, SAMPLE_LEVEL).map_err(Error::io(name.as_str(), "compress"))?;

@@ -5,7 +5,8 @@
 //! (`repair`).
 //!
 //! Invariant: only `import` (into an empty store) and `repair` (when
-//! asked to) write; `check` and `inspect` read only.
+//! asked to) write; `check` and `inspect` read only (tested by
+//! `checking_and_inspecting_write_nothing`).
 
 pub(super) mod check;
 pub(super) mod import;

@@ -23,22 +23,32 @@
 //!   chunk lie.
 //!
 //! Invariants:
-//! - It runs alone: it holds the store's lock, so no writer has it open.
+//! - It runs alone: it holds the store's lock, so no writer has it open
+//!   (tested by `a_repair_is_refused_while_a_writer_has_the_store_open`).
 //! - Nothing is guessed: a pack record that does not read back (its
 //!   checksum, its structure) stops the repair, naming its offset, before
-//!   anything is written; so does any disagreement between two sources.
+//!   anything is written (tested by
+//!   `a_damaged_pack_record_is_refused_naming_its_offset`); so does any
+//!   disagreement between two sources. Each rebuilt index entry names the
+//!   commit the pack holds at its offset, and only a collection's commits
+//!   can be lost (asserted in `rebuild_index` and `repair`).
 //! - The rebuilt files are verified before they replace anything: the
 //!   store is opened on them (read-only, under their temporary names) and
 //!   checked with scope `All` (every record scanned, every record reachable
-//!   from every commit re-hashed); any problem and nothing is installed.
+//!   from every commit re-hashed); any problem and nothing is installed
+//!   (asserted in `repair`).
 //! - A crash leaves each file old or repaired: a rebuilt file is written
 //!   under a temporary name, synced, and renamed over the damaged one; it
 //!   has the entries the control file records, so either version agrees
 //!   with the control file. When a collected commit's hash was lost the
 //!   counts change: the control file's synced write follows the rename,
-//!   and a crash between the two leaves a store that a repair completes.
+//!   and a crash between the two leaves a store that a repair completes
+//!   (tested by `a_crash_during_a_repair_leaves_a_store_a_repair_completes`).
+//!   The control write goes to the slot the valid synced state is not in
+//!   (asserted in `repair`).
 //! - An undamaged store is left as it is: a file is rewritten only if its
-//!   bytes differ from the rebuilt ones.
+//!   bytes differ from the rebuilt ones (tested by
+//!   `an_undamaged_store_is_left_as_it_was`).
 
 use pando_core::Hash;
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -178,6 +188,7 @@ fn repair(storage: Arc<dyn Storage>, options: &Options, progress: &mut dyn FnMut
     // itself is not changed.
     let names = storage.list().map_err(Error::io(storage.describe(), "list"))?;
     let durable_end = crate::pack::whole_batches_end(&*storage, &names, control.first_chunk_start, control.durable_end)?;
+    assert!(durable_end >= control.durable_end, "taking in whole batches never moves the durable end back");
     let pack = Pack::open(storage.clone(), PackOptions { durable_end, ..PackOptions::of_control(&control, false, runs) })
         .map_err(|e| {
             cannot(format!("the pack does not open: {e}; repair rebuilds only the index, the dictionary and the control file"))
@@ -202,7 +213,12 @@ fn repair(storage: Arc<dyn Storage>, options: &Options, progress: &mut dyn FnMut
     let index = rebuild_index(&*storage, &index_name, &control, &found, &mut findings)?;
     let dict = rebuild_dict(&*storage, &control, &found, &mut findings)?;
 
+    assert!(
+        index.entries.len() as u64 <= control.index_entries,
+        "a rebuilt index holds no entry the control file does not count"
+    );
     let lost = control.index_entries - index.entries.len() as u64;
+    assert!(lost == 0 || control.generation > 0, "only the hashes of commits a collection removed can be lost");
     let next = Control {
         seq: control.next_synced_seq(slots.synced_seq),
         index_entries: index.entries.len() as u64,
@@ -215,6 +231,11 @@ fn repair(storage: Arc<dyn Storage>, options: &Options, progress: &mut dyn FnMut
         || next.durable_end != slot_end
         || next.index_entries != control.index_entries
         || next.dict_bytes != control.dict_bytes;
+    // A torn control write must leave the state it was read from whole.
+    assert!(
+        next.seq > slots.newest.seq && next.seq % 2 != slots.synced_seq % 2,
+        "the control write is the newest state, in the slot the valid synced state is not in"
+    );
 
     // The rebuilt files under temporary names, and the store opened on them.
     let mut installs: Vec<(String, String)> = Vec::new();
@@ -245,6 +266,7 @@ fn repair(storage: Arc<dyn Storage>, options: &Options, progress: &mut dyn FnMut
 
     // Install: each rename is atomic, and each file agrees with the
     // control file before and after it (see the module's invariants).
+    assert!(check.is_clean(), "only files whose store checked clean are installed");
     let mut rewritten = Vec::new();
     for (target, temp) in &installs {
         storage.rename(temp, target).map_err(Error::io(target.as_str(), "rename"))?;
@@ -286,6 +308,7 @@ fn scan(pack: &Pack, durable_end: u64) -> Result<Found> {
         }
         let mut at = region.start;
         let scanned = pack.scan(region.start, end, &mut |offset, kind, payload| {
+            debug_assert_eq!(offset, at, "the pack's scan yields each record where the one before it ends");
             match open::named(offset, kind, payload)? {
                 Some(Named::Commit(hash)) => {
                     found.commits.insert(offset, hash);
@@ -427,6 +450,10 @@ fn rebuild_index(
              lowered by {lost}"
         ));
     }
+    assert!(
+        entries.iter().all(|(hash, at)| *at == index_file::COLLECTED || found.commits.get(at) == Some(hash)),
+        "each rebuilt index entry names the commit the pack holds at its offset"
+    );
     let encoded = index_file::encode(&entries);
     let rewrite = bytes.get(..expected_bytes) != Some(&encoded[..]);
     Ok(RebuiltIndex { entries, rewrite })

@@ -26,13 +26,17 @@
 //! point to collected ones.
 //!
 //! Invariants:
-//! - Nothing is written: the store may be open read-only.
+//! - Nothing is written: the store may be open read-only (tested by
+//!   `checking_and_inspecting_write_nothing`).
 //! - No panic on any bytes: damage is a [`Problem`], and the check goes on
 //!   past it where it can (the damaged record's subtree is skipped), until
-//!   `max_problems` are reported.
+//!   `max_problems` are reported (tested by
+//!   `no_damaged_byte_goes_unnoticed_or_panics`).
 //! - Memory is bounded by the walk's frontier (the records referred to and
 //!   not yet visited, with their claims), one 8 MiB window and the store's
-//!   cache; there is no table of every object.
+//!   cache; there is no table of every object: the frontier drains as the
+//!   walk visits it (asserted in `walk::walk`).
+//! - A clean check walked each commit in scope once (asserted in `check`).
 
 mod scan;
 mod walk;
@@ -213,6 +217,7 @@ fn check(repo: &Repo, scope: CheckScope, max_problems: usize, progress: &mut dyn
             repo.read.index.read().iter().filter(|(_, offset)| **offset != index_file::COLLECTED).map(|(h, o)| (*h, *o)).collect()
         }
     };
+    let in_scope = roots.len() as u64;
     let mut report = CheckReport { pack_bytes: repo.read.pack.size_bytes(), ..CheckReport::default() };
     check_control(repo, &mut problems);
     check_names(repo, &mut problems);
@@ -260,6 +265,10 @@ fn check(repo: &Repo, scope: CheckScope, max_problems: usize, progress: &mut dyn
     report.stopped = problems.full();
     report.problems = problems.list;
     report.duration = started.elapsed();
+    if report.is_clean() {
+        assert_eq!(report.commits, report.walked.commits, "a clean walk verifies each commit record it visits");
+        assert_eq!(report.commits, in_scope, "a clean walk reaches each commit in scope once");
+    }
     Ok(report)
 }
 

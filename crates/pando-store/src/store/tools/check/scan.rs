@@ -5,6 +5,12 @@
 //! tile each region exactly. A record whose checksum fails but whose
 //! header still gives a length inside the region is skipped, and the scan
 //! goes on after it; otherwise the rest of the region is skipped.
+//!
+//! Invariants:
+//! - Each record read lies inside its region, and the scan of a region
+//!   ends at its end, never past it (asserted in `region`).
+//! - With no problem found, the records counted cover every byte of every
+//!   region once (asserted in `scan`).
 
 use pando_core::varint;
 
@@ -32,6 +38,7 @@ pub(super) fn scan(
     done: &AtomicU64,
 ) -> u64 {
     let mut scanner = Scanner { repo, problems, counts, buf: Vec::new(), refs: Vec::new(), bytes_read: 0 };
+    let counted = scanner.counts.bytes;
     for region in &regions {
         if scanner.problems.full() {
             break;
@@ -39,6 +46,10 @@ pub(super) fn scan(
         scanner.region(region, &mut |piece| {
             done.fetch_add(piece, Ordering::Relaxed);
         });
+    }
+    if scanner.problems.list.is_empty() {
+        let total: u64 = regions.iter().map(|r| r.end - r.start).sum();
+        assert_eq!(scanner.counts.bytes - counted, total, "the records of a clean scan tile its regions exactly");
     }
     scanner.bytes_read
 }
@@ -131,11 +142,13 @@ impl Scanner<'_> {
             at += pos as u64;
             progress(pos as u64);
         }
+        assert!(at == region.end || self.problems.full(), "the scan of a region ends at its end, not past it");
     }
 
     /// Checks one record's structure and what it says about the index and
     /// the dictionary.
     fn visit(&mut self, region: &Region, position: u64, at: u64, kind: RecordKind, payload: &[u8], total: u64) {
+        debug_assert!(region.start <= at && at + total <= region.end, "a scanned record lies inside its region");
         self.counts.add(kind, total);
         let mut problem = |what: String| self.problems.push(&region.name, position, Some(at), what);
         let depth = || payload.first().map_or(0, |&d| u32::from(d));

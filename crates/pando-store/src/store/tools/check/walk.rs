@@ -28,6 +28,14 @@
 //! Memory: the pending offsets with their claims, the pending counts and
 //! the bases read ahead: the frontier of the walk, not the set of visited
 //! records.
+//!
+//! Invariants:
+//! - A record claims only records below it (the decoders refuse a pointer
+//!   that is not), so offsets are visited strictly from the highest down,
+//!   each once (asserted in `claim` and `walk`).
+//! - The frontier drains: once no offset is pending, no claim is left; and
+//!   with nothing found wrong, no base read ahead is left (asserted in
+//!   `walk`).
 
 mod tree;
 
@@ -217,10 +225,13 @@ pub(super) fn walk(
     let top = state.order.peek().map_or(0, |&o| o + 1);
     let mut window = Window::default();
     let mut visited = 0u64;
+    let mut last = None;
     while let Some(at) = state.order.pop() {
         if state.problems.full() {
             break;
         }
+        debug_assert!(last.is_none_or(|last| at < last), "the walk visits offsets strictly from the highest down");
+        last = Some(at);
         let Some(pending) = state.pending.remove(&at) else { continue };
         // Every patch over a base read ahead has been visited: it is its turn.
         let known = state.bases.remove(&at);
@@ -237,6 +248,13 @@ pub(super) fn walk(
         visited += 1;
         if visited.is_multiple_of(PROGRESS_EVERY) {
             progress(CheckProgress { phase: CheckPhase::Walk, done: top - at, total: top });
+        }
+    }
+    // Not stopped at the cap: the walk went to the end of the frontier.
+    if state.order.is_empty() && !state.problems.full() {
+        assert!(state.pending.is_empty(), "every claimed record is visited: no claim outlives the walk");
+        if state.problems.list.is_empty() {
+            assert!(state.bases.is_empty(), "every base read ahead is visited, and dropped then");
         }
     }
     // Every child claimed is visited once and counted: with nothing found
@@ -261,6 +279,7 @@ impl State<'_> {
     /// Notes a claim about the record at `offset`, a part of the entry
     /// counts of the tree inodes `parents`.
     fn claim(&mut self, offset: u64, claim: Claim, parents: &[u64]) -> &mut Pending {
+        debug_assert!(claim.by == INDEX || offset < claim.by, "a record claims only records below it");
         let pending = match self.pending.entry(offset) {
             Entry::Occupied(entry) => entry.into_mut(),
             Entry::Vacant(entry) => {

@@ -7,6 +7,14 @@
 //! the walk visits that base: by then every patch over it, all at higher
 //! offsets, has been visited. So each record is decoded for resolution
 //! once, and the kept bases are part of the frontier.
+//!
+//! Invariants:
+//! - A position is one 5-bit child index per level above the inode, the
+//!   root's lowest (asserted in `tree`).
+//! - A base's kept pointers are its own record's: a tree inode's lead to
+//!   no patch, a tree patch's through at least one (asserted in `tree`).
+//! - A tree inode's entry count is pending once, from its visit until its
+//!   last child's (asserted in `tree`).
 
 use pando_core::Hash;
 use pando_core::inode::{ENTRIES, hashed_flat};
@@ -127,6 +135,11 @@ impl State<'_> {
             self.problem(here, format!("a tree inode at depth {depth}: deeper than {MAX_DEPTH} levels"));
             return None;
         }
+        debug_assert!(path >> (5 * depth) == 0, "a position holds one child index per level above its inode");
+        debug_assert!(
+            known.as_ref().is_none_or(|base| (base.chain == 0) == (kind == RecordKind::Tree)),
+            "the pointers kept for a base are its own record's"
+        );
         // The pointers the record holds itself; for a patch, its base and
         // the indices it changes.
         let (len, own, patch) = if kind == RecordKind::Tree {
@@ -215,7 +228,8 @@ impl State<'_> {
         }
         let present = pointers.children.len() as u32;
         if present > 0 {
-            self.counts.insert(here.at, Count { expected: len, remaining: present, sum: 0, broken: false });
+            let pending = self.counts.insert(here.at, Count { expected: len, remaining: present, sum: 0, broken: false });
+            debug_assert!(pending.is_none(), "a tree inode's entry count is pending once");
         }
         Some(len)
     }
