@@ -26,13 +26,7 @@ pub struct Pointers<H: Hold> {
 
 impl<H: Hold> Clone for Pointers<H> {
     fn clone(&self) -> Self {
-        Pointers {
-            depth: self.depth,
-            bitmap: self.bitmap,
-            len: self.len,
-            children: self.children.clone(),
-            changed: self.changed,
-        }
+        Pointers { depth: self.depth, bitmap: self.bitmap, len: self.len, children: self.children.clone(), changed: self.changed }
     }
 }
 

@@ -5,7 +5,8 @@
 //! Invariants:
 //! - `new` has a bit for each of the inode's entries that its base does
 //!   not hold; every other entry is, in order, one of the base's entries
-//!   not in `removed`.
+//!   not in `removed` (tested by `marks_follow_updates`, against a
+//!   comparison of the two versions).
 //! - `replaced` and `removed` are disjoint masks over the base's
 //!   entries (as many as the inode holds, less the new, plus the
 //!   removed). `replaced` has every entry an update set or went
@@ -13,7 +14,8 @@
 //!   ago: the directory may be written by another tree's commit before
 //!   this inode's. Not marked: a child written again because a collection
 //!   removed its record; the writer finds it by its offset (at or after
-//!   the commit's first record), as it does a tree inode's.
+//!   the commit's first record), as it does a tree inode's. (Asserted
+//!   in `note`.)
 
 use pando_core::dir::ValuesChange;
 use pando_core::inode::ENTRIES;
@@ -54,6 +56,7 @@ impl ValuesMarks {
                 self.new = below(self.new, p) | ((u64::from(self.new) >> p) << (p + 1)) as u32 | 1 << p;
             }
         }
+        debug_assert_eq!(self.replaced & self.removed, 0, "an entry of the base is replaced or removed, not both");
     }
 
     /// The base's index of the entry at position `p`; `None` for a new one.

@@ -5,9 +5,10 @@
 //! Invariants:
 //! - The hash is written once, by the one thread that moves the state to
 //!   `WRITING`, and read only once `SET` is seen; the state goes back only
-//!   through `&mut`.
+//!   through `&mut` (asserted in `set`: the thread that wins `WRITING`
+//!   finds neither flag; Miri checks the rest, see scripts/unsafe-check.sh).
 //! - The hint's bits and the state's never overlap: a hint keeps its two
-//!   low bits 0.
+//!   low bits 0 (asserted in `pack_hint`).
 
 use pando_core::Hash;
 use std::cell::UnsafeCell;
@@ -75,6 +76,7 @@ impl HashMemo {
                     // other writes, and none reads before `SET` (see
                     // `Sync` above).
                     unsafe { *self.hash.get() = hash };
+                    debug_assert_eq!(word & STATE, 0, "the hash is written by the one thread that found neither flag");
                     self.word.store((word & !STATE) | SET, Ordering::Release);
                     return;
                 }
@@ -107,6 +109,7 @@ impl HashMemo {
 
 /// A hint (`dir::hint`) as [`HashMemo`] keeps it, beside its state.
 fn pack_hint(hint: usize) -> u64 {
+    debug_assert_eq!(hint as u64 & STATE, 0, "a hint keeps its two low bits 0 (dir::hint)");
     hint as u64 & !STATE
 }
 

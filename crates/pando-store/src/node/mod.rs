@@ -9,7 +9,8 @@
 //! Invariants:
 //! - Nodes are immutable once shared; `OnceLock` fields only memoise values
 //!   that are functions of the node (hashes) or where a record holds it
-//!   (the writer's [`State`], whose transitions are all in `state`).
+//!   (the writer's [`State`], whose transitions are all in `state`;
+//!   asserted in `State::write`, which refuses a second write).
 //! - A [`Ptr::Stored`] carries the hash of what it points to: the directory
 //!   hash for a directory root, the inode hash for an inode below a root.
 //!   A [`Ptr::Mem`]'s [`HashMemo`], once set, is that same hash of the inode
@@ -19,15 +20,15 @@
 //!   was copied since): it is only ever prefetched, never read through.
 //! - A written inode changes in place only when nothing else holds it,
 //!   and then becomes Changed over the version it was; an update of a
-//!   shared one works on a Changed copy ([`State`]'s `thaw` and `derive`,
-//!   asserted there). A tree inode's pointers and a value inode's
+//!   shared one works on a Changed copy (asserted in `State::thaw` and
+//!   `State::derive`). A tree inode's pointers and a value inode's
 //!   [`ValuesMarks`] count changes from the written version it derives
 //!   from (any other tree body is new, all of it marked; a value inode
 //!   built anew has no base).
 //! - A [`Leaf::Staged`] names a blob record written before its commit; its
 //!   offset stays in the store's [`StagedSet`] until a commit referring to
 //!   it is in the index, or the last copy drops (tested by
-//!   `staged_blobs_stay_until_committed`).
+//!   `collections_keep_what_an_uncommitted_tree_staged`).
 
 mod marks;
 mod memo;

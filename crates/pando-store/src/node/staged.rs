@@ -10,7 +10,8 @@
 //!   smallest such offset on. Once committed, the record is traced from
 //!   the commits like any other; a tree that still holds it after its
 //!   commits were collected is refused at its commit (`check_refs`), as
-//!   for any stored pointer.
+//!   for any stored pointer. (Asserted in `stage`; tested by
+//!   `collections_keep_what_an_uncommitted_tree_staged`.)
 //! - The record's place in the pack is reserved before its `Staged`
 //!   exists; the thread writes it, then hashes the contents. It takes the
 //!   records in the order they were staged and numbers them as it goes,
@@ -18,12 +19,13 @@
 //!   knows the failure that stopped it) and has its hash. Asking a
 //!   `Staged` for its hash waits until then, and so does anything that
 //!   reads its record ([`Staged::written`]) and every commit
-//!   ([`StagedSet::settle`]).
+//!   ([`StagedSet::settle`]). (Asserted in `count`.)
 //! - After a failed write the thread writes no later record (each must
 //!   follow the one before in the pack), but still hashes them; the first
 //!   failure is kept for the store ([`StagedSet::settle`],
 //!   [`StagedSet::take_failure`]). If the thread cannot be started, or is
-//!   found gone, the staging thread writes and hashes itself.
+//!   found gone, the staging thread writes and hashes itself. (Asserted
+//!   in `run`.)
 
 use pando_core::Hash;
 use pando_core::tezos::contents_hash;
@@ -124,8 +126,9 @@ impl StagedSet {
             Ok(()) => {}
             Err(job) => {
                 // No thread: write and hash here, as the thread would have.
+                let number = job.staged.number;
                 job.run(&self.hashing);
-                self.hashing.count(1);
+                self.hashing.count(number);
             }
         }
         staged
@@ -191,6 +194,10 @@ impl Job {
                 }
             }
         }
+        debug_assert!(
+            hashing.first_failure.get().is_none() || self.staged.unwritten.get().is_some(),
+            "after a failed write, no later record is written"
+        );
         let _ = self.staged.hash.set(contents_hash(&self.record[self.contents]));
         self.record
     }
@@ -250,9 +257,9 @@ impl Hashing {
         // that ends the thread, when the store and its trees are gone.
         let spawned = std::thread::Builder::new().name("pando-hash".into()).spawn(move || {
             for job in received {
-                let live = job.staged.live.clone();
+                let (live, number) = (job.staged.live.clone(), job.staged.number);
                 let mut buf = job.run(&live.hashing);
-                live.hashing.count(1);
+                live.hashing.count(number);
                 drop(live);
                 if buf.capacity() <= KEPT_BUFFER {
                     buf.clear();
@@ -265,9 +272,12 @@ impl Hashing {
         Some(jobs)
     }
 
-    /// Counts `n` more records hashed.
-    fn count(&self, n: u64) {
-        *self.hashed.lock() += n;
+    /// Counts record `number` hashed: the next in staging order.
+    fn count(&self, number: u64) {
+        let mut hashed = self.hashed.lock();
+        assert_eq!(*hashed + 1, number, "staged records are written and hashed in the order staged");
+        *hashed = number;
+        drop(hashed);
         self.progress.notify_all();
     }
 

@@ -131,3 +131,42 @@ impl<'a, 's> Batch<'a, 's> {
         Ok((self.base, std::mem::take(&mut self.buf)))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::{CommitMeta, Options, Store, Tree};
+
+    /// A batch larger than `commit_spill_bytes` goes to the pack in
+    /// pieces, in order, as it is encoded: the same commit, the same
+    /// bytes, in more writes, and every entry reads back after a reopen.
+    #[test]
+    fn large_commits_spill_in_pieces() {
+        let tree = || {
+            let mut tree = Tree::empty();
+            for i in 0..5_000u32 {
+                tree.add_mut(&["index".to_string(), format!("{i:08x}"), "balance".to_string()], &[i as u8; 40]).unwrap();
+            }
+            tree
+        };
+        let commit = |spill: u64| {
+            let dir = tempfile::tempdir().unwrap();
+            let store = Store::open(dir.path(), Options { commit_spill_bytes: spill, ..Options::default() }).unwrap();
+            let before = store.io_times().unwrap();
+            let hash = store.commit(&tree(), CommitMeta { parents: &[], date: 1, author: "t", message: "" }).unwrap();
+            let after = store.io_times().unwrap();
+            drop(store);
+            let store = Store::open(dir.path(), Options::default()).unwrap();
+            let read = store.checkout(&hash).unwrap().unwrap();
+            for i in (0..5_000u32).step_by(97) {
+                let path = ["index".to_string(), format!("{i:08x}"), "balance".to_string()];
+                assert_eq!(read.find(&path).unwrap(), Some(vec![i as u8; 40]));
+            }
+            (hash, after.writes - before.writes, after.write_bytes - before.write_bytes)
+        };
+        let (whole, whole_writes, whole_bytes) = commit(64 << 20);
+        let (pieces, piece_writes, piece_bytes) = commit(4 << 10);
+        assert_eq!(whole, pieces);
+        assert_eq!(whole_bytes, piece_bytes, "the same bytes written");
+        assert!(piece_writes >= whole_writes + 10, "{piece_writes} writes in pieces, {whole_writes} whole");
+    }
+}

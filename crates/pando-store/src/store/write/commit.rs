@@ -22,6 +22,12 @@
 //!
 //! The kept tree (the newest commit's, in memory): `kept`.
 //!
+//! Invariants:
+//! - A commit hash is in the index only once its batch is in the pack
+//!   (asserted in `publish_commit`).
+//! - A commit record follows its root's record and every record of its
+//!   batch (asserted in `append_commit`).
+//!
 //! Crash argument (docs/FORMAT.md has it whole): until the pack fsync of
 //! step 4, the batch may be lost or torn; a writable open keeps only whole
 //! batches (checksums hold, the commit record last) past the control
@@ -37,7 +43,7 @@ use std::sync::atomic::Ordering;
 use super::batch::Batch;
 use super::hashing::{self, Carry, HashingHelper, SharedHashing};
 use super::inodes::{Encoder, Hashing, Holding, Writing, check_refs};
-use super::kept::{Kept, Keeping};
+use super::kept::{Keeping, Kept};
 use crate::crash_point;
 use crate::dict::{self, RawSteps};
 use crate::error::{Error, Result};
@@ -293,6 +299,7 @@ impl Repo {
     /// readers (and to a running collection), once it is as durable as the
     /// sync policy promises.
     pub(in crate::store) fn publish_commit(&self, hash: Hash, at: u64) {
+        assert!(at < self.read.pack.end(), "a commit is published only once its record is in the pack");
         self.read.index.write().insert(hash, at);
         if self.write.gc.running.load(Ordering::Acquire) {
             self.write.gc.since_start.lock().push((hash, at));

@@ -9,20 +9,24 @@
 //! - The helper only hashes (memos, set once, of inodes nobody changes
 //!   while a commit holds the tree): it reads nothing from disk, since a
 //!   stored pointer carries its hash, and leaves what it cannot hash to
-//!   the committing thread.
+//!   the committing thread (tested by
+//!   `hashing_on_two_threads_hashes_as_the_reference`).
 //! - A subtree is hashed by the thread that took it ([`Claims`]): the
 //!   committing thread, reaching one the helper took, hashes the last ones
 //!   nobody took meanwhile, then waits for it; the helper gives back a
 //!   subtree it could not hash (an error or a panic), and the committing
-//!   thread then hashes it.
+//!   thread then hashes it (asserted in `give_back`; tested by
+//!   `a_subtree_is_taken_once_and_given_back_unless_hashed`).
 //! - The committing thread never waits for the helper to start; dropping
 //!   the helper stops it and waits only for the subtree or inode it is
 //!   hashing, and takes the tree back (its root and subtrees), so that no
-//!   inode stays shared after the commit.
+//!   inode stays shared after the commit (tested by
+//!   `the_helper_hashes_the_subtrees_nobody_took_even_after_a_late_start`).
 //! - A commit's carry job ([`Carry`]: carrying the flat read cache over)
 //!   runs once, on the helper after its hashing or on the committing
 //!   thread if that takes it first; the commit returns only after it ran
-//!   (or, for a failed commit, was dropped unrun).
+//!   (or, for a failed commit, was dropped unrun; tested by
+//!   `a_failed_commit_carries_nothing`).
 
 use pando_core::dir::{dir_hash, hash_subtree, inode_hash};
 use parking_lot::{Mutex, RwLock};
@@ -223,6 +227,7 @@ impl Claims {
 
     /// Gives subtree `k` back, not hashed.
     fn give_back(&self, k: usize) {
+        debug_assert!(self.0[k].load(Ordering::Relaxed), "only a subtree taken is given back");
         self.0[k].store(false, Ordering::Release);
     }
 

@@ -12,7 +12,7 @@
 //!   first (asserted in `Writing::encode`).
 //! - An inode is written once per commit; one written already is met
 //!   again as it is, unless a collection removed its record (asserted in
-//!   the inode's `State`: `begin_write`, `write`).
+//!   `State::write` and `State::begin_write`, which refuse a second write).
 //! - A patch names at most its limit of children, and every child it
 //!   does not name is its base's (asserted in `patch_of` and
 //!   `Writing::encode`).
@@ -26,7 +26,7 @@ use std::sync::Arc;
 
 use super::batch::Batch;
 use super::hashing::SharedHashing;
-use super::kept::{Kept, Keeping};
+use super::kept::{Keeping, Kept};
 use crate::dict::{Dict, RawSteps};
 use crate::error::{Error, Result};
 use crate::format::node::{encode_tree, encode_values, note_raw_steps, resolve_children, values_len};

@@ -102,8 +102,15 @@ impl KeptWindow {
     /// The window's own rules: its weight is the sum of its commits', and
     /// they are in increasing order.
     fn check(&self) {
-        debug_assert_eq!(self.weight, self.window.iter().map(|(_, weight)| weight).sum::<u64>(), "the window's weight is its commits'");
-        debug_assert!(self.window.iter().zip(self.window.iter().skip(1)).all(|(a, b)| a.0 < b.0), "the window's commits in order");
+        debug_assert_eq!(
+            self.weight,
+            self.window.iter().map(|(_, weight)| weight).sum::<u64>(),
+            "the window's weight is its commits'"
+        );
+        debug_assert!(
+            self.window.iter().zip(self.window.iter().skip(1)).all(|(a, b)| a.0 < b.0),
+            "the window's commits in order"
+        );
     }
 }
 

@@ -14,9 +14,10 @@
 //!
 //! Invariants:
 //! - Only a writable store reaches this pipeline, and only under the
-//!   writer lock; the helper threads it starts only hash (`hashing`) or
-//!   sync one commit at a time, in commit order (`syncer`).
-//! - A commit hash is in the index only once its batch is in the pack.
+//!   writer lock (every step takes the lock's `&mut Writer`); the helper
+//!   threads it starts only hash (`hashing`) or sync one commit at a time,
+//!   in commit order (`syncer`). Tested by
+//!   `a_second_writer_is_refused_while_the_first_is_open`.
 
 pub(super) mod batch;
 pub(crate) mod branches;

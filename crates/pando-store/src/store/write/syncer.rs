@@ -5,7 +5,9 @@
 //! Invariant: one sync in flight at most, in commit order. A commit hands
 //! over its sync only after the one before finished (`Writer::settle`), so
 //! control-file writes stay in order, and a sync's failure is reported by
-//! the next step that settles, which poisons the store.
+//! the next step that settles, which poisons the store. (Asserted in
+//! `sync_behind`, and on the thread in `Syncer::start`: each hint names a
+//! durable end no lower than the one before.)
 
 use std::sync::Arc;
 use std::sync::mpsc::{Receiver, SyncSender, sync_channel};
@@ -40,7 +42,10 @@ impl Syncer {
         let thread = std::thread::Builder::new()
             .name("pando-sync".into())
             .spawn(move || {
+                let mut last_end = 0;
                 for job in received {
+                    assert!(job.hint.durable_end >= last_end, "syncs in commit order: the durable end never moves back");
+                    last_end = job.hint.durable_end;
                     let result = job.pack.run().and_then(|()| {
                         crash_point::reach("after-data-sync");
                         write_hint(&*job.control_file, &job.hint)
@@ -87,6 +92,7 @@ impl Repo {
             return self.flush_locked(writer, false);
         }
         self.write.guard(writer.settle())?;
+        assert!(!writer.in_flight, "one sync in flight at most");
         let mut next = writer.control.clone();
         next.durable_end = self.read.pack.end();
         let hint = writer.next_hint(next);
