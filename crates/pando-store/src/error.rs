@@ -60,6 +60,10 @@ pub enum Error {
     ForeignTree,
     #[error("invalid argument: {0}")]
     Invalid(String),
+    /// A contents value longer than a record holds
+    /// ([`crate::tree::MAX_VALUE_BYTES`]), refused where it is added.
+    #[error("a contents value of {bytes} bytes is over the maximum of {max} bytes")]
+    ValueTooLarge { bytes: u64, max: u64 },
     #[error("the record at offset {offset} was garbage-collected")]
     Collected { offset: u64 },
     #[error("commit {0} was garbage-collected")]

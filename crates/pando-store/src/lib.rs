@@ -18,6 +18,9 @@
 //!   `every_operation_fails_in_turn_then_crash`).
 //! - Everything read from disk is checked (record checksum) before use
 //!   (tested by `bit_flips_at_rest_are_detected`).
+//! - What is accepted reads back: a contents value past what a record
+//!   holds is refused where it is given, and nothing changes (tested by
+//!   `a_value_over_a_record_is_refused_where_it_is_added`).
 //! - No panic on any bytes read from disk: damage is an [`Error`] (tested
 //!   by `truncated_files_are_rejected_precisely` and
 //!   `the_fuzz_seeds_decode_without_a_panic`).
