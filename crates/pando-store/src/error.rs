@@ -64,6 +64,14 @@ pub enum Error {
     /// ([`crate::tree::MAX_VALUE_BYTES`]), refused where it is added.
     #[error("a contents value of {bytes} bytes is over the maximum of {max} bytes")]
     ValueTooLarge { bytes: u64, max: u64 },
+    /// A commit with more parents (repeated ones counted once) than a
+    /// commit record holds ([`crate::MAX_PARENTS`]).
+    #[error("a commit of {count} parents is over the maximum of {max}")]
+    TooManyParents { count: u64, max: u64 },
+    /// A commit's author or message (`field`) longer than a commit record
+    /// holds ([`crate::MAX_TEXT_BYTES`]).
+    #[error("a commit {field} of {bytes} bytes is over the maximum of {max} bytes")]
+    CommitTextTooLong { field: &'static str, bytes: u64, max: u64 },
     #[error("the record at offset {offset} was garbage-collected")]
     Collected { offset: u64 },
     #[error("commit {0} was garbage-collected")]
