@@ -60,6 +60,22 @@ pub enum Error {
     ForeignTree,
     #[error("invalid argument: {0}")]
     Invalid(String),
+    /// A contents value longer than a record holds
+    /// ([`crate::tree::MAX_VALUE_BYTES`]), refused where it is added.
+    #[error("a contents value of {bytes} bytes is over the maximum of {max} bytes")]
+    ValueTooLarge { bytes: u64, max: u64 },
+    /// A path step longer than a snapshot holds
+    /// ([`crate::tree::MAX_PATH_STEP_BYTES`]), refused where it is added.
+    #[error("a path step of {bytes} bytes is over the maximum of {max} bytes")]
+    StepTooLong { bytes: u64, max: u64 },
+    /// A commit with more parents (repeated ones counted once) than a
+    /// commit record holds ([`crate::MAX_PARENTS`]).
+    #[error("a commit of {count} parents is over the maximum of {max}")]
+    TooManyParents { count: u64, max: u64 },
+    /// A commit's author or message (`field`) longer than a commit record
+    /// holds ([`crate::MAX_TEXT_BYTES`]).
+    #[error("a commit {field} of {bytes} bytes is over the maximum of {max} bytes")]
+    CommitTextTooLong { field: &'static str, bytes: u64, max: u64 },
     #[error("the record at offset {offset} was garbage-collected")]
     Collected { offset: u64 },
     #[error("commit {0} was garbage-collected")]

@@ -47,6 +47,7 @@ pub(crate) use export::export;
 use std::io::{Read, Write};
 
 use crate::error::{Error, Result};
+use crate::format::commit::{MAX_PARENTS, MAX_TEXT_BYTES};
 
 pub const MAGIC: &[u8; 8] = b"PANDOSN1";
 pub const TAG_VALUES: u8 = 1;
@@ -309,10 +310,6 @@ pub struct Header {
     pub message: String,
 }
 
-/// Most parents a snapshot's commit may have, and longest author or message.
-const MAX_PARENTS: u64 = 1024;
-const MAX_TEXT: u64 = 1 << 20;
-
 impl Header {
     pub fn encode(&self, out: &mut Vec<u8>) {
         use pando_core::varint::write_u64;
@@ -336,14 +333,16 @@ impl Header {
         };
         let commit = hash(r)?;
         let count = r.varint()?;
-        if count > MAX_PARENTS {
+        // A commit record's limits: a commit refused here could not have
+        // been made, and one taken is one the store can write and read.
+        if count > MAX_PARENTS as u64 {
             return Err(r.error(format!("{count} parents (at most {MAX_PARENTS})")));
         }
         let parents = (0..count).map(|_| hash(r)).collect::<Result<Vec<_>>>()?;
         let mut date = [0u8; 8];
         r.read(&mut date)?;
         let mut text = |what: &str| -> Result<String> {
-            let bytes = r.bytes(MAX_TEXT, what)?;
+            let bytes = r.bytes(MAX_TEXT_BYTES as u64, what)?;
             String::from_utf8(bytes).map_err(|_| r.error(format!("the commit's {what} is not UTF-8")))
         };
         let author = text("author")?;

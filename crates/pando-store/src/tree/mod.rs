@@ -34,6 +34,25 @@ use crate::tracer::TraceSink;
 /// recursion of hashing and writing grows with the depth.
 pub const MAX_PATH_STEPS: usize = pando_core::trace::MAX_KEY_STEPS;
 
+/// Longest contents value accepted, in bytes: the most a record holds (a
+/// value over `node::INLINE_MAX` bytes is a blob record of its
+/// bytes alone), so that every value added can be committed and read back.
+pub const MAX_VALUE_BYTES: u64 = crate::format::record::MAX_PAYLOAD;
+
+/// Longest step of a path added, in bytes: the most a snapshot's entry
+/// holds, so that every tree committed exports and imports (32 entries of
+/// such steps make a value inode record of about 2 MiB, well within one).
+pub const MAX_PATH_STEP_BYTES: usize = u16::MAX as usize;
+
+/// Refuses a contents value longer than [`MAX_VALUE_BYTES`].
+fn check_value_len(len: usize) -> Result<()> {
+    let bytes = len as u64;
+    if bytes > MAX_VALUE_BYTES {
+        return Err(crate::Error::ValueTooLarge { bytes, max: MAX_VALUE_BYTES });
+    }
+    Ok(())
+}
+
 /// A path's steps as byte strings, on the stack for Tezos's path lengths.
 fn steps_of<S: AsRef<[u8]>>(path: &[S]) -> smallvec::SmallVec<[&[u8]; 16]> {
     path.iter().map(AsRef::as_ref).collect()
@@ -223,7 +242,9 @@ impl Tree {
         Tree::from_parts(Child::Dir(Ptr::mem(empty())), None, None, Refs::Unknown)
     }
 
-    /// A tree that is a single contents value.
+    /// A tree that is a single contents value. One over
+    /// [`MAX_VALUE_BYTES`] is refused when added to a directory
+    /// ([`Tree::add_tree`]).
     pub fn of_value(bytes: &[u8]) -> Tree {
         Tree::from_parts(value_child(bytes), None, None, Refs::Unknown)
     }
@@ -489,6 +510,10 @@ impl Tree {
     /// replaced by directories. In a tree of a writable store, a value of
     /// at least `Options::stage_bytes` is written to the pack now (not
     /// held in memory until the commit), so this can fail as a write can.
+    /// A value over [`MAX_VALUE_BYTES`] is refused
+    /// ([`crate::Error::ValueTooLarge`]), and so is a step over
+    /// [`MAX_PATH_STEP_BYTES`] ([`crate::Error::StepTooLong`]), the tree
+    /// unchanged.
     pub fn add<S: AsRef<[u8]>>(&self, path: &[S], value: &[u8]) -> Result<Tree> {
         let mut tree = self.clone();
         tree.add_mut(path, value)?;
@@ -535,6 +560,8 @@ impl Tree {
     /// [`Tree::add`] in place: inodes this tree alone holds are updated
     /// without copying. Other trees sharing them are not affected.
     pub fn add_mut<S: AsRef<[u8]>>(&mut self, path: &[S], value: &[u8]) -> Result<()> {
+        // Before the staging: a value no record holds is never written.
+        check_value_len(value.len())?;
         let staged = match &self.source {
             Some(source) if !self.broken => source.stage(value)?,
             _ => None,
@@ -551,6 +578,10 @@ impl Tree {
             && mine.instance_id() != theirs.instance_id()
         {
             return Err(crate::Error::ForeignTree);
+        }
+        // A value made by `Tree::of_value` enters a directory here.
+        if let Child::Contents(node::Leaf::Value(value)) = &tree.node {
+            check_value_len(value.bytes.len())?;
         }
         if self.source.is_none() {
             self.source = tree.source.clone();
@@ -612,6 +643,13 @@ impl Tree {
         }
         if steps.len() > MAX_PATH_STEPS {
             return Err(crate::Error::Invalid(format!("a path of {} steps (at most {MAX_PATH_STEPS})", steps.len())));
+        }
+        // Only what is added: a longer step is in no tree, so a removal of
+        // it changes nothing.
+        if new.is_some()
+            && let Some(step) = steps.iter().find(|step| step.len() > MAX_PATH_STEP_BYTES)
+        {
+            return Err(crate::Error::StepTooLong { bytes: step.len() as u64, max: MAX_PATH_STEP_BYTES as u64 });
         }
         debug_assert!(
             !matches!(&new, Some(Child::Dir(Ptr::Mem(inode, _))) if inode.is_empty()),

@@ -47,7 +47,7 @@ use super::kept::{Keeping, Kept};
 use crate::crash_point;
 use crate::dict::{self, RawSteps};
 use crate::error::{Error, Result};
-use crate::format::commit::CommitRecord;
+use crate::format::commit::{CommitRecord, MAX_PARENTS, MAX_TEXT_BYTES};
 use crate::format::record::{self, RecordKind};
 use crate::node::{Child, Inode, Loader, Ptr};
 use crate::options::SyncPolicy;
@@ -81,7 +81,7 @@ impl Repo {
     /// names the commit, appends and syncs it, then publishes it.
     pub(in crate::store) fn commit(&self, tree: &Tree, meta: CommitMeta<'_>, carry: &Carry) -> Result<Hash> {
         let CommitMeta { parents, date, author, message } = meta;
-        let (root, parent_links) = self.check_commit(tree, parents)?;
+        let (root, parent_links) = self.check_commit(tree, parents, author, message)?;
         let mut writer = self.write.writer.as_ref().expect("checked writable").lock();
         let refs_held = self.check_locked(tree, root, &parent_links)?;
         let written = self.write_batch(&mut writer, tree, root, refs_held, carry)?;
@@ -125,26 +125,43 @@ impl Repo {
     }
 
     /// Checks made before the writer lock: a tree of this store whose root
-    /// is a directory, and parents in the index. Returns the root, and
+    /// is a directory, parents, author and message within a commit
+    /// record's limits, and parents in the index. Returns the root, and
     /// the parents with their offsets, sorted and unique.
-    fn check_commit<'t>(&self, tree: &'t Tree, parents: &[Hash]) -> Result<(&'t Ptr, Vec<(Hash, u64)>)> {
+    fn check_commit<'t>(
+        &self,
+        tree: &'t Tree,
+        parents: &[Hash],
+        author: &str,
+        message: &str,
+    ) -> Result<(&'t Ptr, Vec<(Hash, u64)>)> {
         self.write.check_writable()?;
+        for (field, text) in [("author", author), ("message", message)] {
+            if text.len() > MAX_TEXT_BYTES {
+                return Err(Error::CommitTextTooLong { field, bytes: text.len() as u64, max: MAX_TEXT_BYTES as u64 });
+            }
+        }
+        let mut unique = parents.to_vec();
+        unique.sort();
+        unique.dedup();
+        if unique.len() > MAX_PARENTS {
+            return Err(Error::TooManyParents { count: unique.len() as u64, max: MAX_PARENTS as u64 });
+        }
         if let Some(source) = tree.source()
             && source.instance_id() != self.read.id
         {
             return Err(Error::ForeignTree);
         }
         let Child::Dir(root) = tree.node()? else { return Err(Error::RootNotDirectory) };
-        let mut parent_links = Vec::with_capacity(parents.len());
+        let mut parent_links = Vec::with_capacity(unique.len());
         {
             let index = self.read.index.read();
-            for parent in parents {
+            // Sorted and unique as `unique` is.
+            for parent in unique {
                 // A collected parent is refused under the writer lock, below.
-                parent_links.push((*parent, *index.get(parent).ok_or(Error::UnknownCommit(*parent))?));
+                parent_links.push((parent, *index.get(&parent).ok_or(Error::UnknownCommit(parent))?));
             }
         }
-        parent_links.sort();
-        parent_links.dedup();
         Ok((root, parent_links))
     }
 
