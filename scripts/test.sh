@@ -8,8 +8,9 @@
 # and the last line names it after the counts. The optional steps:
 # - the OCaml binding's tests (scripts/ocaml-test.sh), when ocaml/ exists
 #   and ocamlfind and dune are installed (scripts/ocaml-deps.sh);
-# - the check of the documents' links and commands (scripts/check_docs.py),
-#   when python3 is installed;
+# - the check of the documents' links and commands (scripts/check_docs.py)
+#   and of the invariants' assertions (scripts/assertions.py), when
+#   python3 is installed;
 # - the duo, pando against irmin 3.7.2 operation by operation
 #   (scripts/duo.sh) on the tiny trace, irmin-diff-a and the edge-case
 #   traces irmin-edge and irmin-edge-raw, when bench/irmin/irmin-src.sh
@@ -48,12 +49,14 @@ if [ "$status" -eq 0 ]; then
   status=${PIPESTATUS[0]}
 fi
 # Every link and every `pando` command in the documents works
-# (scripts/check_docs.py, against the binary the tests just built).
+# (scripts/check_docs.py, against the binary the tests just built), and
+# every invariant names its assertion (scripts/assertions.py).
 if [ "$status" -eq 0 ]; then
   if command -v python3 >/dev/null 2>&1; then
     cargo build --locked -q -p pando-cli \
-      && python3 scripts/check_docs.py "${CARGO_TARGET_DIR:-target}/debug/pando" 2>&1 | tee -a "$log"
-    status=$?  # pipefail: the build's or the check's failure
+      && python3 scripts/check_docs.py "${CARGO_TARGET_DIR:-target}/debug/pando" 2>&1 | tee -a "$log" \
+      && python3 scripts/assertions.py 2>&1 | tee -a "$log"
+    status=$?  # pipefail: the build's, the check's or the assertions' failure
   else
     skip "documents' links and commands" "no python3"
   fi
