@@ -64,10 +64,6 @@ pub enum Error {
     /// ([`crate::tree::MAX_VALUE_BYTES`]), refused where it is added.
     #[error("a contents value of {bytes} bytes is over the maximum of {max} bytes")]
     ValueTooLarge { bytes: u64, max: u64 },
-    /// A path step longer than a snapshot holds
-    /// ([`crate::tree::MAX_PATH_STEP_BYTES`]), refused where it is added.
-    #[error("a path step of {bytes} bytes is over the maximum of {max} bytes")]
-    StepTooLong { bytes: u64, max: u64 },
     /// A commit with more parents (repeated ones counted once) than a
     /// commit record holds ([`crate::MAX_PARENTS`]).
     #[error("a commit of {count} parents is over the maximum of {max}")]

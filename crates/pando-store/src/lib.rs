@@ -18,11 +18,10 @@
 //!   `every_operation_fails_in_turn_then_crash`).
 //! - Everything read from disk is checked (record checksum) before use
 //!   (tested by `bit_flips_at_rest_are_detected`).
-//! - What is accepted reads back: a contents value, a path step, a
-//!   commit's parents, author or message past what a record or a snapshot
-//!   holds is refused where it is given, and nothing changes (tested by
+//! - What is accepted reads back: a contents value, a commit's parents,
+//!   author or message past what a record holds is refused where it is
+//!   given, and nothing changes (tested by
 //!   `a_value_over_a_record_is_refused_where_it_is_added`,
-//!   `a_step_over_the_limit_is_refused_where_it_is_added`,
 //!   `a_commit_of_too_many_parents_is_refused` and
 //!   `a_commit_author_or_message_over_the_limit_is_refused`).
 //! - No panic on any bytes read from disk: damage is an [`Error`] (tested

@@ -39,11 +39,6 @@ pub const MAX_PATH_STEPS: usize = pando_core::trace::MAX_KEY_STEPS;
 /// bytes alone), so that every value added can be committed and read back.
 pub const MAX_VALUE_BYTES: u64 = crate::format::record::MAX_PAYLOAD;
 
-/// Longest step of a path added, in bytes: the most a snapshot's entry
-/// holds, so that every tree committed exports and imports (32 entries of
-/// such steps make a value inode record of about 2 MiB, well within one).
-pub const MAX_PATH_STEP_BYTES: usize = u16::MAX as usize;
-
 /// Refuses a contents value longer than [`MAX_VALUE_BYTES`].
 fn check_value_len(len: usize) -> Result<()> {
     let bytes = len as u64;
@@ -511,9 +506,7 @@ impl Tree {
     /// at least `Options::stage_bytes` is written to the pack now (not
     /// held in memory until the commit), so this can fail as a write can.
     /// A value over [`MAX_VALUE_BYTES`] is refused
-    /// ([`crate::Error::ValueTooLarge`]), and so is a step over
-    /// [`MAX_PATH_STEP_BYTES`] ([`crate::Error::StepTooLong`]), the tree
-    /// unchanged.
+    /// ([`crate::Error::ValueTooLarge`]), the tree unchanged.
     pub fn add<S: AsRef<[u8]>>(&self, path: &[S], value: &[u8]) -> Result<Tree> {
         let mut tree = self.clone();
         tree.add_mut(path, value)?;
@@ -643,13 +636,6 @@ impl Tree {
         }
         if steps.len() > MAX_PATH_STEPS {
             return Err(crate::Error::Invalid(format!("a path of {} steps (at most {MAX_PATH_STEPS})", steps.len())));
-        }
-        // Only what is added: a longer step is in no tree, so a removal of
-        // it changes nothing.
-        if new.is_some()
-            && let Some(step) = steps.iter().find(|step| step.len() > MAX_PATH_STEP_BYTES)
-        {
-            return Err(crate::Error::StepTooLong { bytes: step.len() as u64, max: MAX_PATH_STEP_BYTES as u64 });
         }
         debug_assert!(
             !matches!(&new, Some(Child::Dir(Ptr::Mem(inode, _))) if inode.is_empty()),

@@ -38,7 +38,6 @@ use crate::node::{Child, Inline, Leaf, Ptr, Step, Values};
 use crate::snapshot::{END, ENTRY_CONTENTS, ENTRY_DIR, FrameReader, Header, SnapshotSummary, TAG_TREE, TAG_VALUES};
 use crate::store::Repo;
 use crate::store::write::commit::note_commit;
-use crate::tree::MAX_PATH_STEP_BYTES;
 
 /// Bytes of records gathered before they are appended to the pack.
 const BATCH_BYTES: usize = 8 << 20;
@@ -171,7 +170,7 @@ impl Repo {
             // read; `None`: the inode is complete.
             let next = match &mut top.body {
                 Body::Values { count, entries, hashes, waiting } if entries.len() < *count => {
-                    let step: Step = r.bytes(MAX_PATH_STEP_BYTES as u64, "step")?.into();
+                    let step: Step = r.bytes(u64::from(u16::MAX), "step")?.into();
                     if entries.last().is_some_and(|(last, _)| last[..] >= step[..]) {
                         return Err(r.error("entries not sorted by step, or repeated"));
                     }
