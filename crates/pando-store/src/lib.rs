@@ -60,6 +60,12 @@ pub mod error;
 pub mod fuzzing;
 pub mod inspection;
 pub mod io;
+/// Checks that redo a result the slow way (a flat cache hit against a
+/// descent, a proof against its own hash): in the crate's tests only
+/// (debug builds with `test-hooks`), not in a build measuring what the
+/// hot path's `debug_assert!`s cost (`--profile release-asserts`).
+pub(crate) const DEEP_CHECKS: bool = cfg!(all(debug_assertions, feature = "test-hooks"));
+
 mod locks;
 pub mod options;
 pub mod snapshot;
