@@ -112,7 +112,9 @@ fn gc_keeps_the_last_levels() {
     assert!(out.contains("collected:     30 commits") && !out.contains("reclaimed:"), "{out}");
     // Its progress, on a standard error that is no terminal, in words.
     let progress = String::from_utf8(output.stderr).unwrap();
-    assert!(progress.contains("scanning the kept records for references to older ones ..."), "{progress}");
+    // (Sampled every 100 ms: a quick phase may pass unseen, not all of them.)
+    let phases = ["scanning the kept records", "tracing the older records", "scanning the records written meanwhile"];
+    assert!(phases.iter().any(|phase| progress.contains(phase)), "{progress}");
     assert!(!["Scanning", "Tracing", "CatchingUp", "Relocating"].iter().any(|name| progress.contains(name)), "{progress}");
     assert!(out.contains(&commits[30].to_base58()), "{out}");
     // The kept history reads; the log ends where history was collected.
