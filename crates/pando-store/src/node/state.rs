@@ -39,8 +39,9 @@
 //! - A Changed inode's base is of its own kind, and a values base's marks
 //!   count its entries' changes since the written version (asserted in
 //!   `note_values` and `derive`).
-//! - A kept inode is written, and its subtree is no older than its mark
-//!   says (asserted in `State::write`, and by the batch).
+//! - A kept inode is written, and its mark's subtree is no newer than
+//!   the commit that wrote it (asserted in `Written::new`; the batch's
+//!   `keep` asserts the subtree no older than the window).
 //! - A transition not listed above is refused: it panics in debug builds
 //!   and is counted in release builds ([`refused_transitions`], reported
 //!   by `Store::info`), never silently ignored (asserted in `refuse`).
@@ -88,7 +89,7 @@ pub struct Written {
 
 impl Written {
     pub fn new(instance: u64, offset: u64, chain: u8, root: Option<ChainRoot>, kept: Option<KeptMark>) -> Written {
-        assert!(instance < 1 << 56, "store instances are counted below 2^56");
+        debug_assert!(instance < 1 << 56, "store instances are counted below 2^56 (`fresh_instance_id`)");
         debug_assert!(kept.is_none_or(|kept| kept.since > 0 && kept.since <= kept.claim.seq), "a kept subtree is no newer than its root");
         let (since, seq, weight) = kept.map_or((0, 0, 0), |kept| {
             (kept.since, kept.claim.seq, u32::try_from(kept.claim.weight).unwrap_or(u32::MAX))
@@ -225,7 +226,7 @@ impl PatchBase {
     }
 
     fn fits(&self, body: &Body) -> bool {
-        matches!((&self.shape, body), (BaseShape::Tree { .. }, Body::Tree(_)) | (BaseShape::Values(_), Body::Values(_)))
+        matches!(self.shape, BaseShape::Tree { .. }) == is_tree(body)
     }
 }
 
@@ -286,7 +287,7 @@ impl State {
             }),
         };
         // A body of the other kind cannot be patched over this base.
-        debug_assert!(!copied || same_kind(&from.body, body), "a copy holds its original's kind of body");
+        debug_assert!(!copied || is_tree(&from.body) == is_tree(body), "a copy holds its original's kind of body");
         let changed = changed.filter(|changed| changed.base.fits(body));
         State { written: OnceLock::new(), changed: parking_lot::Mutex::new(changed) }
     }
@@ -315,9 +316,10 @@ impl State {
         if self.written.set(written).is_err() {
             refuse("write", "the inode is written already (write_again is the transition for that)");
         }
-        if self.changed.lock().take().is_some() {
-            refuse("write", "a patch base left behind (begin_write takes it)");
-        }
+        // `begin_write` took the base, and nothing sets one on an inode
+        // shared (thaw needs `&mut`): checked in debug builds only, a lock
+        // per inode written.
+        debug_assert!(self.changed.lock().is_none(), "a patch base left behind (begin_write takes it)");
     }
 
     /// The transition `write_again`: a written inode whose record a
@@ -329,8 +331,8 @@ impl State {
     }
 }
 
-fn same_kind(a: &Body, b: &Body) -> bool {
-    matches!((a, b), (Body::Tree(_), Body::Tree(_)) | (Body::Values(_), Body::Values(_)))
+fn is_tree(body: &Body) -> bool {
+    matches!(body, Body::Tree(_))
 }
 
 /// Transitions refused in this process (only a bug makes one).

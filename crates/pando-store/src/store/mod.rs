@@ -20,7 +20,8 @@
 //!   `a_second_writer_is_refused_while_the_first_is_open` and
 //!   `readers_see_every_commit_while_the_writer_commits`).
 //! - A commit hash is in the index only once its batch is in the pack
-//!   (asserted in `commit`).
+//!   (the writer's one way in, `Repo::publish_commit`, asserts it; tested
+//!   by `crash_without_fault_at_every_commit`).
 //! - After a failed write or fsync the store refuses writes (`PreviousIo`,
 //!   naming the first failure; tested by `every_operation_fails_in_turn_then_crash`).
 
@@ -440,12 +441,6 @@ impl Store {
                 return Err(e);
             }
         };
-        // A collection started since may have collected it already.
-        let offset = self.repo.read.index.read().get(&hash).copied();
-        assert!(
-            offset.is_some_and(|offset| offset < self.repo.read.pack.end() || offset == index_file::COLLECTED),
-            "a commit returned is in the index, its record in the pack"
-        );
         carry_job.run();
         self.repo.read.flat.committed(hash, carry);
         let (cache_hits, cache_misses) = self.repo.read.cache.hits_and_misses();

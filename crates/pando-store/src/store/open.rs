@@ -59,7 +59,10 @@ static NEXT_INSTANCE: AtomicU64 = AtomicU64::new(1);
 /// A store instance id no other instance has (trees of other sources,
 /// such as a proof's, take one too, so that they are never mixed).
 pub(crate) fn fresh_instance_id() -> u64 {
-    NEXT_INSTANCE.fetch_add(1, Ordering::Relaxed)
+    let id = NEXT_INSTANCE.fetch_add(1, Ordering::Relaxed);
+    // An inode's writer state keeps the instance in 56 bits (`node::Written`).
+    assert!(id < 1 << 56, "store instances are counted below 2^56");
+    id
 }
 
 fn open_file(storage: &dyn Storage, name: &str, create: bool) -> Result<Arc<dyn File>> {
