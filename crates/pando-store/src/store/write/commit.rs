@@ -64,7 +64,7 @@ pub(in crate::store) fn note_commit(writer: &mut Writer, hash: Hash, at: u64) {
 }
 
 /// A commit's batch once its inodes are written (steps 1 and 2).
-struct Written {
+struct WrittenBatch {
     /// Where the root is, and what the kept tree holds of it.
     root_offset: u64,
     kept: Option<Arc<Inode>>,
@@ -199,7 +199,7 @@ impl Repo {
     /// first, hashing each as its parent's record needs it, while a helper
     /// hashes the subtrees of large directories ahead of it, then the rest
     /// from the other end (see `HashingHelper`).
-    fn write_batch(&self, writer: &mut Writer, tree: &Tree, root: &Ptr, refs_held: bool, carry: &Carry) -> Result<Written> {
+    fn write_batch(&self, writer: &mut Writer, tree: &Tree, root: &Ptr, refs_held: bool, carry: &Carry) -> Result<WrittenBatch> {
         let start = self.write.guard(self.read.pack.prepare_append())?;
         let keeping = writer.kept.start_commit(self.read.options.keep_bytes());
         let dict = self.read.dict.read();
@@ -239,7 +239,7 @@ impl Repo {
             };
             let Writing { batch, encoder, keeping, staged, .. } = writing;
             let (base, buf) = batch.finish()?;
-            Ok(Written { root_offset, kept, base, buf, raw_steps: encoder.raw_steps, staged, keeping })
+            Ok(WrittenBatch { root_offset, kept, base, buf, raw_steps: encoder.raw_steps, staged, keeping })
         });
         drop(helper);
         self.write.guard(written)
@@ -248,8 +248,8 @@ impl Repo {
     /// Steps 3 to 5 for a new commit: the dictionary's new steps and the
     /// commit record end the batch, which is appended and synced per the
     /// policy; then the commit is published and its tree kept.
-    fn append_commit(&self, writer: &mut Writer, hash: Hash, record: CommitRecord, written: Written) -> Result<Hash> {
-        let Written { root_offset, kept, base, mut buf, raw_steps, staged, keeping } = written;
+    fn append_commit(&self, writer: &mut Writer, hash: Hash, record: CommitRecord, written: WrittenBatch) -> Result<Hash> {
+        let WrittenBatch { root_offset, kept, base, mut buf, raw_steps, staged, keeping } = written;
         let first_new_id = self.read.dict.read().len();
         let promoted = self.read.dict.write().observe(&raw_steps);
         if !promoted.is_empty() {
@@ -302,8 +302,8 @@ impl Repo {
     /// keeps them only if a commit record follows (a whole batch ends with
     /// one), and then they are there. The kept tree stays the last
     /// commit's, so the window keeps its commits.
-    fn append_unreferenced(&self, writer: &mut Writer, written: Written) -> Result<()> {
-        let Written { base, buf, keeping, .. } = written;
+    fn append_unreferenced(&self, writer: &mut Writer, written: WrittenBatch) -> Result<()> {
+        let WrittenBatch { base, buf, keeping, .. } = written;
         if !buf.is_empty() {
             self.write.guard(self.read.pack.append(base, &buf))?;
         }

@@ -147,12 +147,13 @@ impl Writing<'_, '_> {
             Ok(plan) => plan,
             Err(met) => return Ok(met),
         };
-        let mut children = self.children(inode, depth, &plan)?;
+        let children = self.children(inode, depth, &plan)?;
         let at = self.batch.next_offset();
-        let encoded = self.encode(inode, depth, plan.tree_patch, plan.values_base, plan.only, &mut children, at);
+        let again = plan.again;
+        let encoded = self.encode(inode, depth, plan, &children, at);
         let written = self.batch.push(encoded.kind, &self.encoder.payload)?;
         debug_assert_eq!(written, at, "the record is where it was encoded for");
-        Ok((at, self.keep(inode, at, encoded, children, plan.again)))
+        Ok((at, self.keep(inode, at, encoded, children, again)))
     }
 
     /// The plan step: an inode written already (its offset and kept form,
@@ -297,17 +298,8 @@ impl Writing<'_, '_> {
     /// The encode step: the inode's record, at `at`, into the encoder's
     /// payload: a patch when it may be one (the shorter, for a value
     /// inode), in full otherwise.
-    #[expect(clippy::too_many_arguments, reason = "the plan's parts, taken apart by the caller")]
-    fn encode(
-        &mut self,
-        inode: &Inode,
-        depth: u32,
-        tree_patch: Option<Plan>,
-        values_base: Option<PatchBase>,
-        only: Option<u32>,
-        children: &mut Children,
-        at: u64,
-    ) -> Encoded {
+    fn encode(&mut self, inode: &Inode, depth: u32, plan: InodePlan, children: &Children, at: u64) -> Encoded {
+        let InodePlan { tree_patch, values_base, only, .. } = plan;
         debug_assert!(
             children.offsets.iter().chain(children.pointers.iter().map(|(_, offset, _)| offset)).all(|&offset| offset < at),
             "a record refers only to records before it"
