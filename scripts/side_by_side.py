@@ -3,7 +3,8 @@
 scripts/side-by-side.sh.
 
 For each trace directory: the median [min-max] over rounds of blocks/s,
-block p50 and p99, final disk and peak RSS for base, pando and irmin; then
+block p50 and p99, commit p50, the first block's time, final disk and
+peak RSS for base, pando and irmin; then
 the medians over rounds of the ratios taken within each round (pando /
 irmin, base / irmin, pando / base), so that a round's load cancels out.
 Without base runs (no BASE_PANDO), its column and ratios are left out.
@@ -16,6 +17,8 @@ METRICS = [
     ("block_p50_ms", "block p50 (ms)", "%.2f"),
     ("block_p99_ms", "block p99 (ms)", "%.2f"),
     ("commit_p50_ms", "commit p50 (ms)", "%.2f"),
+    # The trace's first block: `medium`'s genesis, 1.9 M writes in one commit.
+    ("genesis_block_s", "first block (s)", "%.2f"),
     ("final_disk_bytes", "final disk (MB)", "%.1f"),
     ("children_maxrss_kb", "peak RSS (MB)", "%.0f"),
     ("hash_mismatches", "commit-hash mismatches", "%d"),
