@@ -40,6 +40,9 @@ for bin in "${bins[@]}"; do
   [ -x "$bin" ] || { echo "abba.sh: $bin is not an executable" >&2; exit 2; }
 done
 
+case "$out" in
+  "" | / | . | ..) echo "abba.sh: --out $out would remove too much" >&2; exit 2 ;;
+esac
 rm -rf "$out" && mkdir -p "$out"
 order=$(seq 0 $((${#names[@]} - 1)))
 for round in $(seq 1 "$rounds"); do
