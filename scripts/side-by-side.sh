@@ -5,7 +5,9 @@
 # Interleaved replays of the same trace files by pando and by irmin-pack
 # 3.7.2 (its replay driver, bench/irmin/, at Octez's configuration, no
 # fsync), and optionally by pando built from a base commit ($BASE_PANDO).
-# Each round runs them in turn, so the machine's load falls on all alike.
+# Each round runs them in turn, so the machine's load falls on all alike;
+# base and pando swap places every other round (ABBA), so that a drift of
+# the machine's speed within a round falls on both.
 # Every run is measured the same way by bench/irmin/measure.py (wall time,
 # /proc I/O, peak RSS, store size, the tools' own per-block figures) into
 # $RUNS/TRACE_NAME/{base,pando,irmin}-R.json; scripts/side_by_side.py
@@ -24,6 +26,8 @@
 #   PANDO       pando (default: target/release/pando, built here)
 #   BASE_PANDO  pando built at the base commit (default: no base column);
 #               the suites give both --sync pipelined themselves
+#   NO_IRMIN    set to 1: no irmin runs, only base against pando (two
+#               builds compared: docs/PERFORMANCE.md's ABBA figures)
 #   BENCH       irmin's bench.exe (default: built by bench/irmin/build.sh
 #               into target/irmin-bench, irmin 3.7.2 as bench/irmin/README.md
 #               says: an opam switch, IRMIN_SRC, or the tarball beside)
@@ -47,7 +51,7 @@ if [ -z "$suite" ] && [ $# -lt 3 ]; then
   echo "usage: side-by-side.sh [--quick | --full] | TRACE_NAME TRACE ROUNDS [pando args] [-- irmin args]" >&2; exit 2
 fi
 
-if [ -z "${BENCH:-}" ]; then
+if [ -z "${BENCH:-}" ] && [ "${NO_IRMIN:-}" != 1 ]; then
   BENCH=$("$root/bench/irmin/build.sh" | tail -1)
 fi
 RUNS=${RUNS:-$root/target/side-by-side/runs}
@@ -72,7 +76,7 @@ irmin_run() { # irmin_run PREFIX TRACE ARGS...
 }
 
 one_trace() { # one_trace NAME TRACE ROUNDS [pando args] [-- irmin args]
-  local name=$1 trace=$2 rounds=$3 r arg side=p
+  local name=$1 trace=$2 rounds=$3 r arg side=p build bin
   shift 3
   local pando_args=() irmin_args=()
   for arg in "$@"; do
@@ -82,11 +86,17 @@ one_trace() { # one_trace NAME TRACE ROUNDS [pando args] [-- irmin args]
   mkdir -p "$out"
   for r in $(seq 1 "$rounds"); do
     echo "side-by-side: $name, round $r of $rounds" >&2
+    local builds=(pando)
     if [ -n "${BASE_PANDO:-}" ]; then
-      pando_run "$BASE_PANDO" "$out/base-$r" "$trace" ${pando_args[@]+"${pando_args[@]}"}
+      if [ $((r % 2)) = 1 ]; then builds=(base pando); else builds=(pando base); fi
     fi
-    pando_run "$PANDO" "$out/pando-$r" "$trace" ${pando_args[@]+"${pando_args[@]}"}
-    irmin_run "$out/irmin-$r" "$trace" ${irmin_args[@]+"${irmin_args[@]}"}
+    for build in "${builds[@]}"; do
+      if [ "$build" = base ]; then bin=$BASE_PANDO; else bin=$PANDO; fi
+      pando_run "$bin" "$out/$build-$r" "$trace" ${pando_args[@]+"${pando_args[@]}"}
+    done
+    if [ "${NO_IRMIN:-}" != 1 ]; then
+      irmin_run "$out/irmin-$r" "$trace" ${irmin_args[@]+"${irmin_args[@]}"}
+    fi
   done
   rm -rf "$WORK/store"
 }

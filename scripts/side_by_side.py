@@ -7,7 +7,8 @@ block p50 and p99, commit p50, the first block's time, final disk and
 peak RSS for base, pando and irmin; then
 the medians over rounds of the ratios taken within each round (pando /
 irmin, base / irmin, pando / base), so that a round's load cancels out.
-Without base runs (no BASE_PANDO), its column and ratios are left out.
+Without base runs (no BASE_PANDO), or irmin's (NO_IRMIN=1), their
+columns and ratios are left out.
 """
 import glob, json, os, re, statistics, sys
 
@@ -58,9 +59,9 @@ def spread(values, fmt):
 def main(root):
     for directory in sorted(d for d in glob.glob(os.path.join(root, "*")) if os.path.isdir(d)):
         runs = load(directory)
-        # base is optional (side-by-side.sh without BASE_PANDO)
+        # base and irmin are optional (no BASE_PANDO, NO_IRMIN=1), not both
         configs = [c for c in CONFIGS if runs[c]]
-        if "pando" not in configs or "irmin" not in configs:
+        if "pando" not in configs or len(configs) < 2:
             continue
         rounds = sorted(set.intersection(*(set(runs[c]) for c in configs)))
         if not rounds:
