@@ -311,6 +311,7 @@ impl Hold for Held {
         EMPTY.clone()
     }
 
+    #[inline]
     fn changing(change: dir::Change<'_, Held>) {
         match change {
             dir::Change::InPlace(inode) => State::thaw(inode),

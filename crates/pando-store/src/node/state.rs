@@ -263,7 +263,17 @@ impl State {
     /// holds. A written one becomes Changed over its written version,
     /// claiming what the window counted for it; its pointers mark what
     /// changes from now on.
+    #[inline]
     pub(super) fn thaw(inode: &mut Inode) {
+        // An update passes every inode on its path, most of them thawed
+        // already: that check stays in the caller.
+        if inode.meta.written.get_mut().is_some() {
+            State::thaw_written(inode);
+        }
+    }
+
+    #[inline(never)]
+    fn thaw_written(inode: &mut Inode) {
         let Some(written) = inode.meta.written.take() else { return };
         let base = PatchBase::of(&written, &inode.body);
         let replaced = written.kept().map(|kept| kept.claim);
