@@ -124,6 +124,10 @@ pub struct Tree {
     /// For a tree taken from a commit (or made empty) by a store: its
     /// updates since, which tell the reads the store's flat cache answers.
     writes: Option<Arc<Writes>>,
+    /// Updates since the tree was made or taken from a commit (saturated):
+    /// what tells a commit, without a walk, that it has work for its
+    /// hashing helper (`hashing::HashingHelper::worth_it`).
+    updates: u32,
 }
 
 /// What is known of the pack records a tree refers to: its stored
@@ -245,7 +249,7 @@ impl Tree {
     }
 
     pub(crate) fn from_parts(node: Child, source: Option<Arc<dyn Source>>, ctx: Option<ContextId>, refs: Refs) -> Tree {
-        Tree { node, source, broken: false, ctx, origin: None, took_kept: false, refs, writes: None }
+        Tree { node, source, broken: false, ctx, origin: None, took_kept: false, refs, writes: None, updates: 0 }
     }
 
     /// A tree taken from `commit` (`None`: made empty) by its store, whose
@@ -266,6 +270,12 @@ impl Tree {
     /// `None` if it keeps no log, `Some(None)` if it stopped logging.
     pub(crate) fn logged_updates(&self) -> Option<Option<usize>> {
         self.writes.as_deref().map(Writes::known_len)
+    }
+
+    /// Updates since the tree was made or taken from a commit (saturated
+    /// at `u32::MAX`).
+    pub(crate) fn updates(&self) -> u32 {
+        self.updates
     }
 
     /// Whether every pack record this tree refers to is held, known
@@ -626,6 +636,7 @@ impl Tree {
     /// the update as `write` for the flat cache.
     fn replace<S: AsRef<[u8]>>(&mut self, path: &[S], new: Option<Child>, write: Write<'_>) -> Result<()> {
         self.node()?;
+        self.updates = self.updates.saturating_add(1);
         let steps = steps_of(path);
         if steps.is_empty() {
             self.node = new.unwrap_or_else(|| Child::Dir(Ptr::mem(empty())));

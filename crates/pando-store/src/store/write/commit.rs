@@ -210,7 +210,7 @@ impl Repo {
             Ptr::Stored { .. } => false,
         };
         let helper = match root {
-            Ptr::Mem(inode, _) if HashingHelper::worth_it(inode) => {
+            Ptr::Mem(inode, _) if HashingHelper::worth_it(inode, tree.updates()) => {
                 if large {
                     hashing::subtrees(inode, 0, &mut subtrees);
                 }
