@@ -68,7 +68,18 @@ impl KeptWindow {
     /// that left the window are skipped.
     pub(in crate::store) fn release(&mut self, superseded: &[Claim]) {
         for claim in superseded {
-            let at = self.window.partition_point(|(s, _)| *s < claim.seq);
+            // Commits follow each other in the window (each finished one is
+            // pushed, a failed one stops the writer): where the claim's is,
+            // unless that changes (the search then finds it).
+            let at = match self.window.front() {
+                Some(&(front, _)) if claim.seq >= front => (claim.seq - front) as usize,
+                _ => 0,
+            };
+            let at = if self.window.get(at).is_some_and(|(s, _)| *s == claim.seq) {
+                at
+            } else {
+                self.window.partition_point(|(s, _)| *s < claim.seq)
+            };
             if let Some((s, counted)) = self.window.get_mut(at)
                 && *s == claim.seq
             {
