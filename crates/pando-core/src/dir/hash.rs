@@ -119,12 +119,24 @@ enum ChildHashes<H: Hold> {
 /// The children's hashes `inode` is encoded with: for its directory's flat
 /// hash if `flat` (a root), for its inode hash otherwise.
 fn child_hashes<H: Hold, R: Resolve<H> + ?Sized>(inode: &Inode<H>, flat: bool, r: &R) -> Result<ChildHashes<H>, R::Error> {
+    // Allocated once at their size: collected through `Result`, they grew
+    // from 4 entries, 0.9% of a `small` replay's instructions.
     Ok(match &inode.body {
-        Body::Values(values) => ChildHashes::Values(values.children().map(|c| child_hash(c, r)).collect::<Result<_, _>>()?),
+        Body::Values(values) => {
+            let mut hashes = SmallVec::with_capacity(values.len());
+            for child in values.children() {
+                hashes.push(child_hash(child, r)?);
+            }
+            ChildHashes::Values(hashes)
+        }
         Body::Tree(_) if flat => flat_hashes(inode, r)?,
-        Body::Tree(pointers) => ChildHashes::Tree(
-            pointers.iter().map(|(i, ptr)| Ok((i, inode_ptr_hash(ptr, pointers.depth + 1, r)?))).collect::<Result<_, _>>()?,
-        ),
+        Body::Tree(pointers) => {
+            let mut hashes = Vec::with_capacity(pointers.count());
+            for (i, ptr) in pointers.iter() {
+                hashes.push((i, inode_ptr_hash(ptr, pointers.depth + 1, r)?));
+            }
+            ChildHashes::Tree(hashes)
+        }
     })
 }
 
@@ -134,7 +146,10 @@ fn child_hashes<H: Hold, R: Resolve<H> + ?Sized>(inode: &Inode<H>, flat: bool, r
 #[inline(never)]
 fn flat_hashes<H: Hold, R: Resolve<H> + ?Sized>(root: &Inode<H>, r: &R) -> Result<ChildHashes<H>, R::Error> {
     let entries = collect_sorted(root, r)?;
-    let hashes = entries.iter().map(|(_, c)| child_hash(c, r)).collect::<Result<_, _>>()?;
+    let mut hashes = Vec::with_capacity(entries.len());
+    for (_, child) in &entries {
+        hashes.push(child_hash(child, r)?);
+    }
     Ok(ChildHashes::Flat(entries, hashes))
 }
 
