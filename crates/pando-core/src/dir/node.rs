@@ -247,18 +247,23 @@ const LINE: usize = 64;
 /// Prefetches what a [`hint`] names, for a search of its inode at `depth`
 /// for `step` (`None`: not known yet): the slot of a full tree inode where
 /// `step`'s child is, or the lines named. Any value is harmless: a stale
-/// hint's prefetch is wasted, never wrong.
+/// hint's prefetch is wasted, never wrong. Returns `step`'s index at
+/// `depth` when it computed it (a tree hint), so that the search of that
+/// inode need not compute it again.
 #[inline(always)]
-pub fn prefetch_hint<H: Hold>(hint: usize, depth: u32, step: Option<&[u8]>) {
+pub fn prefetch_hint<H: Hold>(hint: usize, depth: u32, step: Option<&[u8]>) -> Option<usize> {
     if hint == 0 {
-        return;
+        return None;
     }
     if hint & TREE_HINT == 0 {
         // An address only, never read through: no provenance needed.
         prefetch_bytes(std::ptr::without_provenance(hint & !(LINE - 1)), ((hint >> 3) & HINT_HALVES) * 2 * LINE);
-    } else if let Some(step) = step {
-        let at = (hint & !7).wrapping_add(index(depth, step) * std::mem::size_of::<H::Ptr>());
+        None
+    } else {
+        let i = index(depth, step?);
+        let at = (hint & !7).wrapping_add(i * std::mem::size_of::<H::Ptr>());
         prefetch_bytes(std::ptr::without_provenance(at), std::mem::size_of::<H::Ptr>());
+        Some(i)
     }
 }
 

@@ -19,7 +19,7 @@ fn with_step<H: Hold, R: Resolve<H> + ?Sized, T>(
     r: &R,
     f: impl FnOnce(Option<&Child<H>>) -> T,
 ) -> Result<T, R::Error> {
-    path_below(node, step, &[step], 0, &r, &|_| r, |reached| f(reached.entry()))
+    path_below(node, step, &[step], 0, None, &r, &|_| r, |reached| f(reached.entry()))
 }
 
 /// Where a descent down a path stopped ([`with_path_reached`]).
@@ -54,7 +54,7 @@ pub fn with_path<H: Hold, R: Resolve<H>, T>(
     at: &impl Fn(usize) -> R,
     f: impl FnOnce(Option<&Child<H>>) -> T,
 ) -> Result<T, R::Error> {
-    descend(from, steps, 0, at, |reached| f(reached.entry()))
+    descend(from, steps, 0, None, at, |reached| f(reached.entry()))
 }
 
 /// [`with_path`], telling `f` where the descent stopped: at the entry, at a
@@ -65,14 +65,17 @@ pub fn with_path_reached<H: Hold, R: Resolve<H>, T>(
     at: &impl Fn(usize) -> R,
     f: impl FnOnce(Reached<'_, H>) -> T,
 ) -> Result<T, R::Error> {
-    descend(from, steps, 0, at, f)
+    descend(from, steps, 0, None, at, f)
 }
 
-/// [`with_path`] from the entry the first `n` of `steps` lead to.
+/// [`with_path`] from the entry the first `n` of `steps` lead to; `known`
+/// is the next step's index in that directory's root if a prefetch
+/// computed it (see [`path_below`]).
 fn descend<H: Hold, R: Resolve<H>, T>(
     from: &Child<H>,
     steps: &[&[u8]],
     n: usize,
+    known: Option<usize>,
     at: &impl Fn(usize) -> R,
     f: impl FnOnce(Reached<'_, H>) -> T,
 ) -> Result<T, R::Error> {
@@ -80,34 +83,55 @@ fn descend<H: Hold, R: Resolve<H>, T>(
     let Child::Dir(ptr) = from else { return Ok(f(Reached::Contents(n, from))) };
     let r = at(n);
     match H::as_mem(ptr) {
-        Some(root) => path_below(root, step, steps, n, &r, at, f),
-        None => path_below(&*r.load(ptr, 0)?, step, steps, n, &r, at, f),
+        Some(root) => path_below(root, step, steps, n, known, &r, at, f),
+        None => path_below(&*r.load(ptr, 0)?, step, steps, n, None, &r, at, f),
     }
 }
 
 /// [`descend`] from the entry `step` (the `n`th of `steps`) of the
-/// directory whose inode (at any depth) is `node`; `r` is `at(n)`.
+/// directory whose inode (at any depth) is `node`; `r` is `at(n)`, `known`
+/// `step`'s index in `node` if a search above computed it. The inode below
+/// in memory is asked for with what its pointer's [`hint`] names of it
+/// ([`prefetch_hint`]), as an update does (see [`place`]): the two misses
+/// overlap, and the index the hint's prefetch computed is passed down.
+#[expect(clippy::too_many_arguments, reason = "one descent's state, passed down a recursion")]
 fn path_below<H: Hold, R: Resolve<H>, T>(
     node: &Inode<H>,
     step: &[u8],
     steps: &[&[u8]],
     n: usize,
+    known: Option<usize>,
     r: &R,
     at: &impl Fn(usize) -> R,
     f: impl FnOnce(Reached<'_, H>) -> T,
 ) -> Result<T, R::Error> {
     match &node.body {
         Body::Values(values) => match values.search(step) {
-            Ok(i) => descend(values.child(i), steps, n + 1, at, f),
+            Ok(i) => {
+                let child = values.child(i);
+                let mut below = None;
+                if let Child::Dir(ptr) = child
+                    && H::as_mem(ptr).is_some()
+                {
+                    below = prefetch_hint::<H>(H::hint(ptr), 0, steps.get(n + 1).copied());
+                }
+                descend(child, steps, n + 1, below, at, f)
+            }
             Err(_) => Ok(f(Reached::Absent)),
         },
-        Body::Tree(pointers) => match pointers.get(index(pointers.depth, step)) {
-            None => Ok(f(Reached::Absent)),
-            Some(ptr) => match H::as_mem(ptr) {
-                Some(child) => path_below(child, step, steps, n, r, at, f),
-                None => path_below(&*r.load(ptr, pointers.depth + 1)?, step, steps, n, r, at, f),
-            },
-        },
+        Body::Tree(pointers) => {
+            debug_assert!(known.is_none_or(|i| i == index(pointers.depth, step)), "the index known above is the step's");
+            match pointers.get(known.unwrap_or_else(|| index(pointers.depth, step))) {
+                None => Ok(f(Reached::Absent)),
+                Some(ptr) => match H::as_mem(ptr) {
+                    Some(child) => {
+                        let below = prefetch_hint::<H>(H::hint(ptr), pointers.depth + 1, Some(step));
+                        path_below(child, step, steps, n, below, r, at, f)
+                    }
+                    None => path_below(&*r.load(ptr, pointers.depth + 1)?, step, steps, n, None, r, at, f),
+                },
+            }
+        }
     }
 }
 
@@ -126,7 +150,7 @@ pub fn update_path<H: Hold, R: Resolve<H>>(
     new: Option<Child<H>>,
     at: &impl Fn(usize) -> R,
 ) -> Result<bool, R::Error> {
-    if new.is_none() && !path_below(root, steps[0], steps, 0, &at(0), at, |reached| reached.entry().is_some())? {
+    if new.is_none() && !path_below(root, steps[0], steps, 0, None, &at(0), at, |reached| reached.entry().is_some())? {
         return Ok(false);
     }
     update_below(root, steps, 0, new, at)?;
@@ -180,7 +204,6 @@ fn update_below<H: Hold, R: Resolve<H>>(
 /// Sets `step` to `child` in the inode at `depth`, updating `node` (see
 /// [`make_mut`]). Returns whether an entry was added rather than replaced.
 /// On error `node` holds the same entries as before.
-#[expect(unsafe_code, reason = "calls `cleared` on an inode `updatable` allowed")]
 pub fn set<H: Hold, R: Resolve<H> + ?Sized>(
     node: &mut Arc<Inode<H>>,
     depth: u32,
@@ -188,7 +211,21 @@ pub fn set<H: Hold, R: Resolve<H> + ?Sized>(
     child: Child<H>,
     r: &R,
 ) -> Result<bool, R::Error> {
-    match place(node, depth, step) {
+    set_at(node, depth, step, None, child, r)
+}
+
+/// [`set`], with `step`'s index at `depth` if known ([`place`]'s `below`).
+#[expect(unsafe_code, reason = "calls `cleared` on an inode `updatable` allowed")]
+fn set_at<H: Hold, R: Resolve<H> + ?Sized>(
+    node: &mut Arc<Inode<H>>,
+    depth: u32,
+    step: &[u8],
+    known: Option<usize>,
+    child: Child<H>,
+    r: &R,
+) -> Result<bool, R::Error> {
+    let (place, below) = place(node, depth, step, known);
+    match place {
         // A new entry of a values inode with room: in place when the inode
         // is only this tree's (its children move), on a copy otherwise.
         Place::Gap(at) if node.len() < ENTRIES as u64 => {
@@ -238,7 +275,7 @@ pub fn set<H: Hold, R: Resolve<H> + ?Sized>(
                     true
                 }
                 Some(ptr) => {
-                    let added = set(mem_mut(ptr, depth + 1, r)?, depth + 1, step, child, r)?;
+                    let added = set_at(mem_mut(ptr, depth + 1, r)?, depth + 1, step, below, child, r)?;
                     H::refresh_hint(ptr);
                     added
                 }
@@ -312,7 +349,19 @@ pub fn find_mut<'a, H: Hold, R: Resolve<H> + ?Sized>(
     step: &[u8],
     r: &R,
 ) -> Result<Option<&'a mut Child<H>>, R::Error> {
-    let place = place(node, depth, step);
+    find_mut_at(node, depth, step, None, r)
+}
+
+/// [`find_mut`], with `step`'s index at `depth` if known ([`place`]'s
+/// `below`).
+fn find_mut_at<'a, H: Hold, R: Resolve<H> + ?Sized>(
+    node: &'a mut Arc<Inode<H>>,
+    depth: u32,
+    step: &[u8],
+    known: Option<usize>,
+    r: &R,
+) -> Result<Option<&'a mut Child<H>>, R::Error> {
+    let (place, below) = place(node, depth, step, known);
     let inode = make_mut(node);
     match (place, &mut inode.body) {
         (Place::Entry(i), Body::Values(values)) => {
@@ -327,7 +376,7 @@ pub fn find_mut<'a, H: Hold, R: Resolve<H> + ?Sized>(
                     *ptr = H::mem(r.load(ptr, depth + 1)?);
                 }
                 let child = H::as_mem_mut(ptr).expect("made a memory pointer above");
-                find_mut(child, depth + 1, step, r)
+                find_mut_at(child, depth + 1, step, below, r)
             }
         },
         _ => unreachable!("an inode made updatable holds the same entries"),
@@ -345,10 +394,14 @@ enum Place {
 
 /// Where `step` is in `node`, an inode at `depth`, found before the update
 /// makes the inode updatable (thaws or copies it, the same entries either
-/// way). The inode below, when in memory, is asked for meanwhile, with
+/// way); `known` is `step`'s index at `depth` if a search above computed
+/// it. The inode below, when in memory, is asked for meanwhile, with
 /// what the pointer's [`hint`] names of it ([`prefetch_hint`]): their cache
-/// misses overlap that work and each other.
-fn place<H: Hold>(node: &Inode<H>, depth: u32, step: &[u8]) -> Place {
+/// misses overlap that work and each other. Also returns `step`'s index at
+/// `depth + 1` when the hint's prefetch computed it: the search of the
+/// tree inode below takes it (an OCaml hash of the step is a tenth of
+/// an update's work).
+fn place<H: Hold>(node: &Inode<H>, depth: u32, step: &[u8], known: Option<usize>) -> (Place, Option<usize>) {
     match &node.body {
         Body::Values(values) => match values.search(step) {
             Ok(i) => {
@@ -358,19 +411,21 @@ fn place<H: Hold>(node: &Inode<H>, depth: u32, step: &[u8]) -> Place {
                     prefetch_arc(below);
                     prefetch_hint::<H>(H::hint(ptr), 0, None);
                 }
-                Place::Entry(i)
+                (Place::Entry(i), None)
             }
-            Err(at) => Place::Gap(at),
+            Err(at) => (Place::Gap(at), None),
         },
         Body::Tree(pointers) => {
-            let i = index(depth, step);
+            debug_assert!(known.is_none_or(|i| i == index(depth, step)), "the index known above is the step's");
+            let i = known.unwrap_or_else(|| index(depth, step));
+            let mut below = None;
             if let Some(ptr) = pointers.get(i)
-                && let Some(below) = H::as_mem(ptr)
+                && let Some(inode) = H::as_mem(ptr)
             {
-                prefetch_arc(below);
-                prefetch_hint::<H>(H::hint(ptr), depth + 1, Some(step));
+                prefetch_arc(inode);
+                below = prefetch_hint::<H>(H::hint(ptr), depth + 1, Some(step));
             }
-            Place::Child(i)
+            (Place::Child(i), below)
         }
     }
 }
