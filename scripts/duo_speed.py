@@ -13,6 +13,8 @@ as bench/irmin/measure.py does):
   (raw and null only when --configs names them)
   irmin  the duo alone on irmin-pack 3.7.2 (duo --only irmin)
   native pando's own replay (pando replay TRACE --store ...)
+Pando runs with one sync policy through OCaml and natively (--sync,
+default pipelined as in the side-by-side; irmin never syncs).
 Blocks/s is blocks / wall. Writes DIR/NAME/RUN-R.json per run and prints
 the medians [min-max] and the medians of the within-round ratios.
 """
@@ -65,8 +67,10 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--name", default=None)
     ap.add_argument("--max-blocks", type=int, default=None)
-    ap.add_argument("--sync", default="every",
-                    help="pando replay's --sync (match the binding's policy)")
+    ap.add_argument("--sync", default="pipelined", choices=["every", "pipelined", "never"],
+                    help="pando's sync policy, through OCaml and native alike "
+                    "(default pipelined, as the side-by-side's pando rows; "
+                    "irmin never syncs)")
     ap.add_argument("--configs", default="ocaml,irmin,native")
     ap.add_argument("trace")
     a = ap.parse_args()
@@ -76,8 +80,8 @@ def main():
     store = os.path.join(a.work, "store")
     mb = ["--max-blocks", str(a.max_blocks)] if a.max_blocks else []
     cmds = {
-        "ocaml": [a.duo, a.trace, "--only", "pando", "--dir", store] + mb,
-        "raw": [a.duo, a.trace, "--only", "pando", "--api", "raw", "--dir", store] + mb,
+        "ocaml": [a.duo, a.trace, "--only", "pando", "--sync", a.sync, "--dir", store] + mb,
+        "raw": [a.duo, a.trace, "--only", "pando", "--api", "raw", "--sync", a.sync, "--dir", store] + mb,
         "irmin": [a.duo, a.trace, "--only", "irmin", "--dir", store] + mb,
         "null": [a.duo, a.trace, "--only", "null", "--dir", store] + mb,
         "native": [a.pando, "replay", a.trace, "--store", store, "--sync", a.sync]

@@ -167,6 +167,17 @@ let progress_every = ref 0
    default), not from the root (irmin's replay, Octez's own traces). *)
 let trace_under_data = ref false
 
+(* Pando's sync policy (Pando.index_init_with): every commit on disk
+   before it returns (the binding's default), its sync while the next
+   block runs, or none (irmin-pack's in Octez, and the duo's irmin). *)
+let sync = ref "every"
+
+let sync_policy () : Pando.sync_policy =
+  match !sync with
+  | "pipelined" -> Pando.Pipelined
+  | "never" -> Pando.No_sync
+  | _ -> Pando.Every_commit
+
 let spec =
   Arg.align
     [
@@ -181,6 +192,9 @@ let spec =
       ("--proofs", Arg.Set_int proofs, "N paths per block proved by each side and checked by the other (default 2)");
       ("--max-printed", Arg.Set_int max_printed, "N divergences printed in full (default 1000)");
       ("--progress", Arg.Set_int progress_every, "N a progress line on stderr every N blocks");
+      ( "--sync",
+        Arg.Symbol ([ "every"; "pipelined"; "never" ], fun s -> sync := s),
+        " pando's sync policy (default every: each commit on disk before it returns)" );
       ( "--trace-under-data",
         Arg.Set trace_under_data,
         " the trace's paths are relative to data/ (it was recorded through a context that puts \

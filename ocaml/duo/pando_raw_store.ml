@@ -12,7 +12,7 @@ type commit = bytes
 
 let open_repo dir =
   Duo_core.rm_rf dir;
-  Lwt.return (Pando.index_init dir)
+  Lwt.return (Pando.index_init_with (Duo_core.sync_policy ()) dir)
 
 let empty idx = { c = Pando.context_init idx; origin = None }
 

@@ -17,7 +17,7 @@ type commit = bytes
 
 let open_repo dir =
   Duo_core.rm_rf dir;
-  C.init dir
+  C.init ~sync_policy:(Duo_core.sync_policy ()) dir
 
 let empty idx = { c = C.empty idx; origin = None }
 
