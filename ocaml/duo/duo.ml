@@ -41,9 +41,13 @@ let () =
         irmin_solo ()
     | "raw", "irmin" -> irmin_solo ()
     | "context", "pando" ->
+        (* Alone, pando's process turns huge pages off, as the pando
+           command does (irmin alone runs as irmin's bench does). *)
+        ignore (Pando.disable_transparent_huge_pages ());
         let module S = Duo_core.Solo (Pando_store) in
         S.run ()
     | "raw", "pando" ->
+        ignore (Pando.disable_transparent_huge_pages ());
         let module S = Duo_core.Solo (Pando_raw_store) in
         S.run ()
     | _, "null" ->

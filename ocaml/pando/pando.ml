@@ -114,6 +114,7 @@ let tree_proof_hashes encoding proof = proof_hashes_raw encoding false proof
 let stream_proof_hashes encoding proof = proof_hashes_raw encoding true proof
 
 external empty_tree : unit -> tree = "pando_empty_tree"
+external disable_transparent_huge_pages : unit -> bool = "pando_disable_transparent_huge_pages"
 external set_branch : index -> string -> bytes -> unit = "pando_set_branch"
 
 external blake2b : int -> bytes -> bytes = "pando_blake2b"

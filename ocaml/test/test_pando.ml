@@ -357,4 +357,20 @@ let () =
   Pando.close index;
   damaged dir last;
   remove_dir dir;
+  (* Huge pages off for the process, as the pando command does: the
+     kernel says so in /proc/self/status. *)
+  if Sys.file_exists "/proc/self/status" then begin
+    check_eq "huge pages off" string_of_bool true (Pando.disable_transparent_huge_pages ());
+    let status = open_in "/proc/self/status" in
+    let rec thp () =
+      match input_line status with
+      | line when contains ~sub:"THP_enabled:" line -> Some line
+      | _ -> thp ()
+      | exception End_of_file -> None
+    in
+    let line = thp () in
+    close_in status;
+    (* The line is there since Linux 5.0. *)
+    Option.iter (check_eq "THP_enabled" Fun.id "THP_enabled:\t0") line
+  end;
   finish "test_pando"

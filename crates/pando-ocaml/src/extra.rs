@@ -247,6 +247,26 @@ pub fn pando_empty_tree() -> Pointer<TreeValue> {
     crate::tree_value(&None, pando_store::Tree::empty())
 }
 
+/// Turns transparent huge pages off for the whole process, as the `pando`
+/// command does for itself: the trees grow by many small allocations, and
+/// with huge pages each first touch zeroes 2 MiB. Returns whether the
+/// kernel took it (Linux 3.15 or later).
+#[ocaml::func]
+#[ocaml::sig("unit -> bool")]
+pub fn pando_disable_transparent_huge_pages() -> bool {
+    no_huge_pages()
+}
+
+#[cfg(target_os = "linux")]
+fn no_huge_pages() -> bool {
+    rustix::thread::disable_transparent_huge_pages(true).is_ok()
+}
+
+#[cfg(not(target_os = "linux"))]
+fn no_huge_pages() -> bool {
+    false
+}
+
 #[ocaml::func]
 #[ocaml::sig("index -> string -> bytes -> unit")]
 pub fn pando_set_branch(index: &Index, name: String, commit: &[u8]) -> Out<()> {
