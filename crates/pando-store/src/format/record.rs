@@ -75,7 +75,7 @@ impl RecordKind {
 pub fn append(out: &mut Vec<u8>, kind: RecordKind, payload: &[u8]) {
     let start = out.len();
     // Grown once to the record's size: a large value's record grew by
-    // doubling, copying what it held each time (1.4% of a `small` add).
+    // doubling, copying what it held each time (2% of a `small` add).
     out.reserve(header_len(payload.len() as u64) + payload.len() + 4);
     out.push(kind as u8);
     varint::write_u64(out, payload.len() as u64);
