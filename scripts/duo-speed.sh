@@ -6,7 +6,8 @@
 # 3.7.2 (the duo alone on irmin) and by native `pando replay`,
 # interleaved round by round so that the machine's load falls on all
 # three alike; prints medians and within-round ratios
-# (scripts/duo_speed.py). Builds the duo (scripts/duo.sh --build-only,
+# (scripts/duo_speed.py). Pando runs pipelined through OCaml and natively
+# unless --sync says otherwise (irmin never syncs). Builds the duo (scripts/duo.sh --build-only,
 # irmin 3.7.2 found as there) and pando-cli (cargo build --release; or set
 # PANDO to a pando binary) first.
 # Results go to $RUNS (default target/duo/speed). Runs under nice.
