@@ -374,16 +374,6 @@ fn sync_policy(text: &str) -> anyhow::Result<pando_store::SyncPolicy> {
     })
 }
 
-/// Turns transparent huge pages off for this process. The trees of a large
-/// commit grow by many small allocations: with huge pages each first touch
-/// zeroes 2 MiB, and the genesis block of the `medium` trace took 7.2-8.3 s
-/// instead of 5.9-6.2 s (three runs each, docs/PERFORMANCE.md).
-fn no_huge_pages() {
-    // Best effort: a kernel without the flag (before 3.15) runs as before.
-    #[cfg(target_os = "linux")]
-    let _ = rustix::thread::disable_transparent_huge_pages(true);
-}
-
 /// A write's result, with a write to a closed pipe counted as done
 /// (`outln_or_gone!`).
 fn unless_gone(result: std::io::Result<()>) -> std::io::Result<()> {
@@ -412,7 +402,8 @@ fn logs() {
 }
 
 fn main() -> std::process::ExitCode {
-    no_huge_pages();
+    // Best effort: a kernel without the flag (before 3.15) runs as before.
+    pando_store::disable_transparent_huge_pages();
     logs();
     match run(Cli::parse()) {
         Ok(()) => std::process::ExitCode::SUCCESS,

@@ -247,24 +247,12 @@ pub fn pando_empty_tree() -> Pointer<TreeValue> {
     crate::tree_value(&None, pando_store::Tree::empty())
 }
 
-/// Turns transparent huge pages off for the whole process, as the `pando`
-/// command does for itself: the trees grow by many small allocations, and
-/// with huge pages each first touch zeroes 2 MiB. Returns whether the
-/// kernel took it (Linux 3.15 or later).
+/// `pando_store::disable_transparent_huge_pages`, what the `pando`
+/// command does for itself.
 #[ocaml::func]
 #[ocaml::sig("unit -> bool")]
 pub fn pando_disable_transparent_huge_pages() -> bool {
-    no_huge_pages()
-}
-
-#[cfg(target_os = "linux")]
-fn no_huge_pages() -> bool {
-    rustix::thread::disable_transparent_huge_pages(true).is_ok()
-}
-
-#[cfg(not(target_os = "linux"))]
-fn no_huge_pages() -> bool {
-    false
+    pando_store::disable_transparent_huge_pages()
 }
 
 #[ocaml::func]

@@ -87,3 +87,17 @@ pub use store::{
     RecordCounts, RepairReport, Store, StoreInfo,
 };
 pub use tree::{Depth, Order, ProvenTree, Tree, Versions, verify_stream_proof, verify_stream_proof_reads, verify_tree_proof};
+
+/// Turns transparent huge pages off for the whole process, for a process
+/// whose memory is mostly pando's (the `pando` command, a host through the
+/// OCaml binding): trees grow by many small allocations, and with huge
+/// pages each first touch zeroes 2 MiB (`medium`'s genesis block took
+/// 7.2-8.3 s with them instead of 5.9-6.2 s; docs/PERFORMANCE.md).
+/// Returns whether the kernel took it (Linux 3.15 or later).
+pub fn disable_transparent_huge_pages() -> bool {
+    #[cfg(target_os = "linux")]
+    let taken = rustix::thread::disable_transparent_huge_pages(true).is_ok();
+    #[cfg(not(target_os = "linux"))]
+    let taken = false;
+    taken
+}
