@@ -323,8 +323,11 @@ fn hints_name_what_a_search_reads_first_and_any_prefetches_harmlessly() {
     let before = dir::dir_hash(&root, &Nothing).unwrap();
     for hint in [0, 1, 2, usize::MAX, usize::MAX - 1, tree, gaps, values, 0x1000] {
         for depth in [0, 1, 12] {
-            dir::prefetch_hint::<Mem>(hint, depth, Some(b"s1"));
-            dir::prefetch_hint::<Mem>(hint, depth, None);
+            // A tree hint's prefetch gives the step's index it computed, for
+            // the search below; any other gives none.
+            let expected = (hint != 0 && hint & dir::TREE_HINT != 0).then(|| pando_core::inode::index(depth, b"s1"));
+            assert_eq!(dir::prefetch_hint::<Mem>(hint, depth, Some(b"s1")), expected);
+            assert_eq!(dir::prefetch_hint::<Mem>(hint, depth, None), None);
         }
     }
     assert_eq!(dir::dir_hash(&root, &Nothing).unwrap(), before);

@@ -110,10 +110,12 @@ fn path_below<H: Hold, R: Resolve<H>, T>(
             Ok(i) => {
                 let child = values.child(i);
                 let mut below = None;
-                if let Child::Dir(ptr) = child
+                // Only a directory the path goes on into: the entry at its
+                // end is returned, not searched.
+                if let (Child::Dir(ptr), Some(&next)) = (child, steps.get(n + 1))
                     && H::as_mem(ptr).is_some()
                 {
-                    below = prefetch_hint::<H>(H::hint(ptr), 0, steps.get(n + 1).copied());
+                    below = prefetch_hint::<H>(H::hint(ptr), 0, Some(next));
                 }
                 descend(child, steps, n + 1, below, at, f)
             }

@@ -43,9 +43,9 @@ use crate::node::{Body, Inode, Loader, NoLoader, child_pointers};
 pub(in crate::store) const HELPER_INODES: usize = 64;
 
 /// A tree updated at least this many times since it was taken from a
-/// commit has [`HELPER_INODES`] to hash, by the trees replayed (see
-/// [`HashingHelper::worth_it`]): counting them walked 3% of a `small`
-/// commit on the committing thread.
+/// commit starts the helper without counting its unhashed inodes (see
+/// [`HashingHelper::worth_it`]): the count walked 3% of a `small` commit
+/// on the committing thread.
 const HELPER_UPDATES: u32 = 48;
 
 /// The children of an inode that are in memory and whose pointers do not
