@@ -344,11 +344,21 @@ let () =
   edges index;
   let last = readonly_and_gc index dir ctx in
   let tree = Pando.get_tree (Option.get (Pando.checkout index last)) in
+  (* An update refused raises, and changes nothing. *)
+  let deep = List.init 257 (fun _ -> "d") in
+  raises "add at 257 steps" (contains ~sub:"steps") (fun () -> Pando.add ctx deep (b "v"));
+  raises "tree_remove at 257 steps" (contains ~sub:"steps") (fun () ->
+      Pando.tree_remove tree deep);
+  check_eq "tree after refused updates" show_opt (Some (b "1")) (Pando.tree_find tree [ "n" ]);
   Pando.close index;
   raises "closed index" (contains ~sub:"closed") (fun () ->
       Pando.checkout index last);
   raises "tree of a closed index" (contains ~sub:"closed") (fun () ->
       Pando.tree_find tree [ "n" ]);
+  raises "add to a closed index" (contains ~sub:"closed") (fun () ->
+      Pando.add ctx [ "n" ] (b "2"));
+  raises "tree_add to a closed index" (contains ~sub:"closed") (fun () ->
+      Pando.tree_add tree [ "n" ] (b "2"));
   Pando.close index;
   (* Reopened, everything is there. *)
   let index = Pando.index_init dir in

@@ -374,7 +374,7 @@ fn nested_trie(dirs: &Nested) -> Arc<Inode<Mem>> {
     for (d, entries) in dirs {
         for (k, v) in entries {
             let path = [&b"top"[..], &step(*d), &[*k]];
-            dir::update_path(&mut root, &path, Some(leaf(&[*v])), &|_| &Nothing).unwrap();
+            dir::update_path(&mut root, &path, Some(leaf(&[*v])), &|_| &Nothing, None).unwrap();
         }
     }
     root
@@ -486,7 +486,7 @@ fn removing_the_last_entries_prunes_their_directories() {
     for d in 0..40u16 {
         for k in [1u8, 2] {
             let path = [&b"top"[..], &step(d), &[k]];
-            assert!(dir::update_path(&mut root, &path, None, &|_| &Nothing).unwrap());
+            assert!(dir::update_path(&mut root, &path, None, &|_| &Nothing, None).unwrap());
         }
         dirs.remove(&d);
         assert_eq!(dir::find(&root, b"top", &Nothing).unwrap().is_some(), !dirs.is_empty(), "`top` stays while it holds entries");
@@ -511,4 +511,37 @@ fn hashing_many_inputs_at_once_matches_one_at_a_time() {
     let many = Hash::of_many(inputs.iter().map(|input| &input[..]));
     assert_eq!(many, inputs.iter().map(|input| Hash::of_bytes(input)).collect::<Vec<_>>());
     assert!(Hash::of_many(std::iter::empty()).is_empty());
+}
+
+/// What `update_path` says it replaced undoes the update when put back at
+/// the depth it names: an entry replaced, an entry added, a contents on
+/// the way turned into a directory, an entry removed; a removal of
+/// nothing changes nothing.
+#[test]
+fn what_an_update_replaced_undoes_it() {
+    let mut root = Mem::empty();
+    for k in 0..40u16 {
+        dir::update_path(&mut root, &[&b"dir"[..], &step(k)], Some(leaf(&[k as u8])), &|_| &Nothing, None).unwrap();
+    }
+    dir::update_path(&mut root, &[b"leaf"], Some(leaf(b"v")), &|_| &Nothing, None).unwrap();
+    let before = dir::dir_hash(&root, &Nothing).unwrap();
+    // The path, what goes there, then the depth and whether something was there.
+    type Case<'a> = (&'a [&'a [u8]], Option<Child<Mem>>, usize, bool);
+    let updates: [Case; 4] = [
+        (&[b"dir", &step(7)], Some(leaf(b"new")), 2, true),
+        (&[b"dir", b"absent"], Some(leaf(b"new")), 2, false),
+        (&[b"leaf", b"below"], Some(leaf(b"new")), 1, true),
+        (&[b"dir", &step(9)], None, 2, true),
+    ];
+    for (path, new, depth, had) in updates {
+        let mut replaced = dir::Replaced { depth: 99, old: None };
+        assert!(dir::update_path(&mut root, path, new, &|_| &Nothing, Some(&mut replaced)).unwrap());
+        assert_ne!(dir::dir_hash(&root, &Nothing).unwrap(), before);
+        assert_eq!((replaced.depth, replaced.old.is_some()), (depth, had));
+        dir::update_path(&mut root, &path[..replaced.depth], replaced.old, &|_| &Nothing, None).unwrap();
+        assert_eq!(dir::dir_hash(&root, &Nothing).unwrap(), before, "undone");
+    }
+    let mut replaced = dir::Replaced { depth: 99, old: None };
+    assert!(!dir::update_path(&mut root, &[b"dir", b"absent"], None, &|_| &Nothing, Some(&mut replaced)).unwrap());
+    assert_eq!((replaced.depth, replaced.old.is_none()), (2, true));
 }

@@ -103,7 +103,7 @@ trait Holder: ocaml::Custom + Sized {
     /// The index of the trees read from it (`None`: a proof's tree).
     fn shared(&self) -> Option<Arc<Shared>>;
     /// A new value like this one, holding `versions`.
-    fn with_versions(&self, versions: Versions) -> ocaml::Pointer<Self>;
+    fn with_versions(&self, versions: Versions) -> Self;
 
     /// Runs `f` on the tree, under its line's lock.
     fn read<T>(&self, f: impl FnOnce(&Tree) -> Result<T, String>) -> Result<T, String> {
@@ -128,8 +128,8 @@ impl Holder for TreeValue {
         self.shared.clone()
     }
 
-    fn with_versions(&self, versions: Versions) -> ocaml::Pointer<Self> {
-        ocaml::Pointer::alloc_custom(TreeValue { shared: self.shared.clone(), versions })
+    fn with_versions(&self, versions: Versions) -> Self {
+        TreeValue { shared: self.shared.clone(), versions }
     }
 }
 
@@ -143,8 +143,8 @@ impl Holder for Context {
         Some(self.shared.clone())
     }
 
-    fn with_versions(&self, versions: Versions) -> ocaml::Pointer<Self> {
-        ocaml::Pointer::alloc_custom(Context { shared: self.shared.clone(), versions, parent: self.parent })
+    fn with_versions(&self, versions: Versions) -> Self {
+        Context { shared: self.shared.clone(), versions, parent: self.parent }
     }
 }
 

@@ -86,7 +86,9 @@ pub use store::{
     CheckPhase, CheckProgress, CheckReport, CheckScope, Commit, CommitMeta, GcPhase, GcReport, GcStatus, Problem, REPAIR_HINT,
     RecordCounts, RepairReport, Store, StoreInfo,
 };
-pub use tree::{Depth, Order, ProvenTree, Tree, Versions, verify_stream_proof, verify_stream_proof_reads, verify_tree_proof};
+pub use tree::{
+    Depth, Order, ProvenTree, Tree, Update, Versions, verify_stream_proof, verify_stream_proof_reads, verify_tree_proof,
+};
 
 /// Turns transparent huge pages off for the whole process, for a process
 /// whose memory is mostly pando's (the `pando` command, a host through the

@@ -4,7 +4,7 @@
 //! loader, and committed: every commit hash as the model's.
 
 use pando_store::io::MemStorage;
-use pando_store::{CommitMeta, Options, Store, Tree, Versions};
+use pando_store::{CommitMeta, Options, Store, Tree, Update, Versions};
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 use std::sync::Arc;
@@ -69,19 +69,23 @@ fn versions_of_a_checkout_read_and_commit_as_persistent_updates() {
                 match step {
                     Step::Add(i, k, v) => {
                         let (versions, model) = &live[at(i)];
-                        let next = versions.update(&key(k), |t| t.add_mut(&key(k), &[v])).unwrap();
+                        let next = versions.update(&key(k), Update::Add(&[v])).unwrap();
                         let model = model.add(&key(k), &[v]).unwrap();
                         live.push((next, model));
                     }
                     Step::Remove(i, k) => {
                         let (versions, model) = &live[at(i)];
-                        let next = versions.update(&key(k), |t| t.remove_mut(&key(k))).unwrap();
+                        let next = versions.update(&key(k), Update::Remove).unwrap();
                         live.push((next, model.remove(&key(k)).unwrap()));
                     }
                     Step::Copy(i, a, b) => {
                         let (versions, model) = &live[at(i)];
                         let (from, to) = (&key(a)[..3], &key(b)[..3]);
-                        let next = versions.update(to, |t| t.copy_mut(from, to)).unwrap();
+                        // The binding's `copy`: a find_tree, then an add_tree.
+                        let next = match versions.read(|t| t.find_tree(from)).unwrap().unwrap() {
+                            Some(found) => versions.update(to, Update::AddTree(&found)).unwrap(),
+                            None => versions.clone(),
+                        };
                         let mut model = model.clone();
                         model.copy_mut(from, to).unwrap();
                         live.push((next, model));

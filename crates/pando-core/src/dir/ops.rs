@@ -144,6 +144,7 @@ fn path_below<H: Hold, R: Resolve<H>, T>(
 /// lead to, as for [`with_path`]. Inodes only this tree holds change in
 /// place, shared ones are copied (see [`make_mut`]). Returns whether the
 /// trie changed: removing what is not there touches (and copies) nothing.
+/// What the update replaced goes into `replaced`, if given (its undo).
 /// On error `root` still holds a consistent trie (each directory on the
 /// path is put back), not necessarily the one before.
 pub fn update_path<H: Hold, R: Resolve<H>>(
@@ -151,29 +152,51 @@ pub fn update_path<H: Hold, R: Resolve<H>>(
     steps: &[&[u8]],
     new: Option<Child<H>>,
     at: &impl Fn(usize) -> R,
+    replaced: Option<&mut Replaced<H>>,
 ) -> Result<bool, R::Error> {
-    if new.is_none() && !path_below(root, steps[0], steps, 0, None, &at(0), at, |reached| reached.entry().is_some())? {
-        return Ok(false);
+    let wanted = replaced.is_some();
+    let mut ignored = Replaced { depth: steps.len(), old: None };
+    let replaced = replaced.unwrap_or(&mut ignored);
+    *replaced = Replaced { depth: steps.len(), old: None };
+    if new.is_none() {
+        let found = path_below(root, steps[0], steps, 0, None, &at(0), at, |reached| {
+            reached.entry().map(|old| if wanted { Some(old.clone()) } else { None })
+        })?;
+        let Some(old) = found else { return Ok(false) };
+        replaced.old = old;
     }
-    update_below(root, steps, 0, new, at)?;
+    update_below(root, steps, 0, new, at, replaced)?;
     Ok(true)
 }
 
+/// What an update of a path replaced ([`update_path`]): putting `old`
+/// back at the first `depth` steps of the path (removing what is there
+/// for `None`) undoes it.
+pub struct Replaced<H: Hold> {
+    /// The path's length, or fewer steps: where a contents on the way
+    /// was replaced by a directory.
+    pub depth: usize,
+    /// The entry there before the update, if any.
+    pub old: Option<Child<H>>,
+}
+
 /// [`update_path`] in the directory the first `n` of `steps` lead to;
-/// a removal's path holds something.
+/// a removal's path holds something (what, the caller notes in
+/// `replaced`).
 fn update_below<H: Hold, R: Resolve<H>>(
     root: &mut Arc<Inode<H>>,
     steps: &[&[u8]],
     n: usize,
     new: Option<Child<H>>,
     at: &impl Fn(usize) -> R,
+    replaced: &mut Replaced<H>,
 ) -> Result<(), R::Error> {
     let step = steps[n];
     let r = at(n);
     if n + 1 == steps.len() {
         match new {
             Some(child) => {
-                set(root, 0, step, child, &r)?;
+                set_at(root, 0, step, None, child, &r, &mut replaced.old)?;
             }
             None => remove_present(root, 0, step, &r)?,
         }
@@ -182,7 +205,7 @@ fn update_below<H: Hold, R: Resolve<H>>(
     let emptied = match find_mut(root, 0, step, &r)? {
         Some(Child::Dir(ptr)) => {
             let sub = mem_mut(ptr, 0, &at(n + 1))?;
-            update_below(sub, steps, n + 1, new, at)?;
+            update_below(sub, steps, n + 1, new, at, replaced)?;
             let emptied = sub.is_empty();
             H::refresh_hint(ptr);
             emptied
@@ -190,9 +213,13 @@ fn update_below<H: Hold, R: Resolve<H>>(
         // A contents on the way, or nothing: a new directory goes there.
         _ => {
             let mut sub = H::empty();
-            update_below(&mut sub, steps, n + 1, new, at)?;
+            update_below(&mut sub, steps, n + 1, new, at, replaced)?;
             if !sub.is_empty() {
-                set(root, 0, step, Child::Dir(H::mem(sub)), &r)?;
+                let mut contents = None;
+                set_at(root, 0, step, None, Child::Dir(H::mem(sub)), &r, &mut contents)?;
+                if contents.is_some() {
+                    *replaced = Replaced { depth: n + 1, old: contents };
+                }
             }
             false
         }
@@ -213,10 +240,11 @@ pub fn set<H: Hold, R: Resolve<H> + ?Sized>(
     child: Child<H>,
     r: &R,
 ) -> Result<bool, R::Error> {
-    set_at(node, depth, step, None, child, r)
+    set_at(node, depth, step, None, child, r, &mut None)
 }
 
-/// [`set`], with `step`'s index at `depth` if known ([`place`]'s `below`).
+/// [`set`], with `step`'s index at `depth` if known ([`place`]'s `below`);
+/// an entry replaced is moved into `old`.
 #[expect(unsafe_code, reason = "calls `cleared` on an inode `updatable` allowed")]
 fn set_at<H: Hold, R: Resolve<H> + ?Sized>(
     node: &mut Arc<Inode<H>>,
@@ -225,6 +253,7 @@ fn set_at<H: Hold, R: Resolve<H> + ?Sized>(
     known: Option<usize>,
     child: Child<H>,
     r: &R,
+    old: &mut Option<Child<H>>,
 ) -> Result<bool, R::Error> {
     let (place, below) = place(node, depth, step, known);
     match place {
@@ -264,7 +293,7 @@ fn set_at<H: Hold, R: Resolve<H> + ?Sized>(
         Place::Entry(i) => {
             let inode = make_mut(node);
             let Body::Values(values) = &mut inode.body else { unreachable!("a values inode") };
-            *values.child_mut(i) = child;
+            *old = Some(std::mem::replace(values.child_mut(i), child));
             H::changing(Change::Values { meta: &mut inode.meta, change: ValuesChange::Replaced(i) });
             Ok(false)
         }
@@ -277,7 +306,7 @@ fn set_at<H: Hold, R: Resolve<H> + ?Sized>(
                     true
                 }
                 Some(ptr) => {
-                    let added = set_at(mem_mut(ptr, depth + 1, r)?, depth + 1, step, below, child, r)?;
+                    let added = set_at(mem_mut(ptr, depth + 1, r)?, depth + 1, step, below, child, r, old)?;
                     H::refresh_hint(ptr);
                     added
                 }

@@ -429,7 +429,7 @@ impl<'r> PartialTree<'r> {
             Child::Contents(_) => Partial::empty(),
         };
         // A copy of the root: on error the tree stays as it was.
-        if dir::update_path(&mut root, path, new, &|n| self.access.at(&path[..n]))? {
+        if dir::update_path(&mut root, path, new, &|n| self.access.at(&path[..n]), None)? {
             self.root = Child::Dir(Partial::mem(root));
         }
         Ok(())

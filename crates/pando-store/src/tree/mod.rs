@@ -22,7 +22,7 @@ mod versions;
 pub(crate) mod walk;
 
 pub use proven::{ProvenTree, verify_stream_proof, verify_stream_proof_reads, verify_tree_proof};
-pub use versions::Versions;
+pub use versions::{Update, Versions};
 
 use pando_core::trace::{ContextId, Key, Row, Scope};
 use pando_core::{Hash, Kind};
@@ -61,6 +61,9 @@ use crate::error::Result;
 use crate::node::{self, Child, Loader, NoLoader, Ptr, empty, load, value_child, value_of};
 use flat::{Cached, FlatCache, Key as FlatKey, Write, Writes};
 use pando_core::dir::{self, Resolve};
+
+/// What an update replaced, and where: its undo ([`Tree::apply`]).
+pub(crate) type Replaced = dir::Replaced<node::Held>;
 
 /// Where the lazily loaded parts of a tree come from.
 pub trait Source: Loader + Send + Sync {
@@ -401,12 +404,6 @@ impl Tree {
         dir::with_path(self.node()?, steps, &|_| loader, f)
     }
 
-    /// [`Tree::descend`], telling `f` where the descent stopped.
-    fn descend_reached<T>(&self, steps: &[&[u8]], f: impl FnOnce(dir::Reached<'_, node::Held>) -> T) -> Result<T> {
-        let loader = self.loader();
-        dir::with_path_reached(self.node()?, steps, &|_| loader, f)
-    }
-
     /// What `path` holds: from the store's flat cache when this tree was
     /// taken from the commit it describes and has not been updated since
     /// (`cached`), else by a descent down the trie (`descended`, told whether the
@@ -537,22 +534,22 @@ impl Tree {
         Ok(tree)
     }
 
-    /// What an update of `path` (an add, an `add_tree`, a removal) would
-    /// replace: `(n, old)` such that putting `old` back at the first `n`
-    /// steps of `path` (`add_tree`, or a removal for `None`) undoes the
-    /// update. `n` is the whole path unless a contents lies on the way,
-    /// which the update would turn into a directory: then it is that
-    /// contents' depth. [`Versions`] logs these to rebuild older versions.
-    pub(crate) fn replaced_by_update(&self, steps: &[&[u8]]) -> Result<(usize, Option<Child>)> {
-        self.descend_reached(steps, |reached| match reached {
-            dir::Reached::Entry(child) => (steps.len(), Some(child.clone())),
-            dir::Reached::Absent => (steps.len(), None),
-            dir::Reached::Contents(n, child) => (n, Some(child.clone())),
-        })
+    /// Applies `update` at `path` in place, returning what it replaced:
+    /// putting that back ([`Tree::put_back`]) undoes it. [`Versions`]
+    /// logs these to rebuild older versions.
+    pub(crate) fn apply<S: AsRef<[u8]>>(&mut self, path: &[S], update: &Update<'_>) -> Result<Replaced> {
+        let mut replaced = Replaced { depth: path.len(), old: None };
+        let into = Some(&mut replaced);
+        match update {
+            Update::Add(value) => self.add_in(path, value, into),
+            Update::AddTree(tree) => self.add_tree_in(path, tree, into),
+            Update::Remove => self.remove_in(path, into),
+        }?;
+        Ok(replaced)
     }
 
     /// Puts `old` at `path` (removes what is there for `None`): undoes an
-    /// update [`Tree::replaced_by_update`] described.
+    /// update whose [`Replaced`] named them.
     pub(crate) fn put_back(&mut self, path: &[&[u8]], old: Option<&Child>) -> Result<()> {
         match old {
             Some(old) => self.add_tree_mut(path, &self.with_node(old.clone())),
@@ -563,6 +560,11 @@ impl Tree {
     /// [`Tree::add`] in place: inodes this tree alone holds are updated
     /// without copying. Other trees sharing them are not affected.
     pub fn add_mut<S: AsRef<[u8]>>(&mut self, path: &[S], value: &[u8]) -> Result<()> {
+        self.add_in(path, value, None)
+    }
+
+    /// [`Tree::add_mut`], noting what it replaced in `replaced` if given.
+    fn add_in<S: AsRef<[u8]>>(&mut self, path: &[S], value: &[u8], replaced: Option<&mut Replaced>) -> Result<()> {
         // Before the staging: a value no record holds is never written.
         check_value_len(value.len())?;
         let staged = match &self.source {
@@ -570,13 +572,19 @@ impl Tree {
             _ => None,
         };
         let write = if value.len() <= flat::MAX_VALUE { Write::Value(value) } else { Write::Unknown };
-        self.replace(path, Some(staged.map_or_else(|| value_child(value), Child::Contents)), write)?;
+        self.replace(path, Some(staged.map_or_else(|| value_child(value), Child::Contents)), write, replaced)?;
         self.trace_update(|in_ctx, out_ctx| Row::Add { key: to_key(path), value: value.to_vec(), in_ctx, out_ctx });
         Ok(())
     }
 
     /// [`Tree::add_tree`] in place.
     pub fn add_tree_mut<S: AsRef<[u8]>>(&mut self, path: &[S], tree: &Tree) -> Result<()> {
+        self.add_tree_in(path, tree, None)
+    }
+
+    /// [`Tree::add_tree_mut`], noting what it replaced in `replaced` if
+    /// given.
+    fn add_tree_in<S: AsRef<[u8]>>(&mut self, path: &[S], tree: &Tree, replaced: Option<&mut Replaced>) -> Result<()> {
         if let (Some(mine), Some(theirs)) = (&self.source, &tree.source)
             && mine.instance_id() != theirs.instance_id()
         {
@@ -598,7 +606,7 @@ impl Tree {
             Some(child) if child.kind() == Kind::Dir => Write::Dir,
             Some(_) => Write::Unknown,
         };
-        self.replace(path, new, write)?;
+        self.replace(path, new, write, replaced)?;
         match &tree.origin {
             // Read from this very context: the trace's copy.
             Some((ctx, source)) if Some(*ctx) == self.ctx => {
@@ -627,19 +635,34 @@ impl Tree {
 
     /// [`Tree::remove`] in place.
     pub fn remove_mut<S: AsRef<[u8]>>(&mut self, path: &[S]) -> Result<()> {
-        self.replace(path, None, Write::Absent)?;
+        self.remove_in(path, None)
+    }
+
+    /// [`Tree::remove_mut`], noting what it replaced in `replaced` if given.
+    fn remove_in<S: AsRef<[u8]>>(&mut self, path: &[S], replaced: Option<&mut Replaced>) -> Result<()> {
+        self.replace(path, None, Write::Absent, replaced)?;
         self.trace_update(|in_ctx, out_ctx| Row::Remove { key: to_key(path), in_ctx, out_ctx });
         Ok(())
     }
 
     /// Puts `new` at `path` (removes what is there for `None`), and logs
     /// the update as `write` for the flat cache.
-    fn replace<S: AsRef<[u8]>>(&mut self, path: &[S], new: Option<Child>, write: Write<'_>) -> Result<()> {
+    fn replace<S: AsRef<[u8]>>(
+        &mut self,
+        path: &[S],
+        new: Option<Child>,
+        write: Write<'_>,
+        replaced: Option<&mut Replaced>,
+    ) -> Result<()> {
         self.node()?;
         self.updates = self.updates.saturating_add(1);
         let steps = steps_of(path);
         if steps.is_empty() {
-            self.node = new.unwrap_or_else(|| Child::Dir(Ptr::mem(empty())));
+            let new = new.unwrap_or_else(|| Child::Dir(Ptr::mem(empty())));
+            let old = std::mem::replace(&mut self.node, new);
+            if let Some(replaced) = replaced {
+                *replaced = Replaced { depth: 0, old: Some(old) };
+            }
             if let Some(writes) = &mut self.writes {
                 Writes::lose(writes);
             }
@@ -656,28 +679,47 @@ impl Tree {
         let loader = loader_of(&self.source);
         let result = match &mut self.node {
             // A root in memory is updated where it is.
-            Child::Dir(ptr @ Ptr::Mem(..)) => {
-                dir::update_path(<node::Held as dir::Hold>::as_mem_mut(ptr).expect("in memory"), &steps, new, &|_| loader)
-            }
+            Child::Dir(ptr @ Ptr::Mem(..)) => dir::update_path(
+                <node::Held as dir::Hold>::as_mem_mut(ptr).expect("in memory"),
+                &steps,
+                new,
+                &|_| loader,
+                replaced,
+            ),
             // Nothing below a contents to remove.
-            Child::Contents(_) if new.is_none() => return Ok(()),
+            Child::Contents(_) if new.is_none() => {
+                if let Some(replaced) = replaced {
+                    *replaced = Replaced { depth: steps.len(), old: None };
+                }
+                return Ok(());
+            }
             node => {
                 let (mut root, stored) = match std::mem::replace(node, Child::Dir(Ptr::mem(empty()))) {
                     Child::Dir(ptr) => match Resolve::load_to_update(loader, &ptr, 0) {
-                        Ok(inode) => (inode, Some(ptr)),
+                        Ok(inode) => (inode, Ok(ptr)),
                         Err(e) => {
                             *node = Child::Dir(ptr);
                             return Err(e);
                         }
                     },
                     // Adding below a contents turns the tree into a directory.
-                    Child::Contents(_) => (empty(), None),
+                    contents => (empty(), Err(contents)),
                 };
-                let result = dir::update_path(&mut root, &steps, new, &|_| loader);
+                let mut below = Replaced { depth: steps.len(), old: None };
+                let result = dir::update_path(&mut root, &steps, new, &|_| loader, Some(&mut below));
                 *node = match (&result, stored) {
                     // Nothing was there to remove: the tree stays as it was.
-                    (Ok(false), Some(ptr)) => Child::Dir(ptr),
-                    _ => Child::Dir(Ptr::mem(root)),
+                    (Ok(false), Ok(ptr)) => Child::Dir(ptr),
+                    (_, stored) => {
+                        if let Some(replaced) = replaced {
+                            // The contents the tree was is what the update replaced.
+                            *replaced = match stored {
+                                Err(contents) => Replaced { depth: 0, old: Some(contents) },
+                                Ok(_) => below,
+                            };
+                        }
+                        Child::Dir(Ptr::mem(root))
+                    }
                 };
                 result
             }

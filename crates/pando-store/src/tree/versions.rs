@@ -50,6 +50,17 @@ pub struct Versions {
     version: u64,
 }
 
+/// One update of a path, as [`Versions::update`] applies it: what
+/// [`Tree::add_mut`], [`Tree::add_tree_mut`] and [`Tree::remove_mut`] do.
+pub enum Update<'a> {
+    /// Adds this value.
+    Add(&'a [u8]),
+    /// Adds this tree (an empty tree removes what is there).
+    AddTree(&'a Tree),
+    /// Removes what is there.
+    Remove,
+}
+
 /// A line: its newest tree and the way back to the versions still held.
 struct State {
     tree: Tree,
@@ -73,9 +84,10 @@ struct Undo {
 }
 
 impl Undo {
-    fn new(steps: &[&[u8]], old: Option<Child>) -> Undo {
-        let mut path = Vec::with_capacity(steps.iter().map(|s| s.len() + 4).sum());
+    fn new<S: AsRef<[u8]>>(steps: &[S], old: Option<Child>) -> Undo {
+        let mut path = Vec::with_capacity(steps.iter().map(|s| s.as_ref().len() + 4).sum());
         for step in steps {
+            let step = step.as_ref();
             path.extend_from_slice(&(step.len() as u32).to_le_bytes());
             path.extend_from_slice(step);
         }
@@ -138,21 +150,19 @@ impl Versions {
         self.read(Tree::clone)
     }
 
-    /// A new version: this one with `update` applied, which changes the
-    /// tree at `path` only (an add, an `add_tree` or a removal there). The
-    /// newest version is updated in place; an older one is copied.
-    pub fn update<S: AsRef<[u8]>>(&self, path: &[S], update: impl FnOnce(&mut Tree) -> Result<()>) -> Result<Versions> {
+    /// A new version: this one with `update` applied at `path`. The newest
+    /// version is updated in place, logging what the update replaced (one
+    /// descent for both); an older one is copied.
+    pub fn update<S: AsRef<[u8]>>(&self, path: &[S], update: Update<'_>) -> Result<Versions> {
         let mut state = self.lock();
         if self.version != state.newest() {
             let mut tree = state.older(self.version)?.clone();
             drop(state);
-            update(&mut tree)?;
+            tree.apply(path, &update)?;
             return Ok(Versions::new(tree));
         }
-        let steps: SmallVec<[&[u8]; 16]> = path.iter().map(AsRef::as_ref).collect();
-        let (n, old) = state.tree.replaced_by_update(&steps)?;
-        update(&mut state.tree)?;
-        state.undo.push_back(Undo::new(&steps[..n], old));
+        let replaced = state.tree.apply(path, &update)?;
+        state.undo.push_back(Undo::new(&path[..replaced.depth], replaced.old));
         state.held.push_back(1);
         debug_assert_eq!(state.held.len(), state.undo.len() + 1, "a count of values for each version the log reaches");
         Ok(Versions { line: self.line.clone(), version: state.newest() })
@@ -334,9 +344,15 @@ mod tests {
         }
     }
 
-    fn target(op: &Op) -> Vec<Vec<u8>> {
+    /// `op` applied to `versions` as the binding applies it.
+    fn update(versions: &Versions, op: &Op) -> Result<Versions> {
         match op {
-            Op::Add(p, _) | Op::Remove(p) | Op::Copy(_, p) => path(p),
+            Op::Add(p, v) => versions.update(&path(p), Update::Add(&[*v])),
+            Op::Remove(p) => versions.update(&path(p), Update::Remove),
+            Op::Copy(from, to) => match versions.read(|t| t.find_tree(&path(from)))?? {
+                Some(found) => versions.update(&path(to), Update::AddTree(&found)),
+                None => Ok(versions.clone()),
+            },
         }
     }
 
@@ -384,7 +400,7 @@ mod tests {
                         let i = i % live.len();
                         let mut model = live[i].1.clone();
                         apply(&mut model, &op).unwrap();
-                        let next = live[i].0.update(&target(&op), |tree| apply(tree, &op)).unwrap();
+                        let next = update(&live[i].0, &op).unwrap();
                         live.push((next, model));
                     }
                     Step::Read(i) if !live.is_empty() => {
@@ -407,14 +423,14 @@ mod tests {
     fn the_log_shrinks_as_older_versions_are_dropped() {
         let mut version = Versions::new(Tree::empty());
         for i in 0..100u8 {
-            let next = version.update(&[[b'k', i]], |t| t.add_mut(&[[b'k', i]], &[i])).unwrap();
+            let next = version.update(&[[b'k', i]], Update::Add(&[i])).unwrap();
             version = next; // the older version is dropped here
         }
         let state = version.lock();
         assert_eq!((state.undo.len(), state.held.len(), state.first, state.newest()), (0, 1, 100, 100));
         drop(state);
         let kept = version.clone();
-        let next = version.update(&[b"x"], |t| t.add_mut(&[b"x"], b"1")).unwrap();
+        let next = version.update(&[b"x"], Update::Add(b"1")).unwrap();
         drop(version);
         assert_eq!(next.lock().undo.len(), 1, "version 100 is still held");
         assert!(!kept.read(|t| t.mem(&[b"x"]).unwrap()).unwrap());
@@ -435,7 +451,7 @@ mod tests {
         }
         assert_eq!(version.lock().undo.len(), 0, "version 0 held, and no entry for it");
         assert!(first.read(|t| t.is_empty().unwrap()).unwrap());
-        let other = first.update(&[b"z"], |t| t.add_mut(&[b"z"], b"1")).unwrap();
+        let other = first.update(&[b"z"], Update::Add(b"1")).unwrap();
         assert!(!other.read(|t| t.mem(&[b"k\x05"]).unwrap()).unwrap());
         drop(first);
         let state = version.lock();
@@ -456,8 +472,9 @@ mod tests {
         let base = Versions::new(Tree::empty().add(&["a"], b"v").unwrap());
         let next = base.add_one(1);
         let too_long = vec!["s"; crate::tree::MAX_PATH_STEPS + 1];
-        assert!(next.update(&too_long, |t| t.add_mut(&too_long, b"x")).is_err());
-        assert!(next.update(&["a"], |_| Err(crate::Error::Invalid("refused".into()))).is_err());
+        assert!(next.update(&too_long, Update::Add(b"x")).is_err());
+        let too_large = vec![0; crate::tree::MAX_VALUE_BYTES as usize + 1];
+        assert!(next.update(&["a"], Update::Add(&too_large)).is_err());
         let state = next.lock();
         assert_eq!((state.newest(), state.undo.len(), state.held.len()), (next.version, 1, 2));
         drop(state);
@@ -470,18 +487,18 @@ mod tests {
 
     impl Versions {
         fn add_one(&self, i: u8) -> Versions {
-            self.update(&[[b'k', i]], |t| t.add_mut(&[[b'k', i]], &[i])).unwrap()
+            self.update(&[[b'k', i]], Update::Add(&[i])).unwrap()
         }
     }
 
     #[test]
     fn an_update_through_a_contents_is_undone() {
         let base = Versions::new(Tree::empty().add(&["a"], b"v").unwrap());
-        let next = base.update(&["a", "b"], |t| t.add_mut(&["a", "b"], b"w")).unwrap();
+        let next = base.update(&["a", "b"], Update::Add(b"w")).unwrap();
         assert_eq!(base.read(|t| t.find(&["a"]).unwrap()).unwrap(), Some(b"v".to_vec()));
         assert_eq!(next.read(|t| t.find(&["a", "b"]).unwrap()).unwrap(), Some(b"w".to_vec()));
         // An update of the older version starts a line of its own.
-        let other = base.update(&["c"], |t| t.add_mut(&["c"], b"x")).unwrap();
+        let other = base.update(&["c"], Update::Add(b"x")).unwrap();
         assert!(!Arc::ptr_eq(&other.line, &base.line));
         assert_eq!(other.read(|t| (t.mem(&["a"]).unwrap(), t.mem(&["c"]).unwrap())).unwrap(), (true, true));
         assert!(!next.read(|t| t.mem(&["c"]).unwrap()).unwrap());
