@@ -313,14 +313,21 @@ let unscope = function Def.Forget v -> v | Def.Keep v -> v
    them: the empty context is id 0, and an id in a Forget scope is dropped
    once taken or put (the trace uses it no more). *)
 module Ids = struct
-  type ('c, 'k) t = {
-    contexts : (int64, 'c) Hashtbl.t;
-    hashes : (string, 'k) Hashtbl.t;
-  }
+  (* The contexts by id: a table of int64 keys, not the polymorphic
+     Hashtbl, whose generic hash and compare cost a row twice what the
+     lookup does. *)
+  module Ctx = Hashtbl.Make (struct
+    type t = int64
+
+    let equal = Int64.equal
+    let hash x = Int64.to_int x land max_int
+  end)
+
+  type ('c, 'k) t = { contexts : 'c Ctx.t; hashes : (string, 'k) Hashtbl.t }
 
   let create empty =
-    let t = { contexts = Hashtbl.create 16; hashes = Hashtbl.create 16 } in
-    Hashtbl.add t.contexts 0L empty;
+    let t = { contexts = Ctx.create 16; hashes = Hashtbl.create 16 } in
+    Ctx.add t.contexts 0L empty;
     t
 
   let forget tbl = function
@@ -333,13 +340,17 @@ module Ids = struct
     | None -> fail_at block "unknown %s %s" what (show (unscope id))
 
   let take_ctx ~block t c =
-    let v = find ~block t.contexts "context id" Int64.to_string c in
-    forget t.contexts c;
-    v
+    let id = unscope c in
+    match Ctx.find_opt t.contexts id with
+    | None -> fail_at block "unknown context id %Ld" id
+    | Some v ->
+        (match c with Def.Forget _ -> Ctx.remove t.contexts id | Def.Keep _ -> ());
+        v
 
   let put_ctx t c v =
-    Hashtbl.add t.contexts (unscope c) v;
-    forget t.contexts c
+    match c with
+    | Def.Forget _ -> ()
+    | Def.Keep id -> Ctx.add t.contexts id v
 
   (* all found before any is forgotten: a commit may name a parent twice *)
   let take_hashes ~block t hs =

@@ -14,10 +14,23 @@
 
 module Def = Trace_definitions.Replayable_trace
 
-type reader = { chan : in_channel; mutable buf : Bytes.t; mutable pos : int; mutable len : int }
+(* The file is read in large chunks into [buf], whose bytes [0, fill) are
+   read; rows are decoded in place: the current row is [start, len) and
+   [pos] the next byte to decode (the channel is not touched per byte,
+   whose lock and calls cost more than the decoding). *)
+type reader = {
+  chan : in_channel;
+  mutable buf : Bytes.t;
+  mutable start : int;
+  mutable pos : int;
+  mutable len : int;
+  mutable fill : int;
+}
 
 let fail r what =
-  failwith (Printf.sprintf "trace: %s at byte %d of a %d-byte row" what r.pos r.len)
+  failwith
+    (Printf.sprintf "trace: %s at byte %d of a %d-byte row" what (r.pos - r.start)
+       (r.len - r.start))
 
 let byte r =
   if r.pos >= r.len then fail r "truncated row";
@@ -95,18 +108,47 @@ let row r : Def.row =
       Commit { hash; date; message; parents; in_ctx_id = scope r int64 }
   | tag -> fail r (Printf.sprintf "unknown row tag %d" tag)
 
-(* A varint read from the channel (the row's length); None at the end of
-   the file before its first byte. *)
-let chan_varint chan =
-  let rec go acc shift =
-    let b = input_byte chan in
-    let acc = acc lor ((b land 0x7f) lsl shift) in
-    if b land 0x80 = 0 then acc else go acc (shift + 7)
-  in
-  match input_byte chan with
-  | exception End_of_file -> None
-  | b when b land 0x80 = 0 -> Some b
-  | b -> Some (go (b land 0x7f) 7)
+let chunk = 1 lsl 20
+
+(* At least [n] bytes from [r.pos] in the buffer, reading more when
+   needed (what is left moves to the front); fewer only at the end of
+   the file. *)
+let ensure r n =
+  if r.fill - r.pos < n then begin
+    let left = r.fill - r.pos in
+    let size = max (Bytes.length r.buf) (n + chunk) in
+    let buf = if size > Bytes.length r.buf then Bytes.create size else r.buf in
+    Bytes.blit r.buf r.pos buf 0 left;
+    r.buf <- buf;
+    r.pos <- 0;
+    r.fill <- left;
+    let rec more () =
+      if r.fill < n then
+        let got = input r.chan r.buf r.fill (Bytes.length r.buf - r.fill) in
+        if got > 0 then begin
+          r.fill <- r.fill + got;
+          more ()
+        end
+    in
+    more ()
+  end;
+  r.fill - r.pos >= n
+
+(* The row's length, a varint; None at the end of the file before its
+   first byte. *)
+let row_length r truncated =
+  ignore (ensure r 10);
+  if r.pos >= r.fill then None
+  else
+    let rec go acc shift =
+      if r.pos >= r.fill then truncated ();
+      if shift > 56 then failwith "trace: a row's length is too long a varint";
+      let b = Char.code (Bytes.unsafe_get r.buf r.pos) in
+      r.pos <- r.pos + 1;
+      let acc = acc lor ((b land 0x7f) lsl shift) in
+      if b land 0x80 = 0 then acc else go acc (shift + 7)
+    in
+    Some (go 0 0)
 
 (* The rows of the trace at [path], one per call, None after the last. *)
 let open_reader path =
@@ -115,20 +157,18 @@ let open_reader path =
   if magic <> "IrmRepBT" then failwith (path ^ ": not an IrmRepBT trace");
   let version = Bytes.get_int32_be (Bytes.of_string (really_input_string chan 4)) 0 in
   if version <> 0l then failwith (Printf.sprintf "%s: trace version %ld (only 0)" path version);
-  (match chan_varint chan with
+  let r = { chan; buf = Bytes.create chunk; start = 0; pos = 0; len = 0; fill = 0 } in
+  let truncated () = failwith (path ^ ": the trace ends inside a row") in
+  (match row_length r truncated with
   | Some 0 -> ()
   | _ -> failwith (path ^ ": a header that is not empty"));
-  let r = { chan; buf = Bytes.create 4096; pos = 0; len = 0 } in
-  let truncated () = failwith (path ^ ": the trace ends inside a row") in
   fun () ->
-    match chan_varint r.chan with
-    | exception End_of_file -> truncated ()
+    match row_length r truncated with
     | None -> None
     | Some len ->
-        if len > Bytes.length r.buf then r.buf <- Bytes.create (max len (2 * Bytes.length r.buf));
-        (try really_input r.chan r.buf 0 len with End_of_file -> truncated ());
-        r.pos <- 0;
-        r.len <- len;
+        if not (ensure r len) then truncated ();
+        r.start <- r.pos;
+        r.len <- r.pos + len;
         let row = row r in
-        if r.pos <> len then fail r "bytes left after the row";
+        if r.pos <> r.len then fail r "bytes left after the row";
         Some row
