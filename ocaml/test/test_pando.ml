@@ -359,6 +359,10 @@ let () =
       Pando.add ctx [ "n" ] (b "2"));
   raises "tree_add to a closed index" (contains ~sub:"closed") (fun () ->
       Pando.tree_add tree [ "n" ] (b "2"));
+  raises "add_tree to a closed index" (contains ~sub:"closed") (fun () ->
+      Pando.add_tree ctx [ "m" ] tree);
+  raises "tree_add_tree to a closed index" (contains ~sub:"closed") (fun () ->
+      Pando.tree_add_tree tree [ "m" ] tree);
   Pando.close index;
   (* Reopened, everything is there. *)
   let index = Pando.index_init dir in

@@ -11,8 +11,8 @@ use ocaml::{Int, Pointer, Raw, Runtime, Value};
 use pando_store::{CommitMeta, Create, Depth, Hash, Kind, Options, Order, Store, Tree, Update, Versions};
 
 use crate::{
-    Context, Holder, Index, Out, Shared, TreeValue, Walker, bytes_value, count, guard, hash_of, raise, raise_now, steps, text,
-    tree_value, unlocked,
+    Context, Holder, Index, Out, Shared, TreeValue, Walker, bytes_of, bytes_value, count, guard, hash_of, raise, raise_now,
+    steps, text, tree_value, unlocked,
 };
 
 /// Opens (or creates) the store in `dir` for writing.
@@ -268,26 +268,10 @@ pub fn pando_tree_list(tree: &TreeValue, offset: Option<Int>, length: Option<Int
     list_in(gc, tree, offset, length, &path)
 }
 
-/// A new holder like `holder`, its versions updated by `update` at `path`.
-fn update_in<H: Holder>(
-    holder: &H,
-    path: &Value,
-    update: impl FnOnce(&Versions, &[&[u8]]) -> pando_store::Result<Versions>,
-) -> Out<Pointer<H>> {
-    let next = raise(guard(|| {
-        let versions = holder.versions()?;
-        // SAFETY: `path` is a `string list`; the update allocates nothing in
-        // OCaml (a value added is read before the new block is allocated).
-        let steps = unsafe { steps(path) };
-        update(versions, &steps).map_err(text)
-    }))?;
-    Ok(Pointer::alloc_custom(holder.with_versions(next)))
-}
-
-// The updates of a block's inner loop (add and remove, on a context and
-// on a tree) are plain C functions, as the reads above are, and return
-// their new block unrooted: `#[ocaml::func]`'s roots and environment
-// lookup cost 3% of a replay through the binding.
+// The updates (add, remove and add_tree, on a context and on a tree) are
+// plain C functions, as the reads above are, and return their new block
+// unrooted: `#[ocaml::func]`'s roots and environment lookup cost 3% of a
+// replay through the binding.
 
 /// An update of the tree `holder` holds at `path`: a new `H` block (or
 /// `Pando.Error` raised).
@@ -298,7 +282,7 @@ fn update_in<H: Holder>(
 unsafe fn update_raw<H: Holder>(
     holder: Raw,
     path: Raw,
-    update: impl FnOnce(&Versions, &[&[u8]]) -> pando_store::Result<Versions>,
+    update: impl FnOnce(&Versions, &[&[u8]]) -> Result<Versions, String>,
 ) -> Raw {
     // SAFETY: the arguments are read before the new block is allocated.
     let next = unsafe {
@@ -306,8 +290,7 @@ unsafe fn update_raw<H: Holder>(
         guard(|| {
             let versions = holder.versions()?;
             let path = Value::Raw(path.0);
-            let steps = steps(&path);
-            update(versions, &steps).map_err(text)
+            update(versions, &steps(&path))
         })
         .map(|next| holder.with_versions(next))
     };
@@ -334,25 +317,14 @@ unsafe fn custom_raw<T: ocaml::Custom>(value: T) -> Raw {
     }
 }
 
-/// The bytes of an OCaml `bytes` value.
-///
-/// # Safety
-/// `bytes` is a live `bytes` value, and nothing is allocated on the OCaml
-/// heap while the slice is used.
-unsafe fn bytes_of<'a>(bytes: Raw) -> &'a [u8] {
-    // SAFETY: the caller's.
-    unsafe {
-        let len = ocaml::sys::caml_string_length(bytes.0);
-        std::slice::from_raw_parts(ocaml::sys::string_val(bytes.0), len)
-    }
-}
-
 /// # Safety
 /// Called by OCaml with a `context`, a `string list` and `bytes`.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn pando_add(ctx: Raw, path: Raw, value: Raw) -> Raw {
     // SAFETY: the caller's; the value is copied in before the allocation.
-    unsafe { update_raw::<Context>(ctx, path, |versions, path| versions.update(path, Update::Add(bytes_of(value)))) }
+    unsafe {
+        update_raw::<Context>(ctx, path, |versions, path| versions.update(path, Update::Add(bytes_of(value))).map_err(text))
+    }
 }
 
 /// # Safety
@@ -360,7 +332,9 @@ pub unsafe extern "C" fn pando_add(ctx: Raw, path: Raw, value: Raw) -> Raw {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn pando_tree_add(tree: Raw, path: Raw, value: Raw) -> Raw {
     // SAFETY: as `pando_add`.
-    unsafe { update_raw::<TreeValue>(tree, path, |versions, path| versions.update(path, Update::Add(bytes_of(value)))) }
+    unsafe {
+        update_raw::<TreeValue>(tree, path, |versions, path| versions.update(path, Update::Add(bytes_of(value))).map_err(text))
+    }
 }
 
 /// # Safety
@@ -368,7 +342,7 @@ pub unsafe extern "C" fn pando_tree_add(tree: Raw, path: Raw, value: Raw) -> Raw
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn pando_remove(ctx: Raw, path: Raw) -> Raw {
     // SAFETY: the caller's.
-    unsafe { update_raw::<Context>(ctx, path, |versions, path| versions.update(path, Update::Remove)) }
+    unsafe { update_raw::<Context>(ctx, path, |versions, path| versions.update(path, Update::Remove).map_err(text)) }
 }
 
 /// # Safety
@@ -376,7 +350,7 @@ pub unsafe extern "C" fn pando_remove(ctx: Raw, path: Raw) -> Raw {
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn pando_tree_remove(tree: Raw, path: Raw) -> Raw {
     // SAFETY: the caller's.
-    unsafe { update_raw::<TreeValue>(tree, path, |versions, path| versions.update(path, Update::Remove)) }
+    unsafe { update_raw::<TreeValue>(tree, path, |versions, path| versions.update(path, Update::Remove).map_err(text)) }
 }
 
 /// `add_tree` of `added` into `tree`. A tree of another index or of a
@@ -407,18 +381,35 @@ fn detached(tree: &Tree) -> pando_store::Result<Tree> {
     Ok(copy)
 }
 
-#[ocaml::func]
-#[ocaml::sig("context -> string list -> tree -> context")]
-pub fn pando_add_tree(ctx: &Context, path: Value, tree: &TreeValue) -> Out<Pointer<Context>> {
-    let added = raise(tree.tree())?;
-    update_in(ctx, &path, |versions, path| graft(versions, path, &added))
+/// `add_tree` through [`update_raw`]: `added` is a `tree` block, read
+/// (under its own line's lock) before the update takes `holder`'s.
+///
+/// # Safety
+/// As [`update_raw`], with `added` a live `tree` block.
+unsafe fn add_tree_raw<H: Holder>(holder: Raw, path: Raw, added: Raw) -> Raw {
+    // SAFETY: the caller's; `added` is read before anything is allocated.
+    unsafe {
+        update_raw::<H>(holder, path, |versions, path| {
+            let added = (*added.as_pointer::<TreeValue>().as_ptr()).tree()?;
+            graft(versions, path, &added).map_err(text)
+        })
+    }
 }
 
-#[ocaml::func]
-#[ocaml::sig("tree -> string list -> tree -> tree")]
-pub fn pando_tree_add_tree(tree: &TreeValue, path: Value, added: &TreeValue) -> Out<Pointer<TreeValue>> {
-    let added = raise(added.tree())?;
-    update_in(tree, &path, |versions, path| graft(versions, path, &added))
+/// # Safety
+/// Called by OCaml with a `context`, a `string list` and a `tree`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn pando_add_tree(ctx: Raw, path: Raw, tree: Raw) -> Raw {
+    // SAFETY: the caller's.
+    unsafe { add_tree_raw::<Context>(ctx, path, tree) }
+}
+
+/// # Safety
+/// Called by OCaml with a `tree`, a `string list` and a `tree`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn pando_tree_add_tree(tree: Raw, path: Raw, added: Raw) -> Raw {
+    // SAFETY: the caller's.
+    unsafe { add_tree_raw::<TreeValue>(tree, path, added) }
 }
 
 #[ocaml::func]

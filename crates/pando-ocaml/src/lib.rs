@@ -35,7 +35,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use ocaml::{Runtime, ToValue, Value};
+use ocaml::{Raw, Runtime, ToValue, Value};
 use pando_store::{Hash, Store, Tree, Versions};
 use smallvec::SmallVec;
 
@@ -263,13 +263,25 @@ unsafe fn steps(list: &Value) -> SmallVec<[&[u8]; 8]> {
     // head is a string, whose bytes stay put while nothing is allocated.
     unsafe {
         while ocaml::sys::is_block(cell) {
-            let head = *ocaml::sys::field(cell, 0);
-            let len = ocaml::sys::caml_string_length(head);
-            out.push(std::slice::from_raw_parts(ocaml::sys::string_val(head), len));
+            out.push(bytes_of(Raw(*ocaml::sys::field(cell, 0))));
             cell = *ocaml::sys::field(cell, 1);
         }
     }
     out
+}
+
+/// The bytes of an OCaml `string` or `bytes` value, borrowed.
+///
+/// # Safety
+/// `bytes` is a live `string` or `bytes` value, and nothing is allocated
+/// on the OCaml heap (or the runtime lock released) while the slice is
+/// used.
+unsafe fn bytes_of<'a>(bytes: Raw) -> &'a [u8] {
+    // SAFETY: the caller's.
+    unsafe {
+        let len = ocaml::sys::caml_string_length(bytes.0);
+        std::slice::from_raw_parts(ocaml::sys::string_val(bytes.0), len)
+    }
 }
 
 /// An OCaml `string list list`, copied.
