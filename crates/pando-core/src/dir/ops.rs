@@ -155,9 +155,18 @@ pub fn update_path<H: Hold, R: Resolve<H>>(
     replaced: Option<&mut Replaced<H>>,
 ) -> Result<bool, R::Error> {
     let wanted = replaced.is_some();
-    let mut ignored = Replaced { depth: steps.len(), old: None };
-    let replaced = replaced.unwrap_or(&mut ignored);
-    *replaced = Replaced { depth: steps.len(), old: None };
+    let nothing = Replaced { depth: steps.len(), old: None };
+    let mut ignored;
+    let replaced = match replaced {
+        Some(replaced) => {
+            *replaced = nothing;
+            replaced
+        }
+        None => {
+            ignored = nothing;
+            &mut ignored
+        }
+    };
     if new.is_none() {
         let found = path_below(root, steps[0], steps, 0, None, &at(0), at, |reached| {
             reached.entry().map(|old| if wanted { Some(old.clone()) } else { None })

@@ -646,13 +646,15 @@ impl Tree {
     }
 
     /// Puts `new` at `path` (removes what is there for `None`), and logs
-    /// the update as `write` for the flat cache.
+    /// the update as `write` for the flat cache. What it replaced goes
+    /// into `replaced`, if given; when nothing changed, `replaced` is left
+    /// as given (the caller's "nothing, at the whole path").
     fn replace<S: AsRef<[u8]>>(
         &mut self,
         path: &[S],
         new: Option<Child>,
         write: Write<'_>,
-        replaced: Option<&mut Replaced>,
+        mut replaced: Option<&mut Replaced>,
     ) -> Result<()> {
         self.node()?;
         self.updates = self.updates.saturating_add(1);
@@ -687,12 +689,7 @@ impl Tree {
                 replaced,
             ),
             // Nothing below a contents to remove.
-            Child::Contents(_) if new.is_none() => {
-                if let Some(replaced) = replaced {
-                    *replaced = Replaced { depth: steps.len(), old: None };
-                }
-                return Ok(());
-            }
+            Child::Contents(_) if new.is_none() => return Ok(()),
             node => {
                 let (mut root, stored) = match std::mem::replace(node, Child::Dir(Ptr::mem(empty()))) {
                     Child::Dir(ptr) => match Resolve::load_to_update(loader, &ptr, 0) {
@@ -705,18 +702,14 @@ impl Tree {
                     // Adding below a contents turns the tree into a directory.
                     contents => (empty(), Err(contents)),
                 };
-                let mut below = Replaced { depth: steps.len(), old: None };
-                let result = dir::update_path(&mut root, &steps, new, &|_| loader, Some(&mut below));
+                let result = dir::update_path(&mut root, &steps, new, &|_| loader, replaced.as_deref_mut());
                 *node = match (&result, stored) {
                     // Nothing was there to remove: the tree stays as it was.
                     (Ok(false), Ok(ptr)) => Child::Dir(ptr),
                     (_, stored) => {
-                        if let Some(replaced) = replaced {
-                            // The contents the tree was is what the update replaced.
-                            *replaced = match stored {
-                                Err(contents) => Replaced { depth: 0, old: Some(contents) },
-                                Ok(_) => below,
-                            };
+                        // The contents the tree was is what the update replaced.
+                        if let (Err(contents), Some(replaced)) = (stored, replaced) {
+                            *replaced = Replaced { depth: 0, old: Some(contents) };
                         }
                         Child::Dir(Ptr::mem(root))
                     }
