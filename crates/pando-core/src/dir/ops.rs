@@ -154,25 +154,20 @@ pub fn update_path<H: Hold, R: Resolve<H>>(
     at: &impl Fn(usize) -> R,
     replaced: Option<&mut Replaced<H>>,
 ) -> Result<bool, R::Error> {
-    let wanted = replaced.is_some();
-    let nothing = Replaced { depth: steps.len(), old: None };
-    let mut ignored;
-    let replaced = match replaced {
-        Some(replaced) => {
-            *replaced = nothing;
-            replaced
-        }
-        None => {
-            ignored = nothing;
-            &mut ignored
-        }
-    };
+    let mut replaced = replaced.map(|replaced| {
+        *replaced = Replaced { depth: steps.len(), old: None };
+        replaced
+    });
     if new.is_none() {
+        // A removal's entry is cloned only for a caller that keeps it.
+        let wanted = replaced.is_some();
         let found = path_below(root, steps[0], steps, 0, None, &at(0), at, |reached| {
             reached.entry().map(|old| if wanted { Some(old.clone()) } else { None })
         })?;
         let Some(old) = found else { return Ok(false) };
-        replaced.old = old;
+        if let Some(replaced) = replaced.as_deref_mut() {
+            replaced.old = old;
+        }
     }
     update_below(root, steps, 0, new, at, replaced)?;
     Ok(true)
@@ -198,14 +193,14 @@ fn update_below<H: Hold, R: Resolve<H>>(
     n: usize,
     new: Option<Child<H>>,
     at: &impl Fn(usize) -> R,
-    replaced: &mut Replaced<H>,
+    mut replaced: Option<&mut Replaced<H>>,
 ) -> Result<(), R::Error> {
     let step = steps[n];
     let r = at(n);
     if n + 1 == steps.len() {
         match new {
             Some(child) => {
-                set_at(root, 0, step, None, child, &r, &mut replaced.old)?;
+                set_at(root, 0, step, None, child, &r, replaced.map(|replaced| &mut replaced.old))?;
             }
             None => remove_present(root, 0, step, &r)?,
         }
@@ -222,12 +217,12 @@ fn update_below<H: Hold, R: Resolve<H>>(
         // A contents on the way, or nothing: a new directory goes there.
         _ => {
             let mut sub = H::empty();
-            update_below(&mut sub, steps, n + 1, new, at, replaced)?;
+            update_below(&mut sub, steps, n + 1, new, at, replaced.as_deref_mut())?;
             if !sub.is_empty() {
                 let mut contents = None;
-                set_at(root, 0, step, None, Child::Dir(H::mem(sub)), &r, &mut contents)?;
-                if contents.is_some() {
-                    *replaced = Replaced { depth: n + 1, old: contents };
+                set_at(root, 0, step, None, Child::Dir(H::mem(sub)), &r, Some(&mut contents))?;
+                if let (Some(replaced), Some(contents)) = (replaced, contents) {
+                    *replaced = Replaced { depth: n + 1, old: Some(contents) };
                 }
             }
             false
@@ -249,11 +244,12 @@ pub fn set<H: Hold, R: Resolve<H> + ?Sized>(
     child: Child<H>,
     r: &R,
 ) -> Result<bool, R::Error> {
-    set_at(node, depth, step, None, child, r, &mut None)
+    set_at(node, depth, step, None, child, r, None)
 }
 
 /// [`set`], with `step`'s index at `depth` if known ([`place`]'s `below`);
-/// an entry replaced is moved into `old`.
+/// an entry replaced is moved into `old` if given (else dropped where it
+/// was).
 #[expect(unsafe_code, reason = "calls `cleared` on an inode `updatable` allowed")]
 fn set_at<H: Hold, R: Resolve<H> + ?Sized>(
     node: &mut Arc<Inode<H>>,
@@ -262,7 +258,7 @@ fn set_at<H: Hold, R: Resolve<H> + ?Sized>(
     known: Option<usize>,
     child: Child<H>,
     r: &R,
-    old: &mut Option<Child<H>>,
+    old: Option<&mut Option<Child<H>>>,
 ) -> Result<bool, R::Error> {
     let (place, below) = place(node, depth, step, known);
     match place {
@@ -302,7 +298,10 @@ fn set_at<H: Hold, R: Resolve<H> + ?Sized>(
         Place::Entry(i) => {
             let inode = make_mut(node);
             let Body::Values(values) = &mut inode.body else { unreachable!("a values inode") };
-            *old = Some(std::mem::replace(values.child_mut(i), child));
+            match old {
+                Some(old) => *old = Some(std::mem::replace(values.child_mut(i), child)),
+                None => *values.child_mut(i) = child,
+            }
             H::changing(Change::Values { meta: &mut inode.meta, change: ValuesChange::Replaced(i) });
             Ok(false)
         }
