@@ -11,7 +11,9 @@
 //! - `State::tree` is version `first + undo.len()`, the newest; `undo[i]`
 //!   turns version `first + i + 1` back into version `first + i`; `held[i]`
 //!   counts the [`Versions`] of version `first + i` alive: `held.len() ==
-//!   undo.len() + 1` (asserted in `update` and `trim`).
+//!   undo.len() + 1` (asserted in `update` and `trim`). `paths` holds the
+//!   entries' paths in the log's order, `undo[i].path_len` bytes each, so
+//!   it is empty when the log is (asserted in `trim`).
 //! - The front of the log goes as soon as no version it leads to is held:
 //!   the log is as long as the oldest version the host still holds. A
 //!   line made with a `base` (version 0 as a tree sharing no inode with
@@ -66,6 +68,8 @@ struct State {
     tree: Tree,
     first: u64,
     undo: VecDeque<Undo>,
+    /// The undo entries' paths.
+    paths: Paths,
     held: VecDeque<u32>,
     /// Older versions rebuilt, by version.
     rebuilt: HashMap<u64, Tree>,
@@ -75,34 +79,47 @@ struct State {
     base_held: u32,
 }
 
-/// Puts `old` back at a path (removes what is there for `None`).
+/// Puts `old` back at a path (removes what is there for `None`). Its
+/// path is the next `path_len` bytes of the line's `paths`.
 struct Undo {
-    /// The path's steps, each as a 32-bit length and its bytes: one
-    /// allocation, since the log holds one entry per update.
-    path: Box<[u8]>,
+    path_len: u32,
     old: Option<Child>,
 }
 
-impl Undo {
-    fn new<S: AsRef<[u8]>>(steps: &[S], old: Option<Child>) -> Undo {
-        let mut path = Vec::with_capacity(steps.iter().map(|s| s.as_ref().len() + 4).sum());
+/// The steps of an entry's path, as [`Paths::push`] wrote them.
+fn steps(mut bytes: &[u8]) -> SmallVec<[&[u8]; 16]> {
+    let mut steps = SmallVec::new();
+    while let Some((len, tail)) = bytes.split_first_chunk::<4>() {
+        let (step, tail) = tail.split_at(u32::from_le_bytes(*len) as usize);
+        steps.push(step);
+        bytes = tail;
+    }
+    steps
+}
+
+/// The paths of a line's undo entries, in the log's order: each step as
+/// a 32-bit length and its bytes. One ring of bytes for the whole log,
+/// since it holds an entry per update and lives as long as the oldest
+/// version the host holds (an allocation per entry, freed as cold as it
+/// was made, cost the binding more than the entry itself).
+#[derive(Default)]
+struct Paths(VecDeque<u8>);
+
+impl Paths {
+    /// Appends `steps`, returning their length in bytes.
+    fn push<S: AsRef<[u8]>>(&mut self, steps: &[S]) -> u32 {
+        let before = self.0.len();
         for step in steps {
             let step = step.as_ref();
-            path.extend_from_slice(&(step.len() as u32).to_le_bytes());
-            path.extend_from_slice(step);
+            self.0.extend((step.len() as u32).to_le_bytes());
+            self.0.extend(step);
         }
-        Undo { path: path.into(), old }
+        (self.0.len() - before) as u32
     }
 
-    fn steps(&self) -> SmallVec<[&[u8]; 16]> {
-        let mut steps = SmallVec::new();
-        let mut rest = &self.path[..];
-        while let Some((len, tail)) = rest.split_first_chunk::<4>() {
-            let (step, tail) = tail.split_at(u32::from_le_bytes(*len) as usize);
-            steps.push(step);
-            rest = tail;
-        }
-        steps
+    /// The `len` bytes from `start` (an entry's path, for [`steps`]).
+    fn bytes(&self, start: usize, len: u32) -> Vec<u8> {
+        self.0.range(start..start + len as usize).copied().collect()
     }
 }
 
@@ -128,6 +145,7 @@ impl Versions {
             tree,
             first: 0,
             undo: VecDeque::new(),
+            paths: Paths::default(),
             held: VecDeque::from([1]),
             rebuilt: HashMap::new(),
             base,
@@ -162,7 +180,8 @@ impl Versions {
             return Ok(Versions::new(tree));
         }
         let replaced = state.tree.apply(path, &update)?;
-        state.undo.push_back(Undo::new(&path[..replaced.depth], replaced.old));
+        let path_len = state.paths.push(&path[..replaced.depth]);
+        state.undo.push_back(Undo { path_len, old: replaced.old });
         state.held.push_back(1);
         debug_assert_eq!(state.held.len(), state.undo.len() + 1, "a count of values for each version the log reaches");
         Ok(Versions { line: self.line.clone(), version: state.newest() })
@@ -241,8 +260,11 @@ impl State {
         if !self.rebuilt.contains_key(&version) {
             let mut tree = self.tree.clone();
             let back = (version - self.first) as usize;
+            let mut end = self.paths.0.len();
             for undo in self.undo.range(back..).rev() {
-                tree.put_back(&undo.steps(), undo.old.as_ref())?;
+                end -= undo.path_len as usize;
+                let path = self.paths.bytes(end, undo.path_len);
+                tree.put_back(&steps(&path), undo.old.as_ref())?;
             }
             self.rebuilt.insert(version, tree);
         }
@@ -277,10 +299,13 @@ impl State {
                 self.base = None;
             }
             self.held.pop_front();
-            self.undo.pop_front();
+            if let Some(undo) = self.undo.pop_front() {
+                self.paths.0.drain(..undo.path_len as usize);
+            }
             self.first += 1;
         }
         debug_assert_eq!(self.held.len(), self.undo.len() + 1, "a count of values for each version the log reaches");
+        debug_assert!(!self.undo.is_empty() || self.paths.0.is_empty(), "the paths are the entries' alone");
         debug_assert!(
             self.first == 0 || self.base.is_some() == (self.base_held > 0),
             "past version 0, `base_held` counts its values while the base is kept"
@@ -427,17 +452,23 @@ mod tests {
             version = next; // the older version is dropped here
         }
         let state = version.lock();
-        assert_eq!((state.undo.len(), state.held.len(), state.first, state.newest()), (0, 1, 100, 100));
+        assert_eq!((state.undo.len(), state.paths.0.len(), state.held.len(), state.first, state.newest()), (0, 0, 1, 100, 100));
         drop(state);
         let kept = version.clone();
         let next = version.update(&[b"x"], Update::Add(b"1")).unwrap();
         drop(version);
-        assert_eq!(next.lock().undo.len(), 1, "version 100 is still held");
+        let state = next.lock();
+        assert_eq!(
+            (state.undo.len(), state.paths.0.len()),
+            (1, 5),
+            "version 100 is still held: its path's 4-byte length and step"
+        );
+        drop(state);
         assert!(!kept.read(|t| t.mem(&[b"x"]).unwrap()).unwrap());
         assert_eq!(next.lock().rebuilt.len(), 1);
         drop(kept);
         let state = next.lock();
-        assert_eq!((state.undo.len(), state.rebuilt.len()), (0, 0));
+        assert_eq!((state.undo.len(), state.paths.0.len(), state.rebuilt.len()), (0, 0, 0));
         drop(state);
         assert_eq!(next.read(|t| t.find(&[b"k\x05"]).unwrap()).unwrap(), Some(vec![5]));
     }
