@@ -9,6 +9,18 @@ use std::io;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
+
+/// How long a held lock is tried again before it is reported held. A
+/// lock its owner has just released can still be held for an instant by
+/// a child the owner's process is starting: between the child's fork and
+/// its exec, the lock file's descriptor (close-on-exec) is in the child
+/// too, and a `flock` belongs to every copy. A process that closes its
+/// store and opens it again, or starts `pando` on it, while another of
+/// its threads starts any program, would otherwise be refused (seen once
+/// in CI, in `gc_keeps_the_last_levels`, on a loaded machine).
+const LOCK_PATIENCE: Duration = Duration::from_millis(250);
+const LOCK_RETRY: Duration = Duration::from_millis(10);
 
 /// A store directory on a real file system.
 pub struct FsStorage {
@@ -161,12 +173,19 @@ impl Storage for FsStorage {
     fn lock(&self, name: &str) -> io::Result<Box<dyn std::any::Any + Send + Sync>> {
         self.writable()?;
         let file = fs::OpenOptions::new().read(true).write(true).create(true).truncate(false).open(self.path(name))?;
-        match file.try_lock() {
-            Ok(()) => Ok(Box::new(file)),
-            Err(fs::TryLockError::WouldBlock) => {
-                Err(io::Error::new(io::ErrorKind::WouldBlock, "another process has this store open for writing"))
+        let mut waited = Duration::ZERO;
+        loop {
+            match file.try_lock() {
+                Ok(()) => return Ok(Box::new(file)),
+                Err(fs::TryLockError::WouldBlock) if waited < LOCK_PATIENCE => {
+                    std::thread::sleep(LOCK_RETRY);
+                    waited += LOCK_RETRY;
+                }
+                Err(fs::TryLockError::WouldBlock) => {
+                    return Err(io::Error::new(io::ErrorKind::WouldBlock, "another process has this store open for writing"));
+                }
+                Err(fs::TryLockError::Error(e)) => return Err(e),
             }
-            Err(fs::TryLockError::Error(e)) => Err(e),
         }
     }
     fn describe(&self) -> String {
@@ -217,6 +236,25 @@ mod tests {
         let t = storage.io_times().unwrap();
         assert_eq!((t.writes, t.write_bytes, t.syncs, t.reads, t.read_bytes), (1, 11, 2, 2, 10));
         assert!(t.sync_ns > 0 && t.write_ns > 0 && t.read_ns > 0);
+    }
+
+    #[test]
+    fn a_lock_released_meanwhile_is_taken_and_a_held_one_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let storage = FsStorage::new(dir.path(), false).unwrap();
+        let held = storage.lock("lock").unwrap();
+        let start = std::time::Instant::now();
+        let refused = storage.lock("lock").unwrap_err();
+        assert_eq!(refused.kind(), io::ErrorKind::WouldBlock);
+        assert!(start.elapsed() >= LOCK_PATIENCE, "tried again before it was reported");
+        // Released while the next one waits, as by a child's exec.
+        let releaser = std::thread::spawn(move || {
+            std::thread::sleep(LOCK_PATIENCE / 4);
+            drop(held);
+        });
+        let taken = storage.lock("lock");
+        releaser.join().unwrap();
+        assert!(taken.is_ok(), "{:?}", taken.err());
     }
 
     #[test]

@@ -63,7 +63,8 @@ pub trait Storage: Send + Sync {
     /// Makes creates, renames and removes durable (fsync of the directory).
     fn sync_dir(&self) -> io::Result<()>;
     /// Takes an exclusive lock named `name` held until the returned guard
-    /// is dropped; fails with `WouldBlock` if another process holds it.
+    /// is dropped; fails with `WouldBlock` if another process holds it
+    /// (on real files, after trying again for a moment).
     fn lock(&self, name: &str) -> io::Result<Box<dyn std::any::Any + Send + Sync>>;
     /// Where the store is, for error messages.
     fn describe(&self) -> String;
