@@ -116,11 +116,6 @@ impl Paths {
         }
         (self.0.len() - before) as u32
     }
-
-    /// The `len` bytes from `start` (an entry's path, for [`steps`]).
-    fn bytes(&self, start: usize, len: u32) -> Vec<u8> {
-        self.0.range(start..start + len as usize).copied().collect()
-    }
 }
 
 impl Versions {
@@ -260,11 +255,13 @@ impl State {
         if !self.rebuilt.contains_key(&version) {
             let mut tree = self.tree.clone();
             let back = (version - self.first) as usize;
-            let mut end = self.paths.0.len();
+            // The ring in one slice (moved at most once per rebuild), read
+            // back from its end as the entries are undone.
+            let mut paths: &[u8] = self.paths.0.make_contiguous();
             for undo in self.undo.range(back..).rev() {
-                end -= undo.path_len as usize;
-                let path = self.paths.bytes(end, undo.path_len);
-                tree.put_back(&steps(&path), undo.old.as_ref())?;
+                let (rest, path) = paths.split_at(paths.len() - undo.path_len as usize);
+                tree.put_back(&steps(path), undo.old.as_ref())?;
+                paths = rest;
             }
             self.rebuilt.insert(version, tree);
         }
