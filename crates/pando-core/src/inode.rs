@@ -20,6 +20,50 @@ pub const ENTRIES: usize = 32;
 /// Directories with at most this many entries are hashed as flat nodes.
 pub const STABLE_HASH: usize = 256;
 
+/// The shape of a context's inodes: their fan-out and the size up to which
+/// a directory is hashed flat. Irmin calls these `entries` and
+/// `stable_hash` (its `Irmin_pack.Conf.S`); both named layouts choose a
+/// child by the seeded OCaml hash of its step (`Seeded_hash`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Layout {
+    pub entries: usize,
+    pub stable_hash: usize,
+}
+
+impl Layout {
+    /// The L1 context: Octez's `Context.Conf`, irmin's `Irmin_tezos.Conf`.
+    pub const TEZOS: Layout = Layout { entries: ENTRIES, stable_hash: STABLE_HASH };
+    /// The smart rollup node's and Etherlink's context: Octez's
+    /// `Context_binary.Conf` (inodes of 2, every directory of more than
+    /// 2 entries hashed as an inode tree).
+    pub const TEZOS_BINARY: Layout = Layout { entries: 2, stable_hash: 2 };
+    /// Every layout a store or a trace may name, with its name.
+    pub const NAMED: [(&'static str, Layout); 2] = [("tezos", Layout::TEZOS), ("tezos-binary", Layout::TEZOS_BINARY)];
+
+    /// The layout named `name` (`tezos`, `tezos-binary`), if any.
+    pub fn named(name: &str) -> Option<Layout> {
+        Layout::NAMED.iter().find(|(n, _)| *n == name).map(|&(_, layout)| layout)
+    }
+
+    /// This layout's name, or `None` for a shape no store uses (irmin's
+    /// test configurations).
+    pub fn name(self) -> Option<&'static str> {
+        Layout::NAMED.iter().find(|(_, l)| *l == self).map(|&(n, _)| n)
+    }
+
+    /// Child index of `name` at `depth` in an inode of this layout.
+    #[inline]
+    pub fn index(self, depth: u32, name: &[u8]) -> usize {
+        index_with(self.entries, depth, name)
+    }
+
+    /// Whether a directory of `len` entries is hashed flat in this layout.
+    #[inline]
+    pub fn hashed_flat(self, len: u64) -> bool {
+        len <= self.stable_hash as u64
+    }
+}
+
 /// The hashing rule of a directory of `len` entries: `true` for its flat
 /// node encoding (at most [`STABLE_HASH`] entries), `false` for the inode
 /// hash of its root. Every hasher of directories asks here.

@@ -2,24 +2,14 @@
 //! entry list from scratch, following the specification's `partition`
 //! literally. The store's incremental hasher is checked against it.
 //!
-//! Parameterised by fan-out and stable-hash threshold so that irmin's
-//! small-configuration vector (`entries = 2`, `stable_hash = 3`) can be
-//! reproduced too.
+//! Parameterised by the [`Layout`] (fan-out and stable-hash threshold):
+//! the L1 layout, the binary one of rollups, and irmin's
+//! small-configuration vector (`entries = 2`, `stable_hash = 3`).
 
 use crate::hash::Hash;
-use crate::inode::{ENTRIES, STABLE_HASH, encode_tree, encode_values, index_with};
+pub use crate::inode::Layout;
+use crate::inode::{encode_tree, encode_values, index_with};
 use crate::tezos::{Kind, contents_hash, node_hash};
-
-/// Shape parameters of the inode layout.
-#[derive(Clone, Copy, Debug)]
-pub struct Layout {
-    pub entries: usize,
-    pub stable_hash: usize,
-}
-
-impl Layout {
-    pub const TEZOS: Layout = Layout { entries: ENTRIES, stable_hash: STABLE_HASH };
-}
 
 /// A tree given in full, for reference hashing.
 #[derive(Clone, Debug)]
@@ -57,7 +47,7 @@ impl RefTree {
 
 /// Hash of a directory given its entries sorted by name.
 pub fn dir_hash_with(layout: Layout, sorted: &[(Vec<u8>, Kind, Hash)]) -> Hash {
-    if sorted.len() <= layout.stable_hash {
+    if layout.hashed_flat(sorted.len() as u64) {
         let borrowed: Vec<(&[u8], Kind, Hash)> = sorted.iter().map(|(n, k, h)| (n.as_slice(), *k, *h)).collect();
         node_hash(&borrowed)
     } else {

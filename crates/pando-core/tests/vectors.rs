@@ -83,6 +83,42 @@ fn tezos_inode_vectors() {
     }
 }
 
+/// The binary layout's vectors, made by irmin 3.7.2 over Octez's
+/// `Context_binary.Conf` (`ocaml/duo/binary_vectors.ml`): contents,
+/// directories of 0 to 100,000 entries, deep and unbalanced trees, and
+/// directories shrunk by removals after a commit.
+#[test]
+fn tezos_binary_inode_vectors() {
+    let vectors = load("tezos-binary-inodes.json");
+    let vectors = vectors.as_array().unwrap();
+    assert_eq!(vectors.len(), 23);
+    let mut directories = 0;
+    for v in vectors {
+        let hash = match v["kind"].as_str().unwrap() {
+            "contents" => contents_hash(&hex::decode(v["value"].as_str().unwrap()).unwrap()),
+            _ => {
+                directories += 1;
+                ref_tree(&v["entries"]).hash_with(Layout::TEZOS_BINARY)
+            }
+        };
+        assert_eq!(hash.to_hex(), v["hash_hex"].as_str().unwrap(), "vector {}", v["name"]);
+        assert_eq!(hash.to_base58(), v["hash"].as_str().unwrap());
+    }
+    assert_eq!(directories, 19);
+    // The layouts differ wherever a directory has more than 2 entries.
+    let ten = vectors.iter().find(|v| v["name"] == "dir-10").unwrap();
+    assert_ne!(ref_tree(&ten["entries"]).hash().to_hex(), ten["hash_hex"].as_str().unwrap());
+}
+
+#[test]
+fn layouts_are_named() {
+    assert_eq!(Layout::named("tezos"), Some(Layout::TEZOS));
+    assert_eq!(Layout::named("tezos-binary"), Some(Layout::TEZOS_BINARY));
+    assert_eq!(Layout::named("binary"), None);
+    assert_eq!(Layout::TEZOS_BINARY.name(), Some("tezos-binary"));
+    assert_eq!(Layout { entries: 2, stable_hash: 3 }.name(), None);
+}
+
 const ZERO: &[u8] = b"0000000000";
 
 fn two_entries() -> RefTree {
