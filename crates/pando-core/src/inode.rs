@@ -28,15 +28,21 @@ pub const STABLE_HASH: usize = 256;
 pub struct Layout {
     pub entries: usize,
     pub stable_hash: usize,
+    /// The deepest inode (a directory's root is at depth 0); an update
+    /// that would go deeper fails: only steps chosen to collide get there.
+    pub max_depth: u32,
 }
 
 impl Layout {
     /// The L1 context: Octez's `Context.Conf`, irmin's `Irmin_tezos.Conf`.
-    pub const TEZOS: Layout = Layout { entries: ENTRIES, stable_hash: STABLE_HASH };
+    /// A billion entries need depth 5 of its 12.
+    pub const TEZOS: Layout = Layout { entries: ENTRIES, stable_hash: STABLE_HASH, max_depth: 12 };
     /// The smart rollup node's and Etherlink's context: Octez's
     /// `Context_binary.Conf` (inodes of 2, every directory of more than
     /// 2 entries hashed as an inode tree).
-    pub const TEZOS_BINARY: Layout = Layout { entries: 2, stable_hash: 2 };
+    /// Three of a million steps meet below depth 40 with odds of about
+    /// 10⁻¹³: 64 levels are far beyond any directory not built to collide.
+    pub const TEZOS_BINARY: Layout = Layout { entries: 2, stable_hash: 2, max_depth: 64 };
     /// Every layout a store or a trace may name, with its name.
     pub const NAMED: [(&'static str, Layout); 2] = [("tezos", Layout::TEZOS), ("tezos-binary", Layout::TEZOS_BINARY)];
 

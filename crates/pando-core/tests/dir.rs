@@ -4,7 +4,7 @@
 //! reference computes from scratch; a shared trie must never change.
 
 use pando_core::Hash;
-use pando_core::dir::{self, Body, Child, Hold, Inode, Resolve};
+use pando_core::dir::{self, Body, Child, Hold, Inode, Layout, Resolve};
 use pando_core::reference::RefTree;
 use pando_core::tezos::contents_hash;
 use proptest::prelude::*;
@@ -55,12 +55,35 @@ impl Resolve<Mem> for Nothing {
     }
 }
 
+/// [`Nothing`] for the tries of the binary layout.
+struct Binary;
+
+impl Resolve<Mem> for Binary {
+    type Error = String;
+    fn load(&self, _: &Arc<Inode<Mem>>, _: u32) -> Result<Arc<Inode<Mem>>, String> {
+        unreachable!("everything is in memory")
+    }
+    fn leaf_hash(&self, leaf: &Arc<[u8]>) -> Result<Hash, String> {
+        Ok(contents_hash(leaf))
+    }
+    fn broken(&self, _: &Inode<Mem>, reason: String) -> String {
+        reason
+    }
+    fn layout(&self) -> Layout {
+        Layout::TEZOS_BINARY
+    }
+}
+
 fn leaf(bytes: &[u8]) -> Child<Mem> {
     Child::Contents(Arc::from(bytes))
 }
 
 fn reference(model: &BTreeMap<Vec<u8>, Vec<u8>>) -> Hash {
-    RefTree::Dir(model.iter().map(|(k, v)| (k.clone(), RefTree::Contents(v.clone()))).collect()).hash()
+    reference_in(Layout::TEZOS, model)
+}
+
+fn reference_in(layout: Layout, model: &BTreeMap<Vec<u8>, Vec<u8>>) -> Hash {
+    RefTree::Dir(model.iter().map(|(k, v)| (k.clone(), RefTree::Contents(v.clone()))).collect()).hash_with(layout)
 }
 
 fn entries(root: &Inode<Mem>) -> Vec<(Vec<u8>, Vec<u8>)> {
@@ -74,26 +97,28 @@ fn entries(root: &Inode<Mem>) -> Vec<(Vec<u8>, Vec<u8>)> {
         .collect()
 }
 
-/// Checks the layout rules: a tree inode iff more than 32 entries below,
-/// lengths that add up, every entry where its index puts it.
-fn check_layout(inode: &Inode<Mem>, depth: u32, path: &mut Vec<usize>) -> u64 {
+/// Checks the layout rules: a tree inode iff more than `entries` entries
+/// below, lengths that add up, every entry where its index puts it.
+fn check_layout(layout: Layout, inode: &Inode<Mem>, depth: u32, path: &mut Vec<usize>) -> u64 {
     match &inode.body {
         Body::Values(values) => {
-            assert!(values.len() <= dir::ENTRIES);
+            assert!(values.len() <= layout.entries);
             for (step, _) in values.iter() {
                 for (d, &i) in path.iter().enumerate() {
-                    assert_eq!(pando_core::inode::index(d as u32, step), i);
+                    assert_eq!(layout.index(d as u32, step), i);
                 }
             }
             values.len() as u64
         }
         Body::Tree(pointers) => {
             assert_eq!(pointers.depth, depth);
-            assert!(pointers.len > dir::ENTRIES as u64, "a tree inode of {} entries", pointers.len);
+            assert!(pointers.len > layout.entries as u64, "a tree inode of {} entries", pointers.len);
+            assert!(depth < layout.max_depth);
             let mut sum = 0;
             for (i, child) in pointers.iter() {
+                assert!(i < layout.entries);
                 path.push(i);
-                let below = check_layout(child, depth + 1, path);
+                let below = check_layout(layout, child, depth + 1, path);
                 assert!(below > 0, "an empty inode below a root");
                 sum += below;
                 path.pop();
@@ -129,48 +154,65 @@ proptest! {
 
     #[test]
     fn updates_match_the_model_and_the_reference(ops in ops()) {
-        let mut root = Mem::empty();
-        let mut model = BTreeMap::new();
-        let mut snapshots = Vec::new();
-        for (n, op) in ops.iter().enumerate() {
-            match op {
-                Op::Set(k, v) => {
-                    let added = dir::set(&mut root, 0, &step(*k), leaf(&[*v]), &Nothing).unwrap();
-                    prop_assert_eq!(added, model.insert(step(*k), vec![*v]).is_none());
-                }
-                Op::Remove(k) => {
-                    let removed = dir::remove(&mut root, 0, &step(*k), &Nothing).unwrap();
-                    prop_assert_eq!(removed, model.remove(&step(*k)).is_some());
-                }
+        updates_match(&ops, &Nothing)?;
+    }
+
+    #[test]
+    fn updates_match_the_model_and_the_reference_in_the_binary_layout(ops in ops()) {
+        updates_match(&ops, &Binary)?;
+    }
+}
+
+/// Any sequence of sets and removes in `r`'s layout gives the model's
+/// entries, the shape `build` gives and the reference's hash; shared
+/// snapshots never change.
+fn updates_match(ops: &[Op], r: &impl Resolve<Mem, Error = String>) -> Result<(), TestCaseError> {
+    let layout = r.layout();
+    let mut root = Mem::empty();
+    let mut model = BTreeMap::new();
+    let mut snapshots = Vec::new();
+    for (n, op) in ops.iter().enumerate() {
+        match op {
+            Op::Set(k, v) => {
+                let added = dir::set(&mut root, 0, &step(*k), leaf(&[*v]), r).unwrap();
+                prop_assert_eq!(added, model.insert(step(*k), vec![*v]).is_none());
             }
-            if n % 97 == 0 {
-                // Hashing memoises; later updates must clear what they change.
-                prop_assert_eq!(dir::dir_hash(&root, &Nothing).unwrap(), reference(&model));
-                snapshots.push((root.clone(), model.clone()));
-            }
-        }
-        prop_assert_eq!(root.len(), model.len() as u64);
-        check_layout(&root, 0, &mut Vec::new());
-        let expected: Vec<(Vec<u8>, Vec<u8>)> = model.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
-        prop_assert_eq!(entries(&root), expected.clone());
-        for (k, v) in &model {
-            match dir::find(&root, k, &Nothing).unwrap() {
-                Some(Child::Contents(bytes)) => prop_assert_eq!(&bytes[..], &v[..]),
-                _ => prop_assert!(false, "entry {:?} not found", k),
+            Op::Remove(k) => {
+                let removed = dir::remove(&mut root, 0, &step(*k), r).unwrap();
+                prop_assert_eq!(removed, model.remove(&step(*k)).is_some());
             }
         }
-        prop_assert!(dir::find(&root, b"absent", &Nothing).unwrap().is_none());
-        let hash = dir::dir_hash(&root, &Nothing).unwrap();
-        prop_assert_eq!(hash, reference(&model));
-        // The same entries built at once: the same hash.
-        let built = dir::build(0, model.iter().map(|(k, v)| (k.clone(), leaf(v))).collect()).expect("no deep collisions");
-        prop_assert_eq!(dir::dir_hash(&built, &Nothing).unwrap(), hash);
-        // Trees taken earlier were shared, never changed.
-        for (snapshot, snapshot_model) in &snapshots {
-            prop_assert_eq!(dir::dir_hash(snapshot, &Nothing).unwrap(), reference(snapshot_model));
-            prop_assert_eq!(snapshot.len(), snapshot_model.len() as u64);
+        if n % 97 == 0 {
+            // Hashing memoises; later updates must clear what they change.
+            prop_assert_eq!(dir::dir_hash(&root, r).unwrap(), reference_in(layout, &model));
+            snapshots.push((root.clone(), model.clone()));
         }
     }
+    prop_assert_eq!(root.len(), model.len() as u64);
+    check_layout(layout, &root, 0, &mut Vec::new());
+    let expected: Vec<(Vec<u8>, Vec<u8>)> = model.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+    prop_assert_eq!(entries(&root), expected.clone());
+    for (k, v) in &model {
+        match dir::find(&root, k, r).unwrap() {
+            Some(Child::Contents(bytes)) => prop_assert_eq!(&bytes[..], &v[..]),
+            _ => prop_assert!(false, "entry {:?} not found", k),
+        }
+    }
+    prop_assert!(dir::find(&root, b"absent", r).unwrap().is_none());
+    let hash = dir::dir_hash(&root, r).unwrap();
+    prop_assert_eq!(hash, reference_in(layout, &model));
+    // The same entries built at once: the same hash.
+    let built = dir::build(layout, 0, model.iter().map(|(k, v)| (k.clone(), leaf(v))).collect()).expect("no deep collisions");
+    prop_assert_eq!(dir::dir_hash(&built, r).unwrap(), hash);
+    // Level by level, as a commit hashes: the same hash.
+    let again = dir::build(layout, 0, model.iter().map(|(k, v)| (k.clone(), leaf(v))).collect()).expect("no deep collisions");
+    prop_assert_eq!(dir::hash_subtree(&again, 0, r).unwrap(), hash);
+    // Trees taken earlier were shared, never changed.
+    for (snapshot, snapshot_model) in &snapshots {
+        prop_assert_eq!(dir::dir_hash(snapshot, r).unwrap(), reference_in(layout, snapshot_model));
+        prop_assert_eq!(snapshot.len(), snapshot_model.len() as u64);
+    }
+    Ok(())
 }
 
 #[test]
@@ -209,16 +251,33 @@ fn no_inode_goes_deeper_than_the_bound() {
         .collect();
     colliding.sort();
     let entries = |steps: &[Vec<u8>]| steps.iter().map(|s| (s.clone(), leaf(b"v"))).collect::<Vec<_>>();
-    assert!(dir::build::<Mem, _>(last, entries(&colliding)).is_none());
-    assert!(dir::build::<Mem, _>(dir::MAX_DEPTH, entries(&colliding)).is_none());
+    assert!(dir::build::<Mem, _>(Layout::TEZOS, last, entries(&colliding)).is_none());
+    assert!(dir::build::<Mem, _>(Layout::TEZOS, dir::MAX_DEPTH, entries(&colliding)).is_none());
     // Under the bound, the same steps make a tree inode.
-    assert!(dir::build::<Mem, _>(0, entries(&colliding)).is_some());
+    assert!(dir::build::<Mem, _>(Layout::TEZOS, 0, entries(&colliding)).is_some());
     // An update that would split a full values inode past the bound fails
     // and leaves it as it was.
-    let mut node = dir::build::<Mem, _>(last + 1, entries(&colliding[..dir::ENTRIES])).unwrap();
+    let mut node = dir::build::<Mem, _>(Layout::TEZOS, last + 1, entries(&colliding[..dir::ENTRIES])).unwrap();
     let err = dir::set(&mut node, last + 1, &colliding[dir::ENTRIES], leaf(b"v"), &Nothing).unwrap_err();
     assert!(err.contains("deeper than"), "{err}");
     assert_eq!(node.len(), dir::ENTRIES as u64);
+}
+
+#[test]
+fn no_inode_goes_deeper_than_the_binary_layouts_bound() {
+    let layout = Layout::TEZOS_BINARY;
+    let last = layout.max_depth - 1;
+    // 3 steps that a tree inode at the last allowed depth sends to one child.
+    let mut colliding: Vec<Vec<u8>> =
+        (0u32..).map(|k| format!("c{k}").into_bytes()).filter(|s| layout.index(last, s) == 1).take(3).collect();
+    colliding.sort();
+    let entries = |steps: &[Vec<u8>]| steps.iter().map(|s| (s.clone(), leaf(b"v"))).collect::<Vec<_>>();
+    assert!(dir::build::<Mem, _>(layout, last, entries(&colliding)).is_none());
+    assert!(dir::build::<Mem, _>(layout, 0, entries(&colliding)).is_some());
+    let mut node = dir::build::<Mem, _>(layout, last + 1, entries(&colliding[..2])).unwrap();
+    let err = dir::set(&mut node, last + 1, &colliding[2], leaf(b"v"), &Binary).unwrap_err();
+    assert!(err.contains("more than 2 steps colliding down to an inode deeper than 64 levels"), "{err}");
+    assert_eq!(node.len(), 2);
 }
 
 /// An update copies an inode while another thread holds it, and changes it
@@ -544,4 +603,64 @@ fn what_an_update_replaced_undoes_it() {
     let mut replaced = dir::Replaced { depth: 99, old: None };
     assert!(!dir::update_path(&mut root, &[b"dir", b"absent"], None, &|_| &Nothing, Some(&mut replaced)).unwrap());
     assert_eq!((replaced.depth, replaced.old.is_none()), (2, true));
+}
+
+/// A directory of a vector of `tests/vectors/`, set entry by entry in an
+/// order that is not the sorted one (every third entry first, and so on).
+fn vector_dir(entries: &serde_json::Value, r: &impl Resolve<Mem, Error = String>) -> Arc<Inode<Mem>> {
+    let entries = entries.as_array().unwrap();
+    let mut root = Mem::empty();
+    for start in 0..3 {
+        for e in entries.iter().skip(start).step_by(3) {
+            let child = match e["kind"].as_str().unwrap() {
+                "contents" => leaf(&hex::decode(e["value"].as_str().unwrap()).unwrap()),
+                _ => Child::Dir(vector_dir(&e["subtree"], r)),
+            };
+            assert!(dir::set(&mut root, 0, e["name"].as_str().unwrap().as_bytes(), child, r).unwrap());
+        }
+    }
+    root
+}
+
+/// irmin 3.7.2's hashes of the binary layout (`tests/vectors/
+/// tezos-binary-inodes.json`), reproduced by the trie itself: built by
+/// updates, hashed both ways, and the shrunk directories cut down by
+/// removals from their full size.
+#[test]
+fn the_trie_reproduces_irmins_binary_layout() {
+    let path = pando_vectors::path("tezos-binary-inodes.json");
+    let vectors: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let mut checked = 0;
+    for v in vectors.as_array().unwrap().iter().filter(|v| v["kind"] == "node") {
+        let name = v["name"].as_str().unwrap();
+        let root = match name.strip_prefix("shrink-").and_then(|s| s.split_once("-to-")) {
+            Some((from, to)) => {
+                let (from, to): (usize, usize) = (from.parse().unwrap(), to.parse().unwrap());
+                let mut d = Mem::empty();
+                for i in 0..from {
+                    dir::set(&mut d, 0, format!("r{i}").as_bytes(), leaf(format!("v{i}").as_bytes()), &Binary).unwrap();
+                }
+                assert_eq!(check_layout(Layout::TEZOS_BINARY, &d, 0, &mut Vec::new()), from as u64, "{name}");
+                for i in (to..from).rev() {
+                    assert!(dir::remove(&mut d, 0, format!("r{i}").as_bytes(), &Binary).unwrap());
+                }
+                let mut root = Mem::empty();
+                if to > 0 {
+                    dir::set(&mut root, 0, b"d", Child::Dir(d), &Binary).unwrap();
+                }
+                dir::set(&mut root, 0, b"x", leaf(b"x"), &Binary).unwrap();
+                root
+            }
+            None => vector_dir(&v["entries"], &Binary),
+        };
+        let expected = v["hash_hex"].as_str().unwrap();
+        assert_eq!(dir::dir_hash(&root, &Binary).unwrap().to_hex(), expected, "vector {name}");
+        let fresh = vector_dir(&v["entries"], &Binary);
+        assert_eq!(dir::hash_subtree(&fresh, 0, &Binary).unwrap().to_hex(), expected, "vector {name}, level by level");
+        if v["entry_count"].as_u64().unwrap() > 2 {
+            assert_ne!(dir::dir_hash(&vector_dir(&v["entries"], &Nothing), &Nothing).unwrap().to_hex(), expected);
+        }
+        checked += 1;
+    }
+    assert_eq!(checked, 19);
 }

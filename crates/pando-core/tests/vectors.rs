@@ -116,7 +116,7 @@ fn layouts_are_named() {
     assert_eq!(Layout::named("tezos-binary"), Some(Layout::TEZOS_BINARY));
     assert_eq!(Layout::named("binary"), None);
     assert_eq!(Layout::TEZOS_BINARY.name(), Some("tezos-binary"));
-    assert_eq!(Layout { entries: 2, stable_hash: 3 }.name(), None);
+    assert_eq!(Layout { entries: 2, stable_hash: 3, max_depth: 64 }.name(), None);
 }
 
 const ZERO: &[u8] = b"0000000000";
@@ -156,7 +156,7 @@ fn irmin_test_hashes_commit() {
 fn irmin_test_hashes_small_conf_inode_tree() {
     let steps = ["00", "01", "02", "03", "04", "05"];
     let tree = RefTree::Dir(steps.iter().map(|s| (s.as_bytes().to_vec(), RefTree::Contents(ZERO.to_vec()))).collect());
-    let h = tree.hash_with(Layout { entries: 2, stable_hash: 3 });
+    let h = tree.hash_with(Layout { entries: 2, stable_hash: 3, max_depth: 64 });
     assert_eq!(h.to_hex(), "e670a325ac78b2b6949b8f9fa448b17aa708ef39eb29c9e364be473f988329ea");
     assert_eq!(h.to_base58(), "CoWPo8s8h81q8skRqfPLTAJvq4ioFKS6rQhdRcY5nd6HQz2upwp4");
 }

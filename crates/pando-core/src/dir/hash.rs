@@ -1,6 +1,8 @@
-//! The one hashing rule: a directory of up to [`STABLE_HASH`] entries
-//! hashes as the flat Tezos node encoding, a larger one by its inode
-//! encoding; a child's hash is its memo, or computed once and kept.
+//! The one hashing rule: a directory of up to its layout's `stable_hash`
+//! entries ([`STABLE_HASH`] in L1's, 2 in the binary one, as the
+//! [`Resolve`]r names it) hashes as the flat Tezos node encoding, a larger
+//! one by its inode encoding; a child's hash is its memo, or computed once
+//! and kept.
 //! The tries here hash an inode ([`inode_hash`], [`dir_hash`]) from its
 //! children's memos; [`hash_subtree`] hashes what a commit changed level
 //! by level instead, several inodes at once, to the same memos. The
@@ -66,13 +68,14 @@ pub fn inode_ptr_hash<H: Hold, R: Resolve<H> + ?Sized>(ptr: &H::Ptr, depth: u32,
 }
 
 /// The Tezos hash of the directory whose root is `root`: the flat node
-/// encoding of all its entries up to [`STABLE_HASH`] of them, the root's
-/// inode hash above.
+/// encoding of all its entries up to the layout's `stable_hash` of them,
+/// the root's inode hash above.
 pub fn dir_hash<H: Hold, R: Resolve<H> + ?Sized>(root: &Inode<H>, r: &R) -> Result<Hash, R::Error> {
     if let Some(hash) = root.dir_hash.get() {
         return Ok(*hash);
     }
-    let hash = if hashed_flat(root.len()) {
+    let layout = r.layout();
+    let hash = if layout.hashed_flat(root.len()) {
         let hashes = child_hashes(root, true, r)?;
         with_buffer(|buf| {
             buf.clear();
@@ -82,7 +85,7 @@ pub fn dir_hash<H: Hold, R: Resolve<H> + ?Sized>(root: &Inode<H>, r: &R) -> Resu
     } else {
         inode_hash(root, r)?
     };
-    root.remember_hash(0, hash);
+    root.remember_hash(layout, 0, hash);
     Ok(hash)
 }
 
@@ -181,9 +184,9 @@ struct Unhashed<'a, H: Hold> {
 
 impl<H: Hold> Unhashed<'_, H> {
     /// Whether it is hashed as its directory's flat node (a root of at
-    /// most [`STABLE_HASH`] entries).
-    fn flat(&self) -> bool {
-        self.depth == 0 && hashed_flat(self.inode.len())
+    /// most the layout's `stable_hash` entries).
+    fn flat(&self, layout: Layout) -> bool {
+        self.depth == 0 && layout.hashed_flat(self.inode.len())
     }
 
     fn memo(&self) -> Option<Hash> {
@@ -203,6 +206,7 @@ pub fn hash_subtree<H: Hold, R: Resolve<H> + ?Sized>(top: &Inode<H>, depth: u32,
     let mut room = GATHERED;
     gather(Unhashed { inode: top, depth, via: None }, &mut levels, &mut room, r)?;
     let mut buf = Vec::new();
+    let layout = r.layout();
     for level in &levels {
         // Each inode not hashed meanwhile (by another thread), encoded end
         // to end in `buf`: which one, and where its bytes end.
@@ -210,14 +214,15 @@ pub fn hash_subtree<H: Hold, R: Resolve<H> + ?Sized>(top: &Inode<H>, depth: u32,
         let mut encoded = Vec::with_capacity(level.len());
         for (k, node) in level.iter().enumerate() {
             if node.memo().is_none() {
-                encode(node.inode, node.flat(), &child_hashes(node.inode, node.flat(), r)?, &mut buf);
+                let flat = node.flat(layout);
+                encode(node.inode, flat, &child_hashes(node.inode, flat, r)?, &mut buf);
                 encoded.push((k, buf.len()));
             }
         }
         let inputs = encoded.iter().scan(0, |start, &(_, end)| Some(&buf[std::mem::replace(start, end)..end]));
         for (&(k, _), hash) in encoded.iter().zip(Hash::of_many(inputs)) {
             let node = &level[k];
-            node.inode.remember_hash(node.depth, hash);
+            node.inode.remember_hash(layout, node.depth, hash);
         }
         for node in level {
             if let (Some(via), Some(hash)) = (node.via, node.memo()) {

@@ -4,14 +4,16 @@
 //! stream records and share its hashing rule and depth bound. It builds, finds, sets,
 //! removes and enumerates entries, walks and updates paths of directories
 //! ([`with_path`], [`update_path`]), and hashes a directory by the one
-//! Tezos rule: the flat node encoding up to [`STABLE_HASH`] entries, the
-//! inode encoding above.
+//! Tezos rule: the flat node encoding up to the layout's `stable_hash`
+//! entries, the inode encoding above.
 //!
-//! A directory is the Tezos inode trie (see [`crate::inode`]): a values
-//! inode holds at most 32 entries sorted by step; a tree inode at depth `d`
-//! spreads more than 32 entries over 32 children by `index(d, step)`. The
-//! layout is a function of the set of entries, so one shape serves memory,
-//! disk and hash.
+//! A directory is the Tezos inode trie (see [`crate::inode`]) of a
+//! [`Layout`], which the [`Resolve`]r names (L1's unless it says
+//! otherwise): a values inode holds at most `entries` entries (32, or 2 in
+//! the binary layout) sorted by step; a tree inode at depth `d` spreads
+//! more over `entries` children by `layout.index(d, step)`. The shape is
+//! a function of the layout and the set of entries, so one shape serves
+//! memory, disk and hash.
 //!
 //! Nodes are compact: a values inode keeps its steps' ends, its steps and
 //! its children in one block beside it (inside it, for one short entry);
@@ -26,11 +28,12 @@
 //! itself does no I/O and no locking.
 //!
 //! Invariants:
-//! - Any sequence of [`set`] and [`remove`] yields exactly the layout
+//! - Any sequence of [`set`] and [`remove`] yields exactly the shape
 //!   [`build`] gives for the same set of entries (a tree inode iff more than
-//!   32 entries below it), so the hash depends only on the entries.
-//! - No inode lies deeper than [`MAX_DEPTH`]; an update that would go
-//!   deeper fails (only steps chosen on purpose to collide get there).
+//!   `entries` entries below it), so the hash depends only on the entries.
+//! - No inode lies deeper than the layout's `max_depth` ([`MAX_DEPTH`] in
+//!   L1's); an update that would go deeper fails (only steps chosen on
+//!   purpose to collide get there).
 //! - Updates copy the inodes on one path, or change them in place when the
 //!   holder says nobody else can see them ([`make_mut`]); every other inode
 //!   is shared. Memoised hashes are cleared by any change.
@@ -50,13 +53,13 @@ use std::sync::OnceLock;
 use crate::arc::Arc;
 
 use crate::hash::Hash;
-pub use crate::inode::{ENTRIES, STABLE_HASH, hashed_flat};
+pub use crate::inode::{ENTRIES, Layout, STABLE_HASH, hashed_flat};
 use crate::tezos::Kind;
 
 /// The deepest inode (the root is at depth 0): deeper than any directory
 /// not built of steps chosen to collide (a billion entries need depth 5).
 /// Updates, snapshot import, proofs and the integrity check share it.
-pub const MAX_DEPTH: u32 = 12;
+pub const MAX_DEPTH: u32 = Layout::TEZOS.max_depth;
 
 /// How a trie holds its children.
 pub trait Hold: Sized {
@@ -144,8 +147,14 @@ pub trait Resolve<H: Hold> {
     /// The hash of a contents.
     fn leaf_hash(&self, leaf: &H::Leaf) -> Result<Hash, Self::Error>;
     /// The error for a trie that breaks a rule: two children holding one
-    /// step (only damage can do that), or an inode deeper than [`MAX_DEPTH`].
+    /// step (only damage can do that), or an inode deeper than the
+    /// layout's `max_depth`.
     fn broken(&self, inode: &Inode<H>, reason: String) -> Self::Error;
+    /// The layout of the tries this resolver serves: every update and
+    /// hash of them follows it.
+    fn layout(&self) -> Layout {
+        Layout::TEZOS
+    }
 }
 
 /// A reference to a resolver resolves as it does.
@@ -162,6 +171,9 @@ impl<H: Hold, R: Resolve<H> + ?Sized> Resolve<H> for &R {
     }
     fn broken(&self, inode: &Inode<H>, reason: String) -> Self::Error {
         (**self).broken(inode, reason)
+    }
+    fn layout(&self) -> Layout {
+        (**self).layout()
     }
 }
 

@@ -121,9 +121,9 @@ impl<H: Hold> Pointers<H> {
 
 /// The body of an inode.
 pub enum Body<H: Hold> {
-    /// At most 32 entries, sorted by step, unique.
+    /// At most the layout's `entries` (32 in L1), sorted by step, unique.
     Values(Values<H>),
-    /// More than 32 entries below, spread by `index(depth, step)`.
+    /// More than `entries` below, spread by `layout.index(depth, step)`.
     Tree(Pointers<H>),
 }
 
@@ -178,8 +178,8 @@ impl<H: Hold> Inode<H> {
     /// disk): the directory hash for a root (`depth == 0`), the inode hash
     /// below. A root of more than [`STABLE_HASH`] entries is hashed as an
     /// inode: its directory hash is its inode hash, remembered as both.
-    pub fn remember_hash(&self, depth: u32, hash: Hash) {
-        if depth > 0 || !hashed_flat(self.len()) {
+    pub fn remember_hash(&self, layout: Layout, depth: u32, hash: Hash) {
+        if depth > 0 || !layout.hashed_flat(self.len()) {
             let _ = self.hash.set(hash);
         }
         if depth == 0 {
@@ -220,8 +220,8 @@ impl<H: Hold> Inode<H> {
 /// so that a walk can prefetch it together with the inode instead of
 /// after it: one cache miss less per level. Its two low bits are always 0
 /// (a holder may keep flags there). A full tree inode's children (all 32:
-/// a step's child is at its index) are an address to 8 bytes, tagged by
-/// bit 2 ([`TREE_HINT`]); otherwise the hint names cache lines: the first
+/// a step's child is at its L1 index; only L1's tree inodes have 32) are
+/// an address to 8 bytes, tagged by bit 2 ([`TREE_HINT`]); otherwise the hint names cache lines: the first
 /// one's address, and in bits 3 to 5 half how many to prefetch from it
 /// (at most [`HINT_HALVES`] pairs: the start of a larger block).
 pub fn hint<H: Hold>(inode: &Inode<H>) -> usize {
@@ -248,8 +248,9 @@ const LINE: usize = 64;
 /// for `step` (`None`: not known yet): the slot of a full tree inode where
 /// `step`'s child is, or the lines named. Any value is harmless: a stale
 /// hint's prefetch is wasted, never wrong. Returns `step`'s index at
-/// `depth` when it computed it (a tree hint), so that the search of that
-/// inode need not compute it again.
+/// `depth` when it computed it (a tree hint: a full L1 tree inode, the
+/// only one with 32 children), so that the search of that inode need not
+/// compute it again.
 #[inline(always)]
 pub fn prefetch_hint<H: Hold>(hint: usize, depth: u32, step: Option<&[u8]>) -> Option<usize> {
     if hint == 0 {
@@ -398,26 +399,27 @@ pub fn mem_mut<'a, H: Hold, R: Resolve<H> + ?Sized>(
     Ok(H::as_mem_mut(ptr).expect("a pointer in memory"))
 }
 
-/// Builds the canonical trie at `depth` for entries sorted by step and
-/// unique; `None` if it would hold an inode deeper than [`MAX_DEPTH`] (more
-/// than 32 steps colliding at every level).
-pub fn build<H: Hold, S: AsRef<[u8]>>(depth: u32, entries: Vec<(S, Child<H>)>) -> Option<Arc<Inode<H>>> {
-    if entries.len() <= ENTRIES {
+/// Builds the canonical trie of `layout` at `depth` for entries sorted by
+/// step and unique; `None` if it would hold an inode deeper than the
+/// layout's `max_depth` (more than `entries` steps colliding at every
+/// level).
+pub fn build<H: Hold, S: AsRef<[u8]>>(layout: Layout, depth: u32, entries: Vec<(S, Child<H>)>) -> Option<Arc<Inode<H>>> {
+    if entries.len() <= layout.entries {
         return Some(Inode::values(Values::from_sorted(entries)));
     }
-    if depth >= MAX_DEPTH {
+    if depth >= layout.max_depth {
         return None;
     }
     let len = entries.len() as u64;
-    let mut buckets: Vec<Vec<(S, Child<H>)>> = (0..ENTRIES).map(|_| Vec::new()).collect();
+    let mut buckets: Vec<Vec<(S, Child<H>)>> = (0..layout.entries).map(|_| Vec::new()).collect();
     for (step, child) in entries {
-        buckets[index(depth, step.as_ref())].push((step, child));
+        buckets[layout.index(depth, step.as_ref())].push((step, child));
     }
     let children = buckets
         .into_iter()
         .enumerate()
         .filter(|(_, bucket)| !bucket.is_empty())
-        .map(|(i, bucket)| Some((i, H::mem(build(depth + 1, bucket)?))))
+        .map(|(i, bucket)| Some((i, H::mem(build(layout, depth + 1, bucket)?))))
         .collect::<Option<Vec<_>>>()?;
     Some(Arc::new(Inode::new(Body::Tree(Pointers::new(depth, len, children)))))
 }

@@ -4,7 +4,6 @@
 
 use super::node::{cleared, replace_body, updatable};
 use super::*;
-use crate::inode::index;
 
 /// The entry `step` of the directory whose root is `root`.
 pub fn find<H: Hold, R: Resolve<H> + ?Sized>(root: &Arc<Inode<H>>, step: &[u8], r: &R) -> Result<Option<Child<H>>, R::Error> {
@@ -122,8 +121,9 @@ fn path_below<H: Hold, R: Resolve<H>, T>(
             Err(_) => Ok(f(Reached::Absent)),
         },
         Body::Tree(pointers) => {
-            debug_assert!(known.is_none_or(|i| i == index(pointers.depth, step)), "the index known above is the step's");
-            match pointers.get(known.unwrap_or_else(|| index(pointers.depth, step))) {
+            let layout = r.layout();
+            debug_assert!(known.is_none_or(|i| i == layout.index(pointers.depth, step)), "the index known above is the step's");
+            match pointers.get(known.unwrap_or_else(|| layout.index(pointers.depth, step))) {
                 None => Ok(f(Reached::Absent)),
                 Some(ptr) => match H::as_mem(ptr) {
                     Some(child) => {
@@ -260,11 +260,12 @@ fn set_at<H: Hold, R: Resolve<H> + ?Sized>(
     r: &R,
     old: Option<&mut Option<Child<H>>>,
 ) -> Result<bool, R::Error> {
-    let (place, below) = place(node, depth, step, known);
+    let layout = r.layout();
+    let (place, below) = place(layout, node, depth, step, known);
     match place {
         // A new entry of a values inode with room: in place when the inode
         // is only this tree's (its children move), on a copy otherwise.
-        Place::Gap(at) if node.len() < ENTRIES as u64 => {
+        Place::Gap(at) if node.len() < layout.entries as u64 => {
             let inode = if updatable(node) {
                 // SAFETY: updatable, and not cloned since.
                 let inode = unsafe { cleared(node) };
@@ -279,17 +280,19 @@ fn set_at<H: Hold, R: Resolve<H> + ?Sized>(
             H::changing(Change::Values { meta: &mut inode.meta, change: ValuesChange::Inserted(at) });
             Ok(true)
         }
-        // The 33rd entry: the inode becomes a tree inode.
+        // The 33rd entry (the 3rd in the binary layout): the inode
+        // becomes a tree inode.
         Place::Gap(at) => {
             let Body::Values(values) = &node.body else { unreachable!("a values inode") };
             let mut entries: Vec<(&[u8], Child<H>)> = values.iter().map(|(s, c)| (s, c.clone())).collect();
             entries.insert(at, (step, child));
-            match build(depth, entries) {
+            match build(layout, depth, entries) {
                 Some(built) => *node = built,
                 None => {
+                    let (entries, max_depth) = (layout.entries, layout.max_depth);
                     return Err(r.broken(
                         node,
-                        format!("more than {ENTRIES} steps colliding down to an inode deeper than {MAX_DEPTH} levels"),
+                        format!("more than {entries} steps colliding down to an inode deeper than {max_depth} levels"),
                     ));
                 }
             }
@@ -357,7 +360,7 @@ fn remove_present<H: Hold, R: Resolve<H> + ?Sized>(
         return Ok(());
     }
     if let Body::Tree(pointers) = &node.body
-        && pointers.len - 1 <= ENTRIES as u64
+        && pointers.len - 1 <= r.layout().entries as u64
     {
         // Back to a values inode; loading the siblings comes first.
         let entries = collect_sorted(node, r)?;
@@ -367,7 +370,7 @@ fn remove_present<H: Hold, R: Resolve<H> + ?Sized>(
     }
     let inode = make_mut(node);
     let Body::Tree(pointers) = &mut inode.body else { unreachable!("a values inode was handled above") };
-    let i = index(depth, step);
+    let i = r.layout().index(depth, step);
     let current = mem_mut(pointers.get_mut(i).expect("found above"), depth + 1, r)?;
     remove_present(current, depth + 1, step, r)?;
     if current.is_empty() {
@@ -400,7 +403,7 @@ fn find_mut_at<'a, H: Hold, R: Resolve<H> + ?Sized>(
     known: Option<usize>,
     r: &R,
 ) -> Result<Option<&'a mut Child<H>>, R::Error> {
-    let (place, below) = place(node, depth, step, known);
+    let (place, below) = place(r.layout(), node, depth, step, known);
     let inode = make_mut(node);
     match (place, &mut inode.body) {
         (Place::Entry(i), Body::Values(values)) => {
@@ -440,7 +443,7 @@ enum Place {
 /// `depth + 1` when the hint's prefetch computed it: the search of the
 /// tree inode below takes it (an OCaml hash of the step is a tenth of
 /// an update's work).
-fn place<H: Hold>(node: &Inode<H>, depth: u32, step: &[u8], known: Option<usize>) -> (Place, Option<usize>) {
+fn place<H: Hold>(layout: Layout, node: &Inode<H>, depth: u32, step: &[u8], known: Option<usize>) -> (Place, Option<usize>) {
     match &node.body {
         Body::Values(values) => match values.search(step) {
             Ok(i) => {
@@ -455,8 +458,8 @@ fn place<H: Hold>(node: &Inode<H>, depth: u32, step: &[u8], known: Option<usize>
             Err(at) => (Place::Gap(at), None),
         },
         Body::Tree(pointers) => {
-            debug_assert!(known.is_none_or(|i| i == index(depth, step)), "the index known above is the step's");
-            let i = known.unwrap_or_else(|| index(depth, step));
+            debug_assert!(known.is_none_or(|i| i == layout.index(depth, step)), "the index known above is the step's");
+            let i = known.unwrap_or_else(|| layout.index(depth, step));
             let mut below = None;
             if let Some(ptr) = pointers.get(i)
                 && let Some(inode) = H::as_mem(ptr)

@@ -20,7 +20,7 @@ use super::ProofError;
 use super::partial::{Cell, Entry, Inode as Node, Partial};
 use super::types::{Extender, Inode, InodeTree, Tree};
 use crate::dir::{self, Body, Child, Hold, MAX_DEPTH, Pointers, Values};
-use crate::inode::{ENTRIES, STABLE_HASH, hashed_flat, index};
+use crate::inode::{ENTRIES, Layout, STABLE_HASH, hashed_flat, index};
 
 fn malformed(reason: impl Into<String>) -> ProofError {
     ProofError::Malformed(reason.into())
@@ -38,7 +38,7 @@ pub fn entry_of_tree(tree: &Tree) -> Result<Entry, ProofError> {
             if !hashed_flat(entries.len() as u64) {
                 return Err(malformed(format!("a node of {} entries (at most {STABLE_HASH})", entries.len())));
             }
-            Entry::dir(dir::build(0, entry_list(entries)?).ok_or_else(|| too_deep(0))?)
+            Entry::dir(dir::build(Layout::TEZOS, 0, entry_list(entries)?).ok_or_else(|| too_deep(0))?)
         }
         Tree::Inode(inode) => {
             root_length(inode.length)?;

@@ -36,7 +36,7 @@ use super::ProofError;
 use super::types::KindedHash;
 use crate::dir::{self, Body, Child, Hold, Resolve, Values};
 use crate::hash::Hash;
-use crate::inode::{ENTRIES, hashed_flat};
+use crate::inode::{ENTRIES, Layout, hashed_flat};
 use crate::tezos::{Kind, contents_hash};
 
 /// Supplies the parts of a tree that a partial tree does not hold yet:
@@ -257,7 +257,7 @@ impl Resolve<Partial> for At<'_, '_> {
                     if !hashed_flat(entries.len() as u64) || !entries.windows(2).all(|w| w[0].0 < w[1].0) {
                         return Err(ProofError::Unavailable("revealed directory entries are unsorted or too many".into()));
                     }
-                    dir::build(0, entries).ok_or_else(|| too_deep(0))?
+                    dir::build(Layout::TEZOS, 0, entries).ok_or_else(|| too_deep(0))?
                 }
                 Revealed::Root(root) => {
                     check_revealed(&root, 0)?;

@@ -52,7 +52,7 @@ use super::partial::{Cell, Entry, Partial, PartialTree, show_path};
 use super::types::{Elt, ExtenderOf, InodeOf, KindedHash, STREAM32_VERSION, StreamProof};
 use crate::dir::{self, Body, Child, Hold, MAX_DEPTH, Pointers, Resolve, Values, values_hash};
 use crate::hash::Hash;
-use crate::inode::{ENTRIES, STABLE_HASH, hashed_flat, index};
+use crate::inode::{ENTRIES, Layout, STABLE_HASH, hashed_flat, index};
 use crate::tezos::{Kind, contents_hash};
 
 /// A path to read, as steps.
@@ -514,8 +514,8 @@ impl<'a> Verifier<'a> {
                 (s.as_slice(), e)
             })
             .collect();
-        let root =
-            dir::build(0, blinded).ok_or_else(|| ProofError::Malformed("a directory whose steps collide too deep".into()))?;
+        let root = dir::build(Layout::TEZOS, 0, blinded)
+            .ok_or_else(|| ProofError::Malformed("a directory whose steps collide too deep".into()))?;
         let Body::Tree(pointers) = &root.body else { return Ok(()) };
         let hasher = PartialTree::of_entry(Entry::empty_dir());
         let children =
@@ -634,8 +634,8 @@ impl Shower<'_, '_> {
                                 ProofError,
                             >>(
                             )?;
-                            let root =
-                                dir::build(0, shown).ok_or_else(|| ProofError::Malformed("steps collide too deep".into()))?;
+                            let root = dir::build(Layout::TEZOS, 0, shown)
+                                .ok_or_else(|| ProofError::Malformed("steps collide too deep".into()))?;
                             Entry::dir(root)
                         }
                         _ => Child::Dir(Partial::mem(self.inode(&obj, 0)?)),

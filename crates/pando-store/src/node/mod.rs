@@ -361,6 +361,10 @@ pub trait Loader {
     fn load_blob(&self, offset: u64, hash: &Hash) -> Result<Arc<Value>>;
 }
 
+/// The layout of a store's tries: L1's, the only one a store holds until
+/// stores record theirs (issue 54's next step).
+pub const LAYOUT: dir::Layout = dir::Layout::TEZOS;
+
 impl Resolve<Held> for dyn Loader + '_ {
     type Error = Error;
 

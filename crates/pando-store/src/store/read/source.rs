@@ -92,7 +92,7 @@ impl Loader for ReadSide {
     fn load_inode(&self, offset: u64, hash: &Hash, depth: u32) -> Result<Arc<Inode>> {
         let inode = self.load_inode_at(offset, depth, MAX_PATCH_CHAIN)?;
         // The pointer's hash is the directory hash for a root, the inode hash below.
-        inode.remember_hash(depth, *hash);
+        inode.remember_hash(crate::node::LAYOUT, depth, *hash);
         Ok(inode)
     }
 
@@ -102,7 +102,7 @@ impl Loader for ReadSide {
     /// the old version is read again from disk if an older tree needs it).
     fn load_inode_to_update(&self, offset: u64, hash: &Hash, depth: u32) -> Result<Arc<Inode>> {
         let inode = self.load_inode_cached(offset, depth, MAX_PATCH_CHAIN, false)?;
-        inode.remember_hash(depth, *hash);
+        inode.remember_hash(crate::node::LAYOUT, depth, *hash);
         Ok(inode)
     }
 

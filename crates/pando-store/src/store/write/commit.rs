@@ -97,7 +97,7 @@ impl Repo {
         };
         if let Some(kept) = &written.kept {
             // A kept copy of the root was made before the root was hashed.
-            kept.remember_hash(0, root_hash);
+            kept.remember_hash(crate::node::LAYOUT, 0, root_hash);
         }
         let info = CommitInfo {
             root: root_hash,
