@@ -57,10 +57,14 @@ impl Layout {
         Layout::NAMED.iter().find(|(_, l)| *l == self).map(|&(n, _)| n)
     }
 
-    /// Child index of `name` at `depth` in an inode of this layout.
+    /// Child index of `name` at `depth` in an inode of this layout: the
+    /// hash modulo `entries`, taken as a mask (both named layouts' fan-outs
+    /// are powers of two), since the trie's search gets the layout at run
+    /// time and a division would cost it more than the hash's tail.
     #[inline]
     pub fn index(self, depth: u32, name: &[u8]) -> usize {
-        index_with(self.entries, depth, name)
+        debug_assert!(self.entries.is_power_of_two(), "a fan-out of {} entries", self.entries);
+        ocaml_hash(depth, name) as usize & (self.entries - 1)
     }
 
     /// Whether a directory of `len` entries is hashed flat in this layout.
