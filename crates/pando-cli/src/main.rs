@@ -75,6 +75,11 @@ enum Command {
     Init {
         /// Directory of the new store.
         dir: PathBuf,
+        /// The layout of its tries: `tezos` (an L1 node's context) or
+        /// `tezos-binary` (a smart rollup node's or Etherlink's, Octez's
+        /// `Context_binary`). Recorded in the store and checked at every open.
+        #[arg(long, default_value = "tezos", value_parser = commands::parse_layout)]
+        layout: pando_core::inode::Layout,
     },
     /// Commits, branches, last commit and file sizes of a store.
     Info {
@@ -252,6 +257,10 @@ enum Command {
         /// Store directory; without it, a temporary one, removed on exit.
         #[arg(short, long, env = "PANDO_STORE", hide_env_values = true)]
         store: Option<PathBuf>,
+        /// The layout the trace's hashes are of (`tezos`, `tezos-binary`):
+        /// the store is created with it, or must be of it.
+        #[arg(long, default_value = "tezos", value_parser = commands::parse_layout)]
+        layout: pando_core::inode::Layout,
         /// Where to write report.json and report.html.
         #[arg(long, default_value = "pando-report")]
         report: PathBuf,
@@ -436,7 +445,7 @@ fn report(e: &anyhow::Error) {
 
 fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
-        Command::Init { dir } => commands::init(&dir),
+        Command::Init { dir, layout } => commands::init(&dir, layout),
         Command::Info { store, json } => commands::info(&store, json),
         Command::Stats { at, json, sample_mb } => commands::stats::stats(&at, json, sample_mb),
         Command::Get { path, at, hex, raw } => {
@@ -487,6 +496,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Replay {
             trace,
             store,
+            layout,
             report,
             label,
             preset,
@@ -511,6 +521,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             commands::replay::replay(&commands::replay::ReplayArgs {
                 trace,
                 store,
+                layout,
                 report,
                 label,
                 preset,

@@ -171,6 +171,22 @@ fn init_refuses_a_store_that_exists() {
 }
 
 #[test]
+fn init_records_the_layout_and_info_shows_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let binary = dir.path().join("binary");
+    let b = binary.to_str().unwrap();
+    assert!(stdout(&run(&["init", "--layout", "tezos-binary", b])).contains("(layout tezos-binary)"));
+    assert!(stdout(&run(&["info", "-s", b])).contains("layout:       tezos-binary"));
+    let info: serde_json::Value = serde_json::from_str(&stdout(&run(&["info", "-s", b, "--json"]))).unwrap();
+    assert_eq!(info["layout"], "tezos-binary");
+    let l1 = dir.path().join("l1");
+    assert!(stdout(&run(&["init", l1.to_str().unwrap()])).contains("(layout tezos)"));
+    let stderr = failure(&run(&["init", "--layout", "binary", dir.path().join("none").to_str().unwrap()]));
+    assert!(stderr.contains("no layout `binary` (the layouts: tezos, tezos-binary)"), "{stderr}");
+    assert!(!dir.path().join("none").exists());
+}
+
+#[test]
 fn a_proof_of_a_directory_shows_a_directory() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("store");

@@ -60,6 +60,16 @@ pub enum Error {
     ForeignTree,
     #[error("invalid argument: {0}")]
     Invalid(String),
+    /// A store opened with a layout other than the one it was created
+    /// with ([`crate::Options::layout`]), or a tree or input of one layout
+    /// given to a store of the other.
+    #[error("{what} is of the {found} layout, not the {expected} layout")]
+    LayoutMismatch { what: String, found: &'static str, expected: &'static str },
+    /// A tool that knows only L1's layout so far, asked of a store of
+    /// another (proofs, snapshots and the integrity check of the binary
+    /// layout are still to come).
+    #[error("{what} is not yet written for stores of the {layout} layout")]
+    LayoutUnsupported { what: &'static str, layout: &'static str },
     /// A contents value longer than a record holds
     /// ([`crate::tree::MAX_VALUE_BYTES`]), refused where it is added.
     #[error("a contents value of {bytes} bytes is over the maximum of {max} bytes")]
@@ -92,6 +102,15 @@ pub enum Error {
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// `Ok` for a store of L1's layout; [`Error::LayoutUnsupported`] naming
+/// `what` otherwise.
+pub(crate) fn l1_only(layout: pando_core::inode::Layout, what: &'static str) -> Result<()> {
+    match layout {
+        pando_core::inode::Layout::TEZOS => Ok(()),
+        other => Err(Error::LayoutUnsupported { what, layout: other.name().unwrap_or("unnamed") }),
+    }
+}
 
 impl Error {
     pub(crate) fn io(file: impl Into<String>, op: &'static str) -> impl FnOnce(io::Error) -> Error {

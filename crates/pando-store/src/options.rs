@@ -140,6 +140,11 @@ pub struct Options {
     /// read of a tree taken from that commit does not walk the trie. A
     /// commit carries it over with its tree's updates; 0 turns it off.
     pub read_cache_bytes: u64,
+    /// The layout of the store's tries (`pando_core::inode::Layout`): a
+    /// store created is of this one (L1's if `None`), and a store opened
+    /// must be of it ([`crate::Error::LayoutMismatch`] otherwise); `None`
+    /// opens a store of either, as tools do.
+    pub layout: Option<pando_core::inode::Layout>,
 }
 
 impl Options {
@@ -167,6 +172,7 @@ impl Default for Options {
             gc_low_priority: true,
             gc_whole_trace_growth_percent: 10,
             read_cache_bytes: 64 << 20,
+            layout: None,
         }
     }
 }

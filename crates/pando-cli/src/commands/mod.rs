@@ -11,6 +11,7 @@ pub mod trace;
 
 use anyhow::{Context, bail};
 use pando_core::Hash;
+use pando_core::inode::Layout;
 use pando_store::{Create, Kind, Options, Store, Tree};
 use std::path::{Path, PathBuf};
 
@@ -113,16 +114,31 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-pub fn init(dir: &Path) -> anyhow::Result<()> {
+/// A layout by its name, as `--layout` takes it.
+pub fn parse_layout(name: &str) -> Result<Layout, String> {
+    Layout::named(name).ok_or_else(|| {
+        let names: Vec<&str> = Layout::NAMED.iter().map(|(n, _)| *n).collect();
+        format!("no layout `{name}` (the layouts: {})", names.join(", "))
+    })
+}
+
+/// The name of a store's layout.
+fn layout_name(store: &Store) -> &'static str {
+    store.layout().name().unwrap_or("unnamed")
+}
+
+pub fn init(dir: &Path, layout: Layout) -> anyhow::Result<()> {
     if let Ok(store) = Store::open(dir, Options { read_only: true, create: Create::Never, ..Options::default() }) {
         bail!("{} already holds a pando store ({} commits); nothing was changed", dir.display(), store.commit_count());
     }
-    let store = Store::open(dir, Options { create: Create::New, ..Options::default() }).map_err(|e| match e {
-        pando_store::Error::Io { .. } => anyhow::Error::new(e).context(format!("cannot create a store in {}", dir.display())),
-        other => open_error(dir, other),
-    })?;
+    let store =
+        Store::open(dir, Options { create: Create::New, layout: Some(layout), ..Options::default() }).map_err(|e| match e {
+            pando_store::Error::Io { .. } => anyhow::Error::new(e).context(format!("cannot create a store in {}", dir.display())),
+            other => open_error(dir, other),
+        })?;
+    let name = layout_name(&store);
     store.close()?;
-    outln!("created an empty store in {}", dir.display())?;
+    outln!("created an empty store in {} (layout {name})", dir.display())?;
     Ok(())
 }
 
@@ -150,6 +166,7 @@ pub fn info(arg: &StoreArg, json: bool) -> anyhow::Result<()> {
     if json {
         let value = serde_json::json!({
             "store": store.describe(),
+            "layout": layout_name(&store),
             "commits": stats.commits,
             "last_commit": last.as_ref().map(|(hash, info)| serde_json::json!({
                 "hash": hash.to_base58(),
@@ -172,6 +189,7 @@ pub fn info(arg: &StoreArg, json: bool) -> anyhow::Result<()> {
         return Ok(());
     }
     outln!("store:        {}", store.describe())?;
+    outln!("layout:       {}", layout_name(&store))?;
     outln!("commits:      {}", stats.commits)?;
     match &last {
         Some((hash, info)) => outln!("last commit:  {hash} ({}, {:?})", date(info.date), info.message)?,

@@ -22,6 +22,8 @@ use pando_store::io::NewFile;
 pub struct ReplayArgs {
     pub trace: Option<PathBuf>,
     pub store: Option<PathBuf>,
+    /// The layout of the trace's hashes, and so of the store.
+    pub layout: pando_core::inode::Layout,
     pub report: PathBuf,
     pub label: Option<String>,
     pub preset: String,
@@ -93,6 +95,7 @@ pub fn replay(args: &ReplayArgs) -> anyhow::Result<()> {
         read_cache_bytes: args.read_cache_mb << 20,
         retention: args.retention,
         gc_whole_trace_growth_percent: args.whole_trace_growth,
+        layout: Some(args.layout),
         ..Options::default()
     };
     // The trace is opened first: one that is missing or not a trace

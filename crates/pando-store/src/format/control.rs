@@ -25,11 +25,18 @@
 //!   state (asserted in `next_synced_seq`).
 //! - A state is written only if opening would take it: its fields agree
 //!   (asserted in `encode`).
+//! - The store's layout is named by every slot: [`FLAG_BINARY`] in a
+//!   version 6 slot, L1's in a version 5 one (or older); a slot that
+//!   says otherwise, or sets a flag this build does not know, is refused
+//!   (checked in `inconsistency`, on decode and encode alike).
 
-use super::FORMAT_VERSION;
+use super::{BINARY_LAYOUT_VERSION, FORMAT_VERSION};
+use pando_core::inode::Layout;
 
 /// See [`Control::flags`].
 pub const FLAG_ARCHIVE: u64 = 1;
+/// See [`Control::flags`].
+pub const FLAG_BINARY: u64 = 2;
 
 /// Bytes per slot; each slot sits in its own 4 KiB page.
 pub const SLOT_SIZE: usize = 4096;
@@ -67,7 +74,9 @@ pub struct Control {
     pub generation: u64,
     /// Bit 0 ([`FLAG_ARCHIVE`]): the last collection moved the chunks it
     /// replaced to cold files (archive mode) instead of discarding them.
-    /// Other bits are zero.
+    /// Bit 1 ([`FLAG_BINARY`]): the store's tries are of the binary
+    /// layout (written as version [`BINARY_LAYOUT_VERSION`]), L1's
+    /// otherwise. Other bits are zero.
     pub flags: u64,
     /// The generation whose `index-<g>` is the index (0: `index`).
     pub index_generation: u64,
@@ -78,6 +87,17 @@ impl Control {
     /// files ([`FLAG_ARCHIVE`]).
     pub fn archive(&self) -> bool {
         self.flags & FLAG_ARCHIVE != 0
+    }
+
+    /// The layout of the store's tries ([`FLAG_BINARY`]).
+    pub fn layout(&self) -> Layout {
+        if self.flags & FLAG_BINARY != 0 { Layout::TEZOS_BINARY } else { Layout::TEZOS }
+    }
+
+    /// The control file's version this state is written with: 6 for the
+    /// binary layout, 5 otherwise.
+    pub fn version(&self) -> u32 {
+        if self.flags & FLAG_BINARY != 0 { BINARY_LAYOUT_VERSION } else { FORMAT_VERSION }
     }
 
     /// Offset in the control file of the synced slot this state is
@@ -108,6 +128,8 @@ impl Control {
             Some("zero chunk size")
         } else if self.last_commit != u64::MAX && self.last_commit >= self.durable_end {
             Some("last commit past the durable end")
+        } else if self.flags & !(FLAG_ARCHIVE | FLAG_BINARY) != 0 {
+            Some("flags this build does not know")
         } else {
             None
         }
@@ -119,7 +141,7 @@ impl Control {
         assert!(why.is_none(), "a control state is written only with fields that agree: {}", why.unwrap_or_default());
         let mut out = Vec::with_capacity(SLOT_SIZE);
         out.extend_from_slice(MAGIC);
-        out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+        out.extend_from_slice(&self.version().to_le_bytes());
         for field in [
             self.seq,
             self.chunk_target_bytes,
@@ -174,7 +196,7 @@ pub fn decode_slot(bytes: &[u8]) -> Result<Control, SlotError> {
         return Err(SlotError::BadChecksum);
     }
     let version = u32::from_le_bytes(bytes[8..12].try_into().expect("4 bytes"));
-    if !(super::OLDEST_READ_VERSION..=FORMAT_VERSION).contains(&version) {
+    if !(super::OLDEST_READ_VERSION..=BINARY_LAYOUT_VERSION).contains(&version) {
         return Err(SlotError::UnsupportedVersion(version));
     }
     let field = |i: usize| u64::from_le_bytes(bytes[12 + 8 * i..20 + 8 * i].try_into().expect("8 bytes"));
@@ -195,6 +217,10 @@ pub fn decode_slot(bytes: &[u8]) -> Result<Control, SlotError> {
     };
     match control.inconsistency() {
         Some(why) => Err(SlotError::Inconsistent(why)),
+        // The flag and the version name the layout together.
+        None if (version == BINARY_LAYOUT_VERSION) != (control.flags & FLAG_BINARY != 0) => {
+            Err(SlotError::Inconsistent("a layout flag and a version that disagree"))
+        }
         None => Ok(control),
     }
 }

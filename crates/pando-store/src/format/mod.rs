@@ -19,3 +19,9 @@ pub const FORMAT_VERSION: u32 = 5;
 /// step write version 5 (a build reading only up to 4 then refuses it,
 /// naming both versions).
 pub const OLDEST_READ_VERSION: u32 = 3;
+/// The control file's version for a store of the binary layout
+/// ([`control::FLAG_BINARY`]): version 5 plus that flag. A store of L1's
+/// layout keeps writing version 5, which builds that know no layout read;
+/// they refuse a binary store (naming version 6) instead of reading its
+/// tries as L1's.
+pub const BINARY_LAYOUT_VERSION: u32 = 6;

@@ -234,11 +234,17 @@ pub fn encode_values(
     }
 }
 
+/// The smallest fan-out of a layout (the binary one's): a tree inode of
+/// any layout holds more entries than that. The framing checks it; the
+/// reader checks the store's own layout on every inode it loads
+/// (`store::read::source`).
+pub const MIN_FAN_OUT: u64 = pando_core::inode::Layout::TEZOS_BINARY.entries as u64;
+
 /// Encodes a tree inode of `len` entries at `depth` from its children's
 /// index, offset and inode hash, in index order.
 pub fn encode_tree(depth: u32, len: u64, children: &[(usize, u64, Hash)], at: u64, out: &mut Vec<u8>) {
     assert!(depth < 256, "inode depth fits a byte");
-    debug_assert!(len > ENTRIES as u64 && !children.is_empty(), "a tree inode holds more than {ENTRIES} entries");
+    debug_assert!(len > MIN_FAN_OUT && !children.is_empty(), "a tree inode holds more than {MIN_FAN_OUT} entries");
     // Decoding gives the pointers to the bitmap's indices in increasing order.
     debug_assert!(children.windows(2).all(|w| w[0].0 < w[1].0), "tree inode children in increasing index order");
     out.push(depth as u8);
@@ -462,7 +468,7 @@ pub fn decode_tree(payload: &[u8], at: u64, depth: u32) -> Result<Inode, String>
     let mut r = Reader { bytes: payload, pos: 0 };
     r.depth(depth, "tree inode")?;
     let len = r.varint()?;
-    if len <= ENTRIES as u64 {
+    if len <= MIN_FAN_OUT {
         return Err(format!("tree inode with only {len} entries"));
     }
     let bitmap = u32::from_le_bytes(r.take(4)?.try_into().expect("4 bytes"));

@@ -116,7 +116,7 @@ impl TreePatch {
         if base.depth != self.depth {
             return Err(format!("tree patch at depth {} has a base at depth {}", self.depth, base.depth));
         }
-        if self.len <= ENTRIES as u64 {
+        if self.len <= super::node::MIN_FAN_OUT {
             return Err(format!("tree inode with only {} entries", self.len));
         }
         let mut pointers = base.clone();

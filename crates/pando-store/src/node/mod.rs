@@ -359,11 +359,12 @@ pub trait Loader {
     }
     /// Loads a blob.
     fn load_blob(&self, offset: u64, hash: &Hash) -> Result<Arc<Value>>;
+    /// The layout of the tries it serves (a store's, recorded in its
+    /// control file): every update and hash of them follows it.
+    fn layout(&self) -> dir::Layout {
+        dir::Layout::TEZOS
+    }
 }
-
-/// The layout of a store's tries: L1's, the only one a store holds until
-/// stores record theirs (issue 54's next step).
-pub const LAYOUT: dir::Layout = dir::Layout::TEZOS;
 
 impl Resolve<Held> for dyn Loader + '_ {
     type Error = Error;
@@ -388,6 +389,10 @@ impl Resolve<Held> for dyn Loader + '_ {
 
     fn broken(&self, inode: &Inode, reason: String) -> Error {
         Error::corrupt("pack", inode.meta.get().map_or(0, |written| written.offset()), reason)
+    }
+
+    fn layout(&self) -> dir::Layout {
+        Loader::layout(self)
     }
 }
 

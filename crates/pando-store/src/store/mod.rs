@@ -394,6 +394,7 @@ impl Store {
     /// [`crate::snapshot`]): a stream holding one inode per level in
     /// memory, whatever the directories' sizes.
     pub fn export_snapshot(&self, commit: &Hash, out: &mut (dyn std::io::Write + Send)) -> Result<crate::SnapshotSummary> {
+        crate::error::l1_only(self.layout(), "a snapshot")?;
         let record = self.repo.read.commit_record(commit)?.ok_or(Error::UnknownCommit(*commit))?;
         let mut parents = record.info().parents;
         parents.sort();
@@ -413,6 +414,7 @@ impl Store {
     /// snapshot names. The store must be empty. On error nothing durable
     /// was written, and the store refuses writes until reopened.
     pub fn import_snapshot(&self, input: &mut dyn std::io::Read) -> Result<crate::SnapshotSummary> {
+        crate::error::l1_only(self.layout(), "a snapshot's import")?;
         self.repo.import(input)
     }
 
@@ -590,6 +592,12 @@ impl Store {
     /// Where the store lives.
     pub fn describe(&self) -> String {
         self.repo.read.storage.describe()
+    }
+
+    /// The layout of the store's tries, recorded when it was created
+    /// ([`Options::layout`]).
+    pub fn layout(&self) -> pando_core::inode::Layout {
+        crate::node::Loader::layout(&self.repo.read)
     }
 }
 

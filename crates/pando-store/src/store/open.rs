@@ -29,6 +29,7 @@
 //!   current one's (asserted in `remove_other_generations`).
 
 use pando_core::Hash;
+use pando_core::inode::Layout;
 use parking_lot::{Mutex, RwLock};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -38,7 +39,6 @@ use super::{ReadSide, Repo, WriteSide, Writer, branches, index_file};
 use crate::cache::NodeCache;
 use crate::dict::{self, Dict};
 use crate::error::{Error, Result};
-use crate::format::FORMAT_VERSION;
 use crate::format::commit::CommitRecord;
 use crate::format::control::{self, Control, SlotError};
 use crate::format::record::RecordKind;
@@ -161,6 +161,16 @@ pub fn open(storage: Arc<dyn Storage>, options: Options) -> Result<Repo> {
     let rewrite_slot = slots.damaged_synced().next().is_some();
     let writable = !options.read_only;
     let mut control = slots.newest;
+    let layout = control.layout();
+    if let Some(expected) = options.layout
+        && expected != layout
+    {
+        return Err(Error::LayoutMismatch {
+            what: format!("the store in {}", storage.describe()),
+            found: layout_name(layout),
+            expected: layout_name(expected),
+        });
+    }
 
     let generation = control.generation;
     let runs =
@@ -219,6 +229,8 @@ pub fn open(storage: Arc<dyn Storage>, options: Options) -> Result<Repo> {
         None => None,
     };
     crate::telemetry::opened(&storage.describe(), writable, commits - collected, generation, recovered_bytes, started.elapsed());
+    // From here on, the options name the store's layout.
+    let options = Options { layout: Some(layout), ..options };
     Ok(Repo {
         read: ReadSide {
             tracer,
@@ -399,8 +411,18 @@ fn create(storage: &dyn Storage, options: &Options) -> Result<()> {
         let file = open_file(storage, name, true)?;
         file.sync().map_err(Error::io(name, "sync"))?;
     }
-    let control =
-        Control { seq: 0, chunk_target_bytes: options.chunk_target_bytes.max(1), last_commit: u64::MAX, ..Control::default() };
+    let flags = match options.layout.unwrap_or(Layout::TEZOS) {
+        Layout::TEZOS => 0,
+        Layout::TEZOS_BINARY => control::FLAG_BINARY,
+        other => return Err(Error::Invalid(format!("a store of a layout without a name ({other:?})"))),
+    };
+    let control = Control {
+        seq: 0,
+        chunk_target_bytes: options.chunk_target_bytes.max(1),
+        last_commit: u64::MAX,
+        flags,
+        ..Control::default()
+    };
     // The control file is created under a temporary name and renamed, so a
     // crash during creation leaves a directory that is not yet a store.
     let temp = CONTROL_TEMP;
@@ -474,10 +496,19 @@ pub(super) fn load_mapping(storage: &dyn Storage, generation: u64, boundary: u64
     crate::format::mapping::decode(&bytes, boundary).map_err(|(at, reason)| Error::corrupt(&name, at, reason))
 }
 
+/// The name of a store's layout (stores hold only named ones).
+pub(crate) fn layout_name(layout: Layout) -> &'static str {
+    layout.name().expect("a store's layout is a named one")
+}
+
 pub(super) fn slot_error(first: SlotError, second: SlotError) -> Error {
     for slot in [&first, &second] {
         if let SlotError::UnsupportedVersion(found) = slot {
-            return Error::UnsupportedVersion { file: CONTROL.into(), found: *found, supported: FORMAT_VERSION };
+            return Error::UnsupportedVersion {
+                file: CONTROL.into(),
+                found: *found,
+                supported: crate::format::BINARY_LAYOUT_VERSION,
+            };
         }
     }
     Error::corrupt(CONTROL, 0, format!("no valid control slot (slot 0: {first:?}, slot 1: {second:?})"))

@@ -166,6 +166,12 @@ impl Drop for Tree {
     }
 }
 
+/// The name of a tree's layout: a store's (a named one), or L1's for a
+/// tree of no store.
+fn layout_name(layout: pando_core::inode::Layout) -> &'static str {
+    layout.name().expect("trees are of named layouts")
+}
+
 /// What loads a tree's nodes from its store (none for a tree of no store).
 fn loader_of(source: &Option<Arc<dyn Source>>) -> &dyn Loader {
     match source {
@@ -365,6 +371,7 @@ impl Tree {
         &self,
         f: impl FnOnce(&mut pando_core::proof::PartialTree<'_>) -> Result<R, pando_core::proof::ProofError>,
     ) -> Result<(pando_core::proof::TreeProof, R)> {
+        crate::error::l1_only(self.loader().layout(), "a tree proof")?;
         proof::produce(self.node()?, self.loader(), f)
     }
 
@@ -374,6 +381,7 @@ impl Tree {
     /// irmin 3.7.2 loads them.
     pub fn produce_stream_proof(&self, paths: &[pando_core::proof::stream::Path]) -> Result<pando_core::proof::StreamProof> {
         let loader = self.loader();
+        crate::error::l1_only(loader.layout(), "a stream proof")?;
         let value = |leaf: &node::Leaf| -> Result<Vec<u8>> {
             node::with_value(&Child::Contents(leaf.clone()), loader, <[u8]>::to_vec)?
                 .ok_or_else(|| crate::Error::Invalid("a contents without a value".into()))
@@ -589,6 +597,16 @@ impl Tree {
             && mine.instance_id() != theirs.instance_id()
         {
             return Err(crate::Error::ForeignTree);
+        }
+        // A directory is shaped by its layout: it enters only a tree of the
+        // same one (or an empty tree of no store, which takes its store).
+        let (mine, theirs) = (loader_of(&self.source).layout(), loader_of(&tree.source).layout());
+        if mine != theirs && tree.node.kind() == Kind::Dir && !(self.source.is_none() && self.is_empty()?) {
+            return Err(crate::Error::LayoutMismatch {
+                what: "the tree added".into(),
+                found: layout_name(theirs),
+                expected: layout_name(mine),
+            });
         }
         // A value made by `Tree::of_value` enters a directory here.
         if let Child::Contents(node::Leaf::Value(value)) = &tree.node {

@@ -399,7 +399,8 @@ impl Work<'_> {
         next.generation = prepared.generation;
         next.index_generation = prepared.generation;
         next.first_chunk_start = prepared.boundary;
-        next.flags = if archive { crate::format::control::FLAG_ARCHIVE } else { 0 };
+        use crate::format::control::FLAG_ARCHIVE;
+        next.flags = (next.flags & !FLAG_ARCHIVE) | if archive { FLAG_ARCHIVE } else { 0 };
         next.index_entries = prepared.index_entries;
         // The new index holds every commit: the checkpoint is complete.
         writer.unflushed_index.clear();

@@ -8,6 +8,9 @@
 //!   reference would make the update copy it); any other read of an
 //!   inode or a blob is cached (tested by
 //!   `an_inode_read_to_be_changed_is_not_left_in_the_cache`).
+//! - Every inode read from the pack has the shape of the store's layout
+//!   (checked by `misshapen` before it is cached or used; the records'
+//!   framing admits either layout's).
 //! - A staged blob is appended and registered in the staged set under the
 //!   writer lock, so that a collection starting sees it or the pack's end
 //!   before it (tested by `collections_keep_what_an_uncommitted_tree_staged`).
@@ -80,6 +83,9 @@ impl ReadSide {
             }
             other => return Err(corrupt(format!("expected an inode record, found {other:?}"))),
         };
+        if let Some(reason) = misshapen(&inode, Loader::layout(self)) {
+            return Err(corrupt(reason));
+        }
         let inode = Arc::new(Inode::with_meta(inode.body, State::loaded(self.id, offset, chain)));
         if keep {
             self.cache.insert(offset, Cached::inode(inode.clone()));
@@ -89,10 +95,14 @@ impl ReadSide {
 }
 
 impl Loader for ReadSide {
+    fn layout(&self) -> pando_core::inode::Layout {
+        self.options.layout.expect("an open store's options name its layout")
+    }
+
     fn load_inode(&self, offset: u64, hash: &Hash, depth: u32) -> Result<Arc<Inode>> {
         let inode = self.load_inode_at(offset, depth, MAX_PATCH_CHAIN)?;
         // The pointer's hash is the directory hash for a root, the inode hash below.
-        inode.remember_hash(crate::node::LAYOUT, depth, *hash);
+        inode.remember_hash(Loader::layout(self), depth, *hash);
         Ok(inode)
     }
 
@@ -102,7 +112,7 @@ impl Loader for ReadSide {
     /// the old version is read again from disk if an older tree needs it).
     fn load_inode_to_update(&self, offset: u64, hash: &Hash, depth: u32) -> Result<Arc<Inode>> {
         let inode = self.load_inode_cached(offset, depth, MAX_PATCH_CHAIN, false)?;
-        inode.remember_hash(crate::node::LAYOUT, depth, *hash);
+        inode.remember_hash(Loader::layout(self), depth, *hash);
         Ok(inode)
     }
 
@@ -125,8 +135,34 @@ fn chain_of(inode: &Inode) -> u8 {
     inode.meta.get().map_or(0, |written| written.chain())
 }
 
+/// Why `inode` cannot be an inode of `layout`, if it cannot: the records'
+/// framing admits the shapes of every layout (tree inodes of more than 2
+/// entries, values inodes of at most 32), the store's layout only its own.
+fn misshapen(inode: &Inode, layout: pando_core::inode::Layout) -> Option<String> {
+    match &inode.body {
+        Body::Values(values) if values.len() > layout.entries => {
+            Some(format!("value inode with {} entries (at most {} in this layout)", values.len(), layout.entries))
+        }
+        Body::Tree(pointers) if pointers.len <= layout.entries as u64 => {
+            Some(format!("tree inode with only {} entries (more than {} in this layout)", pointers.len, layout.entries))
+        }
+        Body::Tree(pointers) if pointers.iter().any(|(i, _)| i >= layout.entries) || pointers.depth >= layout.max_depth => {
+            Some(format!(
+                "tree inode with a child index or a depth beyond this layout's ({} children, depth {})",
+                layout.entries, pointers.depth
+            ))
+        }
+        _ => None,
+    }
+}
+
 /// A tree's source is the whole store, and it loads through the reading side.
 impl Loader for Repo {
+    #[inline]
+    fn layout(&self) -> pando_core::inode::Layout {
+        self.read.layout()
+    }
+
     #[inline]
     fn load_inode(&self, offset: u64, hash: &Hash, depth: u32) -> Result<Arc<Inode>> {
         self.read.load_inode(offset, hash, depth)

@@ -97,7 +97,7 @@ impl Repo {
         };
         if let Some(kept) = &written.kept {
             // A kept copy of the root was made before the root was hashed.
-            kept.remember_hash(crate::node::LAYOUT, 0, root_hash);
+            kept.remember_hash(Loader::layout(self), 0, root_hash);
         }
         let info = CommitInfo {
             root: root_hash,
@@ -151,6 +151,14 @@ impl Repo {
             && source.instance_id() != self.read.id
         {
             return Err(Error::ForeignTree);
+        }
+        // A tree of no store is shaped as L1's (`NoLoader`).
+        if tree.source().is_none() && self.read.layout() != pando_core::inode::Layout::TEZOS {
+            return Err(Error::LayoutMismatch {
+                what: "a tree made without a store".into(),
+                found: "tezos",
+                expected: super::super::open::layout_name(self.read.layout()),
+            });
         }
         let Child::Dir(root) = tree.node()? else { return Err(Error::RootNotDirectory) };
         let mut parent_links = Vec::with_capacity(unique.len());

@@ -200,6 +200,7 @@ impl Store {
     /// for a commit the store does not have (or collected); damage is
     /// reported as problems.
     pub fn check(&self, scope: CheckScope, max_problems: usize, progress: &mut dyn FnMut(CheckProgress)) -> Result<CheckReport> {
+        crate::error::l1_only(self.layout(), "the integrity check")?;
         check(&self.repo, scope, max_problems.max(1), progress)
     }
 }
