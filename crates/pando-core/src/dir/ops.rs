@@ -18,7 +18,7 @@ fn with_step<H: Hold, R: Resolve<H> + ?Sized, T>(
     r: &R,
     f: impl FnOnce(Option<&Child<H>>) -> T,
 ) -> Result<T, R::Error> {
-    path_below(node, step, &[step], 0, None, &r, &|_| r, |reached| f(reached.entry()))
+    path_below(node, step, &[step], 0, None, (&r, r.layout()), &|_| r, |reached| f(reached.entry()))
 }
 
 /// Where a descent down a path stopped ([`with_path_reached`]).
@@ -82,8 +82,8 @@ fn descend<H: Hold, R: Resolve<H>, T>(
     let Child::Dir(ptr) = from else { return Ok(f(Reached::Contents(n, from))) };
     let r = at(n);
     match H::as_mem(ptr) {
-        Some(root) => path_below(root, step, steps, n, known, &r, at, f),
-        None => path_below(&*r.load(ptr, 0)?, step, steps, n, None, &r, at, f),
+        Some(root) => path_below(root, step, steps, n, known, (&r, r.layout()), at, f),
+        None => path_below(&*r.load(ptr, 0)?, step, steps, n, None, (&r, r.layout()), at, f),
     }
 }
 
@@ -100,7 +100,7 @@ fn path_below<H: Hold, R: Resolve<H>, T>(
     steps: &[&[u8]],
     n: usize,
     known: Option<usize>,
-    r: &R,
+    (r, layout): (&R, Layout),
     at: &impl Fn(usize) -> R,
     f: impl FnOnce(Reached<'_, H>) -> T,
 ) -> Result<T, R::Error> {
@@ -121,16 +121,15 @@ fn path_below<H: Hold, R: Resolve<H>, T>(
             Err(_) => Ok(f(Reached::Absent)),
         },
         Body::Tree(pointers) => {
-            let layout = r.layout();
             debug_assert!(known.is_none_or(|i| i == layout.index(pointers.depth, step)), "the index known above is the step's");
             match pointers.get(known.unwrap_or_else(|| layout.index(pointers.depth, step))) {
                 None => Ok(f(Reached::Absent)),
                 Some(ptr) => match H::as_mem(ptr) {
                     Some(child) => {
                         let below = prefetch_hint::<H>(H::hint(ptr), pointers.depth + 1, Some(step));
-                        path_below(child, step, steps, n, below, r, at, f)
+                        path_below(child, step, steps, n, below, (r, layout), at, f)
                     }
-                    None => path_below(&*r.load(ptr, pointers.depth + 1)?, step, steps, n, None, r, at, f),
+                    None => path_below(&*r.load(ptr, pointers.depth + 1)?, step, steps, n, None, (r, layout), at, f),
                 },
             }
         }
@@ -158,10 +157,12 @@ pub fn update_path<H: Hold, R: Resolve<H>>(
         *replaced = Replaced { depth: steps.len(), old: None };
         replaced
     });
+    // One layout for every directory of the path, asked once.
+    let layout = at(0).layout();
     if new.is_none() {
         // A removal's entry is cloned only for a caller that keeps it.
         let wanted = replaced.is_some();
-        let found = path_below(root, steps[0], steps, 0, None, &at(0), at, |reached| {
+        let found = path_below(root, steps[0], steps, 0, None, (&at(0), layout), at, |reached| {
             reached.entry().map(|old| if wanted { Some(old.clone()) } else { None })
         })?;
         let Some(old) = found else { return Ok(false) };
@@ -169,7 +170,7 @@ pub fn update_path<H: Hold, R: Resolve<H>>(
             replaced.old = old;
         }
     }
-    update_below(root, steps, 0, new, at, replaced)?;
+    update_below(root, steps, 0, new, (at, layout), replaced)?;
     Ok(true)
 }
 
@@ -192,7 +193,7 @@ fn update_below<H: Hold, R: Resolve<H>>(
     steps: &[&[u8]],
     n: usize,
     new: Option<Child<H>>,
-    at: &impl Fn(usize) -> R,
+    (at, layout): (&impl Fn(usize) -> R, Layout),
     mut replaced: Option<&mut Replaced<H>>,
 ) -> Result<(), R::Error> {
     let step = steps[n];
@@ -200,16 +201,16 @@ fn update_below<H: Hold, R: Resolve<H>>(
     if n + 1 == steps.len() {
         match new {
             Some(child) => {
-                set_at(root, 0, step, None, child, &r, replaced.map(|replaced| &mut replaced.old))?;
+                set_at(root, 0, step, None, child, (&r, layout), replaced.map(|replaced| &mut replaced.old))?;
             }
-            None => remove_present(root, 0, step, &r)?,
+            None => remove_present(root, 0, step, (&r, layout))?,
         }
         return Ok(());
     }
-    let emptied = match find_mut(root, 0, step, &r)? {
+    let emptied = match find_mut_at(root, 0, step, None, (&r, layout))? {
         Some(Child::Dir(ptr)) => {
             let sub = mem_mut(ptr, 0, &at(n + 1))?;
-            update_below(sub, steps, n + 1, new, at, replaced)?;
+            update_below(sub, steps, n + 1, new, (at, layout), replaced)?;
             let emptied = sub.is_empty();
             H::refresh_hint(ptr);
             emptied
@@ -217,10 +218,10 @@ fn update_below<H: Hold, R: Resolve<H>>(
         // A contents on the way, or nothing: a new directory goes there.
         _ => {
             let mut sub = H::empty();
-            update_below(&mut sub, steps, n + 1, new, at, replaced.as_deref_mut())?;
+            update_below(&mut sub, steps, n + 1, new, (at, layout), replaced.as_deref_mut())?;
             if !sub.is_empty() {
                 let mut contents = None;
-                set_at(root, 0, step, None, Child::Dir(H::mem(sub)), &r, Some(&mut contents))?;
+                set_at(root, 0, step, None, Child::Dir(H::mem(sub)), (&r, layout), Some(&mut contents))?;
                 if let (Some(replaced), Some(contents)) = (replaced, contents) {
                     *replaced = Replaced { depth: n + 1, old: Some(contents) };
                 }
@@ -229,7 +230,7 @@ fn update_below<H: Hold, R: Resolve<H>>(
         }
     };
     if emptied {
-        remove_present(root, 0, step, &r)?;
+        remove_present(root, 0, step, (&r, layout))?;
     }
     Ok(())
 }
@@ -244,7 +245,7 @@ pub fn set<H: Hold, R: Resolve<H> + ?Sized>(
     child: Child<H>,
     r: &R,
 ) -> Result<bool, R::Error> {
-    set_at(node, depth, step, None, child, r, None)
+    set_at(node, depth, step, None, child, (r, r.layout()), None)
 }
 
 /// [`set`], with `step`'s index at `depth` if known ([`place`]'s `below`);
@@ -257,10 +258,9 @@ fn set_at<H: Hold, R: Resolve<H> + ?Sized>(
     step: &[u8],
     known: Option<usize>,
     child: Child<H>,
-    r: &R,
+    (r, layout): (&R, Layout),
     old: Option<&mut Option<Child<H>>>,
 ) -> Result<bool, R::Error> {
-    let layout = r.layout();
     let (place, below) = place(layout, node, depth, step, known);
     match place {
         // A new entry of a values inode with room: in place when the inode
@@ -317,7 +317,7 @@ fn set_at<H: Hold, R: Resolve<H> + ?Sized>(
                     true
                 }
                 Some(ptr) => {
-                    let added = set_at(mem_mut(ptr, depth + 1, r)?, depth + 1, step, below, child, r, old)?;
+                    let added = set_at(mem_mut(ptr, depth + 1, r)?, depth + 1, step, below, child, (r, layout), old)?;
                     H::refresh_hint(ptr);
                     added
                 }
@@ -341,7 +341,7 @@ pub fn remove<H: Hold, R: Resolve<H> + ?Sized>(
     if !with_step(node, step, r, |child| child.is_some())? {
         return Ok(false);
     }
-    remove_present(node, depth, step, r)?;
+    remove_present(node, depth, step, (r, r.layout()))?;
     Ok(true)
 }
 
@@ -350,7 +350,7 @@ fn remove_present<H: Hold, R: Resolve<H> + ?Sized>(
     node: &mut Arc<Inode<H>>,
     depth: u32,
     step: &[u8],
-    r: &R,
+    (r, layout): (&R, Layout),
 ) -> Result<(), R::Error> {
     if let Body::Values(values) = &node.body {
         let i = values.search(step).expect("found above");
@@ -360,7 +360,7 @@ fn remove_present<H: Hold, R: Resolve<H> + ?Sized>(
         return Ok(());
     }
     if let Body::Tree(pointers) = &node.body
-        && pointers.len - 1 <= r.layout().entries as u64
+        && pointers.len - 1 <= layout.entries as u64
     {
         // Back to a values inode; loading the siblings comes first.
         let entries = collect_sorted(node, r)?;
@@ -370,9 +370,9 @@ fn remove_present<H: Hold, R: Resolve<H> + ?Sized>(
     }
     let inode = make_mut(node);
     let Body::Tree(pointers) = &mut inode.body else { unreachable!("a values inode was handled above") };
-    let i = r.layout().index(depth, step);
+    let i = layout.index(depth, step);
     let current = mem_mut(pointers.get_mut(i).expect("found above"), depth + 1, r)?;
-    remove_present(current, depth + 1, step, r)?;
+    remove_present(current, depth + 1, step, (r, layout))?;
     if current.is_empty() {
         pointers.put(i, None);
     } else if let Some(ptr) = pointers.get_mut(i) {
@@ -391,7 +391,7 @@ pub fn find_mut<'a, H: Hold, R: Resolve<H> + ?Sized>(
     step: &[u8],
     r: &R,
 ) -> Result<Option<&'a mut Child<H>>, R::Error> {
-    find_mut_at(node, depth, step, None, r)
+    find_mut_at(node, depth, step, None, (r, r.layout()))
 }
 
 /// [`find_mut`], with `step`'s index at `depth` if known ([`place`]'s
@@ -401,9 +401,9 @@ fn find_mut_at<'a, H: Hold, R: Resolve<H> + ?Sized>(
     depth: u32,
     step: &[u8],
     known: Option<usize>,
-    r: &R,
+    (r, layout): (&R, Layout),
 ) -> Result<Option<&'a mut Child<H>>, R::Error> {
-    let (place, below) = place(r.layout(), node, depth, step, known);
+    let (place, below) = place(layout, node, depth, step, known);
     let inode = make_mut(node);
     match (place, &mut inode.body) {
         (Place::Entry(i), Body::Values(values)) => {
@@ -418,7 +418,7 @@ fn find_mut_at<'a, H: Hold, R: Resolve<H> + ?Sized>(
                     *ptr = H::mem(r.load(ptr, depth + 1)?);
                 }
                 let child = H::as_mem_mut(ptr).expect("made a memory pointer above");
-                find_mut_at(child, depth + 1, step, below, r)
+                find_mut_at(child, depth + 1, step, below, (r, layout))
             }
         },
         _ => unreachable!("an inode made updatable holds the same entries"),

@@ -243,6 +243,7 @@ pub fn open(storage: Arc<dyn Storage>, options: Options) -> Result<Repo> {
             branches: RwLock::new(branches),
             follower,
             flat: FlatCache::new(options.read_cache_bytes),
+            layout,
             options,
             last_commit: AtomicU64::new(last_commit),
             collected_commits: AtomicU64::new(collected),

@@ -95,8 +95,9 @@ impl ReadSide {
 }
 
 impl Loader for ReadSide {
+    #[inline]
     fn layout(&self) -> pando_core::inode::Layout {
-        self.options.layout.expect("an open store's options name its layout")
+        self.layout
     }
 
     fn load_inode(&self, offset: u64, hash: &Hash, depth: u32) -> Result<Arc<Inode>> {
