@@ -40,25 +40,15 @@ impl Hold for Mem {
     }
 }
 
-struct Nothing;
+/// Loads nothing (everything is in memory), for tries of its layout.
+struct InMemory(Layout);
 
-impl Resolve<Mem> for Nothing {
-    type Error = String;
-    fn load(&self, _: &Arc<Inode<Mem>>, _: u32) -> Result<Arc<Inode<Mem>>, String> {
-        unreachable!("everything is in memory")
-    }
-    fn leaf_hash(&self, leaf: &Arc<[u8]>) -> Result<Hash, String> {
-        Ok(contents_hash(leaf))
-    }
-    fn broken(&self, _: &Inode<Mem>, reason: String) -> String {
-        reason
-    }
-}
+/// The tries of L1's layout.
+const NOTHING: InMemory = InMemory(Layout::TEZOS);
+/// The tries of the binary layout.
+const BINARY: InMemory = InMemory(Layout::TEZOS_BINARY);
 
-/// [`Nothing`] for the tries of the binary layout.
-struct Binary;
-
-impl Resolve<Mem> for Binary {
+impl Resolve<Mem> for InMemory {
     type Error = String;
     fn load(&self, _: &Arc<Inode<Mem>>, _: u32) -> Result<Arc<Inode<Mem>>, String> {
         unreachable!("everything is in memory")
@@ -70,7 +60,7 @@ impl Resolve<Mem> for Binary {
         reason
     }
     fn layout(&self) -> Layout {
-        Layout::TEZOS_BINARY
+        self.0
     }
 }
 
@@ -87,7 +77,7 @@ fn reference_in(layout: Layout, model: &BTreeMap<Vec<u8>, Vec<u8>>) -> Hash {
 }
 
 fn entries(root: &Inode<Mem>) -> Vec<(Vec<u8>, Vec<u8>)> {
-    dir::collect_sorted(root, &Nothing)
+    dir::collect_sorted(root, &NOTHING)
         .unwrap()
         .into_iter()
         .map(|(step, child)| match child {
@@ -154,12 +144,12 @@ proptest! {
 
     #[test]
     fn updates_match_the_model_and_the_reference(ops in ops()) {
-        updates_match(&ops, &Nothing)?;
+        updates_match(&ops, &NOTHING)?;
     }
 
     #[test]
     fn updates_match_the_model_and_the_reference_in_the_binary_layout(ops in ops()) {
-        updates_match(&ops, &Binary)?;
+        updates_match(&ops, &BINARY)?;
     }
 }
 
@@ -219,11 +209,11 @@ fn updates_match(ops: &[Op], r: &impl Resolve<Mem, Error = String>) -> Result<()
 fn list_skips_and_takes_in_inode_order() {
     let mut root = Mem::empty();
     for k in 0..100 {
-        dir::set(&mut root, 0, &step(k), leaf(b"v"), &Nothing).unwrap();
+        dir::set(&mut root, 0, &step(k), leaf(b"v"), &NOTHING).unwrap();
     }
-    let all = dir::list(&root, 0, u64::MAX, &Nothing).unwrap();
+    let all = dir::list(&root, 0, u64::MAX, &NOTHING).unwrap();
     assert_eq!(all.len(), 100);
-    let page = dir::list(&root, 40, 25, &Nothing).unwrap();
+    let page = dir::list(&root, 40, 25, &NOTHING).unwrap();
     let steps = |list: &[(Box<[u8]>, Child<Mem>)]| list.iter().map(|(s, _)| s.to_vec()).collect::<Vec<_>>();
     assert_eq!(steps(&page), steps(&all[40..65]));
 }
@@ -258,7 +248,7 @@ fn no_inode_goes_deeper_than_the_bound() {
     // An update that would split a full values inode past the bound fails
     // and leaves it as it was.
     let mut node = dir::build::<Mem, _>(Layout::TEZOS, last + 1, entries(&colliding[..dir::ENTRIES])).unwrap();
-    let err = dir::set(&mut node, last + 1, &colliding[dir::ENTRIES], leaf(b"v"), &Nothing).unwrap_err();
+    let err = dir::set(&mut node, last + 1, &colliding[dir::ENTRIES], leaf(b"v"), &NOTHING).unwrap_err();
     assert!(err.contains("deeper than"), "{err}");
     assert_eq!(node.len(), dir::ENTRIES as u64);
 }
@@ -275,7 +265,7 @@ fn no_inode_goes_deeper_than_the_binary_layouts_bound() {
     assert!(dir::build::<Mem, _>(layout, last, entries(&colliding)).is_none());
     assert!(dir::build::<Mem, _>(layout, 0, entries(&colliding)).is_some());
     let mut node = dir::build::<Mem, _>(layout, last + 1, entries(&colliding[..2])).unwrap();
-    let err = dir::set(&mut node, last + 1, &colliding[2], leaf(b"v"), &Binary).unwrap_err();
+    let err = dir::set(&mut node, last + 1, &colliding[2], leaf(b"v"), &BINARY).unwrap_err();
     assert!(err.contains("more than 2 steps colliding down to an inode deeper than 64 levels"), "{err}");
     assert_eq!(node.len(), 2);
 }
@@ -287,7 +277,7 @@ fn no_inode_goes_deeper_than_the_binary_layouts_bound() {
 fn an_inode_another_thread_holds_is_copied_then_updated_in_place_once_dropped() {
     let mut root = Mem::empty();
     for k in 0..40 {
-        dir::set(&mut root, 0, &step(k), leaf(&[1]), &Nothing).unwrap();
+        dir::set(&mut root, 0, &step(k), leaf(&[1]), &NOTHING).unwrap();
     }
     let expected = entries(&root);
     let (go, wait) = std::sync::mpsc::channel::<()>();
@@ -301,7 +291,7 @@ fn an_inode_another_thread_holds_is_copied_then_updated_in_place_once_dropped() 
         seen
     });
     let shared = Arc::as_ptr(&root);
-    dir::set(&mut root, 0, &step(0), leaf(&[2]), &Nothing).unwrap();
+    dir::set(&mut root, 0, &step(0), leaf(&[2]), &NOTHING).unwrap();
     assert_ne!(Arc::as_ptr(&root), shared, "a held inode is copied");
     let copy = Arc::as_ptr(&root);
     go.send(()).unwrap();
@@ -309,20 +299,20 @@ fn an_inode_another_thread_holds_is_copied_then_updated_in_place_once_dropped() 
     assert_eq!(holder.join().unwrap(), expected, "the holder's entries did not change");
     // The copy was this tree's alone all along; the original's holder is
     // gone too. Both updates below change the root in place.
-    dir::set(&mut root, 0, &step(1), leaf(&[3]), &Nothing).unwrap();
+    dir::set(&mut root, 0, &step(1), leaf(&[3]), &NOTHING).unwrap();
     assert_eq!(Arc::as_ptr(&root), copy, "an inode nothing else holds changes in place");
     let again = root.clone();
     let (back, returned) = std::sync::mpsc::channel();
     std::thread::spawn(move || back.send(entries(&again).len()).unwrap()).join().unwrap();
     assert_eq!(returned.recv().unwrap(), 40);
-    dir::set(&mut root, 0, &step(2), leaf(&[4]), &Nothing).unwrap();
+    dir::set(&mut root, 0, &step(2), leaf(&[4]), &NOTHING).unwrap();
     assert_eq!(Arc::as_ptr(&root), copy, "dropped by the other thread, it is this tree's again");
     let mut model: BTreeMap<Vec<u8>, Vec<u8>> = (0..40).map(|k| (step(k), vec![1])).collect();
     for (k, v) in [(0, 2), (1, 3), (2, 4)] {
         model.insert(step(k), vec![v]);
     }
     assert_eq!(entries(&root), model.iter().map(|(k, v)| (k.clone(), v.clone())).collect::<Vec<_>>());
-    assert_eq!(dir::dir_hash(&root, &Nothing).unwrap(), reference(&model));
+    assert_eq!(dir::dir_hash(&root, &NOTHING).unwrap(), reference(&model));
 }
 
 /// A prefetch is a hint over any range: unaligned, empty or long, it
@@ -354,10 +344,10 @@ fn hints_name_what_a_search_reads_first_and_any_prefetches_harmlessly() {
         assert!(start % 64 + size <= halves * 128 || halves == dir::HINT_HALVES, "to its end, or as far as a hint goes");
     };
     let mut root = Mem::empty();
-    dir::set(&mut root, 0, b"a", leaf(b"1"), &Nothing).unwrap();
+    dir::set(&mut root, 0, b"a", leaf(b"1"), &NOTHING).unwrap();
     assert_eq!(dir::hint(&root), 0, "one short entry: inside the inode");
     for k in 0..40 {
-        dir::set(&mut root, 0, &step(k), leaf(&[k as u8]), &Nothing).unwrap();
+        dir::set(&mut root, 0, &step(k), leaf(&[k as u8]), &NOTHING).unwrap();
     }
     let Body::Tree(pointers) = &root.body else { panic!("41 entries make a tree inode") };
     assert!(pointers.count() < 32, "with gaps");
@@ -371,7 +361,7 @@ fn hints_name_what_a_search_reads_first_and_any_prefetches_harmlessly() {
 
     let mut full = Mem::empty();
     for k in 0..600 {
-        dir::set(&mut full, 0, &step(k), leaf(&[1]), &Nothing).unwrap();
+        dir::set(&mut full, 0, &step(k), leaf(&[1]), &NOTHING).unwrap();
     }
     let Body::Tree(pointers) = &full.body else { panic!("600 entries make a tree inode") };
     assert_eq!(pointers.count(), 32, "every child present");
@@ -379,7 +369,7 @@ fn hints_name_what_a_search_reads_first_and_any_prefetches_harmlessly() {
     assert_eq!(tree & 7, dir::TREE_HINT, "a full tree inode's hint is tagged, its low bits the holder's");
     assert_eq!(tree & !7, std::ptr::from_ref(pointers.iter().next().expect("children").1) as usize, "its children");
 
-    let before = dir::dir_hash(&root, &Nothing).unwrap();
+    let before = dir::dir_hash(&root, &NOTHING).unwrap();
     for hint in [0, 1, 2, usize::MAX, usize::MAX - 1, tree, gaps, values, 0x1000] {
         for depth in [0, 1, 12] {
             // A tree hint's prefetch gives the step's index it computed, for
@@ -389,7 +379,7 @@ fn hints_name_what_a_search_reads_first_and_any_prefetches_harmlessly() {
             assert_eq!(dir::prefetch_hint::<Mem>(hint, depth, None), None);
         }
     }
-    assert_eq!(dir::dir_hash(&root, &Nothing).unwrap(), before);
+    assert_eq!(dir::dir_hash(&root, &NOTHING).unwrap(), before);
 }
 
 /// A values inode's entries lie in one block beside it (or inside it):
@@ -400,16 +390,16 @@ fn a_values_block_holds_each_child_exactly_once() {
     let value: Arc<[u8]> = Arc::from(&b"value"[..]);
     let held = || Arc::strong_count(&value) - 1;
     let mut root = Mem::empty();
-    dir::set(&mut root, 0, b"a", Child::Contents(value.clone()), &Nothing).unwrap();
+    dir::set(&mut root, 0, b"a", Child::Contents(value.clone()), &NOTHING).unwrap();
     assert_eq!((held(), dir::hint(&root)), (1, 0), "one entry: inside the inode");
     for k in 0..20 {
-        dir::set(&mut root, 0, &step(k), Child::Contents(value.clone()), &Nothing).unwrap();
+        dir::set(&mut root, 0, &step(k), Child::Contents(value.clone()), &NOTHING).unwrap();
     }
     assert_eq!(held(), 21, "inserted in place, each child moved once");
     let copy = root.clone();
-    dir::set(&mut root, 0, &step(20), Child::Contents(value.clone()), &Nothing).unwrap();
+    dir::set(&mut root, 0, &step(20), Child::Contents(value.clone()), &NOTHING).unwrap();
     assert_eq!(held(), 21 + 22, "a shared inode is copied, the copy holds its own children");
-    assert!(dir::remove(&mut root, 0, &step(3), &Nothing).unwrap());
+    assert!(dir::remove(&mut root, 0, &step(3), &NOTHING).unwrap());
     assert_eq!(held(), 21 + 21);
     let body = root.body.clone();
     assert_eq!(held(), 21 + 21 + 21);
@@ -419,7 +409,7 @@ fn a_values_block_holds_each_child_exactly_once() {
     let mut model: BTreeMap<Vec<u8>, Vec<u8>> = (0..21).filter(|&k| k != 3).map(|k| (step(k), b"value".to_vec())).collect();
     model.insert(b"a".to_vec(), b"value".to_vec());
     assert_eq!(entries(&root), model.iter().map(|(k, v)| (k.clone(), v.clone())).collect::<Vec<_>>());
-    assert_eq!(dir::dir_hash(&root, &Nothing).unwrap(), reference(&model));
+    assert_eq!(dir::dir_hash(&root, &NOTHING).unwrap(), reference(&model));
     drop(root);
     assert_eq!(held(), 0, "dropped with the inode");
 }
@@ -433,7 +423,7 @@ fn nested_trie(dirs: &Nested) -> Arc<Inode<Mem>> {
     for (d, entries) in dirs {
         for (k, v) in entries {
             let path = [&b"top"[..], &step(*d), &[*k]];
-            dir::update_path(&mut root, &path, Some(leaf(&[*v])), &|_| &Nothing, None).unwrap();
+            dir::update_path(&mut root, &path, Some(leaf(&[*v])), &|_| &NOTHING, None).unwrap();
         }
     }
     root
@@ -462,7 +452,7 @@ fn same_memos(a: &Inode<Mem>, b: &Inode<Mem>, depth: u32) {
         assert!(b.memo_hash(depth).is_some(), "an inode at depth {depth} not hashed");
     }
     if let Some(hash) = b.memo_hash(depth) {
-        let expected = if depth == 0 { dir::dir_hash(a, &Nothing) } else { dir::inode_hash(a, &Nothing) };
+        let expected = if depth == 0 { dir::dir_hash(a, &NOTHING) } else { dir::inode_hash(a, &NOTHING) };
         assert_eq!(hash, expected.unwrap(), "an inode at depth {depth}");
     }
     match (&a.body, &b.body) {
@@ -495,13 +485,13 @@ fn check_level_by_level(dirs: &Nested) {
     // level by level; a third hashed from a subtree first.
     let (one, levels, partial) = (nested_trie(dirs), nested_trie(dirs), nested_trie(dirs));
     let expected = nested_reference(dirs);
-    assert_eq!(dir::dir_hash(&one, &Nothing).unwrap(), expected);
-    assert_eq!(dir::hash_subtree(&levels, 0, &Nothing).unwrap(), expected);
+    assert_eq!(dir::dir_hash(&one, &NOTHING).unwrap(), expected);
+    assert_eq!(dir::hash_subtree(&levels, 0, &NOTHING).unwrap(), expected);
     same_memos(&one, &levels, 0);
     if let Some((subtree, depth)) = first_subtree(&partial) {
         let (reference, _) = first_subtree(&one).unwrap();
-        assert_eq!(dir::hash_subtree(subtree, depth, &Nothing).unwrap(), reference.memo_hash(depth).unwrap());
-        assert_eq!(dir::hash_subtree(&partial, 0, &Nothing).unwrap(), expected);
+        assert_eq!(dir::hash_subtree(subtree, depth, &NOTHING).unwrap(), reference.memo_hash(depth).unwrap());
+        assert_eq!(dir::hash_subtree(&partial, 0, &NOTHING).unwrap(), expected);
         same_memos(&one, &partial, 0);
     }
 }
@@ -531,7 +521,7 @@ fn hashing_no_directories_level_by_level_gives_the_empty_directory() {
     let empty = pando_core::tezos::node_hash(&[]);
     assert_eq!(empty, Hash::of_bytes(&[0; 8]), "the empty node: a length of 0 and no entries");
     assert_eq!(nested_reference(&dirs), empty);
-    assert_eq!(dir::hash_subtree(&root, 0, &Nothing).unwrap(), empty);
+    assert_eq!(dir::hash_subtree(&root, 0, &NOTHING).unwrap(), empty);
     check_level_by_level(&dirs);
 }
 
@@ -545,15 +535,15 @@ fn removing_the_last_entries_prunes_their_directories() {
     for d in 0..40u16 {
         for k in [1u8, 2] {
             let path = [&b"top"[..], &step(d), &[k]];
-            assert!(dir::update_path(&mut root, &path, None, &|_| &Nothing, None).unwrap());
+            assert!(dir::update_path(&mut root, &path, None, &|_| &NOTHING, None).unwrap());
         }
         dirs.remove(&d);
-        assert_eq!(dir::find(&root, b"top", &Nothing).unwrap().is_some(), !dirs.is_empty(), "`top` stays while it holds entries");
-        assert_eq!(dir::dir_hash(&root, &Nothing).unwrap(), nested_reference(&dirs));
-        assert_eq!(dir::hash_subtree(&nested_trie(&dirs), 0, &Nothing).unwrap(), nested_reference(&dirs));
+        assert_eq!(dir::find(&root, b"top", &NOTHING).unwrap().is_some(), !dirs.is_empty(), "`top` stays while it holds entries");
+        assert_eq!(dir::dir_hash(&root, &NOTHING).unwrap(), nested_reference(&dirs));
+        assert_eq!(dir::hash_subtree(&nested_trie(&dirs), 0, &NOTHING).unwrap(), nested_reference(&dirs));
     }
     assert!(root.is_empty(), "the root holds nothing, not an empty `top`");
-    assert_eq!(dir::dir_hash(&root, &Nothing).unwrap(), pando_core::tezos::node_hash(&[]));
+    assert_eq!(dir::dir_hash(&root, &NOTHING).unwrap(), pando_core::tezos::node_hash(&[]));
 }
 
 /// A subtree larger than one pass of hashing level by level holds (the
@@ -580,10 +570,10 @@ fn hashing_many_inputs_at_once_matches_one_at_a_time() {
 fn what_an_update_replaced_undoes_it() {
     let mut root = Mem::empty();
     for k in 0..40u16 {
-        dir::update_path(&mut root, &[&b"dir"[..], &step(k)], Some(leaf(&[k as u8])), &|_| &Nothing, None).unwrap();
+        dir::update_path(&mut root, &[&b"dir"[..], &step(k)], Some(leaf(&[k as u8])), &|_| &NOTHING, None).unwrap();
     }
-    dir::update_path(&mut root, &[b"leaf"], Some(leaf(b"v")), &|_| &Nothing, None).unwrap();
-    let before = dir::dir_hash(&root, &Nothing).unwrap();
+    dir::update_path(&mut root, &[b"leaf"], Some(leaf(b"v")), &|_| &NOTHING, None).unwrap();
+    let before = dir::dir_hash(&root, &NOTHING).unwrap();
     // The path, what goes there, then the depth and whether something was there.
     type Case<'a> = (&'a [&'a [u8]], Option<Child<Mem>>, usize, bool);
     let updates: [Case; 4] = [
@@ -594,14 +584,14 @@ fn what_an_update_replaced_undoes_it() {
     ];
     for (path, new, depth, had) in updates {
         let mut replaced = dir::Replaced { depth: 99, old: None };
-        assert!(dir::update_path(&mut root, path, new, &|_| &Nothing, Some(&mut replaced)).unwrap());
-        assert_ne!(dir::dir_hash(&root, &Nothing).unwrap(), before);
+        assert!(dir::update_path(&mut root, path, new, &|_| &NOTHING, Some(&mut replaced)).unwrap());
+        assert_ne!(dir::dir_hash(&root, &NOTHING).unwrap(), before);
         assert_eq!((replaced.depth, replaced.old.is_some()), (depth, had));
-        dir::update_path(&mut root, &path[..replaced.depth], replaced.old, &|_| &Nothing, None).unwrap();
-        assert_eq!(dir::dir_hash(&root, &Nothing).unwrap(), before, "undone");
+        dir::update_path(&mut root, &path[..replaced.depth], replaced.old, &|_| &NOTHING, None).unwrap();
+        assert_eq!(dir::dir_hash(&root, &NOTHING).unwrap(), before, "undone");
     }
     let mut replaced = dir::Replaced { depth: 99, old: None };
-    assert!(!dir::update_path(&mut root, &[b"dir", b"absent"], None, &|_| &Nothing, Some(&mut replaced)).unwrap());
+    assert!(!dir::update_path(&mut root, &[b"dir", b"absent"], None, &|_| &NOTHING, Some(&mut replaced)).unwrap());
     assert_eq!((replaced.depth, replaced.old.is_none()), (2, true));
 }
 
@@ -638,27 +628,27 @@ fn the_trie_reproduces_irmins_binary_layout() {
                 let (from, to): (usize, usize) = (from.parse().unwrap(), to.parse().unwrap());
                 let mut d = Mem::empty();
                 for i in 0..from {
-                    dir::set(&mut d, 0, format!("r{i}").as_bytes(), leaf(format!("v{i}").as_bytes()), &Binary).unwrap();
+                    dir::set(&mut d, 0, format!("r{i}").as_bytes(), leaf(format!("v{i}").as_bytes()), &BINARY).unwrap();
                 }
                 assert_eq!(check_layout(Layout::TEZOS_BINARY, &d, 0, &mut Vec::new()), from as u64, "{name}");
                 for i in (to..from).rev() {
-                    assert!(dir::remove(&mut d, 0, format!("r{i}").as_bytes(), &Binary).unwrap());
+                    assert!(dir::remove(&mut d, 0, format!("r{i}").as_bytes(), &BINARY).unwrap());
                 }
                 let mut root = Mem::empty();
                 if to > 0 {
-                    dir::set(&mut root, 0, b"d", Child::Dir(d), &Binary).unwrap();
+                    dir::set(&mut root, 0, b"d", Child::Dir(d), &BINARY).unwrap();
                 }
-                dir::set(&mut root, 0, b"x", leaf(b"x"), &Binary).unwrap();
+                dir::set(&mut root, 0, b"x", leaf(b"x"), &BINARY).unwrap();
                 root
             }
-            None => vector_dir(&v["entries"], &Binary),
+            None => vector_dir(&v["entries"], &BINARY),
         };
         let expected = v["hash_hex"].as_str().unwrap();
-        assert_eq!(dir::dir_hash(&root, &Binary).unwrap().to_hex(), expected, "vector {name}");
-        let fresh = vector_dir(&v["entries"], &Binary);
-        assert_eq!(dir::hash_subtree(&fresh, 0, &Binary).unwrap().to_hex(), expected, "vector {name}, level by level");
+        assert_eq!(dir::dir_hash(&root, &BINARY).unwrap().to_hex(), expected, "vector {name}");
+        let fresh = vector_dir(&v["entries"], &BINARY);
+        assert_eq!(dir::hash_subtree(&fresh, 0, &BINARY).unwrap().to_hex(), expected, "vector {name}, level by level");
         if v["entry_count"].as_u64().unwrap() > 2 {
-            assert_ne!(dir::dir_hash(&vector_dir(&v["entries"], &Nothing), &Nothing).unwrap().to_hex(), expected);
+            assert_ne!(dir::dir_hash(&vector_dir(&v["entries"], &NOTHING), &NOTHING).unwrap().to_hex(), expected);
         }
         checked += 1;
     }

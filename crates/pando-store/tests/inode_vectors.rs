@@ -19,17 +19,6 @@ fn vectors() -> Vec<Value> {
     serde_json::from_str::<Value>(&text).unwrap().as_array().unwrap().clone()
 }
 
-fn flatten(entries: &Value, prefix: &Path, out: &mut Vec<(Path, Vec<u8>)>) {
-    for e in entries.as_array().unwrap() {
-        let mut path = prefix.clone();
-        path.push(e["name"].as_str().unwrap().as_bytes().to_vec());
-        match e["kind"].as_str().unwrap() {
-            "contents" => out.push((path, hex::decode(e["value"].as_str().unwrap()).unwrap())),
-            _ => flatten(&e["subtree"], &path, out),
-        }
-    }
-}
-
 #[test]
 fn inode_vectors_through_the_store() {
     let storage = MemStorage::new();

@@ -3,27 +3,17 @@
 //! after a reopen; the layout recorded in the control file and checked at
 //! every open; trees of one layout refused by a store or tree of the other.
 
+mod common;
+
+use common::{Path, flatten};
 use pando_core::inode::Layout;
 use pando_store::{CommitMeta, Error, Options, Store, Tree};
 use serde_json::Value;
-
-type Path = Vec<Vec<u8>>;
 
 const META: CommitMeta<'static> = CommitMeta { parents: &[], date: 0, author: "Tezos", message: "" };
 
 fn binary() -> Options {
     Options { layout: Some(Layout::TEZOS_BINARY), ..Options::default() }
-}
-
-fn flatten(entries: &Value, prefix: &Path, out: &mut Vec<(Path, Vec<u8>)>) {
-    for e in entries.as_array().unwrap() {
-        let mut path = prefix.clone();
-        path.push(e["name"].as_str().unwrap().as_bytes().to_vec());
-        match e["kind"].as_str().unwrap() {
-            "contents" => out.push((path, hex::decode(e["value"].as_str().unwrap()).unwrap())),
-            _ => flatten(&e["subtree"], &path, out),
-        }
-    }
 }
 
 /// The control file's version, as its first slot says.

@@ -291,6 +291,34 @@ mod tests {
         Control { seq, chunk_target_bytes: 1 << 20, durable_end: 100 + seq, last_commit: u64::MAX, ..Control::default() }
     }
 
+    /// `slot` with its version set to `version` and its checksum made again.
+    fn with_version(mut slot: Vec<u8>, version: u32) -> Vec<u8> {
+        slot[8..12].copy_from_slice(&version.to_le_bytes());
+        let crc = crc32c::crc32c(&slot[..USED - 4]);
+        slot[USED - 4..USED].copy_from_slice(&crc.to_le_bytes());
+        slot
+    }
+
+    #[test]
+    fn the_layout_is_named_by_the_flag_and_the_version_together() {
+        let l1 = sample(1);
+        let binary = Control { flags: FLAG_BINARY | FLAG_ARCHIVE, ..sample(1) };
+        assert_eq!(decode_slot(&l1.encode()).unwrap().layout(), Layout::TEZOS);
+        assert_eq!(&l1.encode()[8..12], &5u32.to_le_bytes());
+        let decoded = decode_slot(&binary.encode()).unwrap();
+        assert_eq!((decoded.layout(), decoded.archive()), (Layout::TEZOS_BINARY, true));
+        assert_eq!(&binary.encode()[8..12], &6u32.to_le_bytes());
+        let disagree = Err(SlotError::Inconsistent("a layout flag and a version that disagree"));
+        assert_eq!(decode_slot(&with_version(binary.encode(), 5)), disagree);
+        assert_eq!(decode_slot(&with_version(l1.encode(), 6)), disagree);
+        assert_eq!(decode_slot(&with_version(l1.encode(), 7)), Err(SlotError::UnsupportedVersion(7)));
+        // A flag this build does not know: refused, never ignored.
+        let mut unknown = binary.encode();
+        unknown[12 + 8 * 11] |= 4;
+        let unknown = with_version(unknown, 6);
+        assert_eq!(decode_slot(&unknown), Err(SlotError::Inconsistent("flags this build does not know")));
+    }
+
     #[test]
     fn newest_valid_slot_wins() {
         let mut file = vec![0u8; 2 * SLOT_SIZE];

@@ -99,6 +99,19 @@ pub fn check_tree(tree: &Tree, model: &Model) -> Result<(), String> {
     Ok(())
 }
 
+/// The leaves of a vector's entry list (`tests/vectors/`' JSON: each a
+/// contents value in hex or a subtree), with their paths below `prefix`.
+pub fn flatten(entries: &serde_json::Value, prefix: &Path, out: &mut Vec<(Path, Vec<u8>)>) {
+    for e in entries.as_array().unwrap() {
+        let mut path = prefix.clone();
+        path.push(e["name"].as_str().unwrap().as_bytes().to_vec());
+        match e["kind"].as_str().unwrap() {
+            "contents" => out.push((path, hex::decode(e["value"].as_str().unwrap()).unwrap())),
+            _ => flatten(&e["subtree"], &path, out),
+        }
+    }
+}
+
 /// Rewrites every valid slot of a store's control file as a valid slot of
 /// format `version` (its checksum made again, its fields unchanged).
 pub fn rewrite_control_version(control: &dyn pando_store::io::File, version: u32) {
