@@ -334,6 +334,29 @@ fn a_wrong_entry_count_is_found() {
 }
 
 #[test]
+fn a_tree_inode_too_small_for_the_layout_is_found_and_refused() {
+    // The framing admits tree inodes of 3 entries or more (the binary
+    // layout's); an L1 store's must hold more than 32, by the check and
+    // by every read.
+    let (storage, commits) = built(3);
+    let (name, position, mut payload) = root_of_100(&storage);
+    payload[1] = 20;
+    reseal(&storage, &name, position, RecordKind::Tree, &payload);
+    let store = Store::open_storage(Arc::new(storage), read_only()).unwrap();
+    let report = check(&store, CheckScope::All);
+    assert!(has_problem(&report, &name, position, "tree inode with only 20 entries"), "{:?}", report.problems);
+    let mut refused = 0;
+    for commit in &commits {
+        let tree = store.checkout(commit).unwrap().unwrap();
+        if let Err(e) = tree.list(&["medium"], 0, None) {
+            assert!(e.to_string().contains("tree inode with only 20 entries (more than 32 in this layout)"), "{e}");
+            refused += 1;
+        }
+    }
+    assert!(refused > 0, "a read reached the damaged inode");
+}
+
+#[test]
 fn a_wrong_entry_count_in_a_patch_is_found() {
     // The same directory in a later commit: a patch of its root, whose
     // children are mostly its base's. In the scope of that commit alone,

@@ -41,6 +41,11 @@ impl Pointers {
     fn of_tree(payload: &[u8], at: u64, depth: u32) -> Result<Pointers, String> {
         let inode = decode_tree(payload, at, depth).map_err(|reason| format!("damaged tree inode: {reason}"))?;
         let Body::Tree(pointers) = &inode.body else { return Err("not a tree inode".into()) };
+        // The framing admits the binary layout's shapes; the check runs on
+        // L1 stores only (`Store::check`), whose tree inodes hold more.
+        if pointers.len <= ENTRIES as u64 {
+            return Err(format!("damaged tree inode: tree inode with only {} entries", pointers.len));
+        }
         let children = pointers.iter().filter_map(|(i, child)| match child {
             Ptr::Stored { offset, hash } => Some((i, *offset, *hash)),
             Ptr::Mem(_, _) => None,
