@@ -170,3 +170,25 @@ fn a_binary_store_collects_and_refuses_what_knows_only_l1() {
     let fresh = Store::open(empty.path(), binary()).unwrap();
     assert!(unsupported(fresh.import_snapshot(&mut &b"PANDOSNP"[..]).err().unwrap()));
 }
+
+#[test]
+fn a_reader_follows_a_binary_store() {
+    let dir = tempfile::tempdir().unwrap();
+    let writer = Store::open(dir.path(), binary()).unwrap();
+    let mut tree = writer.empty_tree();
+    for i in 0..40u32 {
+        tree.add_mut(&[b"d".to_vec(), i.to_be_bytes().to_vec()], b"v").unwrap();
+    }
+    let first = writer.commit(&tree, META).unwrap();
+    writer.flush().unwrap();
+    let reader = Store::open(dir.path(), Options { read_only: true, ..Options::default() }).unwrap();
+    assert_eq!(reader.layout(), Layout::TEZOS_BINARY);
+    assert_eq!(reader.checkout(&first).unwrap().unwrap().hash().unwrap(), tree.hash().unwrap());
+    tree.remove_mut(&[b"d".to_vec(), 7u32.to_be_bytes().to_vec()]).unwrap();
+    let second = writer.commit(&tree, CommitMeta { parents: &[first], ..META }).unwrap();
+    writer.flush().unwrap();
+    reader.refresh().unwrap();
+    let seen = reader.checkout(&second).unwrap().unwrap();
+    assert_eq!(seen.hash().unwrap(), tree.hash().unwrap());
+    assert_eq!(seen.list(&[b"d"], 0, None).unwrap().len(), 39);
+}
