@@ -67,6 +67,10 @@ external index_open_readonly : string -> index = "pando_index_open_readonly"
 type sync_policy = Every_commit | Pipelined | No_sync
 
 external index_init_with : sync_policy -> string -> index = "pando_index_init_with"
+
+type layout = Tezos | Tezos_binary
+
+external index_init_layout : layout -> sync_policy -> string -> index = "pando_index_init_layout"
 external close : index -> unit = "pando_close"
 external sync : index -> unit = "pando_sync"
 external tree_clear : int option -> tree -> unit = "pando_tree_clear"

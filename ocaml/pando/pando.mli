@@ -184,6 +184,19 @@ type sync_policy =
 val index_init_with : sync_policy -> string -> index
 (** {!index_init} with a sync policy. *)
 
+type layout =
+  | Tezos  (** an L1 node's context (Octez's [Context]) *)
+  | Tezos_binary
+      (** a smart rollup node's or Etherlink's context (Octez's
+          [Context_binary]: inodes of 2 entries); its proofs and snapshots
+          are refused for now *)
+
+val index_init_layout : layout -> sync_policy -> string -> index
+(** {!index_init_with} of a store of [layout]: one created with it, or
+    one it was created with. A store of the other layout raises {!Error},
+    naming both, and is left as it was. {!index_init} opens a store of
+    either. *)
+
 val close : index -> unit
 (** Waits for a running collection, makes everything durable and closes
     the store. Any later use of the index, or of a context or tree read

@@ -333,7 +333,32 @@ let damaged dir last =
       let ctx = Pando.checkout index last in
       ignore (Option.map (fun ctx -> Pando.find ctx [ "n" ]) ctx))
 
+(* A store of the binary layout (smart rollups'): irmin 3.7.2's hash of a
+   directory of 3 entries in that layout (tests/vectors/
+   tezos-binary-inodes.json, "dir-3"), which L1's hashes otherwise; the
+   store refused with the other layout, and opened by index_init. *)
+let binary_layout () =
+  let dir = temp_dir () in
+  let index = Pando.index_init_layout Pando.Tezos_binary Pando.Every_commit dir in
+  let ctx =
+    List.fold_left
+      (fun ctx i -> Pando.add ctx [ Printf.sprintf "a%d" i ] (b (Printf.sprintf "v%d" i)))
+      (Pando.context_init index) [ 0; 1; 2 ]
+  in
+  check_eq "binary layout's tree hash" Fun.id
+    "44cfcb12a35c4265606061488fca188c6faf0a89dfd58610993e1dc8f55c3e11"
+    (hex (Pando.tree_hash (Pando.get_tree ctx)));
+  let commit = Pando.commit ctx 0L "Tezos" "" in
+  Pando.close index;
+  raises "a binary store opened as L1's"
+    (contains ~sub:"is of the tezos-binary layout, not the tezos layout")
+    (fun () -> Pando.index_init_layout Pando.Tezos Pando.Every_commit dir);
+  let index = Pando.index_init dir in
+  check "a binary store reopened" (Pando.checkout index commit <> None);
+  Pando.close index
+
 let () =
+  binary_layout ();
   let dir = temp_dir () in
   let index = Pando.index_init dir in
   let commit = irmin_vectors index in

@@ -15,11 +15,16 @@ use crate::{
     steps, text, tree_value, unlocked,
 };
 
-/// Opens (or creates) the store in `dir` for writing.
-pub(crate) fn open_writer(dir: &str, sync: pando_store::SyncPolicy) -> Result<Arc<Shared>, String> {
+/// Opens (or creates) the store in `dir` for writing; one of `layout`
+/// if given (created so, or refused if of the other), else of any.
+pub(crate) fn open_writer(
+    dir: &str,
+    sync: pando_store::SyncPolicy,
+    layout: Option<pando_core::inode::Layout>,
+) -> Result<Arc<Shared>, String> {
     let dir = dir.to_string();
     unlocked(move || {
-        let options = Options { create: Create::IfMissing, sync, ..Options::default() };
+        let options = Options { create: Create::IfMissing, sync, layout, ..Options::default() };
         Ok(Shared::new(Store::open(&dir, options).map_err(text)?, false))
     })
 }
@@ -27,7 +32,7 @@ pub(crate) fn open_writer(dir: &str, sync: pando_store::SyncPolicy) -> Result<Ar
 #[ocaml::func]
 #[ocaml::sig("string -> index")]
 pub fn pando_index_init(dir: String) -> Out<Pointer<Index>> {
-    raise(open_writer(&dir, Options::default().sync)).map(|shared| Pointer::alloc_custom(Index(shared)))
+    raise(open_writer(&dir, Options::default().sync, None)).map(|shared| Pointer::alloc_custom(Index(shared)))
 }
 
 #[ocaml::func]

@@ -34,12 +34,23 @@ pub fn pando_index_open_readonly(dir: String) -> Out<Pointer<Index>> {
 #[ocaml::func]
 #[ocaml::sig("sync_policy -> string -> index")]
 pub fn pando_index_init_with(sync: Int, dir: String) -> Out<Pointer<Index>> {
-    let sync = match sync {
+    raise(open_writer(&dir, sync_policy(sync), None)).map(|shared| Pointer::alloc_custom(Index(shared)))
+}
+
+/// The OCaml `sync_policy`'s constructor, by its number.
+fn sync_policy(sync: Int) -> SyncPolicy {
+    match sync {
         0 => SyncPolicy::EveryCommit,
         1 => SyncPolicy::Pipelined,
         _ => SyncPolicy::Never,
-    };
-    raise(open_writer(&dir, sync)).map(|shared| Pointer::alloc_custom(Index(shared)))
+    }
+}
+
+#[ocaml::func]
+#[ocaml::sig("layout -> sync_policy -> string -> index")]
+pub fn pando_index_init_layout(layout: Int, sync: Int, dir: String) -> Out<Pointer<Index>> {
+    let layout = if layout == 0 { pando_core::inode::Layout::TEZOS } else { pando_core::inode::Layout::TEZOS_BINARY };
+    raise(open_writer(&dir, sync_policy(sync), Some(layout))).map(|shared| Pointer::alloc_custom(Index(shared)))
 }
 
 #[ocaml::func]

@@ -28,7 +28,8 @@
 //! - The store's layout is named by every slot: [`FLAG_BINARY`] in a
 //!   version 6 slot, L1's in a version 5 one (or older); a slot that
 //!   says otherwise, or sets a flag this build does not know, is refused
-//!   (checked in `inconsistency`, on decode and encode alike).
+//!   (checked in `inconsistency` on decode and encode alike; tested by
+//!   `the_layout_is_named_by_the_flag_and_the_version_together`).
 
 use super::{BINARY_LAYOUT_VERSION, FORMAT_VERSION};
 use pando_core::inode::Layout;

@@ -8,9 +8,10 @@
 //!   reference would make the update copy it); any other read of an
 //!   inode or a blob is cached (tested by
 //!   `an_inode_read_to_be_changed_is_not_left_in_the_cache`).
-//! - Every inode read from the pack has the shape of the store's layout
-//!   (checked by `misshapen` before it is cached or used; the records'
-//!   framing admits either layout's).
+//! - Every inode read from the pack has the shape of the store's layout,
+//!   checked by `misshapen` before it is cached or used (the records'
+//!   framing admits either layout's; tested by
+//!   `inodes_of_the_other_layout_are_misshapen`).
 //! - A staged blob is appended and registered in the staged set under the
 //!   writer lock, so that a collection starting sees it or the pack's end
 //!   before it (tested by `collections_keep_what_an_uncommitted_tree_staged`).
@@ -243,7 +244,33 @@ impl Source for Repo {
 
 #[cfg(test)]
 mod tests {
+    use crate::node::{Body, Inode, Pointers, Ptr, Values};
     use crate::{CommitMeta, Options, Store};
+    use pando_core::Hash;
+    use pando_core::inode::Layout;
+
+    #[test]
+    fn inodes_of_the_other_layout_are_misshapen() {
+        let ptr = || Ptr::stored(100, Hash::of_bytes(b"child"));
+        let tree = |depth, len, children: &[usize]| {
+            Inode::new(Body::Tree(Pointers::new(depth, len, children.iter().map(|&i| (i, ptr())))))
+        };
+        let (l1, binary) = (Layout::TEZOS, Layout::TEZOS_BINARY);
+        // A binary tree inode of 3 entries is too small for L1's.
+        let small = tree(1, 3, &[0, 1]);
+        assert_eq!(super::misshapen(&small, binary), None);
+        assert!(super::misshapen(&small, l1).unwrap().contains("only 3 entries (more than 32"));
+        // Children and depths beyond the binary layout's bounds.
+        assert_eq!(super::misshapen(&tree(1, 40, &[0, 31]), l1), None);
+        assert!(super::misshapen(&tree(1, 40, &[0, 31]), binary).unwrap().contains("2 children"));
+        assert!(super::misshapen(&tree(64, 40, &[0, 1]), binary).unwrap().contains("depth 64"));
+        assert!(super::misshapen(&tree(12, 40, &[0, 1]), l1).unwrap().contains("depth 12"));
+        // A values inode of 3 entries is an L1 one only.
+        let three = Values::from_sorted((0..3u8).map(|i| ([i], crate::node::Child::Dir(ptr()))));
+        let values = Inode::new(Body::Values(three));
+        assert_eq!(super::misshapen(&values, l1), None);
+        assert!(super::misshapen(&values, binary).unwrap().contains("3 entries (at most 2"));
+    }
 
     /// A read caches the inodes it loads; an update takes the inode it
     /// changes out of the cache, and a read puts it back.
