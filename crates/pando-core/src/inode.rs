@@ -74,24 +74,26 @@ impl Layout {
     }
 }
 
-/// The hashing rule of a directory of `len` entries: `true` for its flat
-/// node encoding (at most [`STABLE_HASH`] entries), `false` for the inode
-/// hash of its root. Every hasher of directories asks here.
+/// The hashing rule of an L1 directory of `len` entries: `true` for its
+/// flat node encoding (at most [`STABLE_HASH`] entries), `false` for the
+/// inode hash of its root ([`Layout::hashed_flat`] of [`Layout::TEZOS`]).
 #[inline]
 pub fn hashed_flat(len: u64) -> bool {
-    len <= STABLE_HASH as u64
+    Layout::TEZOS.hashed_flat(len)
 }
 
-/// Child index of `name` at `depth` with a fan-out of `entries`.
+/// Child index of `name` at `depth` with a fan-out of `entries`, as irmin
+/// writes it (`abs (seeded_hash depth step) mod entries`): the reference
+/// hasher's, which checks [`Layout::index`]'s mask against it.
 #[inline]
 pub fn index_with(entries: usize, depth: u32, name: &[u8]) -> usize {
     ocaml_hash(depth, name) as usize % entries
 }
 
-/// Child index of `name` at `depth` in a Tezos inode.
+/// Child index of `name` at `depth` in an L1 inode.
 #[inline]
 pub fn index(depth: u32, name: &[u8]) -> usize {
-    index_with(ENTRIES, depth, name)
+    Layout::TEZOS.index(depth, name)
 }
 
 /// Appends the encoding of a value inode; `entries` sorted by name.
