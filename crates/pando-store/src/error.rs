@@ -103,12 +103,18 @@ pub enum Error {
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+/// The name of a store's or a tree's layout: stores are created only of
+/// named layouts, and a tree of no store is L1's.
+pub(crate) fn layout_name(layout: pando_core::inode::Layout) -> &'static str {
+    layout.name().expect("stores and trees are of named layouts")
+}
+
 /// `Ok` for a store of L1's layout; [`Error::LayoutUnsupported`] naming
 /// `what` otherwise.
 pub(crate) fn l1_only(layout: pando_core::inode::Layout, what: &'static str) -> Result<()> {
     match layout {
         pando_core::inode::Layout::TEZOS => Ok(()),
-        other => Err(Error::LayoutUnsupported { what, layout: other.name().unwrap_or("unnamed") }),
+        other => Err(Error::LayoutUnsupported { what, layout: layout_name(other) }),
     }
 }
 

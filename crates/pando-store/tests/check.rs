@@ -320,15 +320,21 @@ fn content_with_a_valid_checksum_is_found_by_rehashing() {
     assert!(all.problems.iter().all(|p| !p.what.contains("checksum")), "the checksum is valid: {:?}", all.problems);
 }
 
+/// A store of 3 blocks whose root of the directory of 100 entries says
+/// `len` entries instead, resealed; with the record's file and position.
+fn with_root_of_100_saying(len: u8) -> (Store, Vec<Hash>, String, u64) {
+    let (storage, commits) = built(3);
+    let (name, position, mut payload) = root_of_100(&storage);
+    payload[1] = len;
+    reseal(&storage, &name, position, RecordKind::Tree, &payload);
+    (Store::open_storage(Arc::new(storage), read_only()).unwrap(), commits, name, position)
+}
+
 #[test]
 fn a_wrong_entry_count_is_found() {
     // The directory of 100 entries is a tree inode hashed flat: its
     // count is not in its hash, only the sum over its children tells.
-    let (storage, _) = built(3);
-    let (name, position, mut payload) = root_of_100(&storage);
-    payload[1] = 101;
-    reseal(&storage, &name, position, RecordKind::Tree, &payload);
-    let store = Store::open_storage(Arc::new(storage), read_only()).unwrap();
+    let (store, _, name, position) = with_root_of_100_saying(101);
     let report = check(&store, CheckScope::All);
     assert!(has_problem(&report, &name, position, "holds 101 entries, its children hold 100"), "{:?}", report.problems);
 }
@@ -338,11 +344,7 @@ fn a_tree_inode_too_small_for_the_layout_is_found_and_refused() {
     // The framing admits tree inodes of 3 entries or more (the binary
     // layout's); an L1 store's must hold more than 32, by the check and
     // by every read.
-    let (storage, commits) = built(3);
-    let (name, position, mut payload) = root_of_100(&storage);
-    payload[1] = 20;
-    reseal(&storage, &name, position, RecordKind::Tree, &payload);
-    let store = Store::open_storage(Arc::new(storage), read_only()).unwrap();
+    let (store, commits, name, position) = with_root_of_100_saying(20);
     let report = check(&store, CheckScope::All);
     assert!(has_problem(&report, &name, position, "tree inode with only 20 entries"), "{:?}", report.problems);
     let mut refused = 0;

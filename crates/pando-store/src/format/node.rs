@@ -235,10 +235,32 @@ pub fn encode_values(
 }
 
 /// The smallest fan-out of a layout (the binary one's): a tree inode of
-/// any layout holds more entries than that. The framing checks it; the
-/// reader checks the store's own layout on every inode it loads
-/// (`store::read::source`).
+/// any layout holds more entries than that. The framing checks it;
+/// [`misshapen`] holds an inode to the store's own layout.
 pub const MIN_FAN_OUT: u64 = pando_core::inode::Layout::TEZOS_BINARY.entries as u64;
+
+/// Why `inode` cannot be an inode of `layout`, if it cannot: the records'
+/// framing admits the shapes of every layout (tree inodes of more than 2
+/// entries, values inodes of at most 32), the store's layout only its own.
+/// Every reader of a store's inodes asks here: the read side before it
+/// caches or uses one, the integrity check as it walks the records.
+pub fn misshapen(inode: &Inode, layout: pando_core::inode::Layout) -> Option<String> {
+    match &inode.body {
+        Body::Values(values) if values.len() > layout.entries => {
+            Some(format!("value inode with {} entries (at most {} in this layout)", values.len(), layout.entries))
+        }
+        Body::Tree(pointers) if pointers.len <= layout.entries as u64 => {
+            Some(format!("tree inode with only {} entries (more than {} in this layout)", pointers.len, layout.entries))
+        }
+        Body::Tree(pointers) if pointers.iter().any(|(i, _)| i >= layout.entries) || pointers.depth >= layout.max_depth => {
+            Some(format!(
+                "tree inode with a child index or a depth beyond this layout's ({} children, depth {})",
+                layout.entries, pointers.depth
+            ))
+        }
+        _ => None,
+    }
+}
 
 /// Encodes a tree inode of `len` entries at `depth` from its children's
 /// index, offset and inode hash, in index order.

@@ -38,7 +38,7 @@ use std::sync::{Arc, OnceLock};
 use super::{ReadSide, Repo, WriteSide, Writer, branches, index_file};
 use crate::cache::NodeCache;
 use crate::dict::{self, Dict};
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, layout_name};
 use crate::format::commit::CommitRecord;
 use crate::format::control::{self, Control, SlotError};
 use crate::format::record::RecordKind;
@@ -229,8 +229,6 @@ pub fn open(storage: Arc<dyn Storage>, options: Options) -> Result<Repo> {
         None => None,
     };
     crate::telemetry::opened(&storage.describe(), writable, commits - collected, generation, recovered_bytes, started.elapsed());
-    // From here on, the options name the store's layout.
-    let options = Options { layout: Some(layout), ..options };
     Ok(Repo {
         read: ReadSide {
             tracer,
@@ -495,11 +493,6 @@ pub(super) fn load_mapping(storage: &dyn Storage, generation: u64, boundary: u64
     let name = crate::format::mapping::file_name(generation);
     let bytes = read_all(&*open_file(storage, &name, false)?).map_err(Error::io(&name, "read"))?;
     crate::format::mapping::decode(&bytes, boundary).map_err(|(at, reason)| Error::corrupt(&name, at, reason))
-}
-
-/// The name of a store's layout (stores hold only named ones).
-pub(crate) fn layout_name(layout: Layout) -> &'static str {
-    layout.name().expect("a store's layout is a named one")
 }
 
 pub(super) fn slot_error(first: SlotError, second: SlotError) -> Error {

@@ -166,12 +166,6 @@ impl Drop for Tree {
     }
 }
 
-/// The name of a tree's layout: a store's (a named one), or L1's for a
-/// tree of no store.
-fn layout_name(layout: pando_core::inode::Layout) -> &'static str {
-    layout.name().expect("trees are of named layouts")
-}
-
 /// What loads a tree's nodes from its store (none for a tree of no store).
 fn loader_of(source: &Option<Arc<dyn Source>>) -> &dyn Loader {
     match source {
@@ -604,8 +598,8 @@ impl Tree {
         if mine != theirs && tree.node.kind() == Kind::Dir && !(self.source.is_none() && self.is_empty()?) {
             return Err(crate::Error::LayoutMismatch {
                 what: "the tree added".into(),
-                found: layout_name(theirs),
-                expected: layout_name(mine),
+                found: crate::error::layout_name(theirs),
+                expected: crate::error::layout_name(mine),
             });
         }
         // A value made by `Tree::of_value` enters a directory here.

@@ -51,8 +51,8 @@ pub(crate) struct ReadSide {
     /// Read-only: the control slot last taken in (see `read::follow`).
     pub(in crate::store) follower: Option<Mutex<Control>>,
     pub(in crate::store) options: Options,
-    /// The layout of the store's tries, from its control file (also in
-    /// `options.layout`, read here on every trie level without a branch).
+    /// The layout of the store's tries, from its control file (the
+    /// options' is what the opener asked for, if anything).
     pub(in crate::store) layout: pando_core::inode::Layout,
     /// Offset of the newest commit record, `u64::MAX` when there is none.
     pub(in crate::store) last_commit: AtomicU64,

@@ -9,8 +9,8 @@
 //!   inode or a blob is cached (tested by
 //!   `an_inode_read_to_be_changed_is_not_left_in_the_cache`).
 //! - Every inode read from the pack has the shape of the store's layout,
-//!   checked by `misshapen` before it is cached or used (the records'
-//!   framing admits either layout's; tested by
+//!   checked by `format::node::misshapen` before it is cached or used
+//!   (the records' framing admits either layout's; tested by
 //!   `inodes_of_the_other_layout_are_misshapen`).
 //! - A staged blob is appended and registered in the staged set under the
 //!   writer lock, so that a collection starting sees it or the pack's end
@@ -84,7 +84,7 @@ impl ReadSide {
             }
             other => return Err(corrupt(format!("expected an inode record, found {other:?}"))),
         };
-        if let Some(reason) = misshapen(&inode, Loader::layout(self)) {
+        if let Some(reason) = crate::format::node::misshapen(&inode, Loader::layout(self)) {
             return Err(corrupt(reason));
         }
         let inode = Arc::new(Inode::with_meta(inode.body, State::loaded(self.id, offset, chain)));
@@ -135,27 +135,6 @@ impl Loader for ReadSide {
 /// The patches from an inode read from a record to a full one.
 fn chain_of(inode: &Inode) -> u8 {
     inode.meta.get().map_or(0, |written| written.chain())
-}
-
-/// Why `inode` cannot be an inode of `layout`, if it cannot: the records'
-/// framing admits the shapes of every layout (tree inodes of more than 2
-/// entries, values inodes of at most 32), the store's layout only its own.
-fn misshapen(inode: &Inode, layout: pando_core::inode::Layout) -> Option<String> {
-    match &inode.body {
-        Body::Values(values) if values.len() > layout.entries => {
-            Some(format!("value inode with {} entries (at most {} in this layout)", values.len(), layout.entries))
-        }
-        Body::Tree(pointers) if pointers.len <= layout.entries as u64 => {
-            Some(format!("tree inode with only {} entries (more than {} in this layout)", pointers.len, layout.entries))
-        }
-        Body::Tree(pointers) if pointers.iter().any(|(i, _)| i >= layout.entries) || pointers.depth >= layout.max_depth => {
-            Some(format!(
-                "tree inode with a child index or a depth beyond this layout's ({} children, depth {})",
-                layout.entries, pointers.depth
-            ))
-        }
-        _ => None,
-    }
 }
 
 /// A tree's source is the whole store, and it loads through the reading side.
@@ -258,18 +237,18 @@ mod tests {
         let (l1, binary) = (Layout::TEZOS, Layout::TEZOS_BINARY);
         // A binary tree inode of 3 entries is too small for L1's.
         let small = tree(1, 3, &[0, 1]);
-        assert_eq!(super::misshapen(&small, binary), None);
-        assert!(super::misshapen(&small, l1).unwrap().contains("only 3 entries (more than 32"));
+        assert_eq!(crate::format::node::misshapen(&small, binary), None);
+        assert!(crate::format::node::misshapen(&small, l1).unwrap().contains("only 3 entries (more than 32"));
         // Children and depths beyond the binary layout's bounds.
-        assert_eq!(super::misshapen(&tree(1, 40, &[0, 31]), l1), None);
-        assert!(super::misshapen(&tree(1, 40, &[0, 31]), binary).unwrap().contains("2 children"));
-        assert!(super::misshapen(&tree(64, 40, &[0, 1]), binary).unwrap().contains("depth 64"));
-        assert!(super::misshapen(&tree(12, 40, &[0, 1]), l1).unwrap().contains("depth 12"));
+        assert_eq!(crate::format::node::misshapen(&tree(1, 40, &[0, 31]), l1), None);
+        assert!(crate::format::node::misshapen(&tree(1, 40, &[0, 31]), binary).unwrap().contains("2 children"));
+        assert!(crate::format::node::misshapen(&tree(64, 40, &[0, 1]), binary).unwrap().contains("depth 64"));
+        assert!(crate::format::node::misshapen(&tree(12, 40, &[0, 1]), l1).unwrap().contains("depth 12"));
         // A values inode of 3 entries is an L1 one only.
         let three = Values::from_sorted((0..3u8).map(|i| ([i], crate::node::Child::Dir(ptr()))));
         let values = Inode::new(Body::Values(three));
-        assert_eq!(super::misshapen(&values, l1), None);
-        assert!(super::misshapen(&values, binary).unwrap().contains("3 entries (at most 2"));
+        assert_eq!(crate::format::node::misshapen(&values, l1), None);
+        assert!(crate::format::node::misshapen(&values, binary).unwrap().contains("3 entries (at most 2"));
     }
 
     /// A read caches the inodes it loads; an update takes the inode it

@@ -156,8 +156,8 @@ impl Repo {
         if tree.source().is_none() && self.read.layout() != pando_core::inode::Layout::TEZOS {
             return Err(Error::LayoutMismatch {
                 what: "a tree made without a store".into(),
-                found: "tezos",
-                expected: super::super::open::layout_name(self.read.layout()),
+                found: crate::error::layout_name(pando_core::inode::Layout::TEZOS),
+                expected: crate::error::layout_name(self.read.layout()),
             });
         }
         let Child::Dir(root) = tree.node()? else { return Err(Error::RootNotDirectory) };

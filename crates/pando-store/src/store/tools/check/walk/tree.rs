@@ -22,12 +22,13 @@ use smallvec::SmallVec;
 use std::rc::Rc;
 
 use super::{Claim, Count, Here, MAX_DEPTH, Pending, Role, State};
-use crate::format::node::decode_tree;
+use crate::format::node::{decode_tree, misshapen};
 use crate::format::patch::{MAX_PATCH_CHAIN, TreePatch};
 use crate::format::record::RecordKind;
 use crate::node::{self, Body, Inode, Loader, Pointers as StorePointers, Ptr};
 use crate::pack::window::Window;
 use pando_core::dir::collect_sorted;
+use pando_core::inode::Layout;
 
 /// A tree inode as its pointers, in index order.
 pub(super) struct Pointers {
@@ -38,14 +39,12 @@ pub(super) struct Pointers {
 }
 
 impl Pointers {
-    fn of_tree(payload: &[u8], at: u64, depth: u32) -> Result<Pointers, String> {
+    fn of_tree(payload: &[u8], at: u64, depth: u32, layout: Layout) -> Result<Pointers, String> {
         let inode = decode_tree(payload, at, depth).map_err(|reason| format!("damaged tree inode: {reason}"))?;
-        let Body::Tree(pointers) = &inode.body else { return Err("not a tree inode".into()) };
-        // The framing admits the binary layout's shapes; the check runs on
-        // L1 stores only (`Store::check`), whose tree inodes hold more.
-        if pointers.len <= ENTRIES as u64 {
-            return Err(format!("damaged tree inode: tree inode with only {} entries", pointers.len));
+        if let Some(reason) = misshapen(&inode, layout) {
+            return Err(format!("damaged tree inode: {reason}"));
         }
+        let Body::Tree(pointers) = &inode.body else { return Err("not a tree inode".into()) };
         let children = pointers.iter().filter_map(|(i, child)| match child {
             Ptr::Stored { offset, hash } => Some((i, *offset, *hash)),
             Ptr::Mem(_, _) => None,
@@ -148,7 +147,8 @@ impl State<'_> {
         // The pointers the record holds itself; for a patch, its base and
         // the indices it changes.
         let (len, own, patch) = if kind == RecordKind::Tree {
-            match known.clone().map_or_else(|| Pointers::of_tree(payload, here.at, depth).map(Rc::new), Ok) {
+            match known.clone().map_or_else(|| Pointers::of_tree(payload, here.at, depth, self.repo.read.layout).map(Rc::new), Ok)
+            {
                 Ok(pointers) => (pointers.len, pointers, None),
                 Err(what) => {
                     self.problem(here, what);
@@ -249,7 +249,7 @@ impl State<'_> {
         let (kind, payload) = self.record_ahead(offset, window)?;
         let payload = &payload[..];
         let pointers = match kind {
-            RecordKind::Tree => Pointers::of_tree(payload, offset, depth)?,
+            RecordKind::Tree => Pointers::of_tree(payload, offset, depth, self.repo.read.layout)?,
             RecordKind::TreePatch => {
                 let Some(patches) = patches.checked_sub(1) else {
                     return Err(format!("a chain of tree patches longer than {MAX_PATCH_CHAIN}"));
