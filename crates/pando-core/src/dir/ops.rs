@@ -46,14 +46,15 @@ impl<'a, H: Hold> Reached<'a, H> {
 /// follows inodes in memory by reference, touching no reference count, and
 /// holds only what it has to load. `at(n)` is the resolver for the
 /// directory the first `n` steps lead to (one that names paths in its
-/// errors names that one; most resolvers ignore `n`).
+/// errors names that one; most resolvers ignore `n`), all of the layout
+/// `at(0)` names, asked once.
 pub fn with_path<H: Hold, R: Resolve<H>, T>(
     from: &Child<H>,
     steps: &[&[u8]],
     at: &impl Fn(usize) -> R,
     f: impl FnOnce(Option<&Child<H>>) -> T,
 ) -> Result<T, R::Error> {
-    descend(from, steps, 0, None, at, |reached| f(reached.entry()))
+    descend(from, steps, 0, None, (at, at(0).layout()), |reached| f(reached.entry()))
 }
 
 /// [`with_path`], telling `f` where the descent stopped: at the entry, at a
@@ -64,7 +65,7 @@ pub fn with_path_reached<H: Hold, R: Resolve<H>, T>(
     at: &impl Fn(usize) -> R,
     f: impl FnOnce(Reached<'_, H>) -> T,
 ) -> Result<T, R::Error> {
-    descend(from, steps, 0, None, at, f)
+    descend(from, steps, 0, None, (at, at(0).layout()), f)
 }
 
 /// [`with_path`] from the entry the first `n` of `steps` lead to; `known`
@@ -75,15 +76,15 @@ fn descend<H: Hold, R: Resolve<H>, T>(
     steps: &[&[u8]],
     n: usize,
     known: Option<usize>,
-    at: &impl Fn(usize) -> R,
+    (at, layout): (&impl Fn(usize) -> R, Layout),
     f: impl FnOnce(Reached<'_, H>) -> T,
 ) -> Result<T, R::Error> {
     let Some(&step) = steps.get(n) else { return Ok(f(Reached::Entry(from))) };
     let Child::Dir(ptr) = from else { return Ok(f(Reached::Contents(n, from))) };
     let r = at(n);
     match H::as_mem(ptr) {
-        Some(root) => path_below(root, step, steps, n, known, (&r, r.layout()), at, f),
-        None => path_below(&*r.load(ptr, 0)?, step, steps, n, None, (&r, r.layout()), at, f),
+        Some(root) => path_below(root, step, steps, n, known, (&r, layout), at, f),
+        None => path_below(&*r.load(ptr, 0)?, step, steps, n, None, (&r, layout), at, f),
     }
 }
 
@@ -116,7 +117,7 @@ fn path_below<H: Hold, R: Resolve<H>, T>(
                 {
                     below = prefetch_hint::<H>(H::hint(ptr), 0, Some(next));
                 }
-                descend(child, steps, n + 1, below, at, f)
+                descend(child, steps, n + 1, below, (at, layout), f)
             }
             Err(_) => Ok(f(Reached::Absent)),
         },
